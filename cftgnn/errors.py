@@ -1,0 +1,23 @@
+"""Project exceptions. Every error the framework raises on bad input derives from CftgnnError."""
+
+from __future__ import annotations
+
+
+class CftgnnError(Exception):
+    """Base class of all cftgnn errors."""
+
+
+class DataFormatError(CftgnnError, ValueError):
+    """A data file or array is malformed (message names the file, line or value)."""
+
+
+class DataNotFoundError(CftgnnError, FileNotFoundError):
+    """A data file is absent and could not be obtained."""
+
+
+class DownloadError(CftgnnError, OSError):
+    """A download failed or its content did not verify."""
+
+
+class IndexQueryError(CftgnnError, IndexError):
+    """A query to the temporal index names an event or node outside the stream."""
