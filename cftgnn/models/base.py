@@ -1,0 +1,270 @@
+"""One interface for every temporal link-prediction model (TGN, TGAT, ...).
+
+A model is *attached* to an event stream and replays its history in fixed batches. Batch ``b``
+holds the events with original ids in ``[b·B, (b+1)·B)`` (DESIGN.md §2); removing an event
+deletes it from its batch and shifts nothing. ``advance(start, end, removed_mask)`` consumes the
+events with ids in ``[start, end)`` batch by batch; when ``end`` is not a batch boundary the
+events ``[⌊end/B⌋·B, end)`` form a final partial batch, after which the state is *closed*: it
+can be predicted from, snapshotted and restored, but not advanced (restore a snapshot taken at
+a batch boundary to continue).
+
+Inside a batch the model first applies the messages left pending by the previous batch, then
+stores this batch's messages as pending (TGN's ordering, so that training on a batch sees only
+earlier batches). ``predict`` applies the pending messages on the fly, without storing them,
+so it always predicts from the whole history.
+
+Streams with deleted events keep their original ids (``stream.without`` returns them); pass
+them as ``event_ids`` to :meth:`TemporalModel.attach` and the same batches are formed, so
+"replay without ``s``" and "replay with ``s`` masked" are the same computation.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor, nn
+
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import EventStream
+from cftgnn.errors import CftgnnError
+from cftgnn.models.layers import LinkDecoder, NeighborFn, TemporalAttentionEmbedding
+from cftgnn.models.neighbors import recent_kept_neighbors
+from cftgnn.models.state import State
+
+
+class ModelStateError(CftgnnError, RuntimeError):
+    """A state verb was called out of order (not attached, wrong start, closed state)."""
+
+
+class TemporalModel(nn.Module, ABC):
+    """Base class of the temporal models: state verbs, masked replay, batched prediction.
+
+    Subclasses build ``self.embedding`` (a :class:`TemporalAttentionEmbedding`) and
+    ``self.decoder`` (a :class:`LinkDecoder`) and implement :meth:`_apply_batch` and
+    :meth:`_node_input`.
+
+    Args:
+        num_nodes: Number of nodes ``N`` of the streams this model runs on.
+        edge_dim: Edge feature size ``F`` of those streams.
+        batch_size: History batch size ``B`` (sets the batch boundaries).
+        num_neighbors: Most recent neighbours attended to per node and layer.
+        memory_dim: Size of the node memory (0 for memory-less models).
+    """
+
+    embedding: TemporalAttentionEmbedding
+    decoder: LinkDecoder
+
+    def __init__(self, num_nodes: int, edge_dim: int, batch_size: int, num_neighbors: int,
+                 memory_dim: int) -> None:
+        super().__init__()
+        if batch_size < 1 or num_neighbors < 1:
+            raise ValueError("batch_size and num_neighbors must be >= 1")
+        self.num_nodes = int(num_nodes)
+        self.edge_dim = int(edge_dim)
+        self.batch_size = int(batch_size)
+        self.num_neighbors = int(num_neighbors)
+        self.memory_dim = int(memory_dim)
+        self.hparams: dict[str, Any] = {}
+        self._stream: EventStream | None = None
+        self._index: TemporalIndex | None = None
+        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._src = self._dst = torch.zeros(0, dtype=torch.long)
+        self._t = torch.zeros(0, dtype=torch.float64)
+        self._feat = torch.zeros(0, self.edge_dim)
+        self._state: State | None = None
+
+    # ------------------------------------------------------------------ setup
+    @property
+    def device(self) -> torch.device:
+        """Device of the parameters (the stream tensors are moved there on attach)."""
+        return next(self.parameters()).device
+
+    def config(self) -> dict[str, Any]:
+        """The Hydra config that rebuilds this model (``_target_`` plus hyperparameters)."""
+        cls = type(self)
+        return {"_target_": f"{cls.__module__}.{cls.__qualname__}", **self.hparams}
+
+    def attach(self, stream: EventStream, event_ids: npt.ArrayLike | None = None,
+               index: TemporalIndex | None = None) -> None:
+        """Bind the model to a stream and reset its state.
+
+        Call after moving the model to its device.
+
+        Args:
+            stream: The stream whose history the model replays.
+            event_ids: Original id of each event, ``int64 [E]`` ascending (defaults to
+                ``0..E-1``); pass the ids returned by ``stream.without`` for a reduced stream.
+            index: A prebuilt index of ``stream`` (built here when omitted).
+
+        Raises:
+            ModelStateError: If the stream's node count or feature size differs from the
+                model's, or the ids are not ascending.
+        """
+        if stream.num_nodes != self.num_nodes or stream.feat_dim != self.edge_dim:
+            raise ModelStateError(
+                f"model expects {self.num_nodes} nodes and {self.edge_dim} edge features, "
+                f"stream {stream.name!r} has {stream.num_nodes} and {stream.feat_dim}")
+        ids = (np.arange(stream.num_events, dtype=np.int64) if event_ids is None
+               else np.asarray(event_ids, dtype=np.int64))
+        if len(ids) != stream.num_events or (len(ids) > 1 and np.any(np.diff(ids) <= 0)):
+            raise ModelStateError("event_ids must be strictly ascending, one per event")
+        dev = self.device
+        self._stream = stream
+        self._index = index if index is not None else TemporalIndex(stream)
+        self._ids = ids
+        self._src = torch.tensor(np.array(stream.src), device=dev)
+        self._dst = torch.tensor(np.array(stream.dst), device=dev)
+        self._t = torch.tensor(np.array(stream.t), device=dev)
+        self._feat = torch.tensor(np.array(stream.edge_feat), device=dev)
+        self.reset()
+
+    @property
+    def stream(self) -> EventStream:
+        """The attached stream."""
+        if self._stream is None:
+            raise ModelStateError("model is not attached to a stream; call attach(stream)")
+        return self._stream
+
+    # ------------------------------------------------------------- state verbs
+    @property
+    def state(self) -> State:
+        """The live state (not a copy; use :meth:`snapshot` for one)."""
+        if self._state is None:
+            raise ModelStateError("model is not attached to a stream; call attach(stream)")
+        return self._state
+
+    @property
+    def position(self) -> int:
+        """Original event id up to which history has been consumed."""
+        return self.state.position
+
+    def reset(self) -> None:
+        """Forget all history: empty memory, nothing removed, position 0."""
+        self._state = State.empty(self.stream.num_events, self.num_nodes, self.memory_dim,
+                                  self.device)
+
+    def snapshot(self) -> State:
+        """A copy of the current state."""
+        return self.state.clone()
+
+    def restore(self, state: State) -> None:
+        """Continue from ``state`` (copied, so the snapshot can be restored again)."""
+        if state.removed.shape[0] != self.stream.num_events:
+            raise ModelStateError("snapshot was taken on a stream of another length")
+        self._state = state.clone()
+
+    def _local(self, event_id: int) -> int:
+        """Number of attached events with original id ``< event_id``."""
+        return int(np.searchsorted(self._ids, event_id, side="left"))
+
+    def advance(self, start_id: int, end_id: int,
+                removed_mask: npt.ArrayLike | Tensor | None = None) -> None:
+        """Consume the history events with original ids in ``[start_id, end_id)``.
+
+        Args:
+            start_id: Must equal :attr:`position`.
+            end_id: End of the range (exclusive); a non-boundary end closes the state.
+            removed_mask: ``bool [E]`` over the attached stream's events; events with ``True``
+                inside the range are skipped (entries outside the range are ignored).
+
+        Raises:
+            ModelStateError: If ``start_id`` is not the current position, or the state is
+                closed by a partial batch and ``end_id > start_id``.
+        """
+        st = self.state
+        if start_id != st.position:
+            raise ModelStateError(f"advance starts at {start_id}, but the state is at "
+                                  f"{st.position}")
+        if end_id < start_id:
+            raise ModelStateError(f"advance end {end_id} is before its start {start_id}")
+        if end_id == start_id:
+            return
+        if start_id % self.batch_size:
+            raise ModelStateError(
+                f"state at {start_id} ended with a partial batch and cannot be advanced; "
+                "restore a snapshot taken at a batch boundary")
+        mask = None
+        if removed_mask is not None:
+            mask = (removed_mask.detach().cpu().numpy() if isinstance(removed_mask, Tensor)
+                    else np.asarray(removed_mask)).astype(bool, copy=False)
+            if mask.shape != (self.stream.num_events,):
+                raise ModelStateError(f"removed_mask must have shape ({self.stream.num_events},)"
+                                      f", got {mask.shape}")
+        with torch.no_grad():
+            lo_id = start_id
+            lo = self._local(lo_id)
+            while lo_id < end_id:
+                hi_id = min(lo_id + self.batch_size, end_id)
+                hi = self._local(hi_id)
+                pos = np.arange(lo, hi, dtype=np.int64)
+                if mask is not None:
+                    batch_mask = mask[lo:hi]
+                    st.removed[lo:hi] = torch.from_numpy(batch_mask.copy())
+                    pos = pos[~batch_mask]
+                self._apply_batch(st, torch.as_tensor(pos, device=self.device))
+                st.position = hi_id
+                lo_id, lo = hi_id, hi
+
+    @abstractmethod
+    def _apply_batch(self, state: State, events: Tensor) -> None:
+        """Update ``state`` in place with one batch of kept events (stream positions ``[K]``)."""
+
+    @abstractmethod
+    def _node_input(self, state: State) -> Tensor:
+        """Layer-0 node input for every node, ``[N, in_dim]``, for the current history."""
+
+    # --------------------------------------------------------------- prediction
+    def _neighbor_fn(self, state: State, position: int) -> NeighborFn:
+        index = self._index
+        assert index is not None
+        removed = state.removed.numpy()
+        num_removed = int(removed[:position].sum())
+        n, dev = self.num_neighbors, self.device
+
+        def neighbors(nodes: Tensor, before: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            nbr, eid, valid = recent_kept_neighbors(
+                index, nodes.cpu().numpy(), before.cpu().numpy(), n, removed, num_removed)
+            return (torch.from_numpy(nbr).to(dev), torch.from_numpy(eid).to(dev),
+                    torch.from_numpy(valid).to(dev))
+
+        return neighbors
+
+    def embed(self, nodes: Tensor, t: Tensor) -> Tensor:
+        """Embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t`` (``[B]``)."""
+        st = self.state
+        position = self._local(st.position)
+        node_input = self._node_input(st)  # [N, in_dim]
+        before = torch.full_like(nodes, position)
+        return self.embedding(lambda v: node_input[v], self._neighbor_fn(st, position), self._t,
+                              self._feat, nodes, before, t)
+
+    def predict(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                t: npt.ArrayLike | Tensor) -> Tensor:
+        """Logits of the links ``(src, dst, t)`` given the current history.
+
+        Does not change the state. Gradients flow when called outside ``torch.no_grad``.
+
+        Args:
+            src: Source nodes, ``int [B]``.
+            dst: Destination nodes, ``int [B]``.
+            t: Query times, ``float [B]`` (normally ``>=`` the last history event's time).
+
+        Returns:
+            ``float32 [B]`` logits.
+        """
+        dev = self.device
+        src_t = torch.as_tensor(src, dtype=torch.long, device=dev).reshape(-1)
+        dst_t = torch.as_tensor(dst, dtype=torch.long, device=dev).reshape(-1)
+        tt = torch.as_tensor(t, dtype=torch.float64, device=dev).reshape(-1)
+        if not len(src_t) == len(dst_t) == len(tt):
+            raise ValueError(f"src, dst, t differ in length: {len(src_t)}, {len(dst_t)}, "
+                             f"{len(tt)}")
+        nodes = torch.cat([src_t, dst_t])
+        if len(nodes) and (int(nodes.min()) < 0 or int(nodes.max()) >= self.num_nodes):
+            raise ValueError(f"node ids must be in [0, {self.num_nodes})")
+        z = self.embed(nodes, torch.cat([tt, tt]))
+        return self.decoder(z[: len(src_t)], z[len(src_t):])

@@ -1,0 +1,62 @@
+"""Deterministic most-recent-neighbour sampling that skips removed events.
+
+The :class:`~cftgnn.data.index.TemporalIndex` answers "the ``n`` most recent neighbours before
+event ``i``" over the full stream. A model replaying history with some events removed needs
+the ``n`` most recent *kept* neighbours, so that the sampling equals the one a fresh index over
+``stream.without(removed)`` would give. This module does that filtering without rebuilding
+anything: it asks the index for ``n + R`` neighbours (``R`` removed events in history) and keeps
+the ``n`` most recent unremoved ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import IntArray
+
+
+def recent_kept_neighbors(
+    index: TemporalIndex,
+    nodes: IntArray,
+    before: IntArray,
+    n: int,
+    removed: npt.NDArray[np.bool_] | None = None,
+    num_removed: int = 0,
+) -> tuple[IntArray, IntArray, npt.NDArray[np.bool_]]:
+    """The ``n`` most recent neighbours of each node before an event, skipping removed events.
+
+    Args:
+        index: Index of the stream the model is attached to.
+        nodes: Query nodes, ``int64 [B]``.
+        before: Stream position per query (history is positions ``< before``), ``int64 [B]``.
+        n: Neighbours per query.
+        removed: Removed events, ``bool [E]``, or None for none.
+        num_removed: An upper bound on the removed events inside any query's history (e.g. all
+            removed events before the current position); 0 disables filtering.
+
+    Returns:
+        ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned oldest-to-newest as in
+        :meth:`TemporalIndex.recent_neighbors`; padding is ``-1``.
+    """
+    if len(nodes) == 0:
+        empty = np.zeros((0, n), dtype=np.int64)
+        return empty, empty.copy(), np.zeros((0, n), dtype=bool)
+    if removed is None or num_removed == 0:
+        return index.recent_neighbors(nodes, before, n)
+    m = n + num_removed
+    nbr, eid, valid = index.recent_neighbors(nodes, before, m)
+    keep = valid & ~removed[np.where(valid, eid, 0)]
+    # rank[b, j] = number of kept entries in columns j..m-1 (1 for the most recent kept one)
+    rank = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1]
+    sel = keep & (rank <= n)
+    rows, cols = np.nonzero(sel)
+    out_cols = n - rank[rows, cols]
+    out_nbr = np.full((len(nodes), n), -1, dtype=np.int64)
+    out_eid = np.full((len(nodes), n), -1, dtype=np.int64)
+    out_valid = np.zeros((len(nodes), n), dtype=bool)
+    out_nbr[rows, out_cols] = nbr[rows, cols]
+    out_eid[rows, out_cols] = eid[rows, cols]
+    out_valid[rows, out_cols] = True
+    return out_nbr, out_eid, out_valid

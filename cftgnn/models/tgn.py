@@ -1,0 +1,117 @@
+"""TGN: node memory (GRU updater, identity message, last-message aggregation) plus attention.
+
+Rossi et al., "Temporal Graph Networks for Deep Learning on Dynamic Graphs" (2020). Memory is
+updated once per history batch from the messages the previous batch left pending; the node
+embedding is graph attention over memory and the most recent neighbours.
+
+PyG's ``TGNMemory`` keeps its message store in Python dicts and aggregates with
+``LastAggregator`` (``scatter_argmax`` over timestamps, whose choice among equal timestamps
+depends on scatter order). Neither can be snapshotted as plain tensors or replayed with a
+removal mask, so the memory update is written here on top of PyG's ``IdentityMessage`` and
+``TimeEncoder`` and torch's ``GRUCell``; "last" is decided by event id, which is exact.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn.models.tgn import IdentityMessage
+
+from cftgnn.models.base import TemporalModel
+from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
+from cftgnn.models.state import State
+
+
+def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
+                          num_nodes: int) -> tuple[Tensor, Tensor]:
+    """Last-message aggregation: for each node touched by ``events``, its latest event.
+
+    Args:
+        src: Source of every stream event, ``int64 [E]``.
+        dst: Destination of every stream event, ``int64 [E]``.
+        events: Stream positions of one batch's kept events, ``int64 [K]``.
+        num_nodes: ``N``.
+
+    Returns:
+        ``(nodes, last)``: the touched nodes ``[M]`` (ascending) and the position of the latest
+        event (largest id) each took part in, ``[M]``.
+    """
+    nodes = torch.cat([src[events], dst[events]])  # [2K]
+    ev = torch.cat([events, events])
+    last = torch.full((num_nodes,), -1, dtype=torch.long, device=events.device)
+    last.scatter_reduce_(0, nodes, ev, reduce="amax")
+    touched = (last >= 0).nonzero(as_tuple=True)[0]
+    return touched, last[touched]
+
+
+class TGN(TemporalModel):
+    """Temporal Graph Network with GRU memory and graph-attention embedding.
+
+    Args:
+        num_nodes: Number of nodes ``N``.
+        edge_dim: Edge feature size ``F``.
+        memory_dim: Node memory size.
+        time_dim: Time encoding size.
+        embedding_dim: Node embedding size.
+        num_layers: Attention layers (1 or 2).
+        num_heads: Attention heads.
+        num_neighbors: Most recent neighbours per node.
+        dropout: Attention dropout.
+        batch_size: History batch size ``B``.
+    """
+
+    def __init__(self, num_nodes: int, edge_dim: int, memory_dim: int = 100,
+                 time_dim: int = 100, embedding_dim: int = 100, num_layers: int = 1,
+                 num_heads: int = 2, num_neighbors: int = 10, dropout: float = 0.1,
+                 batch_size: int = 200) -> None:
+        super().__init__(num_nodes, edge_dim, batch_size, num_neighbors, memory_dim)
+        self.hparams = dict(num_nodes=num_nodes, edge_dim=edge_dim, memory_dim=memory_dim,
+                            time_dim=time_dim, embedding_dim=embedding_dim,
+                            num_layers=num_layers, num_heads=num_heads,
+                            num_neighbors=num_neighbors, dropout=dropout,
+                            batch_size=batch_size)
+        self.num_layers = num_layers
+        self.msg_time_enc = make_time_encoder(time_dim)
+        self.message = IdentityMessage(edge_dim, memory_dim, time_dim)
+        self.gru = nn.GRUCell(self.message.out_channels, memory_dim)
+        self.embedding = TemporalAttentionEmbedding(memory_dim, edge_dim, time_dim,
+                                                    embedding_dim, num_layers, num_heads,
+                                                    dropout)
+        self.decoder = LinkDecoder(embedding_dim, embedding_dim)
+
+    def _pending_applied(self, state: State) -> tuple[Tensor, Tensor]:
+        """Memory and last-update times with the pending messages applied (state unchanged).
+
+        Only the rows of nodes with a pending message are recomputed: messages are built from
+        gathered rows ``memory[nodes]``, ``memory[other]`` and written back with
+        ``index_copy`` (out of place, so gradients flow during training).
+
+        Returns:
+            ``(memory [N, d], last_update [N])``.
+        """
+        nodes = (state.pending >= 0).nonzero(as_tuple=True)[0]  # [M]
+        if len(nodes) == 0:
+            return state.memory, state.last_update
+        ev = state.pending[nodes]  # [M] stream positions
+        src, dst = self._src[ev], self._dst[ev]
+        other = torch.where(src == nodes, dst, src)
+        t = self._t[ev]  # float64
+        dt = (t - state.last_update[nodes]).to(state.memory.dtype)
+        msg = self.message(state.memory[nodes], state.memory[other], self._feat[ev],
+                           self.msg_time_enc(dt))  # [M, 2d + F + T]
+        new = self.gru(msg, state.memory[nodes])  # [M, d]
+        memory = state.memory.index_copy(0, nodes, new)
+        last_update = state.last_update.index_copy(0, nodes, t)
+        return memory, last_update
+
+    def _apply_batch(self, state: State, events: Tensor) -> None:
+        memory, last_update = self._pending_applied(state)
+        state.memory, state.last_update = memory.detach(), last_update
+        pending = torch.full_like(state.pending, -1)
+        if len(events):
+            nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
+            pending[nodes] = last
+        state.pending = pending
+
+    def _node_input(self, state: State) -> Tensor:
+        return self._pending_applied(state)[0]
