@@ -21,3 +21,11 @@ class DownloadError(CftgnnError, OSError):
 
 class IndexQueryError(CftgnnError, IndexError):
     """A query to the temporal index names an event or node outside the stream."""
+
+
+class OracleError(CftgnnError, ValueError):
+    """An oracle was misused: removed ids outside the candidates, a bad backend answer."""
+
+
+class ExplainerError(CftgnnError, ValueError):
+    """An explainer or selection strategy was configured or called incorrectly."""

@@ -1,0 +1,247 @@
+"""CF-TGNN: Monte-Carlo tree search over sets of removed past events (seed Algorithms 1–7).
+
+Each iteration selects a node (UCB descent, ties broken by the strategy δ), simulates it (one
+oracle call, or a cache hit), expands it (own score, counterfactual check, children) and
+backpropagates from the selected node to the root. The search stops after ``it_max`` iterations,
+when the search-call budget is spent, or when the root is no longer selectable (tree exhausted).
+
+Resolved ambiguities (DESIGN.md §3):
+
+* Selections start at 1 for every node; backpropagation starts at the selected node, so a
+  childless node is marked non-selectable in the iteration that expands it.
+* Scores use :class:`~cftgnn.explain.tree.BackpropRule` (weighted mean by default, the seed's
+  literal formula as an option). Unexpanded children count as score 0 in the selection score.
+* Ties on the selection score (always the case among unexpanded siblings) are broken by δ
+  ranking the events the tied children add.
+* Dynamic constraint: once a counterfactual of size ``d`` is known, nodes with ``|s| > d`` are
+  marked non-selectable and nodes with ``|s| = d`` get no children, while unexpanded nodes of
+  size ``d`` may still be evaluated (a same-size counterfactual with a larger margin can win).
+* The root's prediction is the oracle's original logit (no call). A node whose search-mode
+  logit flips is confirmed exactly; its prediction then is the exact logit, and only confirmed
+  flips count as counterfactual.
+* ``select_best``: smallest counterfactual, ties → highest score, then first found; without a
+  counterfactual, the evaluated node with the largest Δ (ties → smaller, then first found).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cftgnn.errors import ExplainerError
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.oracle import Oracle, delta, node_score
+from cftgnn.explain.strategies import SelectionStrategy
+from cftgnn.explain.tree import BackpropRule, SearchNode
+
+#: Selection scores closer than this are ties (unexpanded siblings tie exactly).
+_TIE_TOL = 1e-12
+
+
+class CFTGNNExplainer(Explainer):
+    """The CF-TGNN search.
+
+    Args:
+        strategy: Selection strategy δ for ties (default: recent).
+        it_max: Maximum number of iterations.
+        alpha: Weight of the exploitation score in the selection score.
+        beta: Weight of the exploration (UCB) term.
+        max_oracle_calls: Optional cap on search-mode backend evaluations made by the search
+            itself (a strategy's preparation, e.g. 1-best's ``|C|`` calls, is counted in the
+            result but not charged to this budget). Exact confirmations are not capped.
+        batch_children: Evaluate all children of a newly expanded node in one batched oracle
+            call (warming the cache) instead of one call per selected node. The search's
+            decisions and answer are unchanged; only call counts and speed differ.
+        backprop: Score rule for backpropagation (``"weighted"`` or ``"thesis"``).
+        trace: Record a per-iteration trace in the result.
+    """
+
+    name = "cftgnn"
+
+    def __init__(
+        self,
+        strategy: SelectionStrategy | None = None,
+        it_max: int = 300,
+        alpha: float = 2.0 / 3.0,
+        beta: float = 1.0 / 3.0,
+        max_oracle_calls: int | None = None,
+        batch_children: bool = False,
+        backprop: BackpropRule | str = BackpropRule.WEIGHTED,
+        trace: bool = False,
+    ) -> None:
+        super().__init__(strategy)
+        if it_max < 0:
+            raise ExplainerError(f"it_max must be >= 0, got {it_max}")
+        if max_oracle_calls is not None and max_oracle_calls < 0:
+            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
+        if alpha < 0 or beta < 0:
+            raise ExplainerError(f"alpha and beta must be >= 0, got {alpha}, {beta}")
+        self.it_max = int(it_max)
+        self.alpha = float(alpha)
+        self.beta = float(beta)
+        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
+        self.batch_children = bool(batch_children)
+        self.backprop = BackpropRule(backprop)
+        self.trace = bool(trace)
+
+    def _search(self, oracle: Oracle) -> SearchOutcome:
+        return _Run(self, oracle).run()
+
+
+class _Run:
+    """State of one CF-TGNN search (the explainer itself stays stateless and reusable)."""
+
+    def __init__(self, cfg: CFTGNNExplainer, oracle: Oracle) -> None:
+        self.cfg = cfg
+        self.oracle = oracle
+        self.strategy = cfg.strategy
+        self.p0 = oracle.original_logit
+        self.cand_ids = [int(e) for e in oracle.candidates.ids]
+        self.root = SearchNode(path=())
+        self.cf_nodes: list[SearchNode] = []
+        self.evaluated: list[SearchNode] = []
+        self.best_cf_size: int | None = None
+        self.calls0 = oracle.stats.search_calls
+        self.trace: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> SearchOutcome:
+        it = 0
+        while it < self.cfg.it_max and self.root.selectable and self._budget_left() > 0:
+            before = self._selectable_paths() if self.cfg.trace else set()
+            node = self.select(self.root)
+            self.simulate(node)
+            self.expand(node)
+            self.backpropagate(node)
+            it += 1
+            if self.cfg.trace:
+                self._record(it, node, before)
+        best = self.select_best()
+        return SearchOutcome(
+            explanation=best.path,
+            iterations=it,
+            found=best.counterfactual,
+            trace=tuple(self.trace) if self.cfg.trace else None,
+        )
+
+    def _budget_left(self) -> float:
+        if self.cfg.max_oracle_calls is None:
+            return math.inf
+        used = self.oracle.stats.search_calls - self.calls0
+        return self.cfg.max_oracle_calls - used
+
+    # ------------------------------------------------------------------ steps
+    def select(self, node: SearchNode) -> SearchNode:
+        """Algorithm 3: descend by selection score until an unexpanded node is reached."""
+        while node.expanded:
+            options = [c for c in node.children if c.selectable]
+            if not options:
+                raise ExplainerError(  # unreachable: backprop keeps selectability consistent
+                    f"selectable node {node.path} has no selectable child")
+            scores = [c.selection_score(self.cfg.alpha, self.cfg.beta) for c in options]
+            top = max(scores)
+            tied = [c for c, s in zip(options, scores, strict=True) if top - s <= _TIE_TOL]
+            if len(tied) == 1:
+                node = tied[0]
+            else:
+                pick = self.strategy.best(np.array([c.added for c in tied], dtype=np.int64))
+                node = next(c for c in tied if c.added == pick)
+        return node
+
+    def simulate(self, node: SearchNode) -> None:
+        """Algorithm 4 plus the two-stage check: the node's logit and counterfactual status."""
+        if node.parent is None:
+            node.prediction = self.p0
+            node.counterfactual = False
+            return
+        conf = self.oracle.confirm(node.removed)
+        node.prediction = conf.logit
+        node.counterfactual = conf.is_counterfactual
+
+    def expand(self, node: SearchNode) -> None:
+        """Algorithm 5 with the dynamic constraint."""
+        assert node.prediction is not None
+        node.expanded = True
+        node.own_score = node_score(self.p0, node.prediction)
+        node.score = node.own_score
+        self.evaluated.append(node)
+        if node.counterfactual:
+            node.selectable = False
+            self.cf_nodes.append(node)
+            if self.best_cf_size is None or node.depth < self.best_cf_size:
+                self.best_cf_size = node.depth
+                self._apply_constraint()
+            return
+        if self.best_cf_size is not None and node.depth >= self.best_cf_size:
+            return  # children would be larger than a known counterfactual
+        node.children = [
+            SearchNode(path=(*node.path, e), parent=node)
+            for e in self.cand_ids
+            if e not in node.removed
+        ]
+        if self.cfg.batch_children:
+            self._prefetch(node.children)
+
+    def backpropagate(self, node: SearchNode | None) -> None:
+        """Algorithm 6, starting at the selected node."""
+        while node is not None:
+            node.selections += 1
+            node.update_score(self.cfg.backprop)
+            if not node.any_selectable_child():
+                node.selectable = False
+            node = node.parent
+
+    def select_best(self) -> SearchNode:
+        """Algorithm 7 (smallest counterfactual, else largest Δ)."""
+        if self.cf_nodes:
+            order = range(len(self.cf_nodes))
+            i = min(order, key=lambda j: (self.cf_nodes[j].depth, -(self.cf_nodes[j].score or 0.0),
+                                          j))
+            return self.cf_nodes[i]
+        nodes = self.evaluated or [self.root]
+        i = min(range(len(nodes)), key=lambda j: (
+            -delta(self.p0, nodes[j].prediction if nodes[j].prediction is not None else self.p0),
+            nodes[j].depth, j))
+        return nodes[i]
+
+    # ------------------------------------------------------------------ helpers
+    def _apply_constraint(self) -> None:
+        """Mark nodes larger than the best counterfactual non-selectable, then refresh."""
+        assert self.best_cf_size is not None
+        post: list[SearchNode] = []
+        for n in self.root.walk():
+            if n.depth > self.best_cf_size:
+                n.selectable = False
+            post.append(n)
+        for n in reversed(post):  # children before parents
+            if n.expanded and n.selectable and not n.any_selectable_child():
+                n.selectable = False
+
+    def _prefetch(self, children: list[SearchNode]) -> None:
+        todo = [c.removed for c in children if self.oracle.cached_search(c.removed) is None]
+        left = self._budget_left()
+        if left < len(todo):
+            todo = todo[: int(left)]
+        if todo:
+            self.oracle.batch(todo)
+
+    def _selectable_paths(self) -> set[tuple[int, ...]]:
+        return {n.path for n in self.root.walk() if n.selectable}
+
+    def _record(self, it: int, node: SearchNode, before: set[tuple[int, ...]]) -> None:
+        after = self._selectable_paths()
+        self.trace.append({
+            "iteration": it,
+            "path": list(node.path),
+            "logit": node.prediction,
+            "own_score": node.own_score,
+            "counterfactual": node.counterfactual,
+            "children": len(node.children),
+            "unselectable": sorted(list(p) for p in before - after),
+            "search_calls": self.oracle.stats.search_calls - self.calls0,
+        })
+
+
+__all__ = ["CFTGNNExplainer"]

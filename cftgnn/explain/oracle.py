@@ -1,0 +1,364 @@
+"""The oracle: the explained event's logit as a function of the removed past events.
+
+Every explainer talks to the model only through an :class:`Oracle`. The oracle is bound to one
+explained event (its candidate set ``C`` and its original logit ``p_orig``) and wraps two
+*backends*, batched functions from removal sets to logits (:data:`LogitFn`):
+
+* the **exact** backend, ``f(G(t_i) \\ s, ε_i)`` (DESIGN.md §2), and
+* optionally an **approximate** backend (history = events before ``ε_min`` plus ``C \\ s``).
+
+The oracle's *search mode* (:class:`OracleMode`) decides which backend answers
+``oracle(s)`` / ``oracle.batch(...)``, the calls that steer a search. ``oracle.exact(s)`` always
+uses the exact backend, and :meth:`Oracle.confirm` is the two-stage check: a set the search
+mode calls counterfactual is re-evaluated exactly before anything reports it. Both values are
+stored per set, so approximation/exact agreement can be reported.
+
+Results are cached per removed *set* (a ``frozenset``); a hit costs no backend evaluation.
+Counters separate search-mode and exact evaluations, cache hits and time spent in backends.
+The cache lives on the oracle instance (one per explained event), never at module level.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn.data.index import Candidates
+from cftgnn.errors import ExplainerError, OracleError
+
+FloatArray = npt.NDArray[np.float64]
+
+#: A batched logit backend: P removal sets (candidate event ids) -> float logits ``[P]``.
+LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
+
+RemovalSet = frozenset[int]
+
+
+class OracleMode(str, Enum):
+    """Which backend answers the search-mode calls of an :class:`Oracle`."""
+
+    EXACT = "exact"
+    APPROXIMATE = "approximate"
+
+
+# ---------------------------------------------------------------------------- semantics
+def delta(p_orig: float, p: float) -> float:
+    """Shift of a logit towards the opposite prediction (DESIGN.md §2, seed eq. for Δ).
+
+    ``Δ(p_orig, p) = p_orig − p`` if ``p_orig ≥ 0`` else ``p − p_orig``.
+
+    Args:
+        p_orig: Original logit.
+        p: Logit after a perturbation.
+
+    Returns:
+        The signed shift; positive means "towards a flip".
+    """
+    return p_orig - p if p_orig >= 0 else p - p_orig
+
+
+def node_score(p_orig: float, p: float) -> float:
+    """Exploitation score ``max(0, Δ(p_orig, p) / |p_orig|)``; ``> 1`` iff the sign flipped.
+
+    Raises:
+        ExplainerError: If ``p_orig == 0`` (such events get the ``zero_logit`` status upstream).
+    """
+    if p_orig == 0:
+        raise ExplainerError("node_score is undefined for an original logit of exactly 0")
+    return max(0.0, delta(p_orig, p) / abs(p_orig))
+
+
+def is_flip(p_orig: float, p: float) -> bool:
+    """Whether ``p`` is counterfactual to ``p_orig``: ``p_orig · p < 0``.
+
+    A logit of exactly 0 is not a flip, and nothing flips an original logit of 0.
+    """
+    return p_orig * p < 0
+
+
+# ---------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Confirmation:
+    """Outcome of the two-stage counterfactual check of one removal set.
+
+    Attributes:
+        removed: The removal set.
+        search_logit: Logit in the oracle's search mode.
+        exact_logit: Exact logit, or None when the search mode did not call it a flip (no
+            exact evaluation was needed).
+        is_counterfactual: True iff the exact logit flips the original prediction.
+    """
+
+    removed: RemovalSet
+    search_logit: float
+    exact_logit: float | None
+    is_counterfactual: bool
+
+    @property
+    def logit(self) -> float:
+        """The best-known logit: the exact one when computed, else the search-mode one."""
+        return self.search_logit if self.exact_logit is None else self.exact_logit
+
+
+@dataclass(frozen=True)
+class OracleStats:
+    """Counters of an :class:`Oracle` (cumulative; subtract two snapshots for a delta).
+
+    Attributes:
+        search_calls: Removal sets evaluated by the search-mode backend.
+        exact_calls: Removal sets evaluated by the exact backend on behalf of ``exact`` /
+            ``confirm`` (in exact mode, sets already evaluated in search mode are hits).
+        cache_hits: Requested sets answered without a backend evaluation (including duplicates
+            inside one batch).
+        search_batches: Backend invocations in search mode.
+        exact_batches: Backend invocations for exact / confirm.
+        search_time_s: Seconds spent inside the search-mode backend.
+        exact_time_s: Seconds spent inside the exact backend for exact / confirm.
+    """
+
+    search_calls: int = 0
+    exact_calls: int = 0
+    cache_hits: int = 0
+    search_batches: int = 0
+    exact_batches: int = 0
+    search_time_s: float = 0.0
+    exact_time_s: float = 0.0
+
+    @property
+    def calls(self) -> int:
+        """All backend evaluations (search + exact)."""
+        return self.search_calls + self.exact_calls
+
+    @property
+    def time_s(self) -> float:
+        """All seconds spent in backends."""
+        return self.search_time_s + self.exact_time_s
+
+    def __sub__(self, other: OracleStats) -> OracleStats:
+        return OracleStats(
+            search_calls=self.search_calls - other.search_calls,
+            exact_calls=self.exact_calls - other.exact_calls,
+            cache_hits=self.cache_hits - other.cache_hits,
+            search_batches=self.search_batches - other.search_batches,
+            exact_batches=self.exact_batches - other.exact_batches,
+            search_time_s=self.search_time_s - other.search_time_s,
+            exact_time_s=self.exact_time_s - other.exact_time_s,
+        )
+
+
+class _Channel:
+    """One backend with its cache and counters (search or exact)."""
+
+    def __init__(self, fn: LogitFn, cache: dict[RemovalSet, float]) -> None:
+        self.fn = fn
+        self.cache = cache
+        self.calls = 0
+        self.batches = 0
+        self.time_s = 0.0
+
+
+# ---------------------------------------------------------------------------- oracle
+class Oracle:
+    """Cached, counted access to the logit of one explained event under removals.
+
+    Args:
+        candidates: Candidate events of the explained event; removal sets must be subsets.
+        original_logit: ``p_orig = f(G(t_i), ε_i)``. It is stored as the exact value of the
+            empty removal set (so ``exact(∅)`` costs nothing).
+        exact: Exact backend.
+        approximate: Approximate backend; required when ``mode`` is approximate.
+        mode: Search mode, ``"exact"`` or ``"approximate"``. In exact mode the search-mode
+            and exact channels share one backend and one cache.
+
+    Raises:
+        OracleError: On a non-finite original logit or a missing approximate backend.
+    """
+
+    def __init__(
+        self,
+        candidates: Candidates,
+        original_logit: float,
+        exact: LogitFn,
+        approximate: LogitFn | None = None,
+        mode: OracleMode | str = OracleMode.EXACT,
+    ) -> None:
+        self.candidates = candidates
+        self.original_logit = float(original_logit)
+        if not np.isfinite(self.original_logit):
+            raise OracleError(f"original logit must be finite, got {original_logit!r}")
+        try:
+            self.mode = OracleMode(mode)
+        except ValueError as err:
+            raise OracleError(
+                f"unknown oracle mode {mode!r}; expected one of "
+                f"{[m.value for m in OracleMode]}") from err
+        self.candidate_ids: frozenset[int] = frozenset(int(e) for e in candidates.ids)
+        exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
+        self._exact = _Channel(exact, exact_cache)
+        if self.mode is OracleMode.EXACT:
+            self._search = _Channel(exact, exact_cache)
+        else:
+            if approximate is None:
+                raise OracleError("approximate mode needs an approximate backend")
+            self._search = _Channel(approximate, {})
+        self._hits = 0
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def event_id(self) -> int:
+        """Id of the explained event."""
+        return self.candidates.event_id
+
+    @property
+    def stats(self) -> OracleStats:
+        """A snapshot of the counters."""
+        return OracleStats(
+            search_calls=self._search.calls,
+            exact_calls=self._exact.calls,
+            cache_hits=self._hits,
+            search_batches=self._search.batches,
+            exact_batches=self._exact.batches,
+            search_time_s=self._search.time_s,
+            exact_time_s=self._exact.time_s,
+        )
+
+    # ------------------------------------------------------------------ evaluation
+    def __call__(self, removed: Iterable[int]) -> float:
+        """Search-mode logit with the events in ``removed`` taken out of history."""
+        return float(self._evaluate(self._search, [removed])[0])
+
+    def batch(self, sets: Sequence[Iterable[int]]) -> FloatArray:
+        """Search-mode logits of several removal sets, ``float64 [P]``.
+
+        Only cache misses reach the backend, deduplicated, in one call.
+        """
+        return self._evaluate(self._search, sets)
+
+    def exact(self, removed: Iterable[int]) -> float:
+        """Exact logit with the events in ``removed`` taken out of history."""
+        return float(self._evaluate(self._exact, [removed])[0])
+
+    def exact_batch(self, sets: Sequence[Iterable[int]]) -> FloatArray:
+        """Exact logits of several removal sets, ``float64 [P]``."""
+        return self._evaluate(self._exact, sets)
+
+    def confirm(self, removed: Iterable[int]) -> Confirmation:
+        """Two-stage check: search-mode logit, then the exact logit if the former flips.
+
+        In exact mode the second stage is a cache hit. Nothing should be reported as a
+        counterfactual unless ``confirm(...).is_counterfactual`` is True.
+        """
+        key = self._key(removed)
+        p_search = self(key)
+        p_exact: float | None = None
+        if is_flip(self.original_logit, p_search):
+            p_exact = self.exact(key)
+        return Confirmation(
+            removed=key,
+            search_logit=p_search,
+            exact_logit=p_exact,
+            is_counterfactual=p_exact is not None and is_flip(self.original_logit, p_exact),
+        )
+
+    def is_counterfactual(self, removed: Iterable[int]) -> bool:
+        """Whether ``removed`` flips the prediction, confirmed exactly (see :meth:`confirm`)."""
+        return self.confirm(removed).is_counterfactual
+
+    # ------------------------------------------------------------------ inspection
+    def cached_search(self, removed: Iterable[int]) -> float | None:
+        """The stored search-mode logit of a set, or None (never calls a backend)."""
+        return self._search.cache.get(self._key(removed))
+
+    def cached_exact(self, removed: Iterable[int]) -> float | None:
+        """The stored exact logit of a set, or None (never calls a backend)."""
+        return self._exact.cache.get(self._key(removed))
+
+    def agreement(self) -> tuple[int, int]:
+        """Agreement of search mode and exact on the flip decision.
+
+        Returns:
+            ``(agree, compared)`` over the sets that have both values stored (the empty set
+            excluded). In exact mode both are the same value, so ``agree == compared``.
+        """
+        agree = compared = 0
+        p0 = self.original_logit
+        for key, p_exact in self._exact.cache.items():
+            if not key:
+                continue
+            p_search = self._search.cache.get(key)
+            if p_search is None:
+                continue
+            compared += 1
+            agree += is_flip(p0, p_search) == is_flip(p0, p_exact)
+        return agree, compared
+
+    # ------------------------------------------------------------------ internals
+    def _key(self, removed: Iterable[int]) -> RemovalSet:
+        if isinstance(removed, frozenset):
+            return removed
+        return frozenset(removed)
+
+    def _validate(self, key: RemovalSet) -> RemovalSet:
+        clean: list[int] = []
+        for e in key:
+            if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer)):
+                raise OracleError(f"removed event ids must be integers, got {e!r}")
+            clean.append(int(e))
+        out = frozenset(clean)
+        bad = out - self.candidate_ids
+        if bad:
+            raise OracleError(
+                f"removed events {sorted(bad)} are not candidates of event {self.event_id} "
+                f"(|C| = {len(self.candidate_ids)})")
+        return out
+
+    def _evaluate(self, ch: _Channel, sets: Sequence[Iterable[int]]) -> FloatArray:
+        keys = [self._key(s) for s in sets]
+        out = np.empty(len(keys), dtype=np.float64)
+        missing: dict[RemovalSet, list[int]] = {}
+        for i, key in enumerate(keys):
+            value = ch.cache.get(key)
+            if value is None:
+                missing.setdefault(key, []).append(i)
+            else:
+                out[i] = value
+                self._hits += 1
+        if not missing:
+            return out
+        self._hits += sum(len(pos) - 1 for pos in missing.values())
+        todo = list(missing)
+        clean = [self._validate(k) for k in todo]
+        start = time.perf_counter()
+        raw = ch.fn(clean)
+        ch.time_s += time.perf_counter() - start
+        values = np.asarray(raw, dtype=np.float64).reshape(-1)
+        if values.shape != (len(todo),):
+            raise OracleError(
+                f"backend returned {np.shape(raw)} logits for {len(todo)} removal sets")
+        if not np.all(np.isfinite(values)):
+            raise OracleError(f"backend returned non-finite logits: {values}")
+        ch.calls += len(todo)
+        ch.batches += 1
+        for key, ck, value in zip(todo, clean, values, strict=True):
+            ch.cache[ck] = float(value)
+            for i in missing[key]:
+                out[i] = value
+        return out
+
+
+__all__ = [
+    "Confirmation",
+    "LogitFn",
+    "Oracle",
+    "OracleMode",
+    "OracleStats",
+    "RemovalSet",
+    "delta",
+    "is_flip",
+    "node_score",
+]

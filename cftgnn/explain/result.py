@@ -1,0 +1,148 @@
+"""The one result type every explainer returns, and its flat record form."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from cftgnn.errors import ExplainerError
+
+#: Version of the record layout written by :meth:`ExplanationResult.to_record`.
+SCHEMA_VERSION = 1
+
+
+class ExplanationStatus(str, Enum):
+    """Why a result looks the way it does.
+
+    * ``ok`` — a search ran (the result may still be a non-counterfactual fallback; see
+      ``is_counterfactual``).
+    * ``no_candidates`` — the explained event has no candidate events; nothing to remove.
+    * ``zero_logit`` — the original logit is exactly 0, so no perturbation can flip it.
+    """
+
+    OK = "ok"
+    NO_CANDIDATES = "no_candidates"
+    ZERO_LOGIT = "zero_logit"
+
+
+@dataclass(frozen=True)
+class ExplanationResult:
+    """The explanation of one predicted event.
+
+    Attributes:
+        explainer: Name of the explainer (``"cftgnn"``, ``"greedy"``, ...).
+        event_id: Id of the explained event.
+        original_logit: ``p_orig``.
+        candidate_ids: Candidate event ids, ascending.
+        explanation: Removed event ids, in the order the search added them.
+        final_logit: Exact logit with the explanation removed.
+        is_counterfactual: Whether ``final_logit`` flips ``original_logit`` (exact).
+        iterations: Search iterations run.
+        search_calls: Search-mode backend evaluations (including a strategy's preparation).
+        exact_calls: Exact backend evaluations for confirmations and the final check.
+        cache_hits: Requests answered from the oracle's cache.
+        agreement: Share of sets evaluated both ways whose flip decision agreed, or None when
+            no set was evaluated both ways.
+        agreement_n: Number of sets evaluated both ways.
+        wall_time_s: Wall time of ``explain``.
+        oracle_time_s: Seconds spent inside oracle backends.
+        status: See :class:`ExplanationStatus`.
+        oracle_mode: The oracle's search mode (``"exact"`` / ``"approximate"``).
+        strategy: Repr of the selection strategy used.
+        trace: Optional per-iteration trace (list of plain dicts).
+    """
+
+    explainer: str
+    event_id: int
+    original_logit: float
+    candidate_ids: tuple[int, ...]
+    explanation: tuple[int, ...]
+    final_logit: float
+    is_counterfactual: bool
+    iterations: int
+    search_calls: int
+    exact_calls: int
+    cache_hits: int
+    agreement: float | None
+    agreement_n: int
+    wall_time_s: float
+    oracle_time_s: float
+    status: ExplanationStatus = ExplanationStatus.OK
+    oracle_mode: str = "exact"
+    strategy: str = ""
+    trace: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ExplanationStatus(self.status))
+        object.__setattr__(self, "candidate_ids", tuple(int(e) for e in self.candidate_ids))
+        object.__setattr__(self, "explanation", tuple(int(e) for e in self.explanation))
+        if len(set(self.explanation)) != len(self.explanation):
+            raise ExplainerError(f"explanation has duplicate events: {self.explanation}")
+        outside = set(self.explanation) - set(self.candidate_ids)
+        if outside:
+            raise ExplainerError(f"explanation events {sorted(outside)} are not candidates")
+        for name in ("iterations", "search_calls", "exact_calls", "cache_hits", "agreement_n"):
+            if getattr(self, name) < 0:
+                raise ExplainerError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not (math.isfinite(self.original_logit) and math.isfinite(self.final_logit)):
+            raise ExplainerError("logits must be finite")
+        if self.agreement is not None and not 0.0 <= self.agreement <= 1.0:
+            raise ExplainerError(f"agreement must be in [0, 1], got {self.agreement}")
+        if self.is_counterfactual and self.original_logit * self.final_logit >= 0:
+            raise ExplainerError("is_counterfactual contradicts the logits")
+
+    @property
+    def size(self) -> int:
+        """Number of removed events."""
+        return len(self.explanation)
+
+    @property
+    def oracle_calls(self) -> int:
+        """All backend evaluations (search + exact)."""
+        return self.search_calls + self.exact_calls
+
+    @property
+    def sparsity(self) -> float:
+        """``|s| / |C|`` (0 when there are no candidates)."""
+        return self.size / len(self.candidate_ids) if self.candidate_ids else 0.0
+
+    def to_record(self, include_trace: bool = False) -> dict[str, Any]:
+        """A flat dict of plain values (lists as lists), writable as one parquet row.
+
+        Args:
+            include_trace: Add the trace as a JSON string under ``"trace_json"``.
+        """
+        rec: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "explainer": self.explainer,
+            "event_id": self.event_id,
+            "status": self.status.value,
+            "oracle_mode": self.oracle_mode,
+            "strategy": self.strategy,
+            "original_logit": self.original_logit,
+            "final_logit": self.final_logit,
+            "is_counterfactual": self.is_counterfactual,
+            "explanation": list(self.explanation),
+            "candidate_ids": list(self.candidate_ids),
+            "size": self.size,
+            "num_candidates": len(self.candidate_ids),
+            "sparsity": self.sparsity,
+            "iterations": self.iterations,
+            "oracle_calls": self.oracle_calls,
+            "search_calls": self.search_calls,
+            "exact_calls": self.exact_calls,
+            "cache_hits": self.cache_hits,
+            "agreement": self.agreement,
+            "agreement_n": self.agreement_n,
+            "wall_time_s": self.wall_time_s,
+            "oracle_time_s": self.oracle_time_s,
+        }
+        if include_trace:
+            rec["trace_json"] = json.dumps(list(self.trace or ()))
+        return rec
+
+
+__all__ = ["SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"]

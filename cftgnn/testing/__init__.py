@@ -1,0 +1,31 @@
+"""Test helpers shipped with the package: toy oracle backends, candidate builders, brute force.
+
+These have known answers, so explainers can be tested without a trained model (like PyG's
+``torch_geometric.testing`` and Captum's toy models).
+"""
+
+from cftgnn.testing.backends import (
+    AdditiveBackend,
+    InteractionBackend,
+    ScriptedBackend,
+    ShiftedBackend,
+    ToyBackend,
+)
+from cftgnn.testing.search import (
+    ScriptedStrategy,
+    brute_force_minimal,
+    make_candidates,
+    make_oracle,
+)
+
+__all__ = [
+    "AdditiveBackend",
+    "InteractionBackend",
+    "ScriptedBackend",
+    "ScriptedStrategy",
+    "ShiftedBackend",
+    "ToyBackend",
+    "brute_force_minimal",
+    "make_candidates",
+    "make_oracle",
+]

@@ -1,0 +1,128 @@
+"""Toy logit backends with the :data:`~cftgnn.explain.oracle.LogitFn` signature.
+
+Every backend counts what it is asked (``calls``: sets evaluated, ``batches``: invocations,
+``log``: the sets, in order), so tests can check caching and batching from the outside.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class ToyBackend(ABC):
+    """Base of the toy backends: counts calls, maps each set through :meth:`logit`."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.batches = 0
+        self.log: list[frozenset[int]] = []
+
+    def __call__(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
+        self.batches += 1
+        self.calls += len(sets)
+        self.log.extend(sets)
+        return np.array([self.logit(frozenset(s)) for s in sets], dtype=np.float64)
+
+    @abstractmethod
+    def logit(self, removed: frozenset[int]) -> float:
+        """Logit with the events in ``removed`` taken out."""
+
+
+class AdditiveBackend(ToyBackend):
+    """``logit(s) = base − Σ_{e ∈ s} w_e`` (events absent from ``weights`` weigh 0).
+
+    Args:
+        base: Logit of the unperturbed history.
+        weights: Contribution of each event.
+    """
+
+    def __init__(self, base: float, weights: Mapping[int, float]) -> None:
+        super().__init__()
+        self.base = float(base)
+        self.weights = {int(k): float(v) for k, v in weights.items()}
+
+    def logit(self, removed: frozenset[int]) -> float:
+        return self.base - sum(self.weights.get(e, 0.0) for e in removed)
+
+
+class InteractionBackend(AdditiveBackend):
+    """Additive plus interaction terms that count only when all their events are removed.
+
+    ``logit(s) = base − Σ_{e ∈ s} w_e − Σ_{g ⊆ s} w_g`` over the groups ``g`` (e.g. pairs that
+    matter only together).
+
+    Args:
+        base: Logit of the unperturbed history.
+        weights: Per-event contributions.
+        groups: Contribution of each group of events, removed together.
+    """
+
+    def __init__(
+        self,
+        base: float,
+        weights: Mapping[int, float],
+        groups: Mapping[frozenset[int], float],
+    ) -> None:
+        super().__init__(base, weights)
+        self.groups = {frozenset(int(e) for e in g): float(v) for g, v in groups.items()}
+
+    def logit(self, removed: frozenset[int]) -> float:
+        extra = sum(v for g, v in self.groups.items() if g <= removed)
+        return super().logit(removed) - extra
+
+
+class ScriptedBackend(ToyBackend):
+    """A lookup table from removal sets to logits; unscripted sets raise ``KeyError``.
+
+    Args:
+        table: Logit of each removal set the test expects to be evaluated.
+    """
+
+    def __init__(self, table: Mapping[frozenset[int], float]) -> None:
+        super().__init__()
+        self.table = {frozenset(int(e) for e in k): float(v) for k, v in table.items()}
+
+    def logit(self, removed: frozenset[int]) -> float:
+        if removed not in self.table:
+            raise KeyError(f"scripted backend has no logit for {sorted(removed)}")
+        return self.table[removed]
+
+
+class ShiftedBackend(ToyBackend):
+    """A toy *approximate* backend: another backend's logit plus a small deterministic offset.
+
+    ``logit(s) = inner(s) + shift + noise · sin(Σ_e (7e + 1))`` for non-empty ``s`` (the empty
+    set is returned unchanged). A ``shift`` towards the opposite sign makes sets just short of a
+    flip look counterfactual, which the oracle's confirmation must reject.
+
+    Args:
+        inner: The exact toy backend.
+        shift: Constant offset.
+        noise: Amplitude of the set-dependent offset.
+    """
+
+    def __init__(self, inner: ToyBackend, shift: float = 0.0, noise: float = 0.0) -> None:
+        super().__init__()
+        self.inner = inner
+        self.shift = float(shift)
+        self.noise = float(noise)
+
+    def logit(self, removed: frozenset[int]) -> float:
+        p = self.inner.logit(removed)
+        if not removed:
+            return p
+        return p + self.shift + self.noise * math.sin(sum(7.0 * e + 1.0 for e in removed))
+
+
+__all__ = [
+    "AdditiveBackend",
+    "InteractionBackend",
+    "ScriptedBackend",
+    "ShiftedBackend",
+    "ToyBackend",
+]
