@@ -26,8 +26,14 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 30.0,
-             progress: bool = True, verify: Callable[[Path], None] | None = None) -> Path:
+def download(
+    url: str,
+    dest: Path,
+    sha256: str | None = None,
+    timeout: float = 30.0,
+    progress: bool = True,
+    verify: Callable[[Path], None] | None = None,
+) -> Path:
     """Download ``url`` to ``dest`` atomically and verify its SHA-256 when one is given.
 
     The bytes go to a temporary file beside ``dest`` and are renamed into place only after the
@@ -56,8 +62,13 @@ def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 3
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             total = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
-            with tqdm(total=int(total) if total else None, unit="B", unit_scale=True,
-                      desc=f"downloading {dest.name}", disable=not progress) as bar:
+            with tqdm(
+                total=int(total) if total else None,
+                unit="B",
+                unit_scale=True,
+                desc=f"downloading {dest.name}",
+                disable=not progress,
+            ) as bar:
                 for block in iter(lambda: resp.read(CHUNK), b""):
                     out.write(block)
                     h.update(block)
@@ -66,7 +77,8 @@ def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 3
         if sha256 is not None and digest != sha256.lower():
             raise DownloadError(
                 f"checksum mismatch for {url}: expected sha256 {sha256}, got {digest}; "
-                f"the file was not saved")
+                f"the file was not saved"
+            )
         if verify is not None:
             verify(tmp)
         os.replace(tmp, dest)

@@ -67,8 +67,12 @@ UCI_SOURCE = DataSource(
 
 WIKIPEDIA_SOURCE = DataSource(
     name="wikipedia",
-    filenames=("wikipedia_nofeatures.csv.gz", "wikipedia_nofeatures.csv", "wikipedia.csv",
-               "wikipedia.csv.gz"),
+    filenames=(
+        "wikipedia_nofeatures.csv.gz",
+        "wikipedia_nofeatures.csv",
+        "wikipedia.csv",
+        "wikipedia.csv.gz",
+    ),
     url="http://snap.stanford.edu/jodie/wikipedia.csv",
     download_name="wikipedia.csv",
 )
@@ -95,8 +99,14 @@ def read_bytes(path: Path) -> bytes:
         raise DataFormatError(f"{path}: cannot read file: {exc}") from exc
 
 
-def locate(source: DataSource, data_dir: Path, cache_dir: Path, download: bool = True,
-           url: str | None = None, progress: bool = True) -> Path:
+def locate(
+    source: DataSource,
+    data_dir: Path,
+    cache_dir: Path,
+    download: bool = True,
+    url: str | None = None,
+    progress: bool = True,
+) -> Path:
     """Find the dataset file, downloading it when absent.
 
     Looks in ``data_dir`` then in ``cache_dir/downloads``; when neither holds one of
@@ -113,18 +123,22 @@ def locate(source: DataSource, data_dir: Path, cache_dir: Path, download: bool =
             if (folder / fname).is_file():
                 return folder / fname
     url = url or source.url
-    looked = (f"looked for {', '.join(source.filenames)} in {data_dir} (the data directory: "
-              f"paths.data_dir or $CFTGNN_DATA_DIR) and in {dl_dir}")
-    howto = (f"Download {source.url} into {data_dir}, or set CFTGNN_DATA_DIR to a folder "
-             f"that holds one of those files.")
+    looked = (
+        f"looked for {', '.join(source.filenames)} in {data_dir} (the data directory: "
+        f"paths.data_dir or $CFTGNN_DATA_DIR) and in {dl_dir}"
+    )
+    howto = (
+        f"Download {source.url} into {data_dir}, or set CFTGNN_DATA_DIR to a folder "
+        f"that holds one of those files."
+    )
     if not download:
-        raise DataNotFoundError(f"{source.name} data not found: {looked}; downloads are "
-                                f"disabled. {howto}")
+        raise DataNotFoundError(
+            f"{source.name} data not found: {looked}; downloads are disabled. {howto}"
+        )
     target_dir = data_dir if _writable(data_dir) else dl_dir
     dest = target_dir / source.download_name
     try:
-        download_file(url, dest, progress=progress,
-                      verify=lambda p: _verify_download(source, p))
+        download_file(url, dest, progress=progress, verify=lambda p: _verify_download(source, p))
     except DownloadError as exc:
         raise DataNotFoundError(f"{source.name} data not found: {looked}; {exc}. {howto}") from exc
     return dest
@@ -146,7 +160,8 @@ def _verify_download(source: DataSource, tmp: Path) -> None:
     if digest != source.content_sha256:
         raise DownloadError(
             f"downloaded {source.name} content has sha256 {digest}, expected "
-            f"{source.content_sha256}; the file was not saved")
+            f"{source.content_sha256}; the file was not saved"
+        )
 
 
 def _maybe_gunzip(data: bytes) -> bytes:
@@ -154,8 +169,9 @@ def _maybe_gunzip(data: bytes) -> bytes:
 
 
 # ------------------------------------------------------------------------------- parsing
-def _parse_numeric_table(path: Path, raw: bytes, sep: str, skiprows: int,
-                         names: Sequence[str]) -> np.ndarray:
+def _parse_numeric_table(
+    path: Path, raw: bytes, sep: str, skiprows: int, names: Sequence[str]
+) -> np.ndarray:
     """Parse a delimited numeric table strictly.
 
     Returns a ``float64 [rows, cols]`` array; raises DataFormatError naming the file, line and
@@ -163,14 +179,22 @@ def _parse_numeric_table(path: Path, raw: bytes, sep: str, skiprows: int,
     """
     first_line = skiprows + 1
     try:
-        df = pd.read_csv(io.BytesIO(raw), sep=sep, header=None, skiprows=skiprows,
-                         skip_blank_lines=False, engine="c", low_memory=False)
+        df = pd.read_csv(
+            io.BytesIO(raw),
+            sep=sep,
+            header=None,
+            skiprows=skiprows,
+            skip_blank_lines=False,
+            engine="c",
+            low_memory=False,
+        )
     except pd.errors.EmptyDataError as exc:
         raise DataFormatError(f"{path}: the file holds no events") from exc
     except pd.errors.ParserError as exc:
         msg = str(exc).replace("Error tokenizing data. C error: ", "").strip()
-        raise DataFormatError(f"{path}: malformed line: {msg} (every line must have the same "
-                              f"number of fields)") from exc
+        raise DataFormatError(
+            f"{path}: malformed line: {msg} (every line must have the same number of fields)"
+        ) from exc
 
     def col_name(j: int) -> str:
         return names[j] if j < len(names) else f"feature {j - len(names)}"
@@ -185,8 +209,9 @@ def _parse_numeric_table(path: Path, raw: bytes, sep: str, skiprows: int,
             bad = np.flatnonzero(np.isnan(values) & s.notna().to_numpy())
             if bad.size:
                 r = int(bad[0])
-                raise DataFormatError(f"{path}, line {r + first_line}: {col_name(j)} = "
-                                      f"{s.iloc[r]!r} is not a number")
+                raise DataFormatError(
+                    f"{path}, line {r + first_line}: {col_name(j)} = {s.iloc[r]!r} is not a number"
+                )
         missing = np.flatnonzero(np.isnan(values))
         if missing.size:
             r = int(missing[0])
@@ -194,7 +219,8 @@ def _parse_numeric_table(path: Path, raw: bytes, sep: str, skiprows: int,
                 raise DataFormatError(f"{path}, line {r + first_line}: empty line")
             raise DataFormatError(
                 f"{path}, line {r + first_line}: missing value for {col_name(j)} (the line is "
-                f"short or has an empty field; expected {df.shape[1]} fields)")
+                f"short or has an empty field; expected {df.shape[1]} fields)"
+            )
         out[:, j] = values
     return out
 
@@ -203,8 +229,9 @@ def _check_ids(path: Path, values: np.ndarray, name: str, first_line: int) -> np
     bad = np.flatnonzero((values < 0) | (values != np.floor(values)))
     if bad.size:
         r = int(bad[0])
-        raise DataFormatError(f"{path}, line {r + first_line}: {name} = {values[r]:g} is not a "
-                              f"non-negative integer")
+        raise DataFormatError(
+            f"{path}, line {r + first_line}: {name} = {values[r]:g} is not a non-negative integer"
+        )
     return values.astype(np.int64)
 
 
@@ -218,7 +245,8 @@ def _check_time(path: Path, t: np.ndarray, first_line: int) -> None:
         r = int(dec[0]) + 1
         raise DataFormatError(
             f"{path}, line {r + first_line}: timestamp {t[r]:g} is earlier than the previous "
-            f"line's {t[r - 1]:g}; the file must be sorted by time")
+            f"line's {t[r - 1]:g}; the file must be sorted by time"
+        )
 
 
 def parse_uci(path: Path, raw: bytes) -> EventStream:
@@ -227,11 +255,13 @@ def parse_uci(path: Path, raw: bytes) -> EventStream:
     Node ids are mapped to 0-based contiguous ids in increasing order of the file's ids; time is
     shifted so that the first event is at 0.
     """
-    table = _parse_numeric_table(path, raw, sep=r"\s+", skiprows=0,
-                                 names=("src", "dst", "unixtime"))
+    table = _parse_numeric_table(
+        path, raw, sep=r"\s+", skiprows=0, names=("src", "dst", "unixtime")
+    )
     if table.shape[1] != 3:
-        raise DataFormatError(f"{path}: expected 3 columns (src dst unixtime), found "
-                              f"{table.shape[1]} on line 1")
+        raise DataFormatError(
+            f"{path}: expected 3 columns (src dst unixtime), found {table.shape[1]} on line 1"
+        )
     src = _check_ids(path, table[:, 0], "src", 1)
     dst = _check_ids(path, table[:, 1], "dst", 1)
     t = table[:, 2]
@@ -239,10 +269,18 @@ def parse_uci(path: Path, raw: bytes) -> EventStream:
     raw_ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
     n = len(src)
     return EventStream(
-        src=inverse[:n], dst=inverse[n:], t=t - t[0], edge_feat=np.zeros((n, 0), np.float32),
-        labels=np.zeros(n, np.int64), num_nodes=len(raw_ids), name="uci",
-        meta={"time_offset": float(t[0]), "raw_id_min": int(raw_ids[0]),
-              "raw_id_max": int(raw_ids[-1])},
+        src=inverse[:n],
+        dst=inverse[n:],
+        t=t - t[0],
+        edge_feat=np.zeros((n, 0), np.float32),
+        labels=np.zeros(n, np.int64),
+        num_nodes=len(raw_ids),
+        name="uci",
+        meta={
+            "time_offset": float(t[0]),
+            "raw_id_min": int(raw_ids[0]),
+            "raw_id_max": int(raw_ids[-1]),
+        },
     )
 
 
@@ -258,12 +296,16 @@ def parse_jodie(path: Path, raw: bytes, with_features: bool) -> EventStream:
     header = raw[: newline if newline >= 0 else len(raw)].decode("utf-8", "replace").strip()
     fields = tuple(h.strip() for h in header.split(","))
     if fields[:4] != JODIE_HEADER:
-        raise DataFormatError(f"{path}, line 1: expected the JODIE header "
-                              f"{','.join(JODIE_HEADER)}[,features], found {header[:80]!r}")
+        raise DataFormatError(
+            f"{path}, line 1: expected the JODIE header "
+            f"{','.join(JODIE_HEADER)}[,features], found {header[:80]!r}"
+        )
     table = _parse_numeric_table(path, raw, sep=",", skiprows=1, names=JODIE_HEADER)
     if table.shape[1] < 4:
-        raise DataFormatError(f"{path}: expected at least 4 columns ({','.join(JODIE_HEADER)}), "
-                              f"found {table.shape[1]} on line 2")
+        raise DataFormatError(
+            f"{path}: expected at least 4 columns ({','.join(JODIE_HEADER)}), "
+            f"found {table.shape[1]} on line 2"
+        )
     users = _check_ids(path, table[:, 0], "user_id", 2)
     items = _check_ids(path, table[:, 1], "item_id", 2)
     t = table[:, 2]
@@ -274,24 +316,35 @@ def parse_jodie(path: Path, raw: bytes, with_features: bool) -> EventStream:
     n = len(users)
     if with_features:
         if table.shape[1] == 4:
-            raise DataFormatError(f"{path}: features were asked for, but the file has none "
-                                  f"(use the full wikipedia.csv, or with_features=false)")
+            raise DataFormatError(
+                f"{path}: features were asked for, but the file has none "
+                f"(use the full wikipedia.csv, or with_features=false)"
+            )
         feat = table[:, 4:].astype(np.float32)
     else:
         feat = np.zeros((n, 0), np.float32)
     return EventStream(
-        src=users, dst=items + num_users, t=t, edge_feat=feat, labels=labels,
-        num_nodes=num_users + num_items, name="wikipedia",
-        meta={"num_users": num_users, "num_items": num_items,
-              "file_feature_columns": int(table.shape[1] - 4)},
+        src=users,
+        dst=items + num_users,
+        t=t,
+        edge_feat=feat,
+        labels=labels,
+        num_nodes=num_users + num_items,
+        name="wikipedia",
+        meta={
+            "num_users": num_users,
+            "num_items": num_items,
+            "file_feature_columns": int(table.shape[1] - 4),
+        },
     )
 
 
 # --------------------------------------------------------------------------------- cache
 def _cache_path(cache_dir: Path, path: Path, options: dict[str, Any]) -> Path:
     st = path.stat()
-    key = json.dumps([LOADER_VERSION, str(path.resolve()), st.st_size, st.st_mtime_ns, options],
-                     sort_keys=True)
+    key = json.dumps(
+        [LOADER_VERSION, str(path.resolve()), st.st_size, st.st_mtime_ns, options], sort_keys=True
+    )
     digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     return cache_dir / "processed" / f"{path.name}-{digest}.npz"
 
@@ -300,9 +353,17 @@ def _save_cache(stream: EventStream, dest: Path) -> None:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, src=stream.src, dst=stream.dst, t=stream.t, edge_feat=stream.edge_feat,
-                 labels=stream.labels, num_nodes=np.int64(stream.num_nodes),
-                 name=np.str_(stream.name), meta=np.str_(json.dumps(stream.meta)))
+        np.savez(
+            tmp,
+            src=stream.src,
+            dst=stream.dst,
+            t=stream.t,
+            edge_feat=stream.edge_feat,
+            labels=stream.labels,
+            num_nodes=np.int64(stream.num_nodes),
+            name=np.str_(stream.name),
+            meta=np.str_(json.dumps(stream.meta)),
+        )
         os.replace(tmp, dest)
     except OSError as exc:
         warnings.warn(f"could not write the processed cache {dest}: {exc}", stacklevel=3)
@@ -313,15 +374,31 @@ def _load_cache(path: Path) -> EventStream | None:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             meta["from_cache"] = str(path)
-            return EventStream(z["src"], z["dst"], z["t"], z["edge_feat"], z["labels"],
-                               int(z["num_nodes"]), str(z["name"]), meta)
+            return EventStream(
+                z["src"],
+                z["dst"],
+                z["t"],
+                z["edge_feat"],
+                z["labels"],
+                int(z["num_nodes"]),
+                str(z["name"]),
+                meta,
+            )
     except (OSError, KeyError, ValueError, DataFormatError):
         return None  # stale or broken cache: parse the source again
 
 
-def _load(source: DataSource, data_dir: str | os.PathLike[str] | None,
-          cache_dir: str | os.PathLike[str] | None, download: bool, url: str | None,
-          use_cache: bool, progress: bool, options: dict[str, Any], parse: Any) -> EventStream:
+def _load(
+    source: DataSource,
+    data_dir: str | os.PathLike[str] | None,
+    cache_dir: str | os.PathLike[str] | None,
+    download: bool,
+    url: str | None,
+    use_cache: bool,
+    progress: bool,
+    options: dict[str, Any],
+    parse: Any,
+) -> EventStream:
     data_path = resolve_data_dir(data_dir)
     cache_path = resolve_cache_dir(cache_dir)
     path = locate(source, data_path, cache_path, download=download, url=url, progress=progress)
@@ -334,16 +411,29 @@ def _load(source: DataSource, data_dir: str | os.PathLike[str] | None,
     stream = parse(path, raw)
     meta = dict(stream.meta)
     meta.update(source=str(path), sha256=hashlib.sha256(raw).hexdigest(), **options)
-    stream = EventStream(stream.src, stream.dst, stream.t, stream.edge_feat, stream.labels,
-                         stream.num_nodes, stream.name, meta)
+    stream = EventStream(
+        stream.src,
+        stream.dst,
+        stream.t,
+        stream.edge_feat,
+        stream.labels,
+        stream.num_nodes,
+        stream.name,
+        meta,
+    )
     if cached is not None:
         _save_cache(stream, cached)
     return stream
 
 
-def load_uci(data_dir: str | os.PathLike[str] | None = None,
-             cache_dir: str | os.PathLike[str] | None = None, download: bool = True,
-             url: str | None = None, use_cache: bool = True, progress: bool = True) -> EventStream:
+def load_uci(
+    data_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    download: bool = True,
+    url: str | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> EventStream:
     """Load UCI-Messages (SNAP ``CollegeMsg``): 59,835 events between 1,899 nodes.
 
     Args:
@@ -360,14 +450,18 @@ def load_uci(data_dir: str | os.PathLike[str] | None = None,
         The stream; ``meta`` holds the source file, the SHA-256 of its uncompressed text, and
         ``from_cache`` when it was read from the processed cache.
     """
-    return _load(UCI_SOURCE, data_dir, cache_dir, download, url, use_cache, progress, {},
-                 parse_uci)
+    return _load(UCI_SOURCE, data_dir, cache_dir, download, url, use_cache, progress, {}, parse_uci)
 
 
-def load_wikipedia(data_dir: str | os.PathLike[str] | None = None,
-                   cache_dir: str | os.PathLike[str] | None = None, with_features: bool = False,
-                   download: bool = True, url: str | None = None, use_cache: bool = True,
-                   progress: bool = True) -> EventStream:
+def load_wikipedia(
+    data_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    with_features: bool = False,
+    download: bool = True,
+    url: str | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> EventStream:
     """Load Wikipedia (JODIE): 157,474 edits between 8,227 users and 1,000 pages.
 
     Without features (the default) any of ``wikipedia_nofeatures.csv[.gz]`` or
@@ -385,6 +479,14 @@ def load_wikipedia(data_dir: str | os.PathLike[str] | None = None,
         progress: Show a progress bar while downloading.
     """
     source = WIKIPEDIA_FEATURES_SOURCE if with_features else WIKIPEDIA_SOURCE
-    return _load(source, data_dir, cache_dir, download, url, use_cache, progress,
-                 {"with_features": with_features},
-                 lambda p, raw: parse_jodie(p, raw, with_features))
+    return _load(
+        source,
+        data_dir,
+        cache_dir,
+        download,
+        url,
+        use_cache,
+        progress,
+        {"with_features": with_features},
+        lambda p, raw: parse_jodie(p, raw, with_features),
+    )

@@ -65,8 +65,11 @@ def make_synthetic_stream(
     activity = rng.permutation(activity / activity.sum())
     src = rng.choice(num_nodes, size=num_events, p=activity)
     to_partner = rng.random(num_events) < p_partner
-    dst = np.where(to_partner, partners[src, rng.integers(0, num_partners, num_events)],
-                   rng.integers(0, num_nodes, num_events))
+    dst = np.where(
+        to_partner,
+        partners[src, rng.integers(0, num_partners, num_events)],
+        rng.integers(0, num_nodes, num_events),
+    )
     loop = dst == src
     dst[loop] = (dst[loop] + 1) % num_nodes
     gaps = rng.exponential(mean_gap, size=num_events)
@@ -79,6 +82,13 @@ def make_synthetic_stream(
         feat[:, 0] = to_partner
         feat[:, 1:] = rng.normal(size=(num_events, feat_dim - 1))
     labels = to_partner.astype(np.int64)
-    return EventStream(src, dst, t, feat, labels, num_nodes, name,
-                       meta={"generator": "make_synthetic_stream", "seed": seed,
-                             "partners": partners.tolist()})
+    return EventStream(
+        src,
+        dst,
+        t,
+        feat,
+        labels,
+        num_nodes,
+        name,
+        meta={"generator": "make_synthetic_stream", "seed": seed, "partners": partners.tolist()},
+    )
