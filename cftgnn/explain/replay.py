@@ -1,0 +1,235 @@
+"""Model-backed oracles: truncated-history inference by masked replay from snapshots.
+
+``f(G(t_i) \\ s, ε_i)`` — the model's logit for the explained event ``ε_i`` with the events in
+``s`` removed from its history — is what every explainer spends its time on (DESIGN.md §1).
+The naive way replays the whole stream without ``s`` for every call. Here:
+
+* a :class:`ReplayEngine` owns the model attached to the stream and keeps the *unperturbed*
+  state at batch boundaries: a cursor carried forward when events are explained in stream
+  order, plus sparse checkpoints to go back to (DESIGN.md §5, "snapshots, not replays");
+* for an explained event, :class:`EventReplay` takes the unperturbed state at the batch
+  boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
+  set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
+  model samples neighbours from the prebuilt index, filtered by the mask);
+* the **exact** backend masks ``s``; the **approximate** one (seed, "prediction^approximation")
+  keeps the events before ``ε_min`` plus ``C \\ s`` and masks every other event of
+  ``[ε_min, i)``.
+
+Because events before ``b0`` are never removed, both equal a fresh replay of the stream with
+the same events deleted (batches are fixed by original id, DESIGN.md §2); the tests assert it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from cftgnn.data.index import Candidates, TemporalIndex
+from cftgnn.data.stream import EventStream
+from cftgnn.errors import OracleError
+from cftgnn.explain.oracle import Oracle, OracleMode
+from cftgnn.models.base import TemporalModel
+from cftgnn.models.state import State
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Put ``model`` in eval mode (no dropout) and no-grad, restoring its mode afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+@dataclass
+class ReplayCounters:
+    """Work done by a :class:`ReplayEngine` (cumulative).
+
+    Attributes:
+        evaluations: Removal sets evaluated (each one masked replay plus one prediction).
+        events_replayed: History events fed through the model by those replays (kept ones).
+        setup_events: Events advanced to move the unperturbed cursor or to reach a base state.
+        setup_s: Seconds spent building base states.
+        eval_s: Seconds spent in masked replays and predictions.
+    """
+
+    evaluations: int = 0
+    events_replayed: int = 0
+    setup_events: int = 0
+    setup_s: float = 0.0
+    eval_s: float = 0.0
+
+
+class ReplayEngine:
+    """Shared work for explaining many events of one stream with one model.
+
+    Args:
+        model: A trained temporal model (its mode is restored after every use).
+        stream: The event stream whose events are explained.
+        index: A prebuilt index of ``stream`` (built when omitted).
+        checkpoint_every: Keep an unperturbed snapshot every this many batches while the cursor
+            moves forward, so that going back costs at most that many batches of replay.
+    """
+
+    def __init__(self, model: TemporalModel, stream: EventStream,
+                 index: TemporalIndex | None = None, checkpoint_every: int = 64) -> None:
+        self.model = model
+        self.stream = stream
+        self.index = index if index is not None else TemporalIndex(stream)
+        self.batch_size = model.batch_size
+        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.counters = ReplayCounters()
+        model.attach(stream, index=self.index)
+        self._cursor: State = model.snapshot()  # unperturbed, at a batch boundary
+        self._checkpoints: dict[int, State] = {0: self._cursor}
+
+    # ------------------------------------------------------------------ base states
+    def boundary(self, event_id: int) -> int:
+        """The batch boundary at or before ``event_id``."""
+        return (int(event_id) // self.batch_size) * self.batch_size
+
+    def base_state(self, boundary: int) -> State:
+        """The unperturbed state at a batch boundary (history = ids ``< boundary``).
+
+        Moving forward advances the cursor incrementally; going back restarts from the latest
+        checkpoint at or before ``boundary``. The returned state must not be modified.
+        """
+        if boundary % self.batch_size or not 0 <= boundary <= self.stream.num_events:
+            raise OracleError(f"{boundary} is not a batch boundary of this stream")
+        start = time.perf_counter()
+        model = self.model
+        if self._cursor.position > boundary:
+            best = max(b for b in self._checkpoints if b <= boundary)
+            self._cursor = self._checkpoints[best]
+        with eval_mode(model):
+            model.restore(self._cursor)
+            pos = self._cursor.position
+            step = self.checkpoint_every * self.batch_size
+            while pos < boundary:
+                nxt = min(boundary, (pos // step + 1) * step)
+                model.advance(pos, nxt)
+                self.counters.setup_events += nxt - pos
+                pos = nxt
+                if pos % step == 0 and pos not in self._checkpoints:
+                    self._checkpoints[pos] = model.snapshot()
+            if pos != self._cursor.position:
+                self._cursor = self._checkpoints.get(pos) or model.snapshot()
+        self.counters.setup_s += time.perf_counter() - start
+        return self._cursor
+
+    # ------------------------------------------------------------------ evaluation
+    def logits(self, event_id: int, base: State, masks: Sequence[npt.NDArray[np.bool_]]
+               ) -> npt.NDArray[np.float64]:
+        """Logit of event ``event_id`` after replaying ``[base.position, event_id)`` per mask.
+
+        Args:
+            event_id: The explained event ``i``.
+            base: Unperturbed state at a batch boundary ``<= i``.
+            masks: Removal masks, each ``bool [E]`` (only entries in the replayed range
+                matter).
+
+        Returns:
+            ``float64 [P]`` logits.
+        """
+        start = time.perf_counter()
+        model, st = self.model, self.stream
+        sl = slice(event_id, event_id + 1)
+        u, v, t = st.src[sl].copy(), st.dst[sl].copy(), st.t[sl].copy()
+        out = np.empty(len(masks), dtype=np.float64)
+        lo = base.position
+        with eval_mode(model):
+            for p, mask in enumerate(masks):
+                model.restore(base)
+                model.advance(lo, event_id, mask)
+                out[p] = float(model.predict(u, v, t)[0])
+                self.counters.events_replayed += int(event_id - lo - mask[lo:event_id].sum())
+        self.counters.evaluations += len(masks)
+        self.counters.eval_s += time.perf_counter() - start
+        return out
+
+    def explain_event(self, event_id: int, k: int | None = None, m_max: int = 64,
+                      mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
+        """Build the oracle of one explained event (candidates, base state, backends).
+
+        Args:
+            event_id: The explained event ``i``.
+            k: Hop radius of the candidate set (default: the model's number of layers).
+            m_max: Maximum number of candidates.
+            mode: Search mode of the oracle (exact or approximate); confirmation is exact.
+        """
+        return EventReplay(self, event_id, k, m_max).oracle(mode)
+
+
+class EventReplay:
+    """Exact and approximate backends of one explained event (see the module docstring).
+
+    Args:
+        engine: The shared replay engine.
+        event_id: The explained event ``i``.
+        k: Hop radius (default: the model's number of layers).
+        m_max: Maximum number of candidates.
+    """
+
+    def __init__(self, engine: ReplayEngine, event_id: int, k: int | None = None,
+                 m_max: int = 64) -> None:
+        self.engine = engine
+        k = int(getattr(engine.model, "num_layers", 1)) if k is None else k
+        self.candidates: Candidates = engine.index.candidates(event_id, k, m_max)
+        self.event_id = int(event_id)
+        oldest = self.candidates.oldest
+        self.eps_min = self.event_id if oldest is None else oldest
+        self.base = engine.base_state(engine.boundary(self.eps_min))
+        self._cand = self.candidates.ids
+
+    def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
+        mask = np.zeros(self.engine.stream.num_events, dtype=bool)
+        if approximate:
+            mask[self.eps_min : self.event_id] = True
+            kept = [e for e in self._cand.tolist() if e not in removed]
+            mask[kept] = False
+        else:
+            mask[list(removed)] = True
+        return mask
+
+    def exact(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
+        """Exact logits ``f(G(t_i) \\ s, ε_i)`` of P removal sets, ``[P]``."""
+        return self.engine.logits(self.event_id, self.base,
+                                  [self._mask(s, approximate=False) for s in sets])
+
+    def approximate(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
+        """Approximate logits (history = events before ``ε_min`` plus ``C \\ s``), ``[P]``."""
+        return self.engine.logits(self.event_id, self.base,
+                                  [self._mask(s, approximate=True) for s in sets])
+
+    def oracle(self, mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
+        """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``."""
+        p_orig = float(self.exact([frozenset()])[0])
+        return Oracle(self.candidates, p_orig, exact=self.exact,
+                      approximate=self.approximate, mode=mode)
+
+
+def naive_logit(model: TemporalModel, stream: EventStream, event_id: int,
+                removed: Sequence[int] = ()) -> float:
+    """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
+
+    This is the slow computation every oracle mode is tested (and benchmarked) against. It
+    works on a copy of ``model``, so an engine using ``model`` is left as it was.
+    """
+    sub, kept = stream.without(np.asarray(list(removed), dtype=np.int64))
+    model = copy.deepcopy(model)
+    with eval_mode(model):
+        model.attach(sub, event_ids=kept)
+        model.advance(0, event_id)
+        sl = slice(event_id, event_id + 1)
+        logit = model.predict(stream.src[sl].copy(), stream.dst[sl].copy(), stream.t[sl].copy())
+    return float(logit[0])
