@@ -1,0 +1,18 @@
+"""Train a temporal link predictor: ``python scripts/train.py model=tgn dataset=uci``."""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from cftgnn.models.training import run
+
+
+@hydra.main(config_path="../conf", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point; all work happens in :func:`cftgnn.models.training.run`."""
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()
