@@ -12,6 +12,7 @@ from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.oracle import LogitFn, Oracle, OracleMode, is_flip
 from cftgnn.explain.strategies import SelectionStrategy
+from cftgnn.testing.backends import ShiftedBackend, ToyBackend
 
 
 def make_candidates(
@@ -78,6 +79,38 @@ def brute_force_minimal(
     return []
 
 
+class ToyProblem:
+    """A toy explained event with its minimal counterfactuals found by brute force.
+
+    Args:
+        candidates: Candidate events.
+        exact: Exact toy backend (its counters are reset after the brute force).
+        shift: Offset of the toy approximation (:class:`ShiftedBackend`), towards a flip.
+        noise: Set-dependent noise amplitude of the toy approximation.
+
+    Attributes:
+        p_orig: Original logit ``exact(∅)``.
+        minimal: All minimum-size counterfactual sets (empty if none exists).
+    """
+
+    def __init__(self, candidates: Candidates, exact: ToyBackend, shift: float = 0.0,
+                 noise: float = 0.05) -> None:
+        self.candidates = candidates
+        self.exact = exact
+        self.shift = shift
+        self.noise = noise
+        self.p_orig = exact.logit(frozenset())
+        self.minimal = brute_force_minimal(exact, list(candidates.ids), self.p_orig)
+        exact.calls = exact.batches = 0
+        exact.log.clear()
+
+    def oracle(self, mode: OracleMode | str = OracleMode.EXACT) -> Oracle:
+        """A fresh oracle (own cache and counters) over the shared exact backend."""
+        approx = ShiftedBackend(self.exact, shift=self.shift, noise=self.noise)
+        return Oracle(self.candidates, self.p_orig, exact=self.exact, approximate=approx,
+                      mode=mode)
+
+
 class ScriptedStrategy(SelectionStrategy):
     """A strategy that plays back fixed preference lists, one per call to :meth:`rank`.
 
@@ -111,4 +144,10 @@ class ScriptedStrategy(SelectionStrategy):
         return ids[sorted(range(len(ids)), key=lambda i: key[i])]
 
 
-__all__ = ["ScriptedStrategy", "brute_force_minimal", "make_candidates", "make_oracle"]
+__all__ = [
+    "ScriptedStrategy",
+    "ToyProblem",
+    "brute_force_minimal",
+    "make_candidates",
+    "make_oracle",
+]
