@@ -1,0 +1,18 @@
+"""Event streams, their loaders and the temporal index (DESIGN.md §4, first stage)."""
+
+from cftgnn.data.index import Candidates, TemporalIndex
+from cftgnn.data.loaders import load_uci, load_wikipedia
+from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
+from cftgnn.data.stream import EventStream
+from cftgnn.data.synthetic import make_synthetic_stream
+
+__all__ = [
+    "Candidates",
+    "EventStream",
+    "TemporalIndex",
+    "load_uci",
+    "load_wikipedia",
+    "make_synthetic_stream",
+    "resolve_cache_dir",
+    "resolve_data_dir",
+]

@@ -107,13 +107,13 @@ class TemporalIndex:
     def _check_event(self, event_id: int, allow_end: bool = False) -> int:
         e = self.stream.num_events
         hi = e if allow_end else e - 1
-        if isinstance(event_id, (bool, np.bool_)) or not isinstance(
-                event_id, (int, np.integer)):
+        if isinstance(event_id, (bool, np.bool_)) or not isinstance(event_id, (int, np.integer)):
             raise IndexQueryError(f"event id must be an integer, got {event_id!r}")
         if not 0 <= int(event_id) <= hi:
             raise IndexQueryError(
                 f"event id {event_id} is outside the stream {self.stream.name!r} "
-                f"(valid ids: 0..{hi})")
+                f"(valid ids: 0..{hi})"
+            )
         return int(event_id)
 
     def _check_nodes(self, nodes: npt.ArrayLike) -> IntArray:
@@ -124,7 +124,8 @@ class TemporalIndex:
         bad = np.flatnonzero((arr < 0) | (arr >= self.stream.num_nodes))
         if bad.size:
             raise IndexQueryError(
-                f"node id {arr.flat[bad[0]]} is outside [0, {self.stream.num_nodes})")
+                f"node id {arr.flat[bad[0]]} is outside [0, {self.stream.num_nodes})"
+            )
         return arr
 
     # --------------------------------------------------------------- neighbours
@@ -140,7 +141,8 @@ class TemporalIndex:
         if before_a.size and (before_a.min() < 0 or before_a.max() > self.stream.num_events):
             raise IndexQueryError(
                 f"event boundary outside [0, {self.stream.num_events}]: {before_a.min()}"
-                f"..{before_a.max()}")
+                f"..{before_a.max()}"
+            )
         end = np.searchsorted(self._key, nodes_a * self._stride + before_a, side="left")
         return end - self.indptr[nodes_a]
 

@@ -66,8 +66,13 @@ class EventStream:
                 raise DataFormatError(f"{where}: {label} must be 1-D, got shape {arr.shape}")
         if feat.ndim != 2:
             raise DataFormatError(f"{where}: edge_feat must be 2-D [E, F], got shape {feat.shape}")
-        lengths = {"src": n, "dst": len(dst), "t": len(t), "edge_feat": len(feat),
-                   "labels": len(labels)}
+        lengths = {
+            "src": n,
+            "dst": len(dst),
+            "t": len(t),
+            "edge_feat": len(feat),
+            "labels": len(labels),
+        }
         if len(set(lengths.values())) != 1:
             raise DataFormatError(f"{where}: arrays differ in length: {lengths}")
         for arr, label in ((src, "src"), (dst, "dst"), (labels, "labels")):
@@ -77,7 +82,8 @@ class EventStream:
                 bad = np.flatnonzero(arr != np.round(arr))
                 if bad.size:
                     raise DataFormatError(
-                        f"{where}: {label}[{bad[0]}] = {arr[bad[0]]!r} is not an integer")
+                        f"{where}: {label}[{bad[0]}] = {arr[bad[0]]!r} is not an integer"
+                    )
         num_nodes = int(self.num_nodes)
         if num_nodes < 0:
             raise DataFormatError(f"{where}: num_nodes must be >= 0, got {num_nodes}")
@@ -85,7 +91,8 @@ class EventStream:
             bad = np.flatnonzero((arr < 0) | (arr >= num_nodes))
             if bad.size:
                 raise DataFormatError(
-                    f"{where}: {label}[{bad[0]}] = {arr[bad[0]]} is outside [0, {num_nodes})")
+                    f"{where}: {label}[{bad[0]}] = {arr[bad[0]]} is outside [0, {num_nodes})"
+                )
         if not np.issubdtype(t.dtype, np.number):
             raise DataFormatError(f"{where}: t must be numeric, got dtype {t.dtype}")
         bad = np.flatnonzero(~np.isfinite(t))
@@ -93,15 +100,16 @@ class EventStream:
             raise DataFormatError(f"{where}: t[{bad[0]}] = {t[bad[0]]} is not finite")
         if not np.issubdtype(feat.dtype, np.number):
             raise DataFormatError(f"{where}: edge_feat must be numeric, got dtype {feat.dtype}")
-        bad_rows = np.flatnonzero(~np.isfinite(feat).all(axis=1)) if feat.size else []
-        if len(bad_rows):
+        bad_rows = np.flatnonzero(~np.isfinite(feat).all(axis=1)) if feat.size else np.empty(0)
+        if bad_rows.size:
             raise DataFormatError(f"{where}: edge_feat row {bad_rows[0]} is not finite")
         dec = np.flatnonzero(np.diff(t) < 0)
         if dec.size:
             i = int(dec[0]) + 1
             raise DataFormatError(
                 f"{where}: timestamps must be non-decreasing, but t[{i}] = {t[i]} < "
-                f"t[{i - 1}] = {t[i - 1]}")
+                f"t[{i - 1}] = {t[i - 1]}"
+            )
         object.__setattr__(self, "src", _readonly(src.astype(np.int64)))
         object.__setattr__(self, "dst", _readonly(dst.astype(np.int64)))
         object.__setattr__(self, "t", _readonly(t.astype(np.float64)))
@@ -131,8 +139,16 @@ class EventStream:
         """The first ``n`` events (same node count), e.g. for tests on a real-data prefix."""
         if not 0 <= n <= self.num_events:
             raise DataFormatError(f"prefix length {n} outside [0, {self.num_events}]")
-        return EventStream(self.src[:n], self.dst[:n], self.t[:n], self.edge_feat[:n],
-                           self.labels[:n], self.num_nodes, self.name, dict(self.meta))
+        return EventStream(
+            self.src[:n],
+            self.dst[:n],
+            self.t[:n],
+            self.edge_feat[:n],
+            self.labels[:n],
+            self.num_nodes,
+            self.name,
+            dict(self.meta),
+        )
 
     def without(self, removed: npt.ArrayLike) -> tuple[EventStream, IntArray]:
         """The stream with the events ``removed`` deleted, and the original ids kept.
@@ -147,8 +163,16 @@ class EventStream:
             raise DataFormatError(f"removed ids must be in [0, {self.num_events})")
         mask[removed] = False
         kept = np.flatnonzero(mask).astype(np.int64)
-        sub = EventStream(self.src[mask], self.dst[mask], self.t[mask], self.edge_feat[mask],
-                          self.labels[mask], self.num_nodes, self.name, dict(self.meta))
+        sub = EventStream(
+            self.src[mask],
+            self.dst[mask],
+            self.t[mask],
+            self.edge_feat[mask],
+            self.labels[mask],
+            self.num_nodes,
+            self.name,
+            dict(self.meta),
+        )
         return sub, kept
 
     def summary(self) -> dict[str, Any]:

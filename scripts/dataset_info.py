@@ -1,0 +1,19 @@
+"""Print events, nodes, time span, feature dimension and the data file of a dataset.
+
+Usage: ``python scripts/dataset_info.py dataset=uci`` (or wikipedia, synthetic).
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.data.info import run
+
+
+@hydra.main(config_path="../conf", config_name="dataset_info", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Shared fixtures. Real-data tests are marked ``dataset``; they read the data directory
+(``$CFTGNN_DATA_DIR``) and skip when its files are absent, unless ``CFTGNN_REQUIRE_DATA=1``
+(set by CI), in which case an absent file fails the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cftgnn.data.paths import resolve_data_dir
+
+
+@pytest.fixture(scope="session")
+def real_data_dir() -> Path:
+    """The data directory holding the UCI and Wikipedia files."""
+    folder = resolve_data_dir()
+    needed = [
+        ("CollegeMsg.txt.gz", "CollegeMsg.txt"),
+        ("wikipedia_nofeatures.csv.gz", "wikipedia_nofeatures.csv", "wikipedia.csv"),
+    ]
+    missing = [names[0] for names in needed if not any((folder / n).is_file() for n in names)]
+    if missing:
+        msg = f"real data absent from {folder}: {missing} (set CFTGNN_DATA_DIR)"
+        if os.environ.get("CFTGNN_REQUIRE_DATA") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return folder
