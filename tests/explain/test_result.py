@@ -56,3 +56,14 @@ def test_status_from_string() -> None:
 def test_validation(over: dict[str, Any]) -> None:
     with pytest.raises((ExplainerError, ValueError)):
         ExplanationResult(**_kwargs(**over))
+
+
+def test_record_writes_to_parquet(tmp_path: Any) -> None:
+    pytest.importorskip("pyarrow")
+    rows = [ExplanationResult(**_kwargs()).to_record(include_trace=True),
+            ExplanationResult(**_kwargs(agreement=None, explanation=(), final_logit=2.0,
+                                        is_counterfactual=False)).to_record(True)]
+    path = tmp_path / "r.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    back = pd.read_parquet(path)
+    assert list(back["explanation"][0]) == [5, 1] and back["schema_version"].tolist() == [1, 1]
