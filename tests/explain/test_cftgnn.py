@@ -124,8 +124,8 @@ def test_fallback_all_negative_returns_empty() -> None:
 
 
 def test_same_size_counterfactual_with_larger_margin_wins() -> None:
-    # {1} flips narrowly and is found first (recent strategy prefers... ids by recency: 3, 2, 1),
-    # so make 3 the narrow flip and 1 the wide one; 1 stays evaluable after the constraint.
+    # The recent strategy visits {3} first: a narrow flip (logit -0.1). The unexpanded
+    # same-size node {1} stays evaluable after the constraint and flips widely (logit -4).
     exact = AdditiveBackend(1.0, {1: 5.0, 2: 0.1, 3: 1.1})
     oracle = Oracle(make_candidates([1, 2, 3]), 1.0, exact=exact)
     result = CFTGNNExplainer(strategy=RecentStrategy(), trace=True).explain(oracle)
