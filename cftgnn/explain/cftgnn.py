@@ -196,14 +196,13 @@ class _Run:
     def select_best(self) -> SearchNode:
         """Algorithm 7 (smallest counterfactual, else largest Δ)."""
         if self.cf_nodes:
-            order = range(len(self.cf_nodes))
-            i = min(order, key=lambda j: (self.cf_nodes[j].depth, -(self.cf_nodes[j].score or 0.0),
-                                          j))
-            return self.cf_nodes[i]
+            cfs = self.cf_nodes
+            i = min(range(len(cfs)), key=lambda j: (cfs[j].depth, -(cfs[j].score or 0.0), j))
+            return cfs[i]
         nodes = self.evaluated or [self.root]
-        i = min(range(len(nodes)), key=lambda j: (
-            -delta(self.p0, nodes[j].prediction if nodes[j].prediction is not None else self.p0),
-            nodes[j].depth, j))
+        gains = [delta(self.p0, self.p0 if n.prediction is None else n.prediction)
+                 for n in nodes]
+        i = min(range(len(nodes)), key=lambda j: (-gains[j], nodes[j].depth, j))
         return nodes[i]
 
     # ------------------------------------------------------------------ helpers

@@ -13,6 +13,7 @@ from cftgnn.testing.backends import (
 )
 from cftgnn.testing.search import (
     ScriptedStrategy,
+    ToyProblem,
     brute_force_minimal,
     make_candidates,
     make_oracle,
@@ -25,6 +26,7 @@ __all__ = [
     "ScriptedStrategy",
     "ShiftedBackend",
     "ToyBackend",
+    "ToyProblem",
     "brute_force_minimal",
     "make_candidates",
     "make_oracle",
