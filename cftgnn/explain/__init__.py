@@ -13,6 +13,7 @@ from cftgnn.explain.oracle import (
     is_flip,
     node_score,
 )
+from cftgnn.explain.replay import ReplayEngine, naive_logit
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import (
     ClosestStrategy,
@@ -40,10 +41,12 @@ __all__ = [
     "OracleStats",
     "RandomStrategy",
     "RecentStrategy",
+    "ReplayEngine",
     "SearchNode",
     "SearchOutcome",
     "SelectionStrategy",
     "delta",
     "is_flip",
+    "naive_logit",
     "node_score",
 ]

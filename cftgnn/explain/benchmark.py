@@ -23,15 +23,18 @@ from cftgnn.data.stream import EventStream
 from cftgnn.explain.oracle import is_flip
 from cftgnn.explain.replay import EventReplay, ReplayEngine, naive_logit
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.checkpoint import load_checkpoint
 
 
 def _stats(values: list[float]) -> dict[str, float]:
     arr = np.asarray(values, dtype=np.float64) * 1e3
     if arr.size == 0:
         return {"median_ms": float("nan"), "min_ms": float("nan"), "max_ms": float("nan"), "n": 0}
-    return {"median_ms": float(np.median(arr)), "min_ms": float(arr.min()),
-            "max_ms": float(arr.max()), "n": int(arr.size)}
+    return {
+        "median_ms": float(np.median(arr)),
+        "min_ms": float(arr.min()),
+        "max_ms": float(arr.max()),
+        "n": int(arr.size),
+    }
 
 
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
@@ -40,10 +43,20 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def benchmark_oracle(model: TemporalModel, stream: EventStream, *, n_events: int,
-                     sets_per_event: int, naive_per_event: int, batch_size: int, m_max: int,
-                     k: int | None, min_event: int, seed: int,
-                     progress: bool = True) -> dict[str, Any]:
+def benchmark_oracle(
+    model: TemporalModel,
+    stream: EventStream,
+    *,
+    n_events: int,
+    sets_per_event: int,
+    naive_per_event: int,
+    batch_size: int,
+    m_max: int,
+    k: int | None,
+    min_event: int,
+    seed: int,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Time the four ways of computing ``f(G(t_i) \\ s, ε_i)`` on the same inputs.
 
     Returns:
@@ -54,11 +67,21 @@ def benchmark_oracle(model: TemporalModel, stream: EventStream, *, n_events: int
     """
     rng = np.random.default_rng(seed)
     index = TemporalIndex(stream)
-    events = np.sort(rng.choice(np.arange(min(min_event, stream.num_events - 1),
-                                          stream.num_events), size=n_events, replace=False))
+    events = np.sort(
+        rng.choice(
+            np.arange(min(min_event, stream.num_events - 1), stream.num_events),
+            size=n_events,
+            replace=False,
+        )
+    )
     engine = ReplayEngine(model, stream, index)
-    times: dict[str, list[float]] = {"naive": [], "exact": [], "approximate": [],
-                                     "batched": [], "setup": []}
+    times: dict[str, list[float]] = {
+        "naive": [],
+        "exact": [],
+        "approximate": [],
+        "batched": [],
+        "setup": [],
+    }
     agree = compared = 0
     max_dev = 0.0
     sizes = []
@@ -85,43 +108,61 @@ def benchmark_oracle(model: TemporalModel, stream: EventStream, *, n_events: int
             ref, t_naive = _timed(naive_logit, model, stream, i, sorted(s))
             times["naive"].append(t_naive)
             max_dev = max(max_dev, abs(ref - float(replay.exact([s])[0])))
-        big = [frozenset(rng.choice(cand, size=int(rng.integers(1, len(cand) + 1)),
-                                    replace=False).tolist()) for _ in range(batch_size)]
+        big = [
+            frozenset(
+                rng.choice(cand, size=int(rng.integers(1, len(cand) + 1)), replace=False).tolist()
+            )
+            for _ in range(batch_size)
+        ]
         _, t_batch = _timed(replay.exact, big)
         times["batched"].append(t_batch / batch_size)
     res: dict[str, Any] = {
-        "dataset": stream.name, "model": type(model).__name__, "events": int(n_events),
-        "torch_threads": torch.get_num_threads(), "device": str(model.device),
-        "batch_size_P": batch_size, "m_max": m_max, "mean_candidates": float(np.mean(sizes)),
+        "dataset": stream.name,
+        "model": type(model).__name__,
+        "events": int(n_events),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(model.device),
+        "batch_size_P": batch_size,
+        "m_max": m_max,
+        "mean_candidates": float(np.mean(sizes)),
         "per_call": {name: _stats(v) for name, v in times.items() if name != "setup"},
         "setup_per_event": _stats(times["setup"]),
         "approx_exact_sign_agreement": agree / compared if compared else float("nan"),
         "max_abs_exact_vs_naive": max_dev,
     }
     naive = res["per_call"]["naive"]["median_ms"]
-    res["speedup_vs_naive"] = {name: naive / res["per_call"][name]["median_ms"]
-                               for name in ("exact", "approximate", "batched")}
+    res["speedup_vs_naive"] = {
+        name: naive / res["per_call"][name]["median_ms"]
+        for name in ("exact", "approximate", "batched")
+    }
     return res
 
 
 def format_table(res: dict[str, Any]) -> str:
     """The benchmark figures as a text table."""
-    lines = [f"{res['model']} on {res['dataset']}: {res['events']} events, mean |C| = "
-             f"{res['mean_candidates']:.1f}, P = {res['batch_size_P']}, device = "
-             f"{res['device']}, torch threads = {res['torch_threads']}",
-             f"{'per call':<22}{'median ms':>11}{'min ms':>10}{'max ms':>10}{'n':>6}"
-             f"{'× naive':>10}"]
+    lines = [
+        f"{res['model']} on {res['dataset']}: {res['events']} events, mean |C| = "
+        f"{res['mean_candidates']:.1f}, P = {res['batch_size_P']}, device = "
+        f"{res['device']}, torch threads = {res['torch_threads']}",
+        f"{'per call':<22}{'median ms':>11}{'min ms':>10}{'max ms':>10}{'n':>6}{'× naive':>10}",
+    ]
     for name in ("naive", "exact", "approximate", "batched"):
         s = res["per_call"][name]
         ratio = 1.0 if name == "naive" else res["speedup_vs_naive"][name]
         label = "batched (per set)" if name == "batched" else name
-        lines.append(f"{label:<22}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
-                     f"{s['max_ms']:>10.2f}{s['n']:>6}{ratio:>10.1f}")
+        lines.append(
+            f"{label:<22}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
+            f"{s['max_ms']:>10.2f}{s['n']:>6}{ratio:>10.1f}"
+        )
     s = res["setup_per_event"]
-    lines.append(f"{'setup per event':<22}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
-                 f"{s['max_ms']:>10.2f}{s['n']:>6}")
-    lines.append(f"approximate/exact sign agreement: {res['approx_exact_sign_agreement']:.3f}; "
-                 f"max |exact - naive| = {res['max_abs_exact_vs_naive']:.2e}")
+    lines.append(
+        f"{'setup per event':<22}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
+        f"{s['max_ms']:>10.2f}{s['n']:>6}"
+    )
+    lines.append(
+        f"approximate/exact sign agreement: {res['approx_exact_sign_agreement']:.3f}; "
+        f"max |exact - naive| = {res['max_abs_exact_vs_naive']:.2e}"
+    )
     return "\n".join(lines)
 
 
@@ -131,8 +172,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     stream: EventStream = instantiate(cfg.dataset)
     model_cfg = dict(cfg.model)
     name = str(model_cfg["_target_"]).rsplit(".", 1)[-1].lower()
-    ckpt = (Path(cfg.paths.checkpoint_dir) / f"{name}_{stream.name}.pt"
-            if cfg.checkpoint == "auto" else Path(cfg.checkpoint) if cfg.checkpoint else None)
+    ckpt = (
+        Path(cfg.paths.checkpoint_dir) / f"{name}_{stream.name}.pt"
+        if cfg.checkpoint == "auto"
+        else Path(cfg.checkpoint)
+        if cfg.checkpoint
+        else None
+    )
     if ckpt is not None and ckpt.is_file():
         model = load_checkpoint(ckpt, stream, device=cfg.device, attach=False)
         source = str(ckpt)
@@ -142,10 +188,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         model.to(cfg.device)
         source = "random weights (no checkpoint found)"
     print(f"model: {source}")
-    res = benchmark_oracle(model, stream, n_events=cfg.n_events,
-                           sets_per_event=cfg.sets_per_event, naive_per_event=cfg.naive_per_event,
-                           batch_size=cfg.batch_size, m_max=cfg.m_max, k=cfg.k,
-                           min_event=cfg.min_event, seed=cfg.seed)
+    res = benchmark_oracle(
+        model,
+        stream,
+        n_events=cfg.n_events,
+        sets_per_event=cfg.sets_per_event,
+        naive_per_event=cfg.naive_per_event,
+        batch_size=cfg.batch_size,
+        m_max=cfg.m_max,
+        k=cfg.k,
+        min_event=cfg.min_event,
+        seed=cfg.seed,
+    )
     res["weights"] = source
     print(format_table(res))
     if cfg.out:

@@ -22,6 +22,8 @@ the same events deleted (batches are fixed by original id, DESIGN.md §2); the t
 from __future__ import annotations
 
 import copy
+import dataclasses
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,8 +36,11 @@ import torch
 from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
+from cftgnn.explain.base import Explainer
 from cftgnn.explain.oracle import Oracle, OracleMode
+from cftgnn.explain.result import ExplanationResult
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.checkpoint import load_checkpoint
 from cftgnn.models.state import State
 
 
@@ -81,8 +86,13 @@ class ReplayEngine:
             moves forward, so that going back costs at most that many batches of replay.
     """
 
-    def __init__(self, model: TemporalModel, stream: EventStream,
-                 index: TemporalIndex | None = None, checkpoint_every: int = 64) -> None:
+    def __init__(
+        self,
+        model: TemporalModel,
+        stream: EventStream,
+        index: TemporalIndex | None = None,
+        checkpoint_every: int = 64,
+    ) -> None:
         self.model = model
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
@@ -92,6 +102,45 @@ class ReplayEngine:
         model.attach(stream, index=self.index)
         self._cursor: State = model.snapshot()  # unperturbed, at a batch boundary
         self._checkpoints: dict[int, State] = {0: self._cursor}
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike[str],
+        stream: EventStream,
+        device: torch.device | str = "cpu",
+        **kwargs: int,
+    ) -> ReplayEngine:
+        """Load a committed checkpoint for ``stream`` and wrap it in an engine.
+
+        Raises:
+            CheckpointMismatchError: If the checkpoint was trained on another dataset.
+        """
+        model = load_checkpoint(path, stream, device=device, attach=False)
+        return cls(model, stream, **kwargs)
+
+    def explain(
+        self,
+        explainer: Explainer,
+        event_id: int,
+        k: int | None = None,
+        m_max: int = 64,
+        mode: OracleMode | str = OracleMode.APPROXIMATE,
+    ) -> ExplanationResult:
+        """Explain one event: build its oracle and run ``explainer`` on it.
+
+        ``setup_time_s`` of the result holds the oracle's construction time and
+        ``wall_time_s`` the search's, so their sum is the cost of the explanation.
+
+        Example:
+            >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())
+            >>> explainer = CFTGNNExplainer(strategy=ClosestStrategy())
+            >>> result = engine.explain(explainer, event_id=50_000)
+        """
+        start = time.perf_counter()
+        oracle = self.explain_event(event_id, k, m_max, mode)
+        setup = time.perf_counter() - start
+        return dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
 
     # ------------------------------------------------------------------ base states
     def boundary(self, event_id: int) -> int:
@@ -128,8 +177,9 @@ class ReplayEngine:
         return self._cursor
 
     # ------------------------------------------------------------------ evaluation
-    def logits(self, event_id: int, base: State, masks: Sequence[npt.NDArray[np.bool_]]
-               ) -> npt.NDArray[np.float64]:
+    def logits(
+        self, event_id: int, base: State, masks: Sequence[npt.NDArray[np.bool_]]
+    ) -> npt.NDArray[np.float64]:
         """Logit of event ``event_id`` after replaying ``[base.position, event_id)`` per mask.
 
         Args:
@@ -157,8 +207,13 @@ class ReplayEngine:
         self.counters.eval_s += time.perf_counter() - start
         return out
 
-    def explain_event(self, event_id: int, k: int | None = None, m_max: int = 64,
-                      mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
+    def explain_event(
+        self,
+        event_id: int,
+        k: int | None = None,
+        m_max: int = 64,
+        mode: OracleMode | str = OracleMode.APPROXIMATE,
+    ) -> Oracle:
         """Build the oracle of one explained event (candidates, base state, backends).
 
         Args:
@@ -180,8 +235,9 @@ class EventReplay:
         m_max: Maximum number of candidates.
     """
 
-    def __init__(self, engine: ReplayEngine, event_id: int, k: int | None = None,
-                 m_max: int = 64) -> None:
+    def __init__(
+        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64
+    ) -> None:
         self.engine = engine
         k = int(getattr(engine.model, "num_layers", 1)) if k is None else k
         self.candidates: Candidates = engine.index.candidates(event_id, k, m_max)
@@ -203,23 +259,27 @@ class EventReplay:
 
     def exact(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits ``f(G(t_i) \\ s, ε_i)`` of P removal sets, ``[P]``."""
-        return self.engine.logits(self.event_id, self.base,
-                                  [self._mask(s, approximate=False) for s in sets])
+        return self.engine.logits(
+            self.event_id, self.base, [self._mask(s, approximate=False) for s in sets]
+        )
 
     def approximate(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Approximate logits (history = events before ``ε_min`` plus ``C \\ s``), ``[P]``."""
-        return self.engine.logits(self.event_id, self.base,
-                                  [self._mask(s, approximate=True) for s in sets])
+        return self.engine.logits(
+            self.event_id, self.base, [self._mask(s, approximate=True) for s in sets]
+        )
 
     def oracle(self, mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
         """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``."""
         p_orig = float(self.exact([frozenset()])[0])
-        return Oracle(self.candidates, p_orig, exact=self.exact,
-                      approximate=self.approximate, mode=mode)
+        return Oracle(
+            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode
+        )
 
 
-def naive_logit(model: TemporalModel, stream: EventStream, event_id: int,
-                removed: Sequence[int] = ()) -> float:
+def naive_logit(
+    model: TemporalModel, stream: EventStream, event_id: int, removed: Sequence[int] = ()
+) -> float:
     """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
 
     This is the slow computation every oracle mode is tested (and benchmarked) against. It

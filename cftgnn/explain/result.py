@@ -49,6 +49,8 @@ class ExplanationResult:
         agreement_n: Number of sets evaluated both ways.
         wall_time_s: Wall time of ``explain``.
         oracle_time_s: Seconds spent inside oracle backends.
+        setup_time_s: Seconds spent building the oracle before the search (candidates, base
+            state, original logit); 0 when the oracle was built elsewhere.
         status: See :class:`ExplanationStatus`.
         oracle_mode: The oracle's search mode (``"exact"`` / ``"approximate"``).
         strategy: Repr of the selection strategy used.
@@ -70,6 +72,7 @@ class ExplanationResult:
     agreement_n: int
     wall_time_s: float
     oracle_time_s: float
+    setup_time_s: float = 0.0
     status: ExplanationStatus = ExplanationStatus.OK
     oracle_mode: str = "exact"
     strategy: str = ""
@@ -139,6 +142,7 @@ class ExplanationResult:
             "agreement_n": self.agreement_n,
             "wall_time_s": self.wall_time_s,
             "oracle_time_s": self.oracle_time_s,
+            "setup_time_s": self.setup_time_s,
         }
         if include_trace:
             rec["trace_json"] = json.dumps(list(self.trace or ()))

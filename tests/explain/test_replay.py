@@ -66,8 +66,7 @@ def test_out_of_order_events_use_checkpoints(stream):
     early = engine.explain_event(150, mode="exact")  # goes back: restarts from a checkpoint
     for oracle, i in ((late, 390), (early, 150)):
         s = frozenset(oracle.candidates.ids[::2].tolist())
-        assert oracle.exact(s) == pytest.approx(naive_logit(model, stream, i, sorted(s)),
-                                                abs=ATOL)
+        assert oracle.exact(s) == pytest.approx(naive_logit(model, stream, i, sorted(s)), abs=ATOL)
 
 
 def test_batch_equals_one_at_a_time(stream):

@@ -1,0 +1,67 @@
+"""Build the model an entry point asks for: a committed checkpoint, or fresh weights."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+
+from cftgnn.data.stream import EventStream
+from cftgnn.models.base import TemporalModel
+from cftgnn.models.checkpoint import load_checkpoint
+
+
+def model_name(model_cfg: Any) -> str:
+    """The file-name stem of a model config: its class name in lower case (``tgn``)."""
+    return str(model_cfg["_target_"]).rsplit(".", 1)[-1].lower()
+
+
+def resolve_model(
+    model_cfg: Any,
+    stream: EventStream,
+    checkpoint: str | None,
+    checkpoint_dir: str | os.PathLike[str],
+    device: str = "cpu",
+    seed: int = 0,
+    require: bool = False,
+) -> tuple[TemporalModel, str]:
+    """The model for ``stream``: from a checkpoint when there is one, else fresh weights.
+
+    Args:
+        model_cfg: The ``model`` config (``_target_`` plus hyperparameters).
+        stream: The stream the model runs on.
+        checkpoint: ``"auto"`` (``<checkpoint_dir>/<model>_<dataset>.pt``), a path, or None
+            for fresh weights.
+        checkpoint_dir: Folder of the committed checkpoints.
+        device: Torch device.
+        seed: Seed of fresh weights.
+        require: Raise instead of falling back to fresh weights when the file is absent.
+
+    Returns:
+        The model (not attached) and a description of where its weights came from.
+
+    Raises:
+        FileNotFoundError: If ``require`` and the checkpoint is absent.
+        CheckpointMismatchError: If the checkpoint belongs to another dataset.
+    """
+    path = None
+    if checkpoint == "auto":
+        path = Path(checkpoint_dir) / f"{model_name(model_cfg)}_{stream.name}.pt"
+    elif checkpoint:
+        path = Path(checkpoint)
+    if path is not None and path.is_file():
+        return load_checkpoint(path, stream, device=device, attach=False), str(path)
+    if require:
+        raise FileNotFoundError(
+            f"checkpoint {path} not found; train it with "
+            f"`python scripts/train.py model={model_name(model_cfg)} "
+            f"dataset={stream.name}`"
+        )
+    torch.manual_seed(seed)
+    model: TemporalModel = instantiate(
+        model_cfg, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim
+    )
+    return model.to(device), f"fresh random weights (no checkpoint at {path})"
