@@ -55,8 +55,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         Path(cfg.paths.root_dir) / "conf",
         list(cfg.explainers),
         list(cfg.strategies),
-        OmegaConf.to_container(cfg.overrides),
-    )  # type: ignore[arg-type]
+        dict(OmegaConf.to_container(cfg.overrides)),  # type: ignore[arg-type]
+    )
     records = explain_events(
         engine, factories, events.tolist(), k=cfg.k, m_max=cfg.m_max, mode=cfg.mode
     )

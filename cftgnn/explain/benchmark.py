@@ -23,6 +23,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.explain.oracle import is_flip
 from cftgnn.explain.replay import EventReplay, ReplayEngine, naive_logit
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.resolve import resolve_model
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -170,23 +171,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Load data and model (checkpoint when available), benchmark, print, write JSON."""
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
-    model_cfg = dict(cfg.model)
-    name = str(model_cfg["_target_"]).rsplit(".", 1)[-1].lower()
-    ckpt = (
-        Path(cfg.paths.checkpoint_dir) / f"{name}_{stream.name}.pt"
-        if cfg.checkpoint == "auto"
-        else Path(cfg.checkpoint)
-        if cfg.checkpoint
-        else None
+    model, source = resolve_model(
+        cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir, cfg.device, cfg.seed
     )
-    if ckpt is not None and ckpt.is_file():
-        model = load_checkpoint(ckpt, stream, device=cfg.device, attach=False)
-        source = str(ckpt)
-    else:
-        torch.manual_seed(cfg.seed)
-        model = instantiate(cfg.model, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim)
-        model.to(cfg.device)
-        source = "random weights (no checkpoint found)"
     print(f"model: {source}")
     res = benchmark_oracle(
         model,

@@ -109,7 +109,7 @@ class ReplayEngine:
         path: str | os.PathLike[str],
         stream: EventStream,
         device: torch.device | str = "cpu",
-        **kwargs: int,
+        checkpoint_every: int = 64,
     ) -> ReplayEngine:
         """Load a committed checkpoint for ``stream`` and wrap it in an engine.
 
@@ -117,7 +117,7 @@ class ReplayEngine:
             CheckpointMismatchError: If the checkpoint was trained on another dataset.
         """
         model = load_checkpoint(path, stream, device=device, attach=False)
-        return cls(model, stream, **kwargs)
+        return cls(model, stream, checkpoint_every=checkpoint_every)
 
     def explain(
         self,
