@@ -5,6 +5,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.models.training import run
 
 

@@ -89,6 +89,15 @@ class TemporalAttentionEmbedding(nn.Module):
                layer: int) -> Tensor:
         if layer == 0:
             return node_input(nodes)
+        # Embed each distinct (node, before, t) query once: bursts repeat nodes within a batch,
+        # and sources recur in positive and negative pairs. Rows are independent, so this
+        # changes no value.
+        key = torch.stack([nodes.to(torch.float64), before.to(torch.float64), t], dim=1)
+        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+        if len(uniq) < len(nodes):
+            nodes, before, t = uniq[:, 0].long(), uniq[:, 1].long(), uniq[:, 2]
+            return self._embed(node_input, neighbors, stream_t, stream_feat, nodes, before, t,
+                               layer)[inverse]
         nbr, eid, valid = neighbors(nodes, before)  # each [B, n]
         rows, cols = valid.nonzero(as_tuple=True)
         nb_nodes, nb_eid = nbr[rows, cols], eid[rows, cols]  # [K]

@@ -92,7 +92,7 @@ def train_epoch(model: TemporalModel, optimizer: torch.optim.Optimizer, end: int
         loss.backward()
         optimizer.step()
         model.advance(lo, hi)
-        losses.append(float(loss))
+        losses.append(loss.item())
     return float(np.mean(losses)) if losses else float("nan")
 
 
@@ -208,7 +208,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """
     torch.set_num_threads(int(cfg.num_threads))
     torch.manual_seed(int(cfg.seed))
-    np.random.seed(int(cfg.seed))
     device = resolve_device(str(cfg.device))
     stream: EventStream = instantiate(cfg.dataset)
     model: TemporalModel = instantiate(cfg.model, num_nodes=stream.num_nodes,
