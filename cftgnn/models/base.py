@@ -195,19 +195,43 @@ class TemporalModel(nn.Module, ABC):
                 raise ModelStateError(f"removed_mask must have shape ({self.stream.num_events},)"
                                       f", got {mask.shape}")
         with torch.no_grad():
-            lo_id = start_id
-            lo = self._local(lo_id)
-            while lo_id < end_id:
-                hi_id = min(lo_id + self.batch_size, end_id)
-                hi = self._local(hi_id)
-                pos = np.arange(lo, hi, dtype=np.int64)
-                if mask is not None:
-                    batch_mask = mask[lo:hi]
-                    st.removed[lo:hi] = torch.from_numpy(batch_mask.copy())
-                    pos = pos[~batch_mask]
-                self._apply_batch(st, torch.as_tensor(pos, device=self.device))
-                st.position = hi_id
-                lo_id, lo = hi_id, hi
+            dev = self.device
+            lo, hi = self._local(start_id), self._local(end_id)
+            pos = np.arange(lo, hi, dtype=np.int64)
+            if mask is not None:
+                st.removed[lo:hi] = torch.from_numpy(mask[lo:hi].copy())
+                pos = pos[~mask[lo:hi]]
+            # Kept events grouped by batch (batch = original id // B). Batches without kept
+            # events matter only right after a non-empty one (they apply its pending
+            # messages); on an idle state an empty batch changes nothing and is skipped, which
+            # makes sparse masked replays (the approximate oracle) cost per kept batch.
+            batch_of = self._ids[pos] // self.batch_size
+            cuts = np.flatnonzero(np.diff(batch_of)) + 1
+            groups = np.split(pos, cuts)
+            first = start_id // self.batch_size
+            last = (end_id - 1) // self.batch_size  # the final, possibly partial, batch
+            idle = self._idle(st)
+            b = first
+            for group in groups:
+                if len(group) == 0:
+                    continue
+                gb = int(self._ids[group[0]] // self.batch_size)
+                if gb > b and not idle:
+                    self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
+                self._apply_batch(st, torch.as_tensor(group, device=dev))
+                idle = False
+                b = gb + 1
+            if b <= last and not idle:
+                self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
+            st.position = end_id
+
+    def _idle(self, state: State) -> bool:
+        """Whether applying an empty batch to ``state`` would leave it unchanged.
+
+        After an empty batch has been applied the state is idle by definition; subclasses say
+        whether a given state already is (the default, False, is always safe).
+        """
+        return False
 
     @abstractmethod
     def _apply_batch(self, state: State, events: Tensor) -> None:

@@ -47,6 +47,9 @@ class TGAT(TemporalModel):
                                                     num_layers, num_heads, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
 
+    def _idle(self, state: State) -> bool:
+        return True
+
     def _apply_batch(self, state: State, events: Tensor) -> None:
         """TGAT keeps no memory: history is read from the index at prediction time."""
 

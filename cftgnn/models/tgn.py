@@ -79,12 +79,15 @@ class TGN(TemporalModel):
                                                     dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
 
-    def _pending_applied(self, state: State) -> tuple[Tensor, Tensor]:
-        """Memory and last-update times with the pending messages applied (state unchanged).
+    def _pending_applied(self, state: State, inplace: bool = False) -> tuple[Tensor, Tensor]:
+        """Memory and last-update times with the pending messages applied.
 
         Only the rows of nodes with a pending message are recomputed: messages are built from
         gathered rows ``memory[nodes]``, ``memory[other]`` and written back with
-        ``index_copy`` (out of place, so gradients flow during training).
+        ``index_copy``. Out of place by default (the state is unchanged and gradients flow
+        during training); with ``inplace`` the state's own tensors are updated, which the
+        no-grad replay uses to avoid copying the whole ``[N, d]`` memory every batch (the
+        state's tensors are never shared with a snapshot: snapshot and restore clone).
 
         Returns:
             ``(memory [N, d], last_update [N])``.
@@ -100,18 +103,28 @@ class TGN(TemporalModel):
         msg = self.message(state.memory[nodes], state.memory[other], self._feat[ev],
                            self.msg_time_enc(dt))  # [M, 2d + F + T]
         new = self.gru(msg, state.memory[nodes])  # [M, d]
+        if inplace:
+            state.memory.index_copy_(0, nodes, new)
+            state.last_update.index_copy_(0, nodes, t)
+            return state.memory, state.last_update
         memory = state.memory.index_copy(0, nodes, new)
         last_update = state.last_update.index_copy(0, nodes, t)
         return memory, last_update
 
+    def _idle(self, state: State) -> bool:
+        return not bool((state.pending >= 0).any())
+
     def _apply_batch(self, state: State, events: Tensor) -> None:
-        memory, last_update = self._pending_applied(state)
-        state.memory, state.last_update = memory.detach(), last_update
-        pending = torch.full_like(state.pending, -1)
+        if torch.is_grad_enabled():
+            memory, last_update = self._pending_applied(state)
+            state.memory, state.last_update = memory.detach(), last_update
+        else:
+            self._pending_applied(state, inplace=True)
+        # Clear only the entries that are set (an empty batch after an empty batch is free).
+        state.pending[state.pending >= 0] = -1
         if len(events):
             nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
-            pending[nodes] = last
-        state.pending = pending
+            state.pending[nodes] = last
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]
