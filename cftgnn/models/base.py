@@ -225,6 +225,41 @@ class TemporalModel(nn.Module, ABC):
                 self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
             st.position = end_id
 
+    # ------------------------------------------------------- batched masked replay
+    def replay_plan(self, base: State, end: int,
+                    removed: npt.NDArray[np.bool_] | None = None) -> Any:
+        """Work shared by every masked replay of ``[base.position, end)`` from ``base``.
+
+        Computed once per explained event by the oracle and handed back to
+        :meth:`masked_logits`, whose masks are added to ``removed`` (``bool [E]``, the
+        plan's own removals, e.g. the approximate oracle's). The default keeps the inputs;
+        models override it with what makes their replays cheap (TGN records the trajectory).
+        """
+        mask = np.zeros(self.stream.num_events, bool) if removed is None else removed.copy()
+        return (base.clone(), int(end), mask)
+
+    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
+        """Logits of the event at ``end`` after replaying with each of P removal masks.
+
+        Args:
+            plan: From :meth:`replay_plan`.
+            removed: ``bool [P, E]`` masks, added to the plan's own; only entries in
+                ``[base.position, end)`` may be set.
+
+        Returns:
+            ``float32 [P]``. The default restores, advances and predicts once per mask;
+            subclasses evaluate all P in one pass with the same result.
+        """
+        base, end, plan_mask = plan
+        st = self.stream
+        sl = slice(end, end + 1)
+        out = []
+        for mask in removed:
+            self.restore(base)
+            self.advance(base.position, end, mask | plan_mask)
+            out.append(self.predict(st.src[sl].copy(), st.dst[sl].copy(), st.t[sl].copy()))
+        return torch.cat(out) if out else torch.zeros(0)
+
     def _idle(self, state: State) -> bool:
         """Whether applying an empty batch to ``state`` would leave it unchanged.
 

@@ -8,10 +8,15 @@ position and the removal mask.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 import torch
 from torch import Tensor
 
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.batched import batched_logits
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
 from cftgnn.models.state import State
 
@@ -46,6 +51,23 @@ class TGAT(TemporalModel):
         self.embedding = TemporalAttentionEmbedding(node_dim, edge_dim, time_dim, embedding_dim,
                                                     num_layers, num_heads, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
+
+    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
+        """All P masks in one embedding pass: without memory, a removal only changes
+        neighbour sampling, so no replay is needed at all."""
+        base, end, plan_mask = plan
+        st = self.stream
+        assert self._index is not None
+        zeros = torch.zeros(1, self.node_dim, device=self.device)
+
+        def node_input(p: Tensor, n: Tensor) -> Tensor:
+            return zeros.expand(len(n), -1)
+
+        return batched_logits(self, self._index, self._t, self._feat,
+                              removed | (base.removed.numpy() | plan_mask)[None, :], end,
+                              node_input,
+                              self.num_nodes, self.num_neighbors, int(st.src[end]),
+                              int(st.dst[end]), float(st.t[end]))
 
     def _idle(self, state: State) -> bool:
         return True

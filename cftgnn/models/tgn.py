@@ -13,11 +13,17 @@ removal mask, so the memory update is written here on top of PyG's ``IdentityMes
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.batched import batched_logits
+from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
 from cftgnn.models.state import State
 
@@ -125,6 +131,29 @@ class TGN(TemporalModel):
         if len(events):
             nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
             state.pending[nodes] = last
+
+    def replay_plan(self, base: State, end: int,
+                    removed: npt.NDArray[np.bool_] | None = None) -> Any:
+        """The recorded trajectory of ``[base.position, end)`` under ``removed`` (see
+        :mod:`cftgnn.models.cone`)."""
+        return record_trajectory(self, base, end, removed)
+
+    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
+        """All P masks at once: causal-cone replay, then one P-copy embedding pass."""
+        traj: Trajectory = plan
+        index, table = cone_replay(self, traj, removed)
+        st, end = self.stream, traj.end
+        dev = table.device
+
+        def node_input(p: Tensor, n: Tensor) -> Tensor:
+            rows = torch.as_tensor(index[p.cpu().numpy(), n.cpu().numpy()], device=dev)
+            return table[rows]
+
+        assert self._index is not None
+        return batched_logits(self, self._index, self._t, self._feat,
+                              removed | traj.final.removed.numpy()[None, :], end, node_input,
+                              self.num_nodes, self.num_neighbors, int(st.src[end]),
+                              int(st.dst[end]), float(st.t[end]))
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]

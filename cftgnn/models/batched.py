@@ -1,0 +1,104 @@
+"""Predictions for P removal masks in one pass (the leading perturbation dimension).
+
+P perturbations of one history are embedded as one graph made of P disjoint copies: node ``n``
+of perturbation ``p`` is the *virtual* node ``p·N + n``. Each copy samples its neighbours with
+its own removal mask, and reads its layer-0 input from a per-perturbation table, so one call of
+the attention embedding and the decoder scores the explained event under all P masks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import IntArray
+
+if TYPE_CHECKING:
+    from cftgnn.models.base import TemporalModel
+
+
+def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
+                               removed: npt.NDArray[np.bool_], rows_p: IntArray,
+                               max_removed: int) -> tuple[IntArray, IntArray,
+                                                          npt.NDArray[np.bool_]]:
+    """Like :func:`cftgnn.models.neighbors.recent_kept_neighbors`, one mask per query.
+
+    Args:
+        index: Index of the attached stream.
+        nodes: Query nodes, ``int64 [B]``.
+        before: Stream position bounding each query's history, ``int64 [B]``.
+        n: Neighbours per query.
+        removed: Removal masks, ``bool [P, E]``.
+        rows_p: Perturbation of each query, ``int64 [B]``.
+        max_removed: Upper bound on the removed events in any query's history.
+
+    Returns:
+        ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned as in the index.
+    """
+    m = n + max_removed
+    nbr, eid, valid = index.recent_neighbors(nodes, before, m)
+    keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
+    rank = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1]  # 1 = the most recent kept entry
+    sel = keep & (rank <= n)
+    r, c = np.nonzero(sel)
+    out_c = n - rank[r, c]
+    out_nbr = np.full((len(nodes), n), -1, dtype=np.int64)
+    out_eid = np.full((len(nodes), n), -1, dtype=np.int64)
+    out_valid = np.zeros((len(nodes), n), dtype=bool)
+    out_nbr[r, out_c] = nbr[r, c]
+    out_eid[r, out_c] = eid[r, c]
+    out_valid[r, out_c] = True
+    return out_nbr, out_eid, out_valid
+
+
+def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
+                   stream_feat: Tensor, removed: npt.NDArray[np.bool_], position: int,
+                   node_input: Callable[[Tensor, Tensor], Tensor], num_nodes: int,
+                   num_neighbors: int, src: int, dst: int, t: float) -> Tensor:
+    """Logits of one link ``(src, dst, t)`` under P removal masks, ``[P]``.
+
+    Args:
+        model: A model with ``embedding`` (:class:`TemporalAttentionEmbedding`) and
+            ``decoder`` (:class:`LinkDecoder`).
+        index: Index of the attached stream.
+        stream_t: Event times, ``float64 [E]``.
+        stream_feat: Edge features, ``float32 [E, F]``.
+        removed: Removal masks, ``bool [P, E]``; history is positions ``< position``.
+        position: Stream position of the explained event (history bound).
+        node_input: ``(p [M], n [M]) -> [M, in_dim]``, the layer-0 input of node ``n`` in
+            perturbation ``p``.
+        num_nodes: ``N``.
+        num_neighbors: Neighbours per node and layer.
+        src: Source node.
+        dst: Destination node.
+        t: Query time.
+    """
+    num_p = removed.shape[0]
+    dev = stream_t.device
+    max_removed = int(removed[:, :position].sum(axis=1).max()) if num_p else 0
+
+    def neighbors(vnodes: Tensor, before: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        v = vnodes.cpu().numpy()
+        p, real = v // num_nodes, v % num_nodes
+        nbr, eid, valid = recent_kept_neighbors_rows(index, real, before.cpu().numpy(),
+                                                     num_neighbors, removed, p, max_removed)
+        vnbr = np.where(valid, p[:, None] * num_nodes + nbr, -1)
+        return (torch.from_numpy(vnbr).to(dev), torch.from_numpy(eid).to(dev),
+                torch.from_numpy(valid).to(dev))
+
+    def inputs(vnodes: Tensor) -> Tensor:
+        return node_input(vnodes // num_nodes, vnodes % num_nodes)
+
+    offsets = torch.arange(num_p, device=dev) * num_nodes
+    nodes = torch.cat([offsets + src, offsets + dst])  # [2P]
+    before = torch.full_like(nodes, position)
+    times = torch.full((2 * num_p,), float(t), dtype=torch.float64, device=dev)
+    z = model.embedding(inputs, neighbors, stream_t, stream_feat, nodes, before, times)
+    out: Tensor = model.decoder(z[:num_p], z[num_p:])
+    return out
