@@ -15,17 +15,21 @@ NeighborFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]
 
 
 def make_time_encoder(dim: int) -> TimeEncoder:
-    """PyG's ``cos(w·Δt + b)`` time encoder with TGAT's geometric frequency initialisation.
+    """PyG's ``cos(w·Δt + b)`` time encoder with fixed geometric frequencies.
 
     PyG initialises ``w`` like any linear layer (``|w| ~ 1``), which turns the multi-day time
-    gaps of UCI or Wikipedia (seconds) into noise; TGAT's ``w_k = 10^{-9k/(d-1)}`` spans periods
-    from a second to decades.
+    gaps of UCI or Wikipedia (seconds) into noise; ``w_k = 10^{-9k/(d-1)}`` (TGAT's
+    initialisation) spans periods from a second to decades. The frequencies are frozen (as in
+    GraphMixer): trained, their gradients scale with ``Δt`` (up to 1e7 s), and Adam steps of
+    ``lr`` on weights as small as 1e-9 scramble the slow frequencies within an epoch, which made
+    training loss rise from the second epoch on.
     """
     enc = TimeEncoder(dim)
     with torch.no_grad():
         freq = 1.0 / 10 ** np.linspace(0, 9, dim, dtype=np.float32)
         enc.lin.weight.copy_(torch.from_numpy(freq).view(dim, 1))
         enc.lin.bias.zero_()
+    enc.requires_grad_(False)
     return enc
 
 
