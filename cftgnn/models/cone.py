@@ -236,11 +236,15 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
     aff_o = ro >= 0
     mem_other = rec.mem_pre.new_empty(len(p), rec.mem_pre.shape[1])
     if aff_o.any():
-        mem_other[torch.as_tensor(np.flatnonzero(aff_o))] = rows.mem[torch.as_tensor(ro[aff_o])]
+        dev = rows.mem.device
+        mem_other[torch.as_tensor(np.flatnonzero(aff_o), device=dev)] = rows.mem[
+            torch.as_tensor(ro[aff_o], device=dev)]
     if (~aff_o).any():
         lo_ = loc[o[~aff_o]]
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
-        mem_other[torch.as_tensor(np.flatnonzero(~aff_o))] = rec.mem_pre[torch.as_tensor(lo_)]
+        dev = rows.mem.device
+        mem_other[torch.as_tensor(np.flatnonzero(~aff_o), device=dev)] = rec.mem_pre[
+            torch.as_tensor(lo_, device=dev)]
     new_mem, new_t = _messages(model, ev, mem_self, lu_self, mem_other)
     rows.add(pb, nb, new_mem[len(ra):], new_t[len(ra):])
     rows.pend[:size] = -1
