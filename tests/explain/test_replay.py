@@ -133,3 +133,20 @@ def test_batched_cone_replay_equals_one_replay_per_set(name):
                                    atol=ATOL)
         one = [replay.exact([s])[0] for s in sets[:5]]
         np.testing.assert_allclose(one, replay.exact(sets[:5]), atol=ATOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["tgn2", "tgat"])
+def test_batched_exact_oracle_on_cuda(name):
+    if not torch.cuda.is_available():
+        pytest.fail("the gpu marker was selected but no CUDA device is available")
+    stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
+    model = tiny_models(stream.num_nodes, stream.feat_dim)[name].to("cuda")
+    engine = ReplayEngine(model, stream)
+    replay = EventReplay(engine, 899, m_max=24)
+    cand = replay.candidates.ids
+    rng = np.random.default_rng(2)
+    sets = [frozenset(cand[rng.random(len(cand)) < q].tolist()) for q in (0.0, 0.2, 0.6)]
+    got = replay.exact(sets)
+    ref = [naive_logit(model.cpu(), stream, 899, sorted(s)) for s in sets]
+    np.testing.assert_allclose(got, ref, atol=ATOL)
