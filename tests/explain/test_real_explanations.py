@@ -30,7 +30,7 @@ def test_reported_counterfactuals_flip_the_exact_logit(real_data_dir, tmp_path):
         GreedyExplainer(strategy=OneBestStrategy()),
     ]
     found = 0
-    for i in (52_000, 55_500, 59_000):
+    for i in (52_000, 59_000):
         for explainer in explainers:
             result = engine.explain(explainer, i)
             assert result.status.value == "ok"
