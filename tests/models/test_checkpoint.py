@@ -62,7 +62,6 @@ def committed_checkpoints() -> list[Path]:
 
 
 @pytest.mark.dataset
-@pytest.mark.slow
 @pytest.mark.parametrize("pt", committed_checkpoints(), ids=lambda p: p.stem)
 def test_committed_checkpoint_reproduces_its_card(pt: Path) -> None:
     """Each committed checkpoint loads and reproduces its card's test AP within 0.005."""
