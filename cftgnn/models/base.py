@@ -292,17 +292,32 @@ class TemporalModel(nn.Module, ABC):
 
         return neighbors
 
-    def embed(self, nodes: Tensor, t: Tensor) -> Tensor:
-        """Embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t`` (``[B]``)."""
+    def embed(self, nodes: Tensor, t: Tensor, before: Tensor | None = None) -> Tensor:
+        """Embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t`` (``[B]``).
+
+        Args:
+            nodes: Node ids, ``int64 [B]``.
+            t: Query times, ``[B]``.
+            before: Per-query bound (stream position) of the events neighbour sampling may
+                see, ``int64 [B]``, each ``>=`` the state's position; default: the position.
+                Training passes each event's own position, so an event attends to earlier
+                events of its own batch, as it does when it is explained (its history is
+                every event before it); memory still holds only the consumed batches.
+        """
         st = self.state
         position = self._local(st.position)
         node_input = self._node_input(st)  # [N, in_dim]
-        before = torch.full_like(nodes, position)
-        return self.embedding(lambda v: node_input[v], self._neighbor_fn(st, position), self._t,
+        if before is None:
+            before = torch.full_like(nodes, position)
+        elif len(before) and int(before.min()) < position:
+            raise ValueError(f"neighbour bounds must be >= the state position {position}")
+        bound = int(before.max()) if len(before) else position
+        return self.embedding(lambda v: node_input[v], self._neighbor_fn(st, bound), self._t,
                               self._feat, nodes, before, t)
 
     def predict(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
-                t: npt.ArrayLike | Tensor) -> Tensor:
+                t: npt.ArrayLike | Tensor, before: npt.ArrayLike | Tensor | None = None
+                ) -> Tensor:
         """Logits of the links ``(src, dst, t)`` given the current history.
 
         Does not change the state. Gradients flow when called outside ``torch.no_grad``.
@@ -311,6 +326,8 @@ class TemporalModel(nn.Module, ABC):
             src: Source nodes, ``int [B]``.
             dst: Destination nodes, ``int [B]``.
             t: Query times, ``float [B]`` (normally ``>=`` the last history event's time).
+            before: Optional per-query neighbour bound (stream position, ``>=`` the state's
+                position), ``int [B]``; see :meth:`embed`.
 
         Returns:
             ``float32 [B]`` logits.
@@ -325,5 +342,11 @@ class TemporalModel(nn.Module, ABC):
         nodes = torch.cat([src_t, dst_t])
         if len(nodes) and (int(nodes.min()) < 0 or int(nodes.max()) >= self.num_nodes):
             raise ValueError(f"node ids must be in [0, {self.num_nodes})")
-        z = self.embed(nodes, torch.cat([tt, tt]))
+        bounds = None
+        if before is not None:
+            b = torch.as_tensor(before, dtype=torch.long, device=dev).reshape(-1)
+            if len(b) != len(src_t):
+                raise ValueError(f"before has {len(b)} entries for {len(src_t)} queries")
+            bounds = torch.cat([b, b])
+        z = self.embed(nodes, torch.cat([tt, tt]), bounds)
         return self.decoder(z[: len(src_t)], z[len(src_t):])

@@ -85,7 +85,9 @@ def train_epoch(model: TemporalModel, optimizer: torch.optim.Optimizer, end: int
         hi = min(lo + model.batch_size, end)
         src, dst, t = stream.src[lo:hi], stream.dst[lo:hi], stream.t[lo:hi]
         n = hi - lo
-        logits = model.predict(np.r_[src, src], np.r_[dst, negs[lo:hi]], np.r_[t, t])
+        own = np.arange(lo, hi)  # each event attends to the history before itself
+        logits = model.predict(np.r_[src, src], np.r_[dst, negs[lo:hi]], np.r_[t, t],
+                               before=np.r_[own, own])
         labels = torch.cat([torch.ones(n), torch.zeros(n)]).to(logits.device)
         loss = bce(logits, labels)
         optimizer.zero_grad()
@@ -103,7 +105,8 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int,
     """Score the events ``[lo, hi)`` and one negative each, advancing the model over them.
 
     The model must be at position ``lo`` (a batch boundary). Each batch is predicted from the
-    history before it, then consumed.
+    memory of the batches before it and, for neighbour attention, every event before the
+    predicted one; then it is consumed.
 
     Returns:
         ``(pos, neg, neg_dst)``: logits of the events and of their negatives, ``[hi - lo]``
@@ -119,8 +122,9 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int,
         for a in tqdm(bounds, desc="eval", leave=False, disable=not progress, mininterval=5):
             b = min(a - a % model.batch_size + model.batch_size, hi)
             src, t = stream.src[a:b], stream.t[a:b]
+            own = np.arange(a, b)
             logits = model.predict(np.r_[src, src], np.r_[stream.dst[a:b], negs[a - lo:b - lo]],
-                                   np.r_[t, t]).cpu().numpy()
+                                   np.r_[t, t], before=np.r_[own, own]).cpu().numpy()
             pos.append(logits[: b - a])
             neg.append(logits[b - a:])
             model.advance(a, b)

@@ -63,12 +63,12 @@ def committed_checkpoints() -> list[Path]:
 
 @pytest.mark.dataset
 @pytest.mark.parametrize("pt", committed_checkpoints(), ids=lambda p: p.stem)
-def test_committed_checkpoint_reproduces_its_card(pt: Path) -> None:
+def test_committed_checkpoint_reproduces_its_card(pt: Path, real_data_dir: Path) -> None:
     """Each committed checkpoint loads and reproduces its card's test AP within 0.005."""
     torch.set_num_threads(1)
     card = json.loads(pt.with_suffix(".json").read_text())
     dataset_cfg = dict(card["train_config"]["dataset"])
-    dataset_cfg.pop("data_dir", None)  # resolved from $CFTGNN_DATA_DIR on this machine
+    dataset_cfg["data_dir"] = str(real_data_dir)  # this machine's data directory
     dataset_cfg.pop("cache_dir", None)
     dataset_cfg["download"] = False
     stream = instantiate(dataset_cfg)
