@@ -17,44 +17,10 @@ import torch
 from torch import Tensor
 
 from cftgnn.data.index import TemporalIndex
-from cftgnn.data.stream import IntArray
+from cftgnn.models.neighbors import recent_kept_neighbors_rows
 
 if TYPE_CHECKING:
     from cftgnn.models.base import TemporalModel
-
-
-def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
-                               removed: npt.NDArray[np.bool_], rows_p: IntArray,
-                               max_removed: int) -> tuple[IntArray, IntArray,
-                                                          npt.NDArray[np.bool_]]:
-    """Like :func:`cftgnn.models.neighbors.recent_kept_neighbors`, one mask per query.
-
-    Args:
-        index: Index of the attached stream.
-        nodes: Query nodes, ``int64 [B]``.
-        before: Stream position bounding each query's history, ``int64 [B]``.
-        n: Neighbours per query.
-        removed: Removal masks, ``bool [P, E]``.
-        rows_p: Perturbation of each query, ``int64 [B]``.
-        max_removed: Upper bound on the removed events in any query's history.
-
-    Returns:
-        ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned as in the index.
-    """
-    m = n + max_removed
-    nbr, eid, valid = index.recent_neighbors(nodes, before, m)
-    keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
-    rank = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1]  # 1 = the most recent kept entry
-    sel = keep & (rank <= n)
-    r, c = np.nonzero(sel)
-    out_c = n - rank[r, c]
-    out_nbr = np.full((len(nodes), n), -1, dtype=np.int64)
-    out_eid = np.full((len(nodes), n), -1, dtype=np.int64)
-    out_valid = np.zeros((len(nodes), n), dtype=bool)
-    out_nbr[r, out_c] = nbr[r, c]
-    out_eid[r, out_c] = eid[r, c]
-    out_valid[r, out_c] = True
-    return out_nbr, out_eid, out_valid
 
 
 def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,

@@ -45,9 +45,31 @@ def recent_kept_neighbors(
         return empty, empty.copy(), np.zeros((0, n), dtype=bool)
     if removed is None or num_removed == 0:
         return index.recent_neighbors(nodes, before, n)
-    m = n + num_removed
+    return recent_kept_neighbors_rows(index, nodes, before, n, removed[None, :],
+                                      np.zeros(len(nodes), dtype=np.int64), num_removed)
+
+
+def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
+                               removed: npt.NDArray[np.bool_], rows_p: IntArray,
+                               max_removed: int) -> tuple[IntArray, IntArray,
+                                                          npt.NDArray[np.bool_]]:
+    """Like :func:`recent_kept_neighbors` with one removal mask per query.
+
+    Args:
+        index: Index of the attached stream.
+        nodes: Query nodes, ``int64 [B]``.
+        before: Stream position bounding each query's history, ``int64 [B]``.
+        n: Neighbours per query.
+        removed: Removal masks, ``bool [P, E]``.
+        rows_p: Which mask each query uses, ``int64 [B]``.
+        max_removed: An upper bound on the removed events inside any query's history.
+
+    Returns:
+        ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned as in the index.
+    """
+    m = n + max_removed
     nbr, eid, valid = index.recent_neighbors(nodes, before, m)
-    keep = valid & ~removed[np.where(valid, eid, 0)]
+    keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
     # rank[b, j] = number of kept entries in columns j..m-1 (1 for the most recent kept one)
     rank = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1]
     sel = keep & (rank <= n)
