@@ -36,6 +36,13 @@ from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.state import State
 
 
+def _to_tensor(x: npt.ArrayLike | Tensor, dtype: torch.dtype, dev: torch.device) -> Tensor:
+    """A 1-D tensor of ``x``; arrays are copied, so read-only stream arrays are fine."""
+    if isinstance(x, Tensor):
+        return x.to(device=dev, dtype=dtype).reshape(-1)
+    return torch.from_numpy(np.array(x)).to(device=dev, dtype=dtype).reshape(-1)
+
+
 class ModelStateError(CftgnnError, RuntimeError):
     """A state verb was called out of order (not attached, wrong start, closed state)."""
 
@@ -333,9 +340,9 @@ class TemporalModel(nn.Module, ABC):
             ``float32 [B]`` logits.
         """
         dev = self.device
-        src_t = torch.as_tensor(src, dtype=torch.long, device=dev).reshape(-1)
-        dst_t = torch.as_tensor(dst, dtype=torch.long, device=dev).reshape(-1)
-        tt = torch.as_tensor(t, dtype=torch.float64, device=dev).reshape(-1)
+        src_t = _to_tensor(src, torch.long, dev)
+        dst_t = _to_tensor(dst, torch.long, dev)
+        tt = _to_tensor(t, torch.float64, dev)
         if not len(src_t) == len(dst_t) == len(tt):
             raise ValueError(f"src, dst, t differ in length: {len(src_t)}, {len(dst_t)}, "
                              f"{len(tt)}")
