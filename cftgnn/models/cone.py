@@ -43,6 +43,14 @@ class BatchRecord:
         lu_pre: Their last-update time before the batch, ``float64 [V]``.
         mem_post: Their memory after the pending messages were applied, ``[V, d]``.
         lu_post: Their last-update time after that, ``float64 [V]``.
+        pend_nodes: The nodes with a pending message before the batch, ``[M]``.
+        pend_ev: Their pending event, ``[M]``.
+        pend_other: The other endpoint of that event, ``[M]``.
+        inc_k: Incidences of the batch's events (index into ``events``), grouped by node in
+            the order of ``nodes`` and ascending within a node, ``[I]``.
+        inc_start: Start of each node's group in ``inc_k``, ``[V]``.
+        inc_end: End of each node's group in ``inc_k``, ``[V]`` (equal to the start for
+            nodes without an event in the batch).
     """
 
     events: npt.NDArray[np.int64]
@@ -52,6 +60,33 @@ class BatchRecord:
     lu_pre: Tensor
     mem_post: Tensor
     lu_post: Tensor
+    pend_nodes: npt.NDArray[np.int64]
+    pend_ev: npt.NDArray[np.int64]
+    pend_other: npt.NDArray[np.int64]
+    inc_k: npt.NDArray[np.int64]
+    inc_start: npt.NDArray[np.int64]
+    inc_end: npt.NDArray[np.int64]
+
+
+def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
+                  pend_pre: npt.NDArray[np.int64], mem_pre: Tensor, lu_pre: Tensor,
+                  mem_post: Tensor, lu_post: Tensor, src: npt.NDArray[np.int64],
+                  dst: npt.NDArray[np.int64]) -> BatchRecord:
+    """A :class:`BatchRecord` with the index arrays every replay of the batch needs."""
+    has = pend_pre >= 0
+    pend_nodes, pend_ev = nodes[has], pend_pre[has]
+    k = len(events)
+    s_, d_ = src[events], dst[events]
+    loop = s_ == d_
+    inc_node = np.concatenate([s_, d_[~loop]])
+    inc_k = np.concatenate([np.arange(k), np.arange(k)[~loop]])
+    order = np.lexsort((inc_k, inc_node))
+    inc_node, inc_k = inc_node[order], inc_k[order]
+    return BatchRecord(
+        events, nodes, pend_pre, mem_pre, lu_pre, mem_post, lu_post, pend_nodes, pend_ev,
+        _other(src, dst, pend_ev, pend_nodes), inc_k,
+        np.searchsorted(inc_node, nodes, side="left"),
+        np.searchsorted(inc_node, nodes, side="right"))
 
 
 @dataclass
@@ -107,8 +142,8 @@ def record_trajectory(model: TGN, base: State, end: int,
             pend_pre = st.pending[nt].cpu().numpy()
             mem_pre, lu_pre = st.memory[nt], st.last_update[nt]
             model._apply_batch(st, torch.as_tensor(events, device=dev))
-            records.append(BatchRecord(events, nodes, pend_pre, mem_pre, lu_pre,
-                                       st.memory[nt], st.last_update[nt]))
+            records.append(_batch_record(events, nodes, pend_pre, mem_pre, lu_pre,
+                                         st.memory[nt], st.last_update[nt], src, dst))
 
         empty = np.zeros(0, dtype=np.int64)
         for group in groups:
@@ -218,9 +253,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
     size = rows.size
     ra = np.flatnonzero(rows.pend[:size] >= 0)
     pa, na, eva = rows.p[ra], rows.n[ra], rows.pend[ra]
-    has = rec.pend_pre >= 0
-    vp, ev0 = rec.nodes[has], rec.pend_pre[has]
-    o0 = _other(src, dst, ev0, vp)
+    vp, ev0, o0 = rec.pend_nodes, rec.pend_ev, rec.pend_other
     pb, jb = np.nonzero((rows.rowmap[:, o0] >= 0) & (rows.rowmap[:, vp] < 0))
     nb, evb = vp[jb], ev0[jb]
     if len(ra) == 0 and len(pb) == 0:
@@ -273,19 +306,14 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     size = rows.size
     if size == 0:
         return
-    # incidences of the batch, sorted by node then position
-    k = len(rec.events)
-    inc_node = np.concatenate([src[rec.events], dst[rec.events]])
-    inc_k = np.concatenate([np.arange(k), np.arange(k)])
-    self_loop = np.concatenate([np.zeros(k, bool), src[rec.events] == dst[rec.events]])
-    inc_node, inc_k = inc_node[~self_loop], inc_k[~self_loop]
-    order = np.lexsort((inc_k, inc_node))
-    inc_node, inc_k = inc_node[order], inc_k[order]
-    r = np.flatnonzero(np.isin(rows.n[:size], inc_node))
+    pos = loc[rows.n[:size]]  # position of each affected node in rec.nodes, or -1
+    r = np.flatnonzero(pos >= 0)
+    starts, ends = rec.inc_start[pos[r]], rec.inc_end[pos[r]]
+    has_events = ends > starts
+    r, starts, ends = r[has_events], starts[has_events], ends[has_events]
     if len(r) == 0:
         return
-    starts = np.searchsorted(inc_node, rows.n[r], side="left")
-    ends = np.searchsorted(inc_node, rows.n[r], side="right")
+    inc_k = rec.inc_k
     idx = concat_ranges(starts, ends)
     owner = np.repeat(np.arange(len(r)), ends - starts)
     kk = inc_k[idx]
