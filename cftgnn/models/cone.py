@@ -84,7 +84,7 @@ def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
     inc_node, inc_k = inc_node[order], inc_k[order]
     return BatchRecord(
         events, nodes, pend_pre, mem_pre, lu_pre, mem_post, lu_post, pend_nodes, pend_ev,
-        _other(src, dst, pend_ev, pend_nodes), inc_k,
+        other_endpoint(src, dst, pend_ev, pend_nodes), inc_k,
         np.searchsorted(inc_node, nodes, side="left"),
         np.searchsorted(inc_node, nodes, side="right"))
 
@@ -197,13 +197,15 @@ class _Rows:
         return rows
 
 
-def _other(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], ev: npt.NDArray[np.int64],
-           node: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                   ev: npt.NDArray[np.int64], node: npt.NDArray[np.int64]
+                   ) -> npt.NDArray[np.int64]:
+    """The endpoint of each event ``ev`` that is not ``node`` (``node`` for a self-loop)."""
     s, d = src[ev], dst[ev]
     return np.where(s == node, d, s)
 
 
-def _messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: Tensor,
+def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: Tensor,
               mem_other: Tensor) -> tuple[Tensor, Tensor]:
     """New memory ``[M, d]`` and last-update times of nodes applying pending events ``ev``."""
     evt = torch.as_tensor(ev, device=mem_self.device)
@@ -264,7 +266,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
     mem_self = torch.cat([rows.mem[rat], rec.mem_pre[lb]])
     lu_self = torch.cat([rows.lu[rat], rec.lu_pre[lb]])
     p, n, ev = np.concatenate([pa, pb]), np.concatenate([na, nb]), np.concatenate([eva, evb])
-    o = _other(src, dst, ev, n)
+    o = other_endpoint(src, dst, ev, n)
     ro = rows.rowmap[p, o]
     aff_o = ro >= 0
     mem_other = rec.mem_pre.new_empty(len(p), rec.mem_pre.shape[1])
@@ -278,7 +280,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
         dev = rows.mem.device
         mem_other[torch.as_tensor(np.flatnonzero(~aff_o), device=dev)] = rec.mem_pre[
             torch.as_tensor(lo_, device=dev)]
-    new_mem, new_t = _messages(model, ev, mem_self, lu_self, mem_other)
+    new_mem, new_t = messages(model, ev, mem_self, lu_self, mem_other)
     rows.add(pb, nb, new_mem[len(ra):], new_t[len(ra):])
     rows.pend[:size] = -1
     if len(ra):
@@ -339,7 +341,7 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
     pend0 = final.pending.cpu().numpy()
     vp = np.flatnonzero(pend0 >= 0)
     ev0 = pend0[vp]
-    o0 = _other(src, dst, ev0, vp)
+    o0 = other_endpoint(src, dst, ev0, vp)
     pb, jb = np.nonzero((rows.rowmap[:, o0] >= 0) & (rows.rowmap[:, vp] < 0))
     nb, evb = vp[jb], ev0[jb]
     # affected rows without a pending message keep their memory as node input
@@ -353,14 +355,14 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
         mem_self = torch.cat([rows.mem[rat], final.memory[nbt]])
         lu_self = torch.cat([rows.lu[rat], final.last_update[nbt]])
         p, n, ev = np.concatenate([pa, pb]), np.concatenate([na, nb]), np.concatenate([eva, evb])
-        o = _other(src, dst, ev, n)
+        o = other_endpoint(src, dst, ev, n)
         ro = rows.rowmap[p, o]
         mem_other = final.memory[torch.as_tensor(o, device=dev)].clone()
         aff_o = ro >= 0
         if aff_o.any():
             mem_other[torch.as_tensor(np.flatnonzero(aff_o), device=dev)] = rows.mem[
                 torch.as_tensor(ro[aff_o], device=dev)]
-        new_mem, _ = _messages(model, ev, mem_self, lu_self, mem_other)
+        new_mem, _ = messages(model, ev, mem_self, lu_self, mem_other)
         index[p, n] = num_nodes + size + np.arange(len(p))
         table.append(new_mem)
     return index, torch.cat(table)

@@ -25,6 +25,7 @@ from cftgnn.models.base import TemporalModel
 from cftgnn.models.batched import batched_logits
 from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
+from cftgnn.models.local import LocalPlan, local_plan, local_replay
 from cftgnn.models.state import State
 
 
@@ -132,17 +133,27 @@ class TGN(TemporalModel):
             nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
             state.pending[nodes] = last
 
+    #: Histories of at most this many kept events are replayed on their touched nodes for
+    #: all P masks at once (:mod:`cftgnn.models.local`); longer ones by the causal cone.
+    local_max_events = 512
+
     def replay_plan(self, base: State, end: int,
                     removed: npt.NDArray[np.bool_] | None = None) -> Any:
-        """The recorded trajectory of ``[base.position, end)`` under ``removed`` (see
-        :mod:`cftgnn.models.cone`)."""
-        return record_trajectory(self, base, end, removed)
+        """A short history's :class:`LocalPlan`, else the recorded trajectory of
+        ``[base.position, end)`` under ``removed`` (see :mod:`cftgnn.models.cone`)."""
+        plan = local_plan(self, base, end, removed, self.local_max_events)
+        return plan if plan is not None else record_trajectory(self, base, end, removed)
 
     def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
-        """All P masks at once: causal-cone replay, then one P-copy embedding pass."""
-        traj: Trajectory = plan
-        index, table = cone_replay(self, traj, removed)
-        st, end = self.stream, traj.end
+        """All P masks at once: local or causal-cone replay, then one P-copy embedding pass."""
+        if isinstance(plan, LocalPlan):
+            index, table = local_replay(self, plan, removed)
+            end, plan_removed = plan.end, plan.removed | plan.base.removed.numpy()
+        else:
+            traj: Trajectory = plan
+            index, table = cone_replay(self, traj, removed)
+            end, plan_removed = traj.end, traj.final.removed.numpy()
+        st = self.stream
         dev = table.device
 
         def node_input(p: Tensor, n: Tensor) -> Tensor:
@@ -151,7 +162,7 @@ class TGN(TemporalModel):
 
         assert self._index is not None
         return batched_logits(self, self._index, self._t, self._feat,
-                              removed | traj.final.removed.numpy()[None, :], end, node_input,
+                              removed | plan_removed[None, :], end, node_input,
                               self.num_nodes, self.num_neighbors, int(st.src[end]),
                               int(st.dst[end]), float(st.t[end]))
 

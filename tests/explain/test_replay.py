@@ -30,9 +30,11 @@ def stream() -> EventStream:
     return make_synthetic_stream(25, 400, seed=7, feat_dim=2, p_tie=0.3)
 
 
+@pytest.mark.parametrize("local_max_events", [0, 10**9])
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat"])
-def test_exact_and_approximate_equal_fresh_replay(stream, name):
+def test_exact_and_approximate_equal_fresh_replay(stream, name, local_max_events):
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
+    model.local_max_events = local_max_events  # type: ignore[attr-defined]
     engine = ReplayEngine(model, stream, checkpoint_every=2)
     rng = np.random.default_rng(0)
     for i in (5, 123, 260, 399):  # increasing, so the cursor moves forward
@@ -117,10 +119,12 @@ def test_explainers_report_only_exact_flips(stream, explainer):
             assert ref * result.original_logit < 0
 
 
+@pytest.mark.parametrize("local_max_events", [0, 10**9])  # TGN: cone replay / local replay
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat"])
-def test_batched_cone_replay_equals_one_replay_per_set(name):
+def test_batched_replay_equals_one_replay_per_set(name, local_max_events):
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
+    model.local_max_events = local_max_events  # type: ignore[attr-defined]
     engine = ReplayEngine(model, stream)
     rng = np.random.default_rng(1)
     for i in (310, 655, 899):
