@@ -216,7 +216,7 @@ def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: T
 
 
 def cone_replay(model: TGN, traj: Trajectory, removed: npt.NDArray[np.bool_]
-                ) -> tuple[npt.NDArray[np.int64], Tensor]:
+                ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
     """Follow P removal masks through the recorded batches, touching only affected rows.
 
     Args:
@@ -226,8 +226,9 @@ def cone_replay(model: TGN, traj: Trajectory, removed: npt.NDArray[np.bool_]
             ``[traj.start, traj.end)`` may be set.
 
     Returns:
-        ``(index [P, N], table [N + R, d])``: the node input (memory with pending messages
-        applied) of node ``n`` under perturbation ``p`` is ``table[index[p, n]]``.
+        ``(index [P, N], extra [R, d], base_input [N, d])``: the node input (memory with
+        pending messages applied) of node ``n`` under perturbation ``p`` is
+        ``base_input[i]`` for ``i = index[p, n] < N`` and ``extra[i - N]`` otherwise.
     """
     src, dst = model.stream.src, model.stream.dst
     num_p, num_nodes = removed.shape[0], model.num_nodes
@@ -327,7 +328,7 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
 
 
 def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np.int64],
-                  dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], Tensor]:
+                  dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
     """Node inputs at the end: pending messages applied, for affected nodes and for nodes
     whose pending message comes from an affected node."""
     num_p, num_nodes = rows.rowmap.shape
@@ -335,7 +336,7 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
     size = rows.size
     index = np.broadcast_to(np.arange(num_nodes, dtype=np.int64), (num_p, num_nodes)).copy()
     if size == 0:
-        return index, traj.final_input
+        return index, traj.final_input[:0], traj.final_input
     ra = np.flatnonzero(rows.pend[:size] >= 0)
     pa, na, eva = rows.p[ra], rows.n[ra], rows.pend[ra]
     pend0 = final.pending.cpu().numpy()
@@ -347,7 +348,7 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
     # affected rows without a pending message keep their memory as node input
     aff = np.flatnonzero(rows.pend[:size] < 0)
     index[rows.p[aff], rows.n[aff]] = num_nodes + aff
-    table = [traj.final_input, rows.mem[:size]]
+    table = [rows.mem[:size]]
     if len(ra) or len(pb):
         dev = rows.mem.device
         nbt = torch.as_tensor(nb, device=dev)
@@ -365,4 +366,4 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
         new_mem, _ = messages(model, ev, mem_self, lu_self, mem_other)
         index[p, n] = num_nodes + size + np.arange(len(p))
         table.append(new_mem)
-    return index, torch.cat(table)
+    return index, torch.cat(table), traj.final_input

@@ -38,6 +38,9 @@ class LocalPlan:
         loc: Local index of every node in ``nodes``, ``-1`` elsewhere, ``[N]``.
         steps: The batches to apply, in order: kept event positions of one batch, or an
             empty array for an empty batch that applies the previous batch's messages.
+        states: The local state ``(memory [T, d], last update [T], pending [T])`` before each
+            step with only the plan's removals, so a replay starts at the first step that a
+            removal set touches.
     """
 
     base: State
@@ -46,6 +49,7 @@ class LocalPlan:
     nodes: npt.NDArray[np.int64]
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
+    states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
 
 
 def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,
@@ -75,11 +79,18 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
         nxt = gb + 1
     if nxt <= (end - 1) // batch:
         steps.append(empty)
-    return LocalPlan(base.clone(), int(end), mask, nodes, loc, steps)
+    plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [])
+    state = _base_rows(plan)
+    none_removed = np.zeros((1, len(mask)), dtype=bool)
+    with torch.no_grad():
+        for step in range(len(steps)):
+            plan.states.append((state[0].clone(), state[1].clone(), state[2].copy()))
+            state = _step(model, plan, *state, step, none_removed)
+    return plan
 
 
 def local_replay(model: TGN, plan: LocalPlan, removed: npt.NDArray[np.bool_]
-                 ) -> tuple[npt.NDArray[np.int64], Tensor]:
+                 ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
     """Replay the plan under P extra removal masks, all at once.
 
     Args:
@@ -88,35 +99,64 @@ def local_replay(model: TGN, plan: LocalPlan, removed: npt.NDArray[np.bool_]
         removed: ``bool [P, E]``, added to the plan's removals.
 
     Returns:
-        ``(index [P, N], table)`` as :func:`cftgnn.models.cone.cone_replay` returns them.
+        ``(index [P, N], extra, base_input)``: the node input of node ``n`` under
+        perturbation ``p`` is ``base_input[i]`` for ``i = index[p, n] < N`` and
+        ``extra[i - N]`` otherwise (as :func:`cftgnn.models.cone.cone_replay` returns it).
     """
     src, dst = model.stream.src, model.stream.dst
     num_p, n_nodes, t_nodes = removed.shape[0], model.num_nodes, len(plan.nodes)
-    base = plan.base
-    dev = base.memory.device
-    nt = torch.as_tensor(plan.nodes, device=dev)
-    mem = base.memory[nt].repeat(num_p, 1)  # [P*T, d], row p*T + j
-    lu = base.last_update[nt].repeat(num_p)
-    pend0 = base.pending[nt].cpu().numpy()
-    pend = np.tile(pend0, num_p)
+    first = next((k for k, ev in enumerate(plan.steps) if removed[:, ev].any()),
+                 len(plan.steps))
+    if first < len(plan.steps):
+        mem0, lu0, pend0 = plan.states[first]
+    else:  # no set removes anything the plan keeps: the state after the last step
+        mem0, lu0, pend0 = _final_state(model, plan)
+    mem, lu, pend = mem0.repeat(num_p, 1), lu0.repeat(num_p), np.tile(pend0, num_p)
     with torch.no_grad():
-        for events in plan.steps:
-            mem, lu = _apply(model, plan, mem, lu, pend, src, dst, store=True)
-            pend[:] = -1
-            p, k = np.nonzero(~removed[:, events])
-            if len(p):
-                ev = events[k]
-                keys = np.concatenate([p * t_nodes + plan.loc[src[ev]],
-                                       p * t_nodes + plan.loc[dst[ev]]])
-                vals = np.concatenate([ev, ev])
-                order = np.lexsort((vals, keys))
-                keys, vals = keys[order], vals[order]
-                last = np.r_[keys[1:] != keys[:-1], True]  # the largest event of each key
-                pend[keys[last]] = vals[last]
+        for step in range(first, len(plan.steps)):
+            mem, lu, pend = _step(model, plan, mem, lu, pend, step, removed)
         final, _ = _apply(model, plan, mem, lu, pend, src, dst, store=False)
     index = np.broadcast_to(np.arange(n_nodes, dtype=np.int64), (num_p, n_nodes)).copy()
     index[:, plan.nodes] = n_nodes + np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)
-    return index, torch.cat([base.memory, final])
+    return index, final, plan.base.memory
+
+
+def _final_state(model: TGN, plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
+    mem, lu, pend = plan.states[-1] if plan.states else _base_rows(plan)
+    if plan.steps:
+        none_removed = np.zeros((1, len(plan.removed)), dtype=bool)
+        with torch.no_grad():
+            mem, lu, pend = _step(model, plan, mem.clone(), lu.clone(), pend.copy(),
+                                  len(plan.steps) - 1, none_removed)
+    return mem, lu, pend
+
+
+def _base_rows(plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
+    nt = torch.as_tensor(plan.nodes, device=plan.base.memory.device)
+    return (plan.base.memory[nt].clone(), plan.base.last_update[nt].clone(),
+            plan.base.pending[nt].cpu().numpy().copy())
+
+
+def _step(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArray[np.int64],
+          step: int, removed: npt.NDArray[np.bool_]
+          ) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
+    """One batch for every perturbation: apply pending messages, then store the batch's
+    last kept event per (perturbation, node) as the new pending message."""
+    src, dst = model.stream.src, model.stream.dst
+    t_nodes = len(plan.nodes)
+    mem, lu = _apply(model, plan, mem, lu, pend, src, dst, store=True)
+    pend[:] = -1
+    events = plan.steps[step]
+    p, k = np.nonzero(~removed[:, events])
+    if len(p):
+        ev = events[k]
+        keys = np.concatenate([p * t_nodes + plan.loc[src[ev]], p * t_nodes + plan.loc[dst[ev]]])
+        vals = np.concatenate([ev, ev])
+        order = np.lexsort((vals, keys))
+        keys, vals = keys[order], vals[order]
+        last = np.r_[keys[1:] != keys[:-1], True]  # the largest event of each key
+        pend[keys[last]] = vals[last]
+    return mem, lu, pend
 
 
 def _apply(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArray[np.int64],

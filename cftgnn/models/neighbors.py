@@ -67,9 +67,17 @@ def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: In
     Returns:
         ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned as in the index.
     """
-    m = n + max_removed
-    nbr, eid, valid = index.recent_neighbors(nodes, before, m)
-    keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
+    # Look back through a window that grows only while some query lacks n kept neighbours
+    # and may have more history: removals are usually few among a node's recent events, so
+    # this rarely reads far (the bound n + max_removed is always enough).
+    m = min(n + max_removed, 2 * n)
+    while True:
+        nbr, eid, valid = index.recent_neighbors(nodes, before, m)
+        keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
+        short = (keep.sum(axis=1) < n) & valid[:, 0]  # full window, still short
+        if m >= n + max_removed or not short.any():
+            break
+        m = min(n + max_removed, 4 * m)
     # rank[b, j] = number of kept entries in columns j..m-1 (1 for the most recent kept one)
     rank = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1]
     sel = keep & (rank <= n)

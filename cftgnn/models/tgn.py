@@ -147,18 +147,23 @@ class TGN(TemporalModel):
     def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
         """All P masks at once: local or causal-cone replay, then one P-copy embedding pass."""
         if isinstance(plan, LocalPlan):
-            index, table = local_replay(self, plan, removed)
+            index, extra, base_input = local_replay(self, plan, removed)
             end, plan_removed = plan.end, plan.removed | plan.base.removed.numpy()
         else:
             traj: Trajectory = plan
-            index, table = cone_replay(self, traj, removed)
+            index, extra, base_input = cone_replay(self, traj, removed)
             end, plan_removed = traj.end, traj.final.removed.numpy()
         st = self.stream
-        dev = table.device
+        dev = base_input.device
+        num_nodes = self.num_nodes
 
         def node_input(p: Tensor, n: Tensor) -> Tensor:
             rows = torch.as_tensor(index[p.cpu().numpy(), n.cpu().numpy()], device=dev)
-            return table[rows]
+            out = base_input[rows.clamp(max=num_nodes - 1)]
+            ext = rows >= num_nodes
+            if bool(ext.any()):
+                out[ext] = extra[rows[ext] - num_nodes]
+            return out
 
         assert self._index is not None
         return batched_logits(self, self._index, self._t, self._feat,
