@@ -133,15 +133,19 @@ class TGN(TemporalModel):
             nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
             state.pending[nodes] = last
 
-    #: Histories of at most this many kept events are replayed on their touched nodes for
-    #: all P masks at once (:mod:`cftgnn.models.local`); longer ones by the causal cone.
+    #: Masked histories (the approximate oracle's) of at most this many kept events are
+    #: replayed on their touched nodes for all P masks at once (:mod:`cftgnn.models.local`).
+    #: Everything else uses the causal cone, which recomputes only what a removal reaches and
+    #: so stays cheap for large P on long, dense histories.
     local_max_events = 512
 
     def replay_plan(self, base: State, end: int,
                     removed: npt.NDArray[np.bool_] | None = None) -> Any:
-        """A short history's :class:`LocalPlan`, else the recorded trajectory of
+        """A short masked history's :class:`LocalPlan`, else the recorded trajectory of
         ``[base.position, end)`` under ``removed`` (see :mod:`cftgnn.models.cone`)."""
-        plan = local_plan(self, base, end, removed, self.local_max_events)
+        plan = None
+        if removed is not None:
+            plan = local_plan(self, base, end, removed, self.local_max_events)
         return plan if plan is not None else record_trajectory(self, base, end, removed)
 
     def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
