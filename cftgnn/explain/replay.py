@@ -178,36 +178,6 @@ class ReplayEngine:
         return self._cursor
 
     # ------------------------------------------------------------------ evaluation
-    def logits(
-        self, event_id: int, base: State, masks: Sequence[npt.NDArray[np.bool_]]
-    ) -> npt.NDArray[np.float64]:
-        """Logit of event ``event_id`` after replaying ``[base.position, event_id)`` per mask.
-
-        Args:
-            event_id: The explained event ``i``.
-            base: Unperturbed state at a batch boundary ``<= i``.
-            masks: Removal masks, each ``bool [E]`` (only entries in the replayed range
-                matter).
-
-        Returns:
-            ``float64 [P]`` logits.
-        """
-        start = time.perf_counter()
-        model, st = self.model, self.stream
-        sl = slice(event_id, event_id + 1)
-        u, v, t = st.src[sl].copy(), st.dst[sl].copy(), st.t[sl].copy()
-        out = np.empty(len(masks), dtype=np.float64)
-        lo = base.position
-        with eval_mode(model):
-            for p, mask in enumerate(masks):
-                model.restore(base)
-                model.advance(lo, event_id, mask)
-                out[p] = float(model.predict(u, v, t)[0])
-                self.counters.events_replayed += int(event_id - lo - mask[lo:event_id].sum())
-        self.counters.evaluations += len(masks)
-        self.counters.eval_s += time.perf_counter() - start
-        return out
-
     def explain_event(
         self,
         event_id: int,
@@ -248,10 +218,14 @@ class EventReplay:
         self.base = engine.base_state(engine.boundary(self.eps_min))
         self._cand = self.candidates.ids
         start = time.perf_counter()
+        approx_mask = self._mask(frozenset(), approximate=True)
+        span = self.event_id - self.base.position
+        # history events each replay covers when no candidate is removed
+        self._kept = {False: span, True: span - int(approx_mask[self.base.position :].sum())}
         with eval_mode(engine.model):
             self._plan: Any = engine.model.replay_plan(self.base, self.event_id)
             self._approx_plan: Any = engine.model.replay_plan(
-                self.base, self.event_id, self._mask(frozenset(), approximate=True))
+                self.base, self.event_id, approx_mask)
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 
@@ -265,16 +239,29 @@ class EventReplay:
             mask[list(removed)] = True
         return mask
 
-    def _batched(self, plan: Any, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
+    def _batched(self, sets: Sequence[frozenset[int]], approximate: bool,
+                 reference: bool = False) -> npt.NDArray[np.float64]:
+        """Logits of P removal sets in one call of the model's batched masked replay, or, with
+        ``reference``, of the base class's one-replay-per-set implementation."""
         engine = self.engine
         model = engine.model
         start = time.perf_counter()
-        with eval_mode(model):
-            masks = np.zeros((len(sets), engine.stream.num_events), dtype=bool)
-            for p, s in enumerate(sets):
+        masks = np.zeros((len(sets), engine.stream.num_events), dtype=bool)
+        for p, s in enumerate(sets):
+            if reference:  # the whole mask; the plans below hold the approximate history
+                masks[p] = self._mask(s, approximate)
+            else:
                 masks[p, list(s)] = True
-            out = model.masked_logits(plan, masks).double().cpu().numpy()
+        with eval_mode(model):
+            if reference:
+                plan = TemporalModel.replay_plan(model, self.base, self.event_id)
+                logits = TemporalModel.masked_logits(model, plan, masks)
+            else:
+                plan = self._approx_plan if approximate else self._plan
+                logits = model.masked_logits(plan, masks)
+            out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
+        engine.counters.events_replayed += sum(self._kept[approximate] - len(s) for s in sets)
         engine.counters.eval_s += time.perf_counter() - start
         return out
 
@@ -284,7 +271,7 @@ class EventReplay:
         All P sets go through the model's batched masked replay in one pass
         (:meth:`TemporalModel.masked_logits`) from a plan made once per explained event.
         """
-        return self._batched(self._plan, sets)
+        return self._batched(sets, approximate=False)
 
     def approximate(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Approximate logits (history = events before ``ε_min`` plus ``C \\ s``), ``[P]``.
@@ -292,20 +279,16 @@ class EventReplay:
         The plan records the approximate history with nothing removed from ``C``; each set is
         then a small perturbation of it, replayed in one batched pass.
         """
-        return self._batched(self._approx_plan, sets)
+        return self._batched(sets, approximate=True)
 
     def exact_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits by one full masked replay per set (the simple path ``exact`` must
-        equal; kept for tests and benchmarks)."""
-        return self.engine.logits(
-            self.event_id, self.base, [self._mask(s, approximate=False) for s in sets]
-        )
+        equal; kept for tests)."""
+        return self._batched(sets, approximate=False, reference=True)
 
     def approximate_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Approximate logits by one full masked replay per set (reference path)."""
-        return self.engine.logits(
-            self.event_id, self.base, [self._mask(s, approximate=True) for s in sets]
-        )
+        return self._batched(sets, approximate=True, reference=True)
 
     def oracle(self, mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
         """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``."""

@@ -88,7 +88,10 @@ def test_cache_hits_do_not_replay(stream):
     engine = ReplayEngine(model, stream)
     oracle = engine.explain_event(200, mode="exact")
     s = frozenset(oracle.candidates.ids[:2].tolist())
+    replayed = engine.counters.events_replayed
     first = oracle(s)
+    base = engine.boundary(int(oracle.candidates.ids[0]))
+    assert engine.counters.events_replayed - replayed == 200 - base - 2  # kept history events
     before = engine.counters.evaluations
     assert oracle(s) == first and engine.counters.evaluations == before
     assert oracle.stats.cache_hits >= 1
