@@ -29,3 +29,7 @@ class OracleError(CftgnnError, ValueError):
 
 class ExplainerError(CftgnnError, ValueError):
     """An explainer or selection strategy was configured or called incorrectly."""
+
+
+class ConfigError(CftgnnError, ValueError):
+    """A configuration value is out of range or inconsistent."""

@@ -27,3 +27,21 @@ def real_data_dir() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return folder
+
+
+@pytest.fixture
+def offline_wandb(tmp_path, monkeypatch) -> Path:
+    for var, value in {
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp_path),
+        "WANDB_SILENT": "true",
+        "WANDB_CONSOLE": "off",
+        "WANDB_ERROR_REPORTING": "false",
+        "WANDB_CONFIG_DIR": str(tmp_path / "config"),
+        "WANDB_CACHE_DIR": str(tmp_path / "cache"),
+        "WANDB_DATA_DIR": str(tmp_path / "data"),
+    }.items():
+        monkeypatch.setenv(var, value)
+    for var in ("WANDB_API_KEY", "WANDB_RUN_ID", "WANDB_RESUME"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path

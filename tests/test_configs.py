@@ -56,3 +56,83 @@ def test_dataset_info_script_prints_summary(capsys):
     run(cfg)
     out = capsys.readouterr().out
     assert "events       123" in out and "feature dim" in out and "data file" in out
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("model", _options("model"))
+@pytest.mark.parametrize("dataset", dataset_options())
+def test_explain_composes_for_every_dataset_and_model(dataset, model, tmp_path, monkeypatch):
+    monkeypatch.setenv("CFTGNN_DATA_DIR", str(tmp_path))
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"dataset={dataset}", f"model={model}"])
+    assert cfg.dataset._target_.startswith("cftgnn.data.")
+    assert cfg.model._target_.startswith("cftgnn.models.")
+    # the defaults a researcher gets without options
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        base = compose("explain")
+    assert base.explainer._target_.endswith("CFTGNNExplainer")
+    assert base.strategy._target_.endswith("ClosestStrategy")
+    assert base.logger._target_.endswith("NullTracker")
+    assert base.n_events == 20 and base.sample.prediction == "both"
+
+
+@pytest.mark.parametrize("logger", _options("logger"))
+def test_logger_options_instantiate(logger, monkeypatch):
+    from cftgnn.tracking import Tracker
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"logger={logger}"])
+    assert isinstance(instantiate(cfg.logger), Tracker)
+
+
+SWEEP_AXES = {
+    "strategies": {"strategy"},
+    "explainers": {"explainer", "strategy"},
+    "full": {"dataset", "model", "explainer", "strategy"},
+    "shards": {"shard"},
+}
+
+
+@pytest.mark.parametrize("sweep", _options("sweep"))
+def test_sweep_files_compose_and_name_existing_options(sweep):
+    assert set(SWEEP_AXES) == set(_options("sweep"))
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"sweep={sweep}"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    assert set(params) == SWEEP_AXES[sweep]
+    for group, values in params.items():
+        if group in ("shard",):
+            continue
+        for value in str(values).split(","):
+            assert value in _options(group), f"{sweep}: {group}={value} has no config file"
+    if sweep == "shards":
+        assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
+        assert str(params.shard) == f"range(0,{cfg.num_shards})"
+
+
+@pytest.mark.parametrize("launcher, target", [("joblib", "JoblibLauncher"),
+                                              ("submitit_slurm", "SlurmLauncher"),
+                                              ("submitit_local", "LocalLauncher")])
+def test_scale_out_launchers_compose(launcher, target):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"hydra/launcher={launcher}", "shard=1",
+                                            "num_shards=4"], return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith(target)
+
+
+def test_wandb_sweep_file_names_existing_options_and_full_grid():
+    import yaml
+
+    sweep = yaml.safe_load((CONF / "wandb_sweep.yaml").read_text())
+    assert sweep["program"] == "scripts/explain.py"
+    assert "${args_no_hyphens}" in sweep["command"] and "logger=wandb" in sweep["command"]
+    grid = {k: v["values"] for k, v in sweep["parameters"].items() if "values" in v}
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        full = compose("explain", overrides=["sweep=full"], return_hydra_config=True)
+    assert {k: str(v).split(",") for k, v in full.hydra.sweeper.params.items()} == grid
+    for group, values in grid.items():
+        assert set(values) <= set(_options(group))

@@ -1,5 +1,14 @@
-"""Explaining sets of events and measuring the explanations."""
+"""Explanation runs: sampling events, resumable records, metrics, the explain pipeline."""
 
-from cftgnn.evaluation.runner import explain_events, sample_events, summarize
+from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
+from cftgnn.evaluation.sampling import PredictionGroup, SamplingError, plan_events, sample_events
 
-__all__ = ["explain_events", "sample_events", "summarize"]
+__all__ = [
+    "PredictionGroup",
+    "RecordStore",
+    "RunDirectoryError",
+    "SamplingError",
+    "plan_events",
+    "read_records",
+    "sample_events",
+]

@@ -31,6 +31,9 @@ IntArray = npt.NDArray[np.int64]
 class SelectionStrategy(ABC):
     """Ranks candidate events; subclasses implement :meth:`rank`."""
 
+    #: Short name written into records (the file name of its config in ``conf/strategy``).
+    name: str = "strategy"
+
     def __init__(self) -> None:
         self._candidates: Candidates | None = None
 
@@ -90,6 +93,8 @@ class RandomStrategy(SelectionStrategy):
         seed: Base seed.
     """
 
+    name = "random"
+
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
         self.seed = int(seed)
@@ -109,12 +114,16 @@ class RandomStrategy(SelectionStrategy):
 class RecentStrategy(SelectionStrategy):
     """Most recent event first (larger id = more recent)."""
 
+    name = "recent"
+
     def rank(self, events: npt.ArrayLike) -> IntArray:
         return np.sort(_as_ids(events))[::-1].copy()
 
 
 class ClosestStrategy(SelectionStrategy):
     """Smallest hop distance to the explained event first; ties by recency."""
+
+    name = "closest"
 
     def rank(self, events: npt.ArrayLike) -> IntArray:
         ids = _as_ids(events)
@@ -134,6 +143,8 @@ class OneBestStrategy(SelectionStrategy):
     call; these evaluations count as oracle calls and land in the oracle's cache (so the
     search's later visits of ``{ε}`` are cache hits).
     """
+
+    name = "one_best"
 
     def __init__(self) -> None:
         super().__init__()

@@ -64,4 +64,5 @@ def resolve_model(
     model: TemporalModel = instantiate(
         model_cfg, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim
     )
-    return model.to(device), f"fresh random weights (no checkpoint at {path})"
+    why = "checkpoint=null" if path is None else f"no checkpoint at {path}"
+    return model.to(device), f"fresh random weights, seed {seed} ({why})"

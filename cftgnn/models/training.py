@@ -99,32 +99,42 @@ def train_epoch(model: TemporalModel, optimizer: torch.optim.Optimizer, end: int
 
 
 @torch.no_grad()
-def score_range(model: TemporalModel, lo: int, hi: int, seed: int,
-                progress: bool = False) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
-                                                 npt.NDArray[np.int64]]:
-    """Score the events ``[lo, hi)`` and one negative each, advancing the model over them.
+def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: bool = False,
+                negatives: bool = True) -> tuple[npt.NDArray[np.float64],
+                                                 npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Score the events ``[lo, hi)`` (and one negative each), advancing the model over them.
 
     The model must be at position ``lo`` (a batch boundary). Each batch is predicted from the
     memory of the batches before it and, for neighbour attention, every event before the
     predicted one; then it is consumed.
 
+    Args:
+        model: An attached model at position ``lo``.
+        lo: First event scored.
+        hi: End of the scored range (exclusive).
+        seed: Seed of the negative destinations.
+        progress: Show a progress bar.
+        negatives: Also score one random negative destination per event.
+
     Returns:
         ``(pos, neg, neg_dst)``: logits of the events and of their negatives, ``[hi - lo]``
-        each, and the negative destinations.
+        each, and the negative destinations (both empty without ``negatives``).
     """
     stream = model.stream
     was_training = model.training
     model.eval()
     try:
-        negs = negative_destinations(stream, lo, hi, seed)
+        negs = (negative_destinations(stream, lo, hi, seed) if negatives
+                else np.zeros(0, dtype=np.int64))
         pos, neg = [], []
         bounds = range(lo, hi, model.batch_size)
-        for a in tqdm(bounds, desc="eval", leave=False, disable=not progress, mininterval=5):
+        for a in tqdm(bounds, desc="scoring", leave=False, disable=not progress, mininterval=5):
             b = min(a - a % model.batch_size + model.batch_size, hi)
-            src, t = stream.src[a:b], stream.t[a:b]
-            own = np.arange(a, b)
-            logits = model.predict(np.r_[src, src], np.r_[stream.dst[a:b], negs[a - lo:b - lo]],
-                                   np.r_[t, t], before=np.r_[own, own]).cpu().numpy()
+            src, dst, t, own = stream.src[a:b], stream.dst[a:b], stream.t[a:b], np.arange(a, b)
+            if negatives:
+                src, t, own = np.r_[src, src], np.r_[t, t], np.r_[own, own]
+                dst = np.r_[dst, negs[a - lo:b - lo]]
+            logits = model.predict(src, dst, t, before=own).cpu().numpy()
             pos.append(logits[: b - a])
             neg.append(logits[b - a:])
             model.advance(a, b)

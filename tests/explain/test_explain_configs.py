@@ -27,8 +27,7 @@ def test_groups_present() -> None:
 @pytest.mark.parametrize("explainer", _options("explainer"))
 def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     with initialize_config_dir(str(CONF), version_base="1.3"):
-        # no primary config uses these groups yet: compose them directly
-        cfg = compose(overrides=[f"+explainer={explainer}", f"+strategy={strategy}"])
+        cfg = compose("explain", overrides=[f"explainer={explainer}", f"strategy={strategy}"])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
     exp = instantiate(cfg.explainer, strategy=strat)
@@ -42,7 +41,7 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
 
 def test_cftgnn_defaults_match_design() -> None:
     with initialize_config_dir(str(CONF), version_base="1.3"):
-        cfg = compose(overrides=["+explainer=cftgnn"])
+        cfg = compose("explain")
     exp = instantiate(cfg.explainer)
     assert exp.alpha == pytest.approx(2 / 3) and exp.beta == pytest.approx(1 / 3)
     assert exp.it_max == 300 and exp.backprop.value == "weighted"

@@ -1,0 +1,88 @@
+"""Merge the records of a sharded run (``shard=i num_shards=n``) into one result set.
+
+``python scripts/merge_records.py outputs/sweeps/<time>`` finds every run directory below the
+given paths, checks that they are shards of one configuration (fingerprints equal apart from
+``shard``), that no event is recorded twice and which shards are missing, and writes the
+union as an ordinary run directory (records, ``run.json``, summary) that every reader of
+runs accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.metrics import format_summary
+from cftgnn.evaluation.pipeline import summary_table, write_summary
+from cftgnn.evaluation.records import RecordStore, fingerprint_diff, read_records
+
+
+def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Run directories (folders with a ``run.json``) at or below ``paths``, sorted."""
+    runs: set[Path] = set()
+    for p in map(Path, paths):
+        if not p.exists():
+            raise ConfigError(f"{p} does not exist")
+        runs.update(f.parent for f in p.rglob(RecordStore.FINGERPRINT))
+    return sorted(runs)
+
+
+def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:
+    """Merge shard run directories into ``out``; returns the merged records.
+
+    Raises:
+        ConfigError: If the runs are not shards of one configuration, or an event is
+            recorded by two of them.
+    """
+    if not runs:
+        raise ConfigError("no run directories (folders with run.json) to merge")
+    prints = [json.loads((r / RecordStore.FINGERPRINT).read_text()) for r in runs]
+    base = {k: v for k, v in prints[0].items() if k != "shard"}
+    for run, fp in zip(runs[1:], prints[1:], strict=True):
+        diff = fingerprint_diff(base, {k: v for k, v in fp.items() if k != "shard"})
+        if diff:
+            raise ConfigError(f"{run} is not a shard of the same configuration as {runs[0]} "
+                              f"(differs in: {', '.join(diff[:8])})")
+    frames = [read_records(r) for r in runs]
+    records = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
+        not f.empty for f in frames) else pd.DataFrame()
+    if not records.empty:
+        dup = records["event_id"][records["event_id"].duplicated()]
+        if len(dup):
+            raise ConfigError(f"event {int(dup.iloc[0])} is recorded by more than one run")
+        records = records.sort_values("event_id", ignore_index=True)
+    shards = sorted({int(fp["shard"]) for fp in prints})
+    missing = sorted(set(range(int(base.get("num_shards", 1)))) - set(shards))
+    if missing:
+        print(f"warning: shards {missing} of {base.get('num_shards')} are missing")
+    merged: dict[str, Any] = {**base, "shard": "merged", "merged_shards": shards}
+    store = RecordStore(out, merged)
+    for rec in records.to_dict("records"):
+        store.write({str(k): v for k, v in rec.items()})
+    return records
+
+
+def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
+    """Command line: ``merge_records.py PATH [PATH ...] [--out DIR]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", help="run or sweep directories holding the shards")
+    parser.add_argument("--out", help="output run directory (default: <first path>/merged)")
+    args = parser.parse_args(argv)
+    out = Path(args.out or Path(args.paths[0]) / "merged")
+    runs = [r for r in find_runs(args.paths) if r.resolve() != out.resolve()]
+    records = merge_runs(runs, out)
+    table = summary_table(records)
+    write_summary(table, out)
+    print(f"merged {len(records)} records from {len(runs)} runs into {out}")
+    print(format_summary(table, index="group"))
+    return table
+
+
+__all__ = ["find_runs", "main", "merge_runs"]

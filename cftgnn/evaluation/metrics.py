@@ -1,0 +1,634 @@
+"""Metrics for counterfactual explanations of temporal link predictions, as pure functions.
+
+An explanation run yields one record per explained event: the original logit ``p0`` (full
+history), the logit with the explanation set ``s`` removed (``final_logit``), the logit with
+only ``s`` kept inside the candidate window ``C`` (``keep_logit``), ``|s|``, ``|C|``, oracle
+counters and timings. A *flip* is a sign change of the logit, ``p0 * p < 0``; a logit of
+exactly 0 is not a flip.
+
+Metrics and their direction:
+
+* ``fidelity_plus`` (fid+, higher is better): share of events whose prediction flips when the
+  explanation is removed (necessity).
+* ``fidelity_minus`` (fid−, lower is better): share of events whose prediction flips when only
+  the explanation is kept (the explanation is not sufficient).
+* ``characterization_score`` (higher is better): weighted harmonic mean of fid+ and 1 − fid−.
+* ``sparsity`` ``|s| / |C|`` (lower is better, i.e. smaller explanations).
+* ``aufsc_plus`` (higher is better) and ``aufsc_minus`` (lower is better): areas under the
+  fidelity–sparsity curves, which reward flipping with small explanations.
+* ``size_stats`` (smaller is better), ``runtime_percentiles`` (lower is better),
+  ``cache_hit_rate`` (higher is cheaper), ``approximation_agreement`` (higher is better: the
+  approximate oracle's flip decisions match the exact one).
+
+Fidelity and the characterization score follow GraphFramEx (Amara et al., 2022,
+arXiv:2206.09677) with hard labels (the sign of the logit). ``summarize`` aggregates a table of
+records into one row per group.
+
+All functions take array-likes (numpy, pandas, lists), do no I/O and keep no state. Rates over
+an empty input are NaN; mismatched lengths raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import torch
+from torch_geometric.explain.metric import characterization_score as _pyg_characterization
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "events",
+    "explained",
+    "skipped",
+    "fidelity_plus",
+    "fidelity_minus",
+    "characterization",
+    "aufsc_plus",
+    "aufsc_minus",
+    "mean_size",
+    "median_size",
+    "mean_sparsity",
+    "oracle_calls",
+    "cache_hit_rate",
+    "agreement",
+    "time_p50",
+    "time_p90",
+    "time_mean",
+)
+"""Metric columns of :func:`summarize`, in order (after the ``by`` columns)."""
+
+_NAN = float("nan")
+
+
+# --------------------------------------------------------------------------- array helpers
+
+
+def _floats(x: npt.ArrayLike | Sequence[float | None], name: str) -> FloatArray:
+    """``x`` as a flat float64 array (``None`` becomes NaN)."""
+    try:
+        return np.asarray(x, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric: {err}") from err
+
+
+def _flags(x: npt.ArrayLike, name: str) -> BoolArray:
+    """``x`` as a flat bool array; numeric input must be 0/1 (NaN is rejected)."""
+    arr = np.asarray(x).reshape(-1)
+    if arr.dtype == np.bool_:
+        return arr
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.bool_)
+    vals = _floats(arr, name)
+    if not np.all((vals == 0.0) | (vals == 1.0)):
+        raise ValueError(f"{name} must be boolean (0/1 values, no NaN)")
+    return vals == 1.0
+
+
+def _same_length(**arrays: np.ndarray) -> None:
+    """Raise ``ValueError`` unless all arrays have the same length."""
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise ValueError(f"length mismatch: {detail}")
+
+
+def _logits(
+    original: npt.ArrayLike, other: npt.ArrayLike, other_name: str
+) -> tuple[FloatArray, FloatArray]:
+    """Both logit arrays, checked for equal length and NaN."""
+    p0 = _floats(original, "original")
+    p = _floats(other, other_name)
+    _same_length(original=p0, **{other_name: p})
+    if np.isnan(p0).any() or np.isnan(p).any():
+        raise ValueError(f"logits must not be NaN (original or {other_name})")
+    return p0, p
+
+
+def _checked_sparsity(
+    flags: npt.ArrayLike, sparsity_: npt.ArrayLike, name: str
+) -> tuple[BoolArray, FloatArray]:
+    """Flags and sparsities of equal length, the sparsities finite and in ``[0, 1]``."""
+    f = _flags(flags, name)
+    s = _floats(sparsity_, "sparsity")
+    _same_length(**{name: f, "sparsity": s})
+    if not np.all((s >= 0.0) & (s <= 1.0)):
+        raise ValueError("sparsity must lie in [0, 1] (no NaN)")
+    return f, s
+
+
+def _mean(x: np.ndarray) -> float:
+    """Mean of ``x``, NaN when empty (no warning)."""
+    return float(np.mean(x)) if len(x) else _NAN
+
+
+# --------------------------------------------------------------------------- fidelity
+
+
+def flip_mask(original: npt.ArrayLike, other: npt.ArrayLike) -> BoolArray:
+    """Whether each prediction flips: ``p0_i * p_i < 0``.
+
+    A logit of exactly 0 is on neither side, so it is not a flip.
+
+    Args:
+        original: Original logits ``p0``, ``[N]``.
+        other: Logits after a perturbation, ``[N]``.
+
+    Returns:
+        Boolean array ``[N]``.
+
+    Raises:
+        ValueError: Lengths differ or a logit is NaN.
+    """
+    p0, p = _logits(original, other, "other")
+    return np.asarray(p0 * p < 0.0, dtype=np.bool_)
+
+
+def fidelity_plus(original: npt.ArrayLike, final: npt.ArrayLike) -> float:
+    """Fidelity+ (necessity): share of events whose prediction flips when ``s`` is removed.
+
+    ``fid+ = (1/N) Σ_i 1[p0_i · p_i^{G∖s} < 0]``, GraphFramEx's fid+ with hard labels
+    (Amara et al., 2022, arXiv:2206.09677), the label being the sign of the logit. Higher is
+    better. Equal to the counterfactual success rate.
+
+    Args:
+        original: Original logits ``p0``, ``[N]``.
+        final: Logits with the explanation removed, ``[N]``.
+
+    Returns:
+        fid+ in ``[0, 1]``; NaN when ``N = 0``.
+
+    Raises:
+        ValueError: Lengths differ or a logit is NaN.
+    """
+    p0, p = _logits(original, final, "final")
+    return _mean(p0 * p < 0.0)
+
+
+def fidelity_minus(original: npt.ArrayLike, keep: npt.ArrayLike) -> float:
+    """Fidelity− (sufficiency): share of events that flip when only ``s`` is kept.
+
+    ``fid− = (1/N) Σ_i 1[p0_i · p_i^{s} < 0]`` where ``p^{s}`` is the logit with every candidate
+    event except the explanation removed (GraphFramEx fid− with hard labels, Amara et al., 2022,
+    arXiv:2206.09677). Lower is better: a sufficient explanation alone keeps the prediction.
+
+    Args:
+        original: Original logits ``p0``, ``[N]``.
+        keep: Logits with only the explanation kept inside the candidate window, ``[N]``.
+
+    Returns:
+        fid− in ``[0, 1]``; NaN when ``N = 0``.
+
+    Raises:
+        ValueError: Lengths differ or a logit is NaN.
+    """
+    p0, p = _logits(original, keep, "keep")
+    return _mean(p0 * p < 0.0)
+
+
+def characterization_score(
+    fid_plus: float,
+    fid_minus: float,
+    pos_weight: float = 0.5,
+    neg_weight: float = 0.5,
+) -> float:
+    """Characterization score: weighted harmonic mean of fid+ and ``1 − fid−``.
+
+    ``charact = (w+ + w−) / (w+ / fid+ + w− / (1 − fid−))`` (GraphFramEx, Amara et al., 2022,
+    arXiv:2206.09677). Higher is better. Computed with
+    :func:`torch_geometric.explain.metric.characterization_score` after normalizing the weights
+    to sum to 1 (which leaves the score unchanged). The score is 0 when a positively weighted
+    component is 0 (``fid+ = 0`` or ``fid− = 1``), the limit of the formula; a zero weight drops
+    its component (``w+ = 0`` gives ``1 − fid−``, ``w− = 0`` gives ``fid+``).
+
+    Args:
+        fid_plus: fid+ in ``[0, 1]`` (NaN propagates).
+        fid_minus: fid− in ``[0, 1]`` (NaN propagates).
+        pos_weight: Weight ``w+ ≥ 0`` of fid+.
+        neg_weight: Weight ``w− ≥ 0`` of ``1 − fid−``.
+
+    Returns:
+        The score in ``[0, 1]``; NaN when an input is NaN.
+
+    Raises:
+        ValueError: A weight is negative or not finite, the weights sum to 0, or a fidelity is
+            outside ``[0, 1]``.
+    """
+    wp, wn = float(pos_weight), float(neg_weight)
+    if not (math.isfinite(wp) and math.isfinite(wn)) or wp < 0.0 or wn < 0.0:
+        raise ValueError(f"weights must be finite and non-negative (got {wp} and {wn})")
+    if wp + wn <= 0.0:
+        raise ValueError(f"weights must sum to a positive number (got {wp} and {wn})")
+    fp, fm = float(fid_plus), float(fid_minus)
+    for name, value in (("fid_plus", fp), ("fid_minus", fm)):
+        if not math.isnan(value) and not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1] (got {value})")
+    if math.isnan(fp) or math.isnan(fm):
+        return _NAN
+    if (wp > 0.0 and fp == 0.0) or (wn > 0.0 and fm == 1.0):
+        return 0.0
+    if wp == 0.0:
+        return 1.0 - fm
+    if wn == 0.0:
+        return fp
+    a = wp / (wp + wn)
+    score = _pyg_characterization(
+        torch.tensor(fp, dtype=torch.float64),
+        torch.tensor(fm, dtype=torch.float64),
+        pos_weight=a,
+        neg_weight=1.0 - a,
+    )
+    return float(score)
+
+
+# --------------------------------------------------------------------------- sparsity
+
+
+def sparsity(size: npt.ArrayLike, num_candidates: npt.ArrayLike) -> FloatArray:
+    """Relative explanation size ``|s| / |C|`` per event, 0 where ``|C| = 0``.
+
+    Lower is better (smaller explanations).
+
+    Args:
+        size: Explanation sizes ``|s|``, ``[N]``.
+        num_candidates: Candidate-set sizes ``|C|``, ``[N]``.
+
+    Returns:
+        Float array ``[N]``.
+
+    Raises:
+        ValueError: Lengths differ, or a size is negative or NaN.
+    """
+    s = _floats(size, "size")
+    c = _floats(num_candidates, "num_candidates")
+    _same_length(size=s, num_candidates=c)
+    if np.isnan(s).any() or np.isnan(c).any() or (s < 0).any() or (c < 0).any():
+        raise ValueError("size and num_candidates must be non-negative numbers")
+    out = np.zeros(len(s), dtype=np.float64)
+    pos = c > 0
+    out[pos] = s[pos] / c[pos]
+    return out
+
+
+def fidelity_sparsity_curve(
+    flags: npt.ArrayLike, sparsity: npt.ArrayLike, grid: npt.ArrayLike
+) -> FloatArray:
+    """The cumulative curve ``F(x) = (1/N) Σ_i 1[flag_i ∧ sparsity_i ≤ x]`` on a grid.
+
+    With ``flag_i`` = "flipped when ``s`` is removed" this is the fidelity+–sparsity curve
+    ``F+(x)``: the fid+ reached when only explanations of sparsity at most ``x`` count, so
+    ``F+(1) = fid+``. With ``flag_i`` = "sufficient", ``1 − F(x)`` is the fidelity−–sparsity
+    curve ``F−(x)``. See :func:`aufsc_plus` and :func:`aufsc_minus`.
+
+    Args:
+        flags: Boolean per event, ``[N]``.
+        sparsity: ``|s| / |C|`` per event in ``[0, 1]``, ``[N]``.
+        grid: Points ``x`` at which to evaluate, ``[G]``.
+
+    Returns:
+        ``F`` on the grid, ``[G]``; all NaN when ``N = 0``.
+
+    Raises:
+        ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
+    """
+    f, s = _checked_sparsity(flags, sparsity, "flags")
+    x = _floats(grid, "grid")
+    if len(f) == 0:
+        return np.full(len(x), _NAN)
+    flagged = np.sort(s[f])
+    return np.searchsorted(flagged, x, side="right").astype(np.float64) / len(f)
+
+
+def aufsc_plus(is_cf: npt.ArrayLike, sparsity: npt.ArrayLike) -> float:
+    """Area under the fidelity+–sparsity curve.
+
+    ``AUFSC+ = ∫_0^1 F+(x) dx`` with ``F+(x) = (1/N) Σ_i 1[cf_i ∧ sparsity_i ≤ x]``; since
+    ``∫_0^1 1[s_i ≤ x] dx = 1 − s_i``, ``AUFSC+ = (1/N) Σ_i cf_i (1 − sparsity_i)``. Higher is
+    better: counterfactuals found with small explanations. Combines GraphFramEx fidelity
+    (Amara et al., 2022, arXiv:2206.09677) with the fidelity-vs-sparsity curves used to compare
+    explainers (e.g. Yuan et al., 2022, "Explainability in Graph Neural Networks: A Taxonomic
+    Survey", TPAMI).
+
+    Args:
+        is_cf: Whether removing the explanation flips the prediction, ``[N]``.
+        sparsity: ``|s| / |C|`` in ``[0, 1]``, ``[N]``.
+
+    Returns:
+        AUFSC+ in ``[0, fid+]``; NaN when ``N = 0``.
+
+    Raises:
+        ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
+    """
+    f, s = _checked_sparsity(is_cf, sparsity, "is_cf")
+    return _mean(f * (1.0 - s))
+
+
+def aufsc_minus(is_sufficient: npt.ArrayLike, sparsity: npt.ArrayLike) -> float:
+    """Area under the fidelity−–sparsity curve.
+
+    ``AUFSC− = ∫_0^1 F−(x) dx`` with ``F−(x) = 1 − (1/N) Σ_i 1[suff_i ∧ sparsity_i ≤ x]`` and
+    ``suff_i = ¬(p0_i · p_i^{s} < 0)`` (keeping only ``s`` preserves the prediction); closed form
+    ``AUFSC− = 1 − (1/N) Σ_i suff_i (1 − sparsity_i)``. ``F−(1) = fid−``. Lower is better:
+    small explanations that alone keep the prediction. Fidelity as in GraphFramEx (Amara et
+    al., 2022, arXiv:2206.09677).
+
+    Args:
+        is_sufficient: Whether keeping only the explanation preserves the prediction, ``[N]``.
+        sparsity: ``|s| / |C|`` in ``[0, 1]``, ``[N]``.
+
+    Returns:
+        AUFSC− in ``[fid−, 1]``; NaN when ``N = 0``.
+
+    Raises:
+        ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
+    """
+    f, s = _checked_sparsity(is_sufficient, sparsity, "is_sufficient")
+    return 1.0 - _mean(f * (1.0 - s)) if len(f) else _NAN
+
+
+# --------------------------------------------------------------------------- cost and size
+
+
+def size_stats(size: npt.ArrayLike, is_cf: npt.ArrayLike) -> dict[str, float]:
+    """Sizes ``|s|`` of the counterfactuals found, and the mean size over all events.
+
+    Args:
+        size: Explanation sizes, ``[N]``.
+        is_cf: Whether each explanation is a counterfactual, ``[N]``.
+
+    Returns:
+        ``{"count", "mean", "median", "min", "max"}`` over counterfactuals (statistics NaN when
+        there is none) and ``"mean_all"`` over all events (NaN when ``N = 0``).
+
+    Raises:
+        ValueError: Lengths differ.
+    """
+    s = _floats(size, "size")
+    f = _flags(is_cf, "is_cf")
+    _same_length(size=s, is_cf=f)
+    cf = s[f]
+    found = len(cf) > 0
+    return {
+        "count": float(len(cf)),
+        "mean": float(np.mean(cf)) if found else _NAN,
+        "median": float(np.median(cf)) if found else _NAN,
+        "min": float(np.min(cf)) if found else _NAN,
+        "max": float(np.max(cf)) if found else _NAN,
+        "mean_all": _mean(s),
+    }
+
+
+def runtime_percentiles(
+    time_s: npt.ArrayLike, q: Sequence[float] = (50, 90, 99)
+) -> dict[str, float]:
+    """Percentiles and mean of the per-event time (lower is better).
+
+    Percentiles use numpy's linear interpolation; NaN times are ignored.
+
+    Args:
+        time_s: Seconds per event, ``[N]``.
+        q: Percentiles in ``[0, 100]``.
+
+    Returns:
+        ``{"p50": ..., "p90": ..., "p99": ..., "mean": ...}`` (keys ``f"p{q:g}"``); NaN values
+        when no time is given.
+
+    Raises:
+        ValueError: A percentile is outside ``[0, 100]``.
+    """
+    t = _floats(time_s, "time_s")
+    t = t[~np.isnan(t)]
+    qs = [float(v) for v in q]
+    if any(not 0.0 <= v <= 100.0 for v in qs):
+        raise ValueError(f"percentiles must lie in [0, 100] (got {qs})")
+    out = {f"p{v:g}": float(np.percentile(t, v)) if len(t) else _NAN for v in qs}
+    out["mean"] = _mean(t)
+    return out
+
+
+def cache_hit_rate(cache_hits: npt.ArrayLike, oracle_calls: npt.ArrayLike) -> float:
+    """Share of oracle requests answered from the cache.
+
+    ``rate = Σ hits / (Σ hits + Σ calls)``, ``calls`` being the requests the model evaluated.
+    Higher means cheaper.
+
+    Args:
+        cache_hits: Cache hits per event, ``[N]``.
+        oracle_calls: Model evaluations per event, ``[N]``.
+
+    Returns:
+        The rate in ``[0, 1]``; NaN when both sums are 0.
+
+    Raises:
+        ValueError: Lengths differ.
+    """
+    h = _floats(cache_hits, "cache_hits")
+    c = _floats(oracle_calls, "oracle_calls")
+    _same_length(cache_hits=h, oracle_calls=c)
+    hits, calls = float(np.nansum(h)), float(np.nansum(c))
+    total = hits + calls
+    return hits / total if total > 0 else _NAN
+
+
+def approximation_agreement(
+    agreement: npt.ArrayLike | Sequence[float | None], agreement_n: npt.ArrayLike
+) -> float:
+    """Pooled agreement of the approximate and exact flip decisions.
+
+    ``agreement = Σ_i a_i n_i / Σ_i n_i`` over events with ``n_i > 0`` (and ``a_i`` not NaN),
+    ``n_i`` being the number of sets evaluated both ways and ``a_i`` the share that agreed.
+    Higher is better.
+
+    Args:
+        agreement: Per-event agreement in ``[0, 1]`` (None/NaN when not measured), ``[N]``.
+        agreement_n: Per-event number of compared sets, ``[N]``.
+
+    Returns:
+        The pooled agreement; NaN when no set was compared.
+
+    Raises:
+        ValueError: Lengths differ.
+    """
+    a = _floats(agreement, "agreement")
+    n = _floats(agreement_n, "agreement_n")
+    _same_length(agreement=a, agreement_n=n)
+    use = (n > 0) & ~np.isnan(a)
+    total = float(n[use].sum())
+    return float((a[use] * n[use]).sum()) / total if total > 0 else _NAN
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _column(df: pd.DataFrame, name: str) -> FloatArray:
+    """A column as floats, all NaN when absent."""
+    if name in df.columns:
+        return _floats(df[name].to_numpy(dtype=np.float64, na_value=np.nan), name)
+    return np.full(len(df), _NAN)
+
+
+def _time_column(df: pd.DataFrame) -> FloatArray:
+    """``time_s``, else ``setup_time_s + wall_time_s``, else NaN."""
+    if "time_s" in df.columns:
+        return _column(df, "time_s")
+    if "setup_time_s" in df.columns and "wall_time_s" in df.columns:
+        return _column(df, "setup_time_s") + _column(df, "wall_time_s")
+    return np.full(len(df), _NAN)
+
+
+def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
+    """The metric columns for one group of records."""
+    ok = g[g["status"] == "ok"] if len(g) else g
+    p0 = _column(ok, "original_logit")
+    flips = flip_mask(p0, _column(ok, "final_logit"))
+    sp = sparsity(_column(ok, "size"), _column(ok, "num_candidates"))
+    fid_plus = fidelity_plus(p0, _column(ok, "final_logit"))
+
+    fid_minus = auf_minus = _NAN
+    if "keep_logit" in ok.columns:
+        keep = _column(ok, "keep_logit")
+        has = ~np.isnan(keep)
+        if has.any():
+            fid_minus = fidelity_minus(p0[has], keep[has])
+            auf_minus = aufsc_minus(~flip_mask(p0[has], keep[has]), sp[has])
+    sizes = size_stats(_column(ok, "size"), flips)
+    times = runtime_percentiles(_time_column(g), q=(50, 90))
+    return {
+        "events": len(g),
+        "explained": len(ok),
+        "skipped": len(g) - len(ok),
+        "fidelity_plus": fid_plus,
+        "fidelity_minus": fid_minus,
+        "characterization": characterization_score(fid_plus, fid_minus),
+        "aufsc_plus": aufsc_plus(flips, sp),
+        "aufsc_minus": auf_minus,
+        "mean_size": sizes["mean"],
+        "median_size": sizes["median"],
+        "mean_sparsity": _mean(sp[flips]),
+        "oracle_calls": _mean(_column(ok, "oracle_calls")),
+        "cache_hit_rate": (
+            cache_hit_rate(_column(g, "cache_hits"), _column(g, "oracle_calls"))
+            if "cache_hits" in g.columns
+            else _NAN
+        ),
+        "agreement": approximation_agreement(_column(g, "agreement"), _column(g, "agreement_n")),
+        "time_p50": times["p50"],
+        "time_p90": times["p90"],
+        "time_mean": times["mean"],
+    }
+
+
+def summarize(
+    records: pd.DataFrame | Sequence[Mapping[Any, Any]], by: Sequence[str] = ()
+) -> pd.DataFrame:
+    """One row of metrics per group of records.
+
+    Rows with ``status == "ok"`` are *explained*; the others (``"no_candidates"``,
+    ``"zero_logit"``) are *skipped*: counted, but left out of fidelity, AUFSC, size, sparsity
+    and ``oracle_calls``. A flip is recomputed from the logits (``p0 · p < 0``). Columns:
+
+    * ``events``, ``explained``, ``skipped``: row counts.
+    * ``fidelity_plus`` (:func:`fidelity_plus`), ``fidelity_minus`` (:func:`fidelity_minus`,
+      over explained rows whose ``keep_logit`` is not NaN), ``characterization``
+      (:func:`characterization_score`, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
+      fid− based columns are NaN without a ``keep_logit`` column.
+    * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
+    * ``oracle_calls``: mean per explained event.
+    * ``cache_hit_rate`` (:func:`cache_hit_rate`) and ``agreement``
+      (:func:`approximation_agreement`): over all rows.
+    * ``time_p50``, ``time_p90``, ``time_mean``: seconds per event over all rows, from
+      ``time_s`` (or ``setup_time_s + wall_time_s`` when ``time_s`` is absent).
+
+    Missing optional columns (``cache_hits``, ``agreement``, ...) give NaN.
+
+    Args:
+        records: One row per explained event (a DataFrame, or a sequence of record dicts).
+        by: Columns to group by; empty for a single row over all records.
+
+    Returns:
+        The ``by`` columns followed by :data:`SUMMARY_COLUMNS`, groups in order of first
+        appearance (NaN keys form their own group).
+
+    Raises:
+        ValueError: A ``by`` column or ``status`` is missing while there are records.
+    """
+    df = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    keys = list(by)
+    columns = [*keys, *SUMMARY_COLUMNS]
+    missing = [k for k in keys if k not in df.columns]
+    if missing:
+        raise ValueError(f"group-by columns not in the records: {missing}")
+    if len(df) and "status" not in df.columns:
+        raise ValueError("records need a 'status' column")
+    if not keys:
+        return pd.DataFrame([_summarize_group(df)], columns=columns)
+    rows = []
+    for key, g in df.groupby(keys, sort=False, dropna=False):
+        values = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(keys, values, strict=True)), **_summarize_group(g)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summary_metrics(records: pd.DataFrame | Sequence[Mapping[Any, Any]]) -> dict[str, float]:
+    """The single-row :func:`summarize` as a flat ``{column: float}`` dict (for logging).
+
+    Args:
+        records: One row per explained event.
+
+    Returns:
+        Every column of :data:`SUMMARY_COLUMNS` as a float.
+    """
+    row = summarize(records).iloc[0]
+    return {name: float(row[name]) for name in SUMMARY_COLUMNS}
+
+
+def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
+    """A fixed-width text table of a summary, floats to 3 decimals.
+
+    Args:
+        df: A table such as :func:`summarize` returns.
+        index: A column naming the rows (e.g. ``"group"``); the table is then printed
+            transposed, one metric per line and one column per row of ``df``, which reads
+            better in a terminal than 18 columns side by side.
+
+    Returns:
+        The table as a string (an empty table gives its header).
+    """
+    if df.empty:
+        return "  ".join(str(c) for c in df.columns)
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float | np.floating):
+            return "nan" if np.isnan(value) else f"{value:.3f}"
+        return str(value)
+
+    text = df.map(cell)
+    if index is None:
+        return text.to_string(index=False)
+    return text.set_index(index).T.rename_axis(None, axis=1).to_string()
+
+
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "aufsc_minus",
+    "aufsc_plus",
+    "approximation_agreement",
+    "cache_hit_rate",
+    "characterization_score",
+    "fidelity_minus",
+    "fidelity_plus",
+    "fidelity_sparsity_curve",
+    "flip_mask",
+    "format_summary",
+    "runtime_percentiles",
+    "size_stats",
+    "sparsity",
+    "summarize",
+    "summary_metrics",
+]

@@ -1,0 +1,247 @@
+"""``python scripts/explain.py``: explain a sample of predictions, measure, record, log.
+
+One run = one dataset, one model, one explainer with one selection strategy. It
+
+1. loads the stream and the model (the committed checkpoint by default);
+2. samples the events to explain (:mod:`cftgnn.evaluation.sampling`) and keeps this shard's
+   share of them (``shard=i num_shards=n`` takes every n-th event from the i-th);
+3. explains each event not yet recorded in the output directory, in stream order, with a fresh
+   explainer per event (so a resumed run gives the same records as an uninterrupted one);
+4. adds to each result the exact logit with only the explanation kept inside the candidate
+   window (for fidelity−) and writes it as one record (:mod:`cftgnn.evaluation.records`);
+5. prints the summary table (:mod:`cftgnn.evaluation.metrics`) and writes it next to the
+   records; with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from cftgnn.data.stream import EventStream
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.metrics import format_summary, summarize
+from cftgnn.evaluation.records import RecordStore
+from cftgnn.evaluation.sampling import plan_events
+from cftgnn.explain.base import Explainer
+from cftgnn.explain.replay import ReplayEngine
+from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
+from cftgnn.models.resolve import model_name, resolve_model
+from cftgnn.models.training import resolve_device
+from cftgnn.tracking import Tracker, tracking
+
+#: Dataset options that only say where the files are, not what the stream is.
+_LOCATION_KEYS = ("data_dir", "cache_dir", "download")
+
+
+def _container(cfg: Any) -> Any:
+    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
+
+
+def _file_sha256(path: str) -> str | None:
+    p = Path(path)
+    if not p.is_file():
+        return None
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str, Any]:
+    """What decides a run's records: compared when a run directory is reused.
+
+    Logging, progress, threads, device and file locations are left out: they change how a
+    run is done, not what it finds.
+    """
+    dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": {"name": stream.name, "num_events": stream.num_events, "config": dataset},
+        "model": {"config": _container(cfg.model), "weights": weights,
+                  "weights_sha256": _file_sha256(weights)},
+        "explainer": _container(cfg.explainer),
+        "strategy": _container(cfg.strategy),
+        "sample": _container(cfg.sample),
+        "n_events": int(cfg.n_events),
+        "events": _container(cfg.events),
+        "seed": int(cfg.seed),
+        "k": cfg.k,
+        "m_max": int(cfg.m_max),
+        "mode": str(cfg.mode),
+        "shard": int(cfg.shard),
+        "num_shards": int(cfg.num_shards),
+    }
+
+
+def output_dir(cfg: DictConfig) -> Path:
+    """``cfg.out_dir`` when set, else the directory Hydra made for this run or job."""
+    if cfg.get("out_dir"):
+        return Path(cfg.out_dir)
+    return Path(HydraConfig.get().runtime.output_dir)
+
+
+def tracking_group(cfg: DictConfig) -> str | None:
+    """W&B group: ``cfg.group``, else the sweep directory's name under ``-m``, else None."""
+    if cfg.get("group"):
+        return str(cfg.group)
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return Path(HydraConfig.get().sweep.dir).name
+    return None
+
+
+def _check_shard(cfg: DictConfig) -> tuple[int, int]:
+    shard, num = int(cfg.shard), int(cfg.num_shards)
+    if num < 1 or not 0 <= shard < num:
+        raise ConfigError(f"shard must be in [0, num_shards), got shard={shard} "
+                         f"num_shards={num}")
+    return shard, num
+
+
+def run(cfg: DictConfig) -> pd.DataFrame:
+    """Explain the sampled events of one configuration; returns the summary table.
+
+    Raises:
+        CftgnnError: For bad input (unknown event ids, a checkpoint of another dataset, an
+            output directory of another configuration, ...); nothing is written then.
+    """
+    shard, num_shards = _check_shard(cfg)
+    torch.set_num_threads(int(cfg.num_threads))
+    stream: EventStream = instantiate(cfg.dataset)
+    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
+                                   str(resolve_device(cfg.device)), cfg.seed)
+    out = output_dir(cfg)
+    store = RecordStore(out, fingerprint(cfg, stream, weights))
+    names = {"dataset": stream.name, "model": model_name(cfg.model)}
+
+    plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
+                       cfg.sample.prediction, float(cfg.sample.min_abs_logit),
+                       cfg.sample.max_abs_logit, int(cfg.seed),
+                       None if cfg.events is None else list(cfg.events))
+    plan = plan.iloc[shard::num_shards].reset_index(drop=True)
+    done = store.done() & set(plan["event_id"].tolist())
+    todo = plan[~plan["event_id"].isin(done)]
+    print(f"{names['dataset']} ({stream.num_events:,} events) | model {names['model']}: "
+          f"{weights} | {len(plan)} events"
+          + (f" (shard {shard}/{num_shards})" if num_shards > 1 else "")
+          + (f", {len(done)} already recorded" if done else "")
+          + f"\nrecords: {out} (to resume, rerun with "
+          + ("the same out_dir)" if cfg.get("out_dir") else f"hydra.run.dir={out})"))
+    _warn_short_groups(cfg, plan, num_shards)
+
+    tracker: Tracker = instantiate(cfg.logger)
+    config = _container(cfg)
+    run_name = "-".join([names["dataset"], names["model"], cfg_name(cfg.explainer),
+                         cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
+    with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
+        engine = ReplayEngine(model, stream)
+        _explain(cfg, engine, todo, store, names, tracker, shard, len(done))
+        records = store.load()
+        records = records[records["event_id"].isin(plan["event_id"])].reset_index(drop=True)
+        table = summary_table(records)
+        print(format_summary(table, index="group"))
+        write_summary(table, out)
+        tracker.log_records(records)
+        tracker.log_summary(summary_metrics_flat(table))
+    return table
+
+
+def _warn_short_groups(cfg: DictConfig, plan: pd.DataFrame, num_shards: int) -> None:
+    """Say so when the range holds fewer events of a group than asked for."""
+    if cfg.events is not None or num_shards > 1:
+        return
+    want = int(cfg.n_events)
+    split = {"both": {"correct": (want + 1) // 2, "incorrect": want // 2},
+             "correct": {"correct": want}, "incorrect": {"incorrect": want}}
+    for group, n in split.get(str(cfg.sample.prediction), {}).items():
+        have = int((plan["group"] == group).sum())
+        if have < n:
+            print(f"note: only {have} {group} predictions in sample.range "
+                  f"{list(cfg.sample.range)} with the |logit| bounds (asked for {n})")
+    if str(cfg.sample.prediction) == "any" and len(plan) < want:
+        print(f"note: only {len(plan)} events in sample.range (asked for {want})")
+
+
+def cfg_name(node: Any) -> str:
+    """The short name of an instantiable config: the ``name`` of its target class."""
+    cls = get_class(str(node["_target_"]))
+    return str(getattr(cls, "name", cls.__name__.lower()))
+
+
+def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: RecordStore,
+             names: Mapping[str, str], tracker: Tracker, shard: int, already: int) -> None:
+    """Explain ``todo`` in stream order, writing a record after each event."""
+    flips = 0
+    bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
+               disable=not cfg.progress, dynamic_ncols=True)
+    rows = zip(todo["event_id"].tolist(), todo["group"].tolist(),
+               todo["screen_logit"].tolist(), strict=True)
+    for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
+        start = time.perf_counter()
+        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), cfg.mode)
+        setup = time.perf_counter() - start
+        explainer: Explainer = instantiate(cfg.explainer, strategy=instantiate(cfg.strategy))
+        result = explainer.explain(oracle)
+        keep = float("nan")
+        if result.status is ExplanationStatus.OK:
+            kept_only = set(oracle.candidates.ids.tolist()) - set(result.explanation)
+            keep = oracle.exact(kept_only)
+        record = {
+            **result.to_record(),
+            "setup_time_s": setup,
+            "time_s": setup + result.wall_time_s,
+            "keep_logit": keep,
+            "group": group,
+            "screen_logit": screen_logit,
+            "dataset": names["dataset"],
+            "model": names["model"],
+            "strategy_name": explainer.strategy.name,
+            "shard": shard,
+        }
+        store.write(record)
+        flips += bool(result.is_counterfactual)
+        bar.set_postfix(success=f"{flips / n:.2f}", size=result.size, refresh=False)
+        bar.update()
+        tracker.log_progress(already + n, {"progress/success_rate": flips / n,
+                                           "progress/time_s": record["time_s"]})
+    bar.close()
+
+
+def summary_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Summary per prediction group plus an ``all`` row."""
+    if records.empty:
+        return summarize(records)
+    table = summarize(records, by=["group"])
+    if len(table) > 1:
+        table = pd.concat([table, summarize(records).assign(group="all")], ignore_index=True)
+    return table
+
+
+def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:
+    """``summary/<group>/<metric>`` → value, for the tracker."""
+    out: dict[str, float] = {}
+    for row in table.to_dict("records"):
+        group = row.pop("group", "all")
+        for key, value in row.items():
+            if isinstance(value, int | float):
+                out[f"summary/{group}/{key}"] = float(value)
+    return out
+
+
+def write_summary(table: pd.DataFrame, out: Path) -> None:
+    """``summary.csv`` and ``summary.json`` next to the records."""
+    table.to_csv(out / "summary.csv", index=False)
+    (out / "summary.json").write_text(json.dumps(table.to_dict("records"), indent=2,
+                                                 default=float))
+
+
+__all__ = ["fingerprint", "run", "summary_table"]

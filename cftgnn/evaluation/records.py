@@ -1,0 +1,127 @@
+"""Resumable per-event records of an explanation run.
+
+A run directory holds::
+
+    run.json                 the run's fingerprint (the configuration that decides its results)
+    records/<event>.parquet  one file per explained event, written atomically
+    summary.csv, summary.md  written at the end (derived; safe to delete)
+
+Each record is written as soon as its event is explained (to a temporary name, then renamed),
+so a run killed at any moment leaves only complete records behind. Rerunning with the same
+directory reads them, skips their events and explains the rest; a directory whose fingerprint
+differs is refused, so records of two configurations never mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cftgnn.errors import CftgnnError
+
+
+class RunDirectoryError(CftgnnError):
+    """The output directory holds records of another configuration (or unreadable ones)."""
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def fingerprint_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Dotted keys whose values differ between two (nested) fingerprints, sorted."""
+    a, b = _flat(old), _flat(new)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+class RecordStore:
+    """The records of one run directory.
+
+    Args:
+        root: The run's output directory (created when absent).
+        fingerprint: JSON-serialisable description of everything that decides the records
+            (dataset, model weights, explainer, sampling, ...), but nothing that does not
+            (logging, progress bars, thread counts).
+
+    Raises:
+        RunDirectoryError: If ``root`` already holds a run with another fingerprint.
+    """
+
+    FINGERPRINT = "run.json"
+    RECORDS = "records"
+
+    def __init__(self, root: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> None:
+        self.root = Path(root)
+        self.fingerprint = json.loads(json.dumps(dict(fingerprint)))  # plain JSON values
+        self.records_dir = self.root / self.RECORDS
+        path = self.root / self.FINGERPRINT
+        if path.is_file():
+            try:
+                stored = json.loads(path.read_text())
+            except json.JSONDecodeError as exc:
+                raise RunDirectoryError(f"{path} is not valid JSON ({exc}); use another "
+                                        "output directory") from exc
+            diff = fingerprint_diff(stored, self.fingerprint)
+            if diff:
+                raise RunDirectoryError(
+                    f"output directory {self.root} holds records of a different configuration "
+                    f"(differs in: {', '.join(diff[:8])}{', ...' if len(diff) > 8 else ''}); "
+                    "choose another out_dir or rerun with the same settings")
+        elif self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet")):
+            raise RunDirectoryError(f"{self.records_dir} holds records but no {self.FINGERPRINT}; "
+                                    "choose another out_dir")
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
+        self.records_dir.mkdir(exist_ok=True)
+
+    def _file(self, event_id: int) -> Path:
+        return self.records_dir / f"{int(event_id):010d}.parquet"
+
+    def done(self) -> set[int]:
+        """Event ids with a complete record."""
+        return {int(p.stem) for p in self.records_dir.glob("*.parquet")}
+
+    def write(self, record: Mapping[str, Any]) -> Path:
+        """Write one event's record (keyed by its ``event_id``) atomically."""
+        path = self._file(int(record["event_id"]))
+        tmp = path.with_name(f".{path.name}.tmp")
+        pd.DataFrame([dict(record)]).to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+        return path
+
+    def load(self) -> pd.DataFrame:
+        """All records, ordered by event id (an empty frame when there are none)."""
+        return read_records(self.records_dir)
+
+
+def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Records of a run directory (or of its ``records`` folder), ordered by event id."""
+    path = Path(path)
+    if (path / RecordStore.RECORDS).is_dir():
+        path = path / RecordStore.RECORDS
+    files = sorted(path.glob("*.parquet"))
+    if not files:
+        return pd.DataFrame()
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+__all__ = ["RecordStore", "RunDirectoryError", "fingerprint_diff", "read_records"]

@@ -1,0 +1,246 @@
+"""``scripts/explain.py``: a run on a tiny synthetic stream, resuming, sharding, bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+import cftgnn.config  # noqa: F401
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation import pipeline
+from cftgnn.evaluation.merge import find_runs, merge_runs
+from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
+from cftgnn.explain.replay import naive_logit
+from cftgnn.models.resolve import resolve_model
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+# tiny and fast: 300 synthetic events, fresh weights, short searches
+TINY = ["debug=default", "checkpoint=null", "explainer.it_max=40", "progress=false",
+        "sample.prediction=any", "n_events=6"]
+
+
+def cfg_for(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose("explain", overrides=[*TINY, f"out_dir={tmp_path}", *overrides])
+
+
+def test_run_writes_one_record_per_event_and_a_summary(tmp_path):
+    cfg = cfg_for(tmp_path)
+    table = pipeline.run(cfg)
+    records = read_records(tmp_path)
+    assert len(records) == 6 and records.event_id.is_unique
+    assert records.event_id.min() >= int(0.85 * 300)
+    for col in ("explanation", "final_logit", "keep_logit", "group", "screen_logit",
+                "time_s", "dataset", "model", "strategy_name", "explainer"):
+        assert col in records.columns
+    assert set(records.strategy_name) == {"closest"} and set(records.explainer) == {"cftgnn"}
+    assert (tmp_path / "summary.csv").is_file() and (tmp_path / "run.json").is_file()
+    assert table["events"].iloc[-1] == 6
+    flips = (records.original_logit * records.final_logit < 0).mean()
+    assert table["fidelity_plus"].iloc[-1] == pytest.approx(flips)
+
+
+def test_keep_logit_is_the_exact_logit_with_only_the_explanation_kept(tmp_path):
+    cfg = cfg_for(tmp_path, "n_events=2")
+    pipeline.run(cfg)
+    records = read_records(tmp_path)
+    from hydra.utils import instantiate
+
+    stream = instantiate(cfg.dataset)
+    model, _ = resolve_model(cfg.model, stream, None, ".", "cpu", cfg.seed)
+    for rec in records.itertuples():
+        removed = sorted(set(rec.candidate_ids) - set(rec.explanation))
+        expect = naive_logit(model, stream, rec.event_id, removed)
+        assert rec.keep_logit == pytest.approx(expect, abs=1e-5)
+        assert rec.final_logit == pytest.approx(
+            naive_logit(model, stream, rec.event_id, list(rec.explanation)), abs=1e-5)
+
+
+def _strip_timing(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns=[c for c in df.columns if c.endswith("time_s")])
+
+
+def test_an_interrupted_run_resumes_without_losing_or_duplicating(tmp_path, monkeypatch):
+    full = tmp_path / "full"
+    pipeline.run(cfg_for(full))
+    part = tmp_path / "part"
+    write = RecordStore.write
+    calls = {"n": 0}
+
+    def flaky(self, record):
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # as if Ctrl-C hit after three events
+        calls["n"] += 1
+        return write(self, record)
+
+    monkeypatch.setattr(RecordStore, "write", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.run(cfg_for(part))
+    assert len(read_records(part)) == 3
+    monkeypatch.setattr(RecordStore, "write", write)
+    pipeline.run(cfg_for(part))
+    a, b = read_records(full), read_records(part)
+    assert b.event_id.is_unique and len(b) == 6
+    pd.testing.assert_frame_equal(_strip_timing(a), _strip_timing(b))
+
+
+def test_a_killed_process_resumes(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "scripts" / "explain.py"), *TINY, "n_events=12",
+           "explainer.it_max=150", f"out_dir={out}"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if (out / "records").is_dir() and len(list((out / "records").glob("*.parquet"))):
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    killed_with = len(read_records(out))
+    assert 1 <= killed_with < 12, "the run must be killed part-way for this test to mean much"
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{killed_with} already recorded" in done.stdout
+    records = read_records(out)
+    assert len(records) == 12 and records.event_id.is_unique
+
+
+def test_another_configuration_in_the_same_directory_is_refused(tmp_path):
+    pipeline.run(cfg_for(tmp_path, "n_events=2"))
+    before = read_records(tmp_path)
+    with pytest.raises(RunDirectoryError, match="differs in: explainer.it_max"):
+        pipeline.run(cfg_for(tmp_path, "n_events=2", "explainer.it_max=41"))
+    pd.testing.assert_frame_equal(read_records(tmp_path), before)
+
+
+def test_shards_partition_the_events_and_merge_into_the_whole(tmp_path):
+    whole = tmp_path / "whole"
+    pipeline.run(cfg_for(whole))
+    for shard in (0, 1, 2):
+        pipeline.run(cfg_for(tmp_path / "sweep" / f"s{shard}", f"shard={shard}",
+                             "num_shards=3"))
+    runs = find_runs([tmp_path / "sweep"])
+    assert len(runs) == 3
+    merged = merge_runs(runs, tmp_path / "merged")
+    pd.testing.assert_frame_equal(
+        _strip_timing(read_records(whole)),
+        _strip_timing(merged.drop(columns="shard")).assign(shard=0))
+    assert read_records(tmp_path / "merged").event_id.tolist() == merged.event_id.tolist()
+
+
+def test_merge_refuses_runs_of_different_configurations(tmp_path):
+    pipeline.run(cfg_for(tmp_path / "a", "n_events=1"))
+    pipeline.run(cfg_for(tmp_path / "b", "n_events=1", "strategy=recent"))
+    with pytest.raises(ConfigError, match="not a shard of the same configuration"):
+        merge_runs(find_runs([tmp_path]), tmp_path / "merged")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["shard=2", "num_shards=2"], "shard must be in"),
+    (["events=[5,300]"], "outside the stream"),
+    (["sample.range=[0.5,0.2]"], "sample.range"),
+])
+def test_bad_input_raises_a_project_error(tmp_path, overrides, message):
+    from cftgnn.errors import CftgnnError
+
+    with pytest.raises(CftgnnError, match=message):
+        pipeline.run(cfg_for(tmp_path, *overrides))
+
+
+def test_explicit_events(tmp_path):
+    pipeline.run(cfg_for(tmp_path, "events=[0,120,250]"))
+    records = read_records(tmp_path)
+    assert records.event_id.tolist() == [0, 120, 250]
+    assert records.status[0] == "no_candidates"  # the first event has no history
+
+
+@pytest.mark.parametrize("args, message", [
+    (["dataset=wikipedai"], "error: unknown dataset 'wikipedai' (choose from: synthetic, uci, "
+                            "wikipedia)"),
+    (["-m", "strategy=closest,nearest"], "error: unknown strategy 'nearest'"),
+    (["debug=default", "checkpoint=checkpoints/tgn_uci.pt"], "error: checkpoint"),
+])
+def test_cli_bad_input_is_one_line(tmp_path, args, message):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "explain.py"), *args,
+                           f"out_dir={tmp_path}", "progress=false"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), done.stderr
+
+
+def test_multirun_sweep_writes_one_run_per_job(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "explain.py"), "-m", *TINY, "n_events=2",
+         "strategy=random,one_best", f"hydra.sweep.dir={tmp_path}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    runs = find_runs([tmp_path])
+    assert [r.name.split("-")[4] for r in runs] == ["random", "one_best"]
+    for run in runs:
+        assert len(read_records(run)) == 2
+    assert np.array_equal(read_records(runs[0]).event_id, read_records(runs[1]).event_id)
+
+
+def test_sharded_sweep_through_joblib_then_merge_command(tmp_path):
+    sweep = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "explain.py"), "-m", "sweep=shards", *TINY,
+         "n_events=8", f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(find_runs([sweep])) == 4
+    merged = subprocess.run([sys.executable, str(ROOT / "scripts" / "merge_records.py"),
+                             str(sweep)], capture_output=True, text=True, timeout=120)
+    assert merged.returncode == 0, merged.stderr
+    assert "merged 8 records from 4 runs" in merged.stdout
+    records = read_records(sweep / "merged")
+    assert len(records) == 8 and records.event_id.is_unique
+    assert sorted(set(records.shard)) == [0, 1, 2, 3]
+
+
+def test_wandb_logger_records_config_table_and_summary_offline(tmp_path, offline_wandb):
+    from cftgnn.testing.wandb_log import finished_run_log
+
+    out = tmp_path / "run"
+    table = pipeline.run(cfg_for(out, "logger=wandb", "n_events=3"))
+    (run_dir,) = (out / "wandb").glob("offline-run-*")
+    logged = finished_run_log(run_dir)
+    assert logged["exit_code"] == 0
+    assert logged["config"]["explainer"]["it_max"] == 40  # the resolved config
+    summary = logged["summary"]
+    row = table.iloc[-1]
+    group = row["group"]
+    assert summary[f"summary/{group}/fidelity_plus"] == pytest.approx(row["fidelity_plus"])
+    assert summary[f"summary/{group}/events"] == 3
+    assert summary["records/nrows"] == 3 and summary["records/_type"] == "table-file"
+    assert list((run_dir / "files" / "media" / "table").glob("records*.table.json"))
+
+
+def test_wandb_run_is_finished_as_failed_when_the_run_fails(tmp_path, offline_wandb,
+                                                            monkeypatch):
+    from cftgnn.testing.wandb_log import finished_run_log
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("search crashed")
+
+    monkeypatch.setattr(pipeline, "_explain", boom)
+    with pytest.raises(RuntimeError, match="search crashed"):
+        pipeline.run(cfg_for(tmp_path, "logger=wandb", "n_events=2"))
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
+    assert finished_run_log(run_dir)["exit_code"] == 1
