@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
 from cftgnn.data import EventStream
@@ -136,3 +137,27 @@ def test_wandb_sweep_file_names_existing_options_and_full_grid():
     assert {k: str(v).split(",") for k, v in full.hydra.sweeper.params.items()} == grid
     for group, values in grid.items():
         assert set(values) <= set(_options(group))
+
+
+@pytest.mark.parametrize("experiment", _options("experiment"))
+def test_experiment_files_override_the_defaults(experiment):
+    import yaml
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        base = compose("explain")
+        cfg = compose("explain", overrides=[f"experiment={experiment}"])
+    body = yaml.safe_load((CONF / "experiment" / f"{experiment}.yaml").read_text())
+
+    def leaves(d, prefix=""):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                yield from leaves(v, f"{prefix}{k}.")
+            else:
+                yield f"{prefix}{k}", v
+
+    changed = False
+    for key, value in leaves(body):
+        assert OmegaConf.select(cfg, key) == value, key
+        changed |= OmegaConf.select(base, key) != value
+    assert changed, f"experiment={experiment} changes nothing"
+    instantiate(cfg.explainer, strategy=instantiate(cfg.strategy))

@@ -134,8 +134,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
           f"{weights} | {len(plan)} events"
           + (f" (shard {shard}/{num_shards})" if num_shards > 1 else "")
           + (f", {len(done)} already recorded" if done else "")
-          + f"\nrecords: {out} (to resume, rerun with "
-          + ("the same out_dir)" if cfg.get("out_dir") else f"hydra.run.dir={out})"))
+          + f"\nrecords: {out} (to resume, {_resume_hint(cfg, out)})")
     _warn_short_groups(cfg, plan, num_shards)
 
     tracker: Tracker = instantiate(cfg.logger)
@@ -153,6 +152,14 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
     return table
+
+
+def _resume_hint(cfg: DictConfig, out: Path) -> str:
+    if cfg.get("out_dir"):
+        return "rerun with the same out_dir"
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return f"rerun the sweep with hydra.sweep.dir={HydraConfig.get().sweep.dir}"
+    return f"rerun with hydra.run.dir={out}"
 
 
 def _warn_short_groups(cfg: DictConfig, plan: pd.DataFrame, num_shards: int) -> None:

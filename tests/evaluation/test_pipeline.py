@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
@@ -244,3 +245,23 @@ def test_wandb_run_is_finished_as_failed_when_the_run_fails(tmp_path, offline_wa
         pipeline.run(cfg_for(tmp_path, "logger=wandb", "n_events=2"))
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
     assert finished_run_log(run_dir)["exit_code"] == 1
+
+
+def test_jobs_of_one_sweep_share_one_tracking_group(tmp_path):
+    from hydra.core.hydra_config import HydraConfig
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=["hydra.mode=MULTIRUN",
+                                            f"hydra.sweep.dir={tmp_path}/2026-11-22_10-00"],
+                      return_hydra_config=True)
+    hc = HydraConfig.instance()
+    try:
+        hc.set_config(cfg)
+        assert pipeline.tracking_group(cfg) == "2026-11-22_10-00"
+        assert pipeline.tracking_group(OmegaConf.merge(cfg, {"group": "mine"})) == "mine"
+        with initialize_config_dir(str(CONF), version_base="1.3"):
+            single = compose("explain", return_hydra_config=True)
+        hc.set_config(single)
+        assert pipeline.tracking_group(single) is None
+    finally:
+        hc.cfg = None
