@@ -49,12 +49,14 @@ from cftgnn.models.state import State
 def eval_mode(model: torch.nn.Module) -> Iterator[None]:
     """Put ``model`` in eval mode (no dropout) and no-grad, restoring its mode afterwards."""
     was_training = model.training
-    model.eval()
+    if was_training:  # train()/eval() walk every submodule: skip them when there is no change
+        model.eval()
     try:
         with torch.no_grad():
             yield
     finally:
-        model.train(was_training)
+        if was_training:
+            model.train()
 
 
 @dataclass

@@ -12,7 +12,7 @@ recompute what a removal cannot change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ class LocalPlan:
         states: The local state ``(memory [T, d], last update [T], pending [T])`` before each
             step with only the plan's removals, so a replay starts at the first step that a
             removal set touches.
+        trajectory: The same history recorded for the causal-cone replay, made on the first
+            call with more than :attr:`TGN.local_max_sets` removal sets (see there).
     """
 
     base: State
@@ -50,6 +52,7 @@ class LocalPlan:
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
     states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
+    trajectory: Any = None
 
 
 def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,

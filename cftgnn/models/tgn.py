@@ -134,10 +134,16 @@ class TGN(TemporalModel):
             state.pending[nodes] = last
 
     #: Masked histories (the approximate oracle's) of at most this many kept events are
-    #: replayed on their touched nodes for all P masks at once (:mod:`cftgnn.models.local`).
-    #: Everything else uses the causal cone, which recomputes only what a removal reaches and
-    #: so stays cheap for large P on long, dense histories.
+    #: replayed on their touched nodes (:mod:`cftgnn.models.local`). Everything else uses the
+    #: causal cone, which recomputes only what a removal reaches and so stays cheap for large
+    #: P on long, dense histories.
     local_max_events = 512
+    #: The local replay restarts every set at the earliest step any of them touches and
+    #: recomputes all touched nodes, so its cost grows with P; it is used for at most this many
+    #: sets per call, and larger batches of a short history go through the causal cone too
+    #: (``python scripts/benchmark_oracle.py``: a batch of 64 approximate sets costs about 4-5
+    #: single calls that way, against 22-27 with the local replay).
+    local_max_sets = 1
 
     def replay_plan(self, base: State, end: int,
                     removed: npt.NDArray[np.bool_] | None = None) -> Any:
@@ -150,6 +156,10 @@ class TGN(TemporalModel):
 
     def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
         """All P masks at once: local or causal-cone replay, then one P-copy embedding pass."""
+        if isinstance(plan, LocalPlan) and len(removed) > self.local_max_sets:
+            if plan.trajectory is None:
+                plan.trajectory = record_trajectory(self, plan.base, plan.end, plan.removed)
+            plan = plan.trajectory
         if isinstance(plan, LocalPlan):
             index, extra, base_input = local_replay(self, plan, removed)
             end, plan_removed = plan.end, plan.removed | plan.base.removed.numpy()

@@ -122,12 +122,15 @@ def test_explainers_report_only_exact_flips(stream, explainer):
             assert ref * result.original_logit < 0
 
 
-@pytest.mark.parametrize("local_max_events", [0, 10**9])  # TGN: cone replay / local replay
+# TGN: cone replay only / local replay of single sets and cone replay of batches / local
+# replay of everything
+@pytest.mark.parametrize("local_max_events, local_max_sets", [(0, 1), (10**9, 1), (10**9, 10**9)])
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat"])
-def test_batched_replay_equals_one_replay_per_set(name, local_max_events):
+def test_batched_replay_equals_one_replay_per_set(name, local_max_events, local_max_sets):
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
     model.local_max_events = local_max_events  # type: ignore[attr-defined]
+    model.local_max_sets = local_max_sets  # type: ignore[attr-defined]
     engine = ReplayEngine(model, stream)
     rng = np.random.default_rng(1)
     for i in (310, 655, 899):
@@ -140,6 +143,8 @@ def test_batched_replay_equals_one_replay_per_set(name, local_max_events):
                                    atol=ATOL)
         one = [replay.exact([s])[0] for s in sets[:5]]
         np.testing.assert_allclose(one, replay.exact(sets[:5]), atol=ATOL)
+        one = [replay.approximate([s])[0] for s in sets[-5:]]
+        np.testing.assert_allclose(one, replay.approximate(sets[-5:]), atol=ATOL)
 
 
 @pytest.mark.gpu
