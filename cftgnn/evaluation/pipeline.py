@@ -34,7 +34,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.metrics import format_summary, summarize
 from cftgnn.evaluation.records import RecordStore
-from cftgnn.evaluation.sampling import plan_events
+from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
@@ -166,16 +166,12 @@ def _warn_short_groups(cfg: DictConfig, plan: pd.DataFrame, num_shards: int) -> 
     """Say so when the range holds fewer events of a group than asked for."""
     if cfg.events is not None or num_shards > 1:
         return
-    want = int(cfg.n_events)
-    split = {"both": {"correct": (want + 1) // 2, "incorrect": want // 2},
-             "correct": {"correct": want}, "incorrect": {"incorrect": want}}
-    for group, n in split.get(str(cfg.sample.prediction), {}).items():
-        have = int((plan["group"] == group).sum())
+    for group, n in quota(str(cfg.sample.prediction), int(cfg.n_events)):
+        have = len(plan) if group is PredictionGroup.ANY else int(
+            (plan["group"] == group.value).sum())
         if have < n:
-            print(f"note: only {have} {group} predictions in sample.range "
-                  f"{list(cfg.sample.range)} with the |logit| bounds (asked for {n})")
-    if str(cfg.sample.prediction) == "any" and len(plan) < want:
-        print(f"note: only {len(plan)} events in sample.range (asked for {want})")
+            print(f"note: only {have} {group.value} predictions in sample.range "
+                  f"{list(cfg.sample.range)} within the |logit| bounds (asked for {n})")
 
 
 def cfg_name(node: Any) -> str:

@@ -8,8 +8,9 @@ A run directory holds::
 
 Each record is written as soon as its event is explained (to a temporary name, then renamed),
 so a run killed at any moment leaves only complete records behind. Rerunning with the same
-directory reads them, skips their events and explains the rest; a directory whose fingerprint
-differs is refused, so records of two configurations never mix.
+directory reads them, skips their events and explains the rest; a directory holding records
+under another fingerprint is refused, so records of two configurations never mix (one without
+records is simply taken over).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class RecordStore:
             (logging, progress bars, thread counts).
 
     Raises:
-        RunDirectoryError: If ``root`` already holds a run with another fingerprint.
+        RunDirectoryError: If ``root`` already holds records under another fingerprint.
     """
 
     FINGERPRINT = "run.json"
@@ -74,18 +75,24 @@ class RecordStore:
                 raise RunDirectoryError(f"{path} is not valid JSON ({exc}); use another "
                                         "output directory") from exc
             diff = fingerprint_diff(stored, self.fingerprint)
-            if diff:
+            if diff and not self._has_records():  # nothing to protect: take the directory
+                _atomic_write(path, json.dumps(self.fingerprint, indent=2,
+                                               sort_keys=True).encode())
+            elif diff:
                 raise RunDirectoryError(
                     f"output directory {self.root} holds records of a different configuration "
                     f"(differs in: {', '.join(diff[:8])}{', ...' if len(diff) > 8 else ''}); "
                     "choose another out_dir or rerun with the same settings")
-        elif self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet")):
+        elif self._has_records():
             raise RunDirectoryError(f"{self.records_dir} holds records but no {self.FINGERPRINT}; "
                                     "choose another out_dir")
         else:
             self.root.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
         self.records_dir.mkdir(exist_ok=True)
+
+    def _has_records(self) -> bool:
+        return self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet"))
 
     def _file(self, event_id: int) -> Path:
         return self.records_dir / f"{int(event_id):010d}.parquet"

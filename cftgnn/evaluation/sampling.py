@@ -83,6 +83,15 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int) -
     return pos[lo - start:]
 
 
+def quota(prediction: PredictionGroup | str, n: int) -> list[tuple[PredictionGroup, int]]:
+    """How many events of each group ``n`` events of ``prediction`` ask for."""
+    prediction = PredictionGroup(prediction)
+    if prediction is PredictionGroup.BOTH:
+        return [(PredictionGroup.CORRECT, math.ceil(n / 2)),
+                (PredictionGroup.INCORRECT, n // 2)]
+    return [(prediction, n)]
+
+
 def sample_events(
     logits: npt.ArrayLike,
     first_id: int,
@@ -114,15 +123,8 @@ def sample_events(
     if max_abs_logit is not None:
         ok &= np.abs(values) <= max_abs_logit
     correct = values > 0
-    wanted = {
-        PredictionGroup.CORRECT: [(PredictionGroup.CORRECT, n)],
-        PredictionGroup.INCORRECT: [(PredictionGroup.INCORRECT, n)],
-        PredictionGroup.BOTH: [(PredictionGroup.CORRECT, math.ceil(n / 2)),
-                               (PredictionGroup.INCORRECT, n // 2)],
-        PredictionGroup.ANY: [(PredictionGroup.ANY, n)],
-    }[prediction]
     picked: list[npt.NDArray[np.int64]] = []
-    for g, (group, count) in enumerate(wanted):
+    for g, (group, count) in enumerate(quota(prediction, n)):
         member = ok if group is PredictionGroup.ANY else ok & (
             correct if group is PredictionGroup.CORRECT else ~correct)
         pool = np.flatnonzero(member)
@@ -201,6 +203,7 @@ __all__ = [
     "event_range",
     "explicit_events",
     "plan_events",
+    "quota",
     "sample_events",
     "screen_logits",
 ]

@@ -62,3 +62,10 @@ def test_fingerprint_diff_is_over_dotted_leaves():
     assert fingerprint_diff({"a": {"b": 1, "c": 2}}, {"a": {"b": 1, "c": 3}, "d": 0}) == [
         "a.c", "d"]
     assert fingerprint_diff(FP, FP) == []
+
+
+def test_a_directory_without_records_is_taken_over_by_another_configuration(tmp_path):
+    RecordStore(tmp_path, FP)  # e.g. a run that failed on bad input before its first record
+    other = {**FP, "seed": 1}
+    assert RecordStore(tmp_path, other).done() == set()
+    assert json.loads((tmp_path / "run.json").read_text()) == other
