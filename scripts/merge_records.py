@@ -1,13 +1,8 @@
 """Merge shard runs: ``python scripts/merge_records.py outputs/sweeps/<time> [--out DIR]``."""
 
-import sys
-
-from cftgnn.errors import CftgnnError
+from cftgnn.cli import friendly_errors
 from cftgnn.evaluation.merge import main
 
 if __name__ == "__main__":
-    try:
+    with friendly_errors():
         main()
-    except CftgnnError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)

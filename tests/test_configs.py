@@ -95,6 +95,7 @@ SWEEP_AXES = {
     "explainers": {"explainer", "strategy"},
     "full": {"dataset", "model", "explainer", "strategy"},
     "shards": {"shard"},
+    "it_max": {"strategy", "explainer.it_max"},
 }
 
 
@@ -107,6 +108,10 @@ def test_sweep_files_compose_and_name_existing_options(sweep):
     assert set(params) == SWEEP_AXES[sweep]
     for group, values in params.items():
         if group in ("shard",):
+            continue
+        if group == "explainer.it_max":
+            assert all(int(v) > 0 for v in str(values).split(","))
+            assert cfg.explainer._target_.endswith("CFTGNNExplainer")
             continue
         for value in str(values).split(","):
             assert value in _options(group), f"{sweep}: {group}={value} has no config file"

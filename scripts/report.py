@@ -1,0 +1,8 @@
+"""Compare runs: ``python scripts/report.py RUN_OR_SWEEP_DIR [...] [--out DIR]``."""
+
+from cftgnn.cli import friendly_errors
+from cftgnn.evaluation.report import main
+
+if __name__ == "__main__":
+    with friendly_errors():
+        main()
