@@ -45,8 +45,14 @@ from cftgnn.evaluation.metrics import (
 )
 from cftgnn.evaluation.records import RecordStore, read_records
 
-#: Columns naming one configuration, in table order (``it_max`` only when it varies).
-KEYS: tuple[str, ...] = ("dataset", "model", "explainer", "strategy_name", "it_max")
+#: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
+#: they vary).
+KEYS: tuple[str, ...] = ("dataset", "model", "explainer", "strategy_name", "it_max", "settings")
+#: Fingerprint fields that name the configuration a run belongs to (see :func:`run_settings`).
+_CONFIG_FIELDS = ("dataset.name", "model.config._target_", "explainer._target_",
+                  "strategy._target_")
+#: Fingerprint fields in which runs of one configuration may differ and still be pooled.
+_SHARED_FIELDS = {"shard", "num_shards", "merged_shards", "model.weights", "explainer.it_max"}
 
 #: Summary column → table heading, in table order.
 TABLE_COLUMNS: dict[str, str] = {
@@ -93,12 +99,55 @@ def _merged_away(runs: Sequence[Path]) -> set[Path]:
     return {r for r, fp in prints.items() if fp.get("shard") != "merged" and base(fp) in merged}
 
 
+def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """A nested fingerprint as ``{"a.b": "value"}``; lists and scalars as JSON text."""
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = json.dumps(value)
+    return out
+
+
+def run_settings(prints: Mapping[Path, Mapping[str, Any]]) -> dict[Path, str]:
+    """Per run, the settings in which it differs from the other runs of its configuration.
+
+    Runs of one dataset × model × explainer × strategy that differ in anything else their
+    ``run.json`` records (``mode``, ``n_events``, ``sample.*``, ``seed``, an explainer
+    parameter, …) must not be pooled into one row. Sharding (``shard``, ``num_shards``) and
+    the checkpoint's path do not count; ``explainer.it_max`` has a column of its own.
+
+    Args:
+        prints: The ``run.json`` fingerprint of each run.
+
+    Returns:
+        ``"mode=exact, n_events=50"``-style text per run, empty where runs agree.
+    """
+    flat = {run: _flat(fp) for run, fp in prints.items()}
+    by_config: dict[tuple[str, ...], list[Path]] = {}
+    for run, f in flat.items():
+        key = tuple(f.get(k, "") for k in _CONFIG_FIELDS)
+        by_config.setdefault(key, []).append(run)
+    out = {}
+    for runs in by_config.values():
+        names = sorted({k for r in runs for k in flat[r]} - _SHARED_FIELDS)
+        varying = [k for k in names if len({flat[r].get(k) for r in runs}) > 1]
+        for run in runs:
+            out[run] = ", ".join(f"{k}={json.loads(flat[run][k]) if k in flat[run] else '–'}"
+                                 for k in varying)
+    return out
+
+
 def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """The records of every run directory at or below ``paths``, in one table.
 
     Each record gets ``it_max`` (the run's ``explainer.it_max``, NaN for explainers without
-    one) and ``run`` (its run directory). Shard runs are left out when a merged run of the
-    same configuration (``scripts/merge_records.py``) is found too, so no event counts twice.
+    one), ``settings`` (what sets its run apart from other runs of the same configuration, see
+    :func:`run_settings`) and ``run`` (its run directory). Shard runs are left out when a
+    merged run of the same configuration (``scripts/merge_records.py``) is found too, so no
+    event counts twice.
 
     Args:
         paths: Run directories or folders holding them (e.g. a sweep directory).
@@ -116,10 +165,11 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
         raise ConfigError(f"no run directories (folders with {RecordStore.FINGERPRINT}) in "
                           f"{names}")
     skip = _merged_away(runs)
+    kept = [r for r in runs if r not in skip]
+    settings = run_settings({r: json.loads((r / RecordStore.FINGERPRINT).read_text())
+                             for r in kept})
     frames = []
-    for run in runs:
-        if run in skip:
-            continue
+    for run in kept:
         records = read_records(run)
         if records.empty:
             continue
@@ -127,7 +177,8 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
         if missing:
             raise ConfigError(f"the records of {run} lack the columns {missing} (written by "
                               "an older version?); rerun it with scripts/explain.py")
-        frames.append(records.assign(it_max=_it_max(run), run=str(run)))
+        frames.append(records.assign(it_max=_it_max(run), settings=settings[run],
+                                      run=str(run)))
     if not frames:
         raise ConfigError(f"the {len(runs)} run directories in {names} hold no records yet")
     return pd.concat(frames, ignore_index=True)
@@ -137,10 +188,13 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
 
 
 def config_keys(records: pd.DataFrame) -> list[str]:
-    """The :data:`KEYS` that name a configuration here (``it_max`` only when it varies)."""
-    keys = [k for k in KEYS if k != "it_max"]
+    """The :data:`KEYS` that name a configuration here (``it_max``, ``settings`` only when
+    they vary)."""
+    keys = [k for k in KEYS if k not in ("it_max", "settings")]
     if records["it_max"].dropna().nunique() > 1:
         keys.append("it_max")
+    if "settings" in records.columns and records["settings"].nunique() > 1:
+        keys.append("settings")
     return keys
 
 
@@ -206,6 +260,8 @@ def _label(row: Mapping[str, Any], keys: Sequence[str]) -> str:
     text = f"{row['explainer']}/{row['strategy_name']}"
     if "it_max" in keys and not pd.isna(row["it_max"]):
         text += f" it_max={int(row['it_max'])}"
+    if "settings" in keys and row["settings"]:
+        text += f" ({row['settings']})"
     return text
 
 
@@ -327,6 +383,8 @@ def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
     """CF-TGNN's metrics per dataset × model × strategy × ``it_max`` (via ``summarize``)."""
     cf = records[(records["explainer"] == "cftgnn") & records["it_max"].notna()]
     keys = ["dataset", "model", "strategy_name", "it_max"]
+    if "settings" in config_keys(records):
+        keys.append("settings")
     return summarize(cf, by=keys).sort_values(keys, ignore_index=True)
 
 
@@ -345,11 +403,14 @@ def plot_it_max(records: pd.DataFrame) -> Figure:
     table = it_max_table(records)
     fig = Figure(figsize=(11.0, 4.2), layout="constrained")
     ax_t, ax_f = fig.subplots(1, 2)
-    lines = _groups(table, ["dataset", "model", "strategy_name"])
-    for n, ((dataset, model, strategy), g) in enumerate(lines):
+    line_keys = ["dataset", "model", "strategy_name"]
+    if "settings" in table.columns:
+        line_keys.append("settings")
+    for n, (values, g) in enumerate(_groups(table, line_keys)):
+        label = " · ".join(str(v) for v in values if str(v))
         style = {"marker": _MARKERS[n % len(_MARKERS)], "linestyle": _STYLES[n % len(_STYLES)],
                  "markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.8,
-                 "label": f"{dataset} · {model} · {strategy}"}  # hollow: overlaps stay visible
+                 "label": label}  # hollow markers: overlapping points stay visible
         ax_t.plot(g["it_max"], g["time_p50"], **style)
         ax_f.plot(g["it_max"], g["fidelity_plus"], **style)
     ax_t.set(title="Runtime", xlabel="it_max (MCTS iterations)",
@@ -357,19 +418,19 @@ def plot_it_max(records: pd.DataFrame) -> Figure:
     ax_t.set_ylim(bottom=0.0)
     ax_f.set(title="Success rate", xlabel="it_max (MCTS iterations)",
              ylabel="fidelity+ (share flipped)", ylim=(-0.02, 1.02))
-    values = sorted(table["it_max"].unique())
+    budgets = sorted(table["it_max"].unique())
     for ax in (ax_t, ax_f):
         ax.grid(alpha=0.3)
-        if values:
-            ax.set_xticks(values)
-            ax.set_xticklabels([f"{v:g}" for v in values])
+        if budgets:
+            ax.set_xticks(budgets)
+            ax.set_xticklabels([f"{v:g}" for v in budgets])
             ax.legend(fontsize="small")
         else:
             ax.text(0.5, 0.5, "no CF-TGNN runs", ha="center", va="center",
                     transform=ax.transAxes, color="0.4")
     note = {0: " (no CF-TGNN runs)",
-            1: f" (only one it_max value in these runs: {values[0]:g})" if values else ""}
-    fig.suptitle("CF-TGNN against its iteration budget" + note.get(len(values), ""))
+            1: f" (only one it_max value in these runs: {budgets[0]:g})" if budgets else ""}
+    fig.suptitle("CF-TGNN against its iteration budget" + note.get(len(budgets), ""))
     return fig
 
 
@@ -507,6 +568,7 @@ __all__ = [
     "it_max_table",
     "load_runs",
     "main",
+    "run_settings",
     "markdown_table",
     "plot_fidelity_sparsity",
     "plot_it_max",

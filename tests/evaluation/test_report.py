@@ -167,6 +167,33 @@ def test_a_merged_run_is_not_counted_twice(sweep, tmp_path):
     assert set(records.run) == {str(tmp_path / "merged")}
 
 
+def _copy_run(src: Path, dst: Path, **changes) -> Path:
+    run = shutil.copytree(src, dst)
+    fp = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**fp, **changes}))
+    return run
+
+
+def test_runs_differing_in_a_setting_are_not_pooled(sweep, tmp_path):
+    src = sweep / "cf-closest-40"
+    _copy_run(src, tmp_path / "a")
+    _copy_run(src, tmp_path / "exact", mode="exact")
+    _copy_run(src, tmp_path / "shard1", shard=1, num_shards=2)  # shards of one run pool
+    records = report.load_runs([tmp_path])
+    assert dict(zip(records.run, records.settings, strict=True)) == {
+        str(tmp_path / "a"): "mode=approximate", str(tmp_path / "shard1"): "mode=approximate",
+        str(tmp_path / "exact"): "mode=exact"}
+    table = report.comparison_table(records)
+    assert list(table.settings) == ["mode=approximate", "mode=exact"]
+    assert list(table.events) == [2 * len(read_records(src)), len(read_records(src))]
+    assert "settings" in report.markdown_table(table).splitlines()[0]
+    labels = [t.get_text() for t in report.plot_fidelity_sparsity(records).axes[0]
+              .get_legend().get_texts()]
+    assert any("mode=exact" in label for label in labels)
+    # runs of other configurations do not make a setting vary
+    assert set(report.load_runs([sweep]).settings) == {""}
+
+
 def test_bad_paths_give_one_line_errors(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         report.load_runs([tmp_path / "nope"])
