@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,8 +147,9 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     Each record gets ``it_max`` (the run's ``explainer.it_max``, NaN for explainers without
     one), ``settings`` (what sets its run apart from other runs of the same configuration, see
     :func:`run_settings`) and ``run`` (its run directory). Shard runs are left out when a
-    merged run of the same configuration (``scripts/merge_records.py``) is found too, so no
-    event counts twice.
+    merged run of the same configuration (``scripts/merge_records.py``) is found too, and an
+    event that two runs of one configuration both explained is kept once (with a warning), so
+    no event counts twice.
 
     Args:
         paths: Run directories or folders holding them (e.g. a sweep directory).
@@ -181,7 +183,15 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
                                       run=str(run)))
     if not frames:
         raise ConfigError(f"the {len(runs)} run directories in {names} hold no records yet")
-    return pd.concat(frames, ignore_index=True)
+    records = pd.concat(frames, ignore_index=True)
+    twice = records.duplicated([*KEYS, "event_id"], keep="first")
+    if twice.any():
+        again = sorted(records.loc[twice, "run"].unique())
+        warnings.warn(f"{int(twice.sum())} events were explained by more than one run of the "
+                      f"same configuration; each is counted once (the copies in {again} are "
+                      "left out)", stacklevel=2)
+        records = records[~twice].reset_index(drop=True)
+    return records
 
 
 # --------------------------------------------------------------------------- tables

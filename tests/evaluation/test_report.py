@@ -176,22 +176,37 @@ def _copy_run(src: Path, dst: Path, **changes) -> Path:
 
 def test_runs_differing_in_a_setting_are_not_pooled(sweep, tmp_path):
     src = sweep / "cf-closest-40"
+    n = len(read_records(src))
     _copy_run(src, tmp_path / "a")
     _copy_run(src, tmp_path / "exact", mode="exact")
-    _copy_run(src, tmp_path / "shard1", shard=1, num_shards=2)  # shards of one run pool
+    shard1 = _copy_run(src, tmp_path / "shard1", shard=1, num_shards=2)  # shards pool
+    for f in (shard1 / "records").glob("*.parquet"):  # as if shard 1 explained other events
+        rec = pd.read_parquet(f)
+        rec["event_id"] += 10**6
+        rec.to_parquet(f)
     records = report.load_runs([tmp_path])
     assert dict(zip(records.run, records.settings, strict=True)) == {
         str(tmp_path / "a"): "mode=approximate", str(tmp_path / "shard1"): "mode=approximate",
         str(tmp_path / "exact"): "mode=exact"}
     table = report.comparison_table(records)
     assert list(table.settings) == ["mode=approximate", "mode=exact"]
-    assert list(table.events) == [2 * len(read_records(src)), len(read_records(src))]
+    assert list(table.events) == [2 * n, n]
     assert "settings" in report.markdown_table(table).splitlines()[0]
     labels = [t.get_text() for t in report.plot_fidelity_sparsity(records).axes[0]
               .get_legend().get_texts()]
     assert any("mode=exact" in label for label in labels)
     # runs of other configurations do not make a setting vary
     assert set(report.load_runs([sweep]).settings) == {""}
+
+
+def test_an_event_explained_by_two_runs_of_one_configuration_counts_once(sweep, tmp_path):
+    src = sweep / "cf-closest-40"
+    shutil.copytree(src, tmp_path / "first")
+    shutil.copytree(src, tmp_path / "again")
+    with pytest.warns(UserWarning, match=rf"{len(read_records(src))} events .* counted once"):
+        records = report.load_runs([tmp_path])
+    assert sorted(records.event_id) == sorted(read_records(src).event_id)
+    assert set(records.run) == {str(tmp_path / "again")}  # the first run found is kept
 
 
 def test_bad_paths_give_one_line_errors(tmp_path):
