@@ -338,15 +338,18 @@ def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
     return fig
 
 
-def plot_size_hist(records: pd.DataFrame) -> Figure:
+def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
     """Histograms of the sizes ``|s|`` of the counterfactuals found.
 
     One panel per explainer / strategy (/ ``it_max``); one bar per size, side by side for
-    several dataset × model pairs (one colour each, in a legend below the panels). Events
-    without a counterfactual are left out (each panel title says how many were found).
+    several dataset × model pairs (one colour each, in a legend below the panels). Sizes of
+    ``cap`` and more share the last bar (labelled ``≥cap``), so that a few large
+    counterfactuals do not squeeze the rest. Events without a counterfactual are left out (each
+    panel title says how many were found).
 
     Args:
         records: Records as :func:`load_runs` returns them.
+        cap: First size counted in the overflow bar (at least 2).
 
     Returns:
         The figure.
@@ -358,10 +361,12 @@ def plot_size_hist(records: pd.DataFrame) -> Figure:
     fig, axes = _panels(len(panels), width=4.6, height=3.4)
     found = records[(records["status"] == "ok") & (records["original_logit"]
                                                    * records["final_logit"] < 0)]
-    top = int(found["size"].max()) if len(found) else 1
+    largest = int(found["size"].max()) if len(found) else 1
+    top = min(largest, max(cap, 2))
     sizes_axis = np.arange(1, top + 1)
     width = 0.8 / len(series)
     colors = {s: f"C{n % 10}" for n, s in enumerate(series)}
+    ticks = [t for t in sizes_axis if t == 1 or t == top or t % max(1, top // 8) == 0]
     for ax, (values, rows) in zip(axes, panels, strict=True):
         n_found = 0
         for n, (dataset, model) in enumerate(series):
@@ -369,13 +374,16 @@ def plot_size_hist(records: pd.DataFrame) -> Figure:
             flips, _ = _ok_flips_sparsity(g)
             sizes = g[g["status"] == "ok"]["size"].to_numpy(int)[flips]
             n_found += len(sizes)
-            counts = np.bincount(sizes, minlength=top + 1)[1:]  # a counterfactual has |s| ≥ 1
+            # a counterfactual has |s| ≥ 1; sizes ≥ top land in the last bar
+            counts = np.bincount(np.minimum(sizes, top), minlength=top + 1)[1:]
             ax.bar(sizes_axis + (n - (len(series) - 1) / 2) * width, counts, width=width,
                    color=colors[(dataset, model)], alpha=0.85, label=f"{dataset} · {model}")
         if n_found == 0:
             ax.text(0.5, 0.5, "no counterfactual found", ha="center", va="center",
                     transform=ax.transAxes, color="0.4")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"≥{t}" if t == top and largest > top else str(t)
+                            for t in ticks])
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlim=(0.4, top + 0.6),
                title=f"{_label(dict(zip(keys[2:], values, strict=True)), keys)}"

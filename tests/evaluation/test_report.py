@@ -142,6 +142,10 @@ def test_plots_show_the_summarized_numbers(sweep):
     counted = sum(p.get_height() for ax in hist.axes for p in ax.patches)
     flips = records[(records.status == "ok") & (records.original_logit * records.final_logit < 0)]
     assert counted == len(flips) > 0
+    capped = report.plot_size_hist(records, cap=2)  # sizes ≥ 2 share the last bar
+    assert sum(p.get_height() for ax in capped.axes for p in ax.patches) == len(flips)
+    if flips["size"].max() > 2:
+        assert capped.axes[0].get_xticklabels()[-1].get_text() == "≥2"
     it_fig = report.plot_it_max(records)
     ax_time = it_fig.axes[0]
     cf = report.it_max_table(records)
