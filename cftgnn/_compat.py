@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 
 # torch_geometric scripts a few helpers with ``torch.jit.script`` at import time, which recent
-# torch releases answer with a FutureWarning on every run of every script. The warning is about
-# PyG's code, not ours or the user's, so it is silenced for that one import (and only there).
+# torch releases answer with a deprecation warning on every run of every script. The warning is
+# about PyG's code, not ours or the user's, so it is silenced for that one import (only there).
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated",
-                            category=FutureWarning)
+                            category=Warning)  # FutureWarning or DeprecationWarning
     import torch_geometric  # noqa: F401
