@@ -30,12 +30,13 @@ class RunDirectoryError(CftgnnError):
     """The output directory holds records of another configuration (or unreadable ones)."""
 
 
-def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping (a fingerprint) as ``{"a.b": value}``."""
     out: dict[str, Any] = {}
     for key, value in d.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            out.update(_flat(value, f"{name}."))
+            out.update(flatten(value, f"{name}."))
         else:
             out[name] = value
     return out
@@ -43,7 +44,7 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def fingerprint_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Dotted keys whose values differ between two (nested) fingerprints, sorted."""
-    a, b = _flat(old), _flat(new)
+    a, b = flatten(old), flatten(new)
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
@@ -131,4 +132,4 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["RecordStore", "RunDirectoryError", "fingerprint_diff", "read_records"]
+__all__ = ["RecordStore", "RunDirectoryError", "fingerprint_diff", "flatten", "read_records"]

@@ -44,7 +44,7 @@ from cftgnn.evaluation.metrics import (
     sparsity,
     summarize,
 )
-from cftgnn.evaluation.records import RecordStore, read_records
+from cftgnn.evaluation.records import RecordStore, flatten, read_records
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).
@@ -100,18 +100,6 @@ def _merged_away(runs: Sequence[Path]) -> set[Path]:
     return {r for r, fp in prints.items() if fp.get("shard") != "merged" and base(fp) in merged}
 
 
-def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """A nested fingerprint as ``{"a.b": "value"}``; lists and scalars as JSON text."""
-    out: dict[str, str] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(_flat(value, f"{name}."))
-        else:
-            out[name] = json.dumps(value)
-    return out
-
-
 def run_settings(prints: Mapping[Path, Mapping[str, Any]]) -> dict[Path, str]:
     """Per run, the settings in which it differs from the other runs of its configuration.
 
@@ -126,7 +114,8 @@ def run_settings(prints: Mapping[Path, Mapping[str, Any]]) -> dict[Path, str]:
     Returns:
         ``"mode=exact, n_events=50"``-style text per run, empty where runs agree.
     """
-    flat = {run: _flat(fp) for run, fp in prints.items()}
+    flat = {run: {k: json.dumps(v) for k, v in flatten(fp).items()}  # lists hashable as text
+            for run, fp in prints.items()}
     by_config: dict[tuple[str, ...], list[Path]] = {}
     for run, f in flat.items():
         key = tuple(f.get(k, "") for k in _CONFIG_FIELDS)
