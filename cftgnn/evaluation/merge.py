@@ -10,7 +10,6 @@ runs accepts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,12 @@ import pandas as pd
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.metrics import format_summary
 from cftgnn.evaluation.pipeline import summary_table, write_summary
-from cftgnn.evaluation.records import RecordStore, fingerprint_diff, read_records
+from cftgnn.evaluation.records import (
+    RecordStore,
+    fingerprint_diff,
+    read_fingerprint,
+    read_records,
+)
 
 
 def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -43,7 +47,7 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
     """
     if not runs:
         raise ConfigError("no run directories (folders with run.json) to merge")
-    prints = [json.loads((r / RecordStore.FINGERPRINT).read_text()) for r in runs]
+    prints = [read_fingerprint(r) for r in runs]
     base = {k: v for k, v in prints[0].items() if k != "shard"}
     for run, fp in zip(runs[1:], prints[1:], strict=True):
         diff = fingerprint_diff(base, {k: v for k, v in fp.items() if k != "shard"})

@@ -17,7 +17,6 @@ recomputes the candidates' hop distances with :class:`cftgnn.data.TemporalIndex`
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -39,7 +38,7 @@ from matplotlib.patches import FancyArrowPatch
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RecordStore, read_records
+from cftgnn.evaluation.records import read_fingerprint, read_records
 
 DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges
@@ -104,21 +103,6 @@ class ExplanationView:
     def highlighted(self) -> npt.NDArray[np.int64]:
         """The candidate ids drawn as removed (the explanation), oldest first."""
         return self.ids[self.removed]
-
-
-def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """A run directory's ``run.json``.
-
-    Raises:
-        ConfigError: The directory does not exist or holds no ``run.json``.
-    """
-    path = Path(run_dir) / RecordStore.FINGERPRINT
-    if not Path(run_dir).is_dir():
-        raise ConfigError(f"{run_dir} does not exist")
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no {RecordStore.FINGERPRINT})")
-    fingerprint: dict[str, Any] = json.loads(path.read_text())
-    return fingerprint
 
 
 def find_record(records: pd.DataFrame, event_id: int, where: str = "the run") -> pd.Series:
@@ -439,7 +423,6 @@ __all__ = [
     "main",
     "picture_title",
     "plot_explanation",
-    "read_fingerprint",
     "run_name",
     "time_unit",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from cftgnn.errors import CftgnnError
+from cftgnn.errors import CftgnnError, ConfigError
 
 
 class RunDirectoryError(CftgnnError):
@@ -132,4 +132,26 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["RecordStore", "RunDirectoryError", "fingerprint_diff", "flatten", "read_records"]
+def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """A run directory's ``run.json``.
+
+    Raises:
+        ConfigError: The directory does not exist or holds no ``run.json``.
+    """
+    path = Path(run_dir) / RecordStore.FINGERPRINT
+    if not Path(run_dir).is_dir():
+        raise ConfigError(f"{run_dir} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory (no {RecordStore.FINGERPRINT})")
+    fingerprint: dict[str, Any] = json.loads(path.read_text())
+    return fingerprint
+
+
+__all__ = [
+    "RecordStore",
+    "RunDirectoryError",
+    "fingerprint_diff",
+    "flatten",
+    "read_fingerprint",
+    "read_records",
+]

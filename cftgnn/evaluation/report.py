@@ -44,7 +44,7 @@ from cftgnn.evaluation.metrics import (
     sparsity,
     summarize,
 )
-from cftgnn.evaluation.records import RecordStore, flatten, read_records
+from cftgnn.evaluation.records import RecordStore, flatten, read_fingerprint, read_records
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).
@@ -81,16 +81,14 @@ _GRID = np.linspace(0.0, 1.0, 501)
 # --------------------------------------------------------------------------- loading
 
 
-def _it_max(run_dir: Path) -> float:
-    """``explainer.it_max`` of a run's ``run.json``, NaN when the explainer has none."""
-    fp = json.loads((run_dir / RecordStore.FINGERPRINT).read_text())
-    value = (fp.get("explainer") or {}).get("it_max")
+def _it_max(fingerprint: Mapping[str, Any]) -> float:
+    """``explainer.it_max`` of a run's fingerprint, NaN when the explainer has none."""
+    value = (fingerprint.get("explainer") or {}).get("it_max")
     return float(value) if value is not None else math.nan
 
 
-def _merged_away(runs: Sequence[Path]) -> set[Path]:
+def _merged_away(prints: Mapping[Path, Mapping[str, Any]]) -> set[Path]:
     """Shard runs whose records a merged run (``shard: "merged"``) of the same sweep holds."""
-    prints = {r: json.loads((r / RecordStore.FINGERPRINT).read_text()) for r in runs}
 
     def base(fp: Mapping[str, Any]) -> str:
         rest = {k: v for k, v in fp.items() if k not in ("shard", "merged_shards")}
@@ -155,10 +153,10 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     if not runs:
         raise ConfigError(f"no run directories (folders with {RecordStore.FINGERPRINT}) in "
                           f"{names}")
-    skip = _merged_away(runs)
+    prints = {r: read_fingerprint(r) for r in runs}
+    skip = _merged_away(prints)
     kept = [r for r in runs if r not in skip]
-    settings = run_settings({r: json.loads((r / RecordStore.FINGERPRINT).read_text())
-                             for r in kept})
+    settings = run_settings({r: prints[r] for r in kept})
     frames = []
     for run in kept:
         records = read_records(run)
@@ -168,7 +166,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
         if missing:
             raise ConfigError(f"the records of {run} lack the columns {missing} (written by "
                               "an older version?); rerun it with scripts/explain.py")
-        frames.append(records.assign(it_max=_it_max(run), settings=settings[run],
+        frames.append(records.assign(it_max=_it_max(prints[run]), settings=settings[run],
                                       run=str(run)))
     if not frames:
         raise ConfigError(f"the {len(runs)} run directories in {names} hold no records yet")
