@@ -42,6 +42,7 @@ from cftgnn.explain.oracle import Oracle, OracleMode
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.checkpoint import load_checkpoint
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 
@@ -225,9 +226,10 @@ class EventReplay:
         # history events each replay covers when no candidate is removed
         self._kept = {False: span, True: span - int(approx_mask[self.base.position :].sum())}
         with eval_mode(engine.model):
-            self._plan: Any = engine.model.replay_plan(self.base, self.event_id)
+            self._plan: Any = engine.model.replay_plan(self.base, self.event_id,
+                                                       removable=self._cand)
             self._approx_plan: Any = engine.model.replay_plan(
-                self.base, self.event_id, approx_mask)
+                self.base, self.event_id, approx_mask, removable=self._cand)
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 
@@ -245,22 +247,22 @@ class EventReplay:
                  reference: bool = False) -> npt.NDArray[np.float64]:
         """Logits of P removal sets in one call of the model's batched masked replay, or, with
         ``reference``, of the base class's one-replay-per-set implementation."""
+        if not sets:
+            return np.zeros(0, dtype=np.float64)
         engine = self.engine
         model = engine.model
         start = time.perf_counter()
-        masks = np.zeros((len(sets), engine.stream.num_events), dtype=bool)
-        for p, s in enumerate(sets):
-            if reference:  # the whole mask; the plans below hold the approximate history
-                masks[p] = self._mask(s, approximate)
-            else:
-                masks[p, list(s)] = True
+        if reference:  # whole masks; the plans below hold the approximate history
+            removed = RemovalSets.from_dense(np.stack([self._mask(s, approximate) for s in sets]))
+        else:
+            removed = RemovalSets.from_sets(sets)
         with eval_mode(model):
             if reference:
                 plan = TemporalModel.replay_plan(model, self.base, self.event_id)
-                logits = TemporalModel.masked_logits(model, plan, masks)
+                logits = TemporalModel.masked_logits(model, plan, removed)
             else:
                 plan = self._approx_plan if approximate else self._plan
-                logits = model.masked_logits(plan, masks)
+                logits = model.masked_logits(plan, removed)
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
         engine.counters.events_replayed += sum(self._kept[approximate] - len(s) for s in sets)

@@ -32,6 +32,7 @@ from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
 from cftgnn.models.layers import LinkDecoder, NeighborFn, TemporalAttentionEmbedding
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.state import State
 
@@ -234,34 +235,38 @@ class TemporalModel(nn.Module, ABC):
 
     # ------------------------------------------------------- batched masked replay
     def replay_plan(self, base: State, end: int,
-                    removed: npt.NDArray[np.bool_] | None = None) -> Any:
+                    removed: npt.NDArray[np.bool_] | None = None,
+                    removable: npt.NDArray[np.int64] | None = None) -> Any:
         """Work shared by every masked replay of ``[base.position, end)`` from ``base``.
 
         Computed once per explained event by the oracle and handed back to
-        :meth:`masked_logits`, whose masks are added to ``removed`` (``bool [E]``, the
-        plan's own removals, e.g. the approximate oracle's). The default keeps the inputs;
-        models override it with what makes their replays cheap (TGN records the trajectory).
+        :meth:`masked_logits`, whose removal sets are added to ``removed`` (``bool [E]``, the
+        plan's own removals, e.g. the approximate oracle's). ``removable`` names the events
+        the later sets will remove (the candidates), so that a model can prepare for them;
+        sets that remove other events stay correct, only slower. The default keeps the
+        inputs; models override it with what makes their replays cheap (TGN records the
+        trajectory).
         """
         mask = np.zeros(self.stream.num_events, bool) if removed is None else removed.copy()
         return (base.clone(), int(end), mask)
 
-    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
-        """Logits of the event at ``end`` after replaying with each of P removal masks.
+    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+        """Logits of the event at ``end`` after replaying with each of P removal sets.
 
         Args:
             plan: From :meth:`replay_plan`.
-            removed: ``bool [P, E]`` masks, added to the plan's own; only entries in
-                ``[base.position, end)`` may be set.
+            removed: The P removal sets, added to the plan's own removals; only events in
+                ``[base.position, end)`` may be removed.
 
         Returns:
-            ``float32 [P]``. The default restores, advances and predicts once per mask;
+            ``float32 [P]``. The default restores, advances and predicts once per set;
             subclasses evaluate all P in one pass with the same result.
         """
         base, end, plan_mask = plan
         st = self.stream
         sl = slice(end, end + 1)
         out = []
-        for mask in removed:
+        for mask in removed.dense(st.num_events):
             self.restore(base)
             self.advance(base.position, end, mask | plan_mask)
             out.append(self.predict(st.src[sl].copy(), st.dst[sl].copy(), st.t[sl].copy()))

@@ -17,14 +17,16 @@ import torch
 from torch import Tensor
 
 from cftgnn.data.index import TemporalIndex
-from cftgnn.models.neighbors import recent_kept_neighbors_rows
+from cftgnn.models.masks import RemovalSets
+from cftgnn.models.neighbors import recent_kept_neighbors_where
 
 if TYPE_CHECKING:
     from cftgnn.models.base import TemporalModel
 
 
 def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
-                   stream_feat: Tensor, removed: npt.NDArray[np.bool_], position: int,
+                   stream_feat: Tensor, removed: RemovalSets,
+                   shared: npt.NDArray[np.bool_] | None, position: int,
                    node_input: Callable[[Tensor, Tensor], Tensor], num_nodes: int,
                    num_neighbors: int, src: int, dst: int, t: float) -> Tensor:
     """Logits of one link ``(src, dst, t)`` under P removal masks, ``[P]``.
@@ -35,7 +37,9 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
         index: Index of the attached stream.
         stream_t: Event times, ``float64 [E]``.
         stream_feat: Edge features, ``float32 [E, F]``.
-        removed: Removal masks, ``bool [P, E]``; history is positions ``< position``.
+        removed: The P removal sets; history is positions ``< position``.
+        shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate
+            oracle's history), or None.
         position: Stream position of the explained event (history bound).
         node_input: ``(p [M], n [M]) -> [M, in_dim]``, the layer-0 input of node ``n`` in
             perturbation ``p``.
@@ -45,15 +49,22 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
         dst: Destination node.
         t: Query time.
     """
-    num_p = removed.shape[0]
+    num_p = removed.num_sets
     dev = stream_t.device
-    max_removed = int(removed[:, :position].sum(axis=1).max()) if num_p else 0
+    max_removed = int(removed.sizes(before=position).max()) if num_p else 0
+    if shared is not None:
+        max_removed += int(shared[:position].sum())
 
     def neighbors(vnodes: Tensor, before: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         v = vnodes.cpu().numpy()
         p, real = v // num_nodes, v % num_nodes
-        nbr, eid, valid = recent_kept_neighbors_rows(index, real, before.cpu().numpy(),
-                                                     num_neighbors, removed, p, max_removed)
+
+        def is_removed(eid: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+            out = removed.lookup(p, eid)
+            return out if shared is None else out | shared[eid]
+
+        nbr, eid, valid = recent_kept_neighbors_where(index, real, before.cpu().numpy(),
+                                                      num_neighbors, is_removed, max_removed)
         vnbr = np.where(valid, p[:, None] * num_nodes + nbr, -1)
         return (torch.from_numpy(vnbr).to(dev), torch.from_numpy(eid).to(dev),
                 torch.from_numpy(valid).to(dev))

@@ -4,19 +4,27 @@ Removing events changes the memory of their endpoints, then of every node that l
 message from an affected node, and nothing else (DESIGN.md §5, "touch only what changes").
 :func:`record_trajectory` replays the *unperturbed* history once per explained event and keeps,
 for every batch, the state rows of the nodes it touches. :func:`cone_replay` then follows P
-removal sets at once: it keeps perturbed rows only for affected ``(perturbation, node)`` pairs
-and reads every unaffected value from the recording, so a batch costs in proportion to the
-affected nodes it touches, not to the batch. The result feeds
-:func:`cftgnn.models.batched.batched_logits`.
+removal sets at once, keeping perturbed rows only where a removal reaches and reading every
+other value from the recording, so a batch costs in proportion to the affected rows it
+touches, not to the batch. The result feeds :func:`cftgnn.models.batched.batched_logits`.
 
-The cone is conservative: a node once affected stays affected (its rows are recomputed even if
-they happen to equal the unperturbed ones), so the result is exact by construction; the tests
-compare it with fresh replays.
+**Rows are shared between removal sets.** The state of node ``n`` after a batch is a function
+of which events in its causal past ``D(n)`` are removed: the events that reached ``n`` through
+messages, and the events that could have (TGN keeps only the last message of a batch, and a
+removal makes an earlier one the last). :func:`dependencies` computes ``D(n)``, restricted to
+the removable events (the candidates), once per trajectory as bitmasks. A perturbed row is then
+keyed by ``(n, s ∩ D(n))`` rather than by ``(set, n)``: sets that agree on the removals in a
+node's past share its row, and a row is split only when ``D(n)`` grows to tell them apart. The
+64 children of an MCTS node share all but one removal; even independent random sets share the
+rows that only their common old removals reach. Sets with ``s ∩ D(n) = ∅`` read the recorded
+row, so the cone of a set is exactly the nodes whose past meets it; the cone is conservative
+(``D(n)`` over-approximates the dependencies), so the result is exact by construction, and the
+tests compare it with fresh replays.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,10 +33,13 @@ import torch
 from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 if TYPE_CHECKING:
     from cftgnn.models.tgn import TGN
+
+Words = npt.NDArray[np.uint64]
 
 
 @dataclass
@@ -37,15 +48,11 @@ class BatchRecord:
 
     Attributes:
         events: Stream positions of the batch's events, ``int64 [K]`` (ascending).
-        nodes: Nodes with a pending message before the batch or an event in it, ``[V]``.
-        pend_pre: Their pending message (stream position, ``-1`` none) before the batch.
+        nodes: Nodes with a pending message before the batch or an event in it, sorted,
+            ``[V]``.
         mem_pre: Their memory before the batch, ``[V, d]``.
-        lu_pre: Their last-update time before the batch, ``float64 [V]``.
         mem_post: Their memory after the pending messages were applied, ``[V, d]``.
         lu_post: Their last-update time after that, ``float64 [V]``.
-        pend_nodes: The nodes with a pending message before the batch, ``[M]``.
-        pend_ev: Their pending event, ``[M]``.
-        pend_other: The other endpoint of that event, ``[M]``.
         inc_k: Incidences of the batch's events (index into ``events``), grouped by node in
             the order of ``nodes`` and ascending within a node, ``[I]``.
         inc_start: Start of each node's group in ``inc_k``, ``[V]``.
@@ -55,26 +62,18 @@ class BatchRecord:
 
     events: npt.NDArray[np.int64]
     nodes: npt.NDArray[np.int64]
-    pend_pre: npt.NDArray[np.int64]
     mem_pre: Tensor
-    lu_pre: Tensor
     mem_post: Tensor
     lu_post: Tensor
-    pend_nodes: npt.NDArray[np.int64]
-    pend_ev: npt.NDArray[np.int64]
-    pend_other: npt.NDArray[np.int64]
     inc_k: npt.NDArray[np.int64]
     inc_start: npt.NDArray[np.int64]
     inc_end: npt.NDArray[np.int64]
 
 
 def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
-                  pend_pre: npt.NDArray[np.int64], mem_pre: Tensor, lu_pre: Tensor,
-                  mem_post: Tensor, lu_post: Tensor, src: npt.NDArray[np.int64],
-                  dst: npt.NDArray[np.int64]) -> BatchRecord:
+                  mem_pre: Tensor, mem_post: Tensor, lu_post: Tensor,
+                  src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
     """A :class:`BatchRecord` with the index arrays every replay of the batch needs."""
-    has = pend_pre >= 0
-    pend_nodes, pend_ev = nodes[has], pend_pre[has]
     k = len(events)
     s_, d_ = src[events], dst[events]
     loop = s_ == d_
@@ -82,11 +81,82 @@ def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
     inc_k = np.concatenate([np.arange(k), np.arange(k)[~loop]])
     order = np.lexsort((inc_k, inc_node))
     inc_node, inc_k = inc_node[order], inc_k[order]
-    return BatchRecord(
-        events, nodes, pend_pre, mem_pre, lu_pre, mem_post, lu_post, pend_nodes, pend_ev,
-        other_endpoint(src, dst, pend_ev, pend_nodes), inc_k,
-        np.searchsorted(inc_node, nodes, side="left"),
-        np.searchsorted(inc_node, nodes, side="right"))
+    return BatchRecord(events, nodes, mem_pre, mem_post, lu_post, inc_k,
+                       np.searchsorted(inc_node, nodes, side="left"),
+                       np.searchsorted(inc_node, nodes, side="right"))
+
+
+@dataclass
+class Dependencies:
+    """The removable events each node's state depends on, batch by batch (see the module
+    docstring).
+
+    Attributes:
+        universe: The removable events, ascending, ``int64 [U]``; bit ``j`` of a mask (bit
+            ``j % 64`` of word ``j // 64``) stands for ``universe[j]``.
+        nodes: Per recorded batch, the nodes whose dependency set grows in it, ``[k_b]``.
+        masks: Per recorded batch, those nodes' dependency sets after it,
+            ``uint64 [k_b, ⌈U / 64⌉]``.
+    """
+
+    universe: npt.NDArray[np.int64]
+    nodes: list[npt.NDArray[np.int64]]
+    masks: list[Words]
+
+    def covers(self, events: npt.NDArray[np.int64]) -> bool:
+        """Whether every event of ``events`` is in the universe."""
+        return bool(np.isin(events, self.universe).all())
+
+
+def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], num_nodes: int,
+                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> Dependencies:
+    """The dependency sets ``D(n)`` over ``universe`` along the recorded ``batches``.
+
+    A node's pending message after a batch is its last kept event there. Events outside the
+    universe are always kept, so it is one of the node's events from the last such event on
+    (its *suffix*; usually just the last event). Each can become the message when the later
+    ones are removed. So, in every batch, ``D(n)`` of each endpoint ``n`` gains the universe
+    events of its suffix and ``D`` of their other endpoints as it was before the batch (the
+    sender's state the message is built from when it is applied in the next batch).
+    """
+    universe = np.asarray(universe, dtype=np.int64)
+    num_words = max(1, -(-len(universe) // 64))
+    dep = np.zeros((num_nodes, num_words), dtype=np.uint64)
+    out_nodes: list[npt.NDArray[np.int64]] = []
+    out_masks: list[Words] = []
+    empty_n = np.zeros(0, dtype=np.int64)
+    empty_m = np.zeros((0, num_words), dtype=np.uint64)
+    first = int(universe[0]) if len(universe) else None
+    for rec in batches:
+        if first is None or not len(rec.events) or rec.events[-1] < first:
+            out_nodes.append(empty_n)  # nothing removable has happened yet
+            out_masks.append(empty_m)
+            continue
+        lens = rec.inc_end - rec.inc_start
+        has = lens > 0
+        starts = rec.inc_start[has]
+        node_of = np.repeat(rec.nodes, lens)  # [I], incidences grouped by node
+        ev = rec.events[rec.inc_k]
+        j = np.searchsorted(universe, ev)
+        in_u = universe[np.minimum(j, len(universe) - 1)] == ev
+        # the suffix: from each node's last event outside the universe on
+        at = np.arange(len(ev))
+        last_out = np.maximum.reduceat(np.where(in_u, -1, at), starts)
+        suffix = at >= np.repeat(last_out, lens[has])
+        vals = np.zeros((len(ev), num_words), dtype=np.uint64)
+        sfx = np.flatnonzero(suffix)
+        vals[sfx] = dep[other_endpoint(src, dst, ev[sfx], node_of[sfx])]
+        hit = np.flatnonzero(suffix & in_u)
+        jh = j[hit]
+        vals[hit, jh // 64] |= np.left_shift(np.uint64(1), (jh % 64).astype(np.uint64))
+        nodes = rec.nodes[has]
+        grown = dep[nodes] | np.bitwise_or.reduceat(vals, starts, axis=0)
+        changed = (grown != dep[nodes]).any(axis=1)
+        nodes, grown = nodes[changed], grown[changed]
+        dep[nodes] = grown
+        out_nodes.append(nodes)
+        out_masks.append(grown)
+    return Dependencies(universe, out_nodes, out_masks)
 
 
 @dataclass
@@ -99,6 +169,9 @@ class Trajectory:
         batches: One record per batch of ``[start, end)``.
         final: The unperturbed state at ``end``.
         final_input: Its node input (memory with pending messages applied), ``[N, d]``.
+        removed: Events removed in the recording (``bool [E]``: the base state's removals
+            and the recording's own, e.g. the approximate oracle's history), or None.
+        deps: Dependency sets over the removable events, made by :meth:`dependencies_for`.
     """
 
     start: int
@@ -106,18 +179,31 @@ class Trajectory:
     batches: list[BatchRecord]
     final: State
     final_input: Tensor
+    removed: npt.NDArray[np.bool_] | None = None
+    deps: Dependencies | None = field(default=None, repr=False)
+
+    def dependencies_for(self, events: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+                         dst: npt.NDArray[np.int64]) -> Dependencies:
+        """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
+        when a removal set names an event outside it)."""
+        if self.deps is None or not self.deps.covers(events):
+            universe = events if self.deps is None else np.union1d(self.deps.universe, events)
+            self.deps = dependencies(self.batches, universe, len(self.final_input), src, dst)
+        return self.deps
 
 
 def record_trajectory(model: TGN, base: State, end: int,
-                      removed: npt.NDArray[np.bool_] | None = None) -> Trajectory:
+                      removed: npt.NDArray[np.bool_] | None = None,
+                      removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
     """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
 
     The batches are formed exactly as :meth:`TemporalModel.advance` forms them; batches that
     change nothing (empty on an idle state) are skipped there and not recorded here. Removal
     sets given to :func:`cone_replay` are then relative to this recording: the approximate
     oracle records its history (events before ``ε_min`` plus all candidates) once and
-    follows each removal set as a small perturbation of it. Leaves ``model`` holding the
-    recorded state at ``end``.
+    follows each removal set as a small perturbation of it. With ``removable`` (the events
+    later sets may remove) the dependency sets are computed here too, as part of the
+    per-event setup. Leaves ``model`` holding the recorded state at ``end``.
     """
     src, dst = model.stream.src, model.stream.dst
     batch = model.batch_size
@@ -139,11 +225,10 @@ def record_trajectory(model: TGN, base: State, end: int,
             pend_nodes = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
             nodes = np.unique(np.concatenate([pend_nodes, src[events], dst[events]]))
             nt = torch.as_tensor(nodes, device=dev)
-            pend_pre = st.pending[nt].cpu().numpy()
-            mem_pre, lu_pre = st.memory[nt], st.last_update[nt]
+            mem_pre = st.memory[nt]
             model._apply_batch(st, torch.as_tensor(events, device=dev))
-            records.append(_batch_record(events, nodes, pend_pre, mem_pre, lu_pre,
-                                         st.memory[nt], st.last_update[nt], src, dst))
+            records.append(_batch_record(events, nodes, mem_pre, st.memory[nt],
+                                         st.last_update[nt], src, dst))
 
         empty = np.zeros(0, dtype=np.int64)
         for group in groups:
@@ -157,11 +242,21 @@ def record_trajectory(model: TGN, base: State, end: int,
         st.position = end
         final = model.snapshot()
         final_input = model._pending_applied(final)[0]
-    return Trajectory(base.position, end, records, final, final_input)
+    shared = final.removed.numpy()  # the base's removals and the recording's own
+    traj = Trajectory(base.position, end, records, final, final_input,
+                      shared if shared.any() else None)
+    if removable is not None and len(removable):
+        traj.dependencies_for(np.unique(np.asarray(removable, dtype=np.int64)), src, dst)
+    return traj
 
 
 class _Rows:
-    """Perturbed state rows of affected ``(perturbation, node)`` pairs (grows as needed)."""
+    """Perturbed state rows, each shared by the sets that agree on its node's past.
+
+    ``rowmap[p, n]`` is the row holding node ``n``'s state under set ``p``, or ``-1`` when
+    that state is the recorded one; ``rep[r]`` is one set using row ``r`` (any one will do:
+    all of them agree on every removal the row depends on).
+    """
 
     def __init__(self, num_p: int, num_nodes: int, dim: int, device: torch.device) -> None:
         self.rowmap = np.full((num_p, num_nodes), -1, dtype=np.int64)
@@ -169,14 +264,15 @@ class _Rows:
         self.mem = torch.empty(cap, dim, device=device)
         self.lu = torch.empty(cap, dtype=torch.float64, device=device)
         self.pend = np.full(cap, -1, dtype=np.int64)
-        self.p = np.empty(cap, dtype=np.int64)
+        self.rep = np.empty(cap, dtype=np.int64)
         self.n = np.empty(cap, dtype=np.int64)
         self.size = 0
 
-    def add(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
+    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
             lu: Tensor) -> npt.NDArray[np.int64]:
-        """Allocate rows for new pairs (pending none); returns their row ids."""
-        k = len(p)
+        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none); returns their
+        ids (``rowmap`` is left to the caller, which knows every set using them)."""
+        k = len(rep)
         need = self.size + k
         if need > len(self.pend):
             cap = max(need, 2 * len(self.pend))
@@ -184,17 +280,28 @@ class _Rows:
             self.mem = torch.cat([self.mem, self.mem.new_empty(grow, self.mem.shape[1])])
             self.lu = torch.cat([self.lu, self.lu.new_empty(grow)])
             self.pend = np.concatenate([self.pend, np.full(grow, -1, dtype=np.int64)])
-            self.p = np.concatenate([self.p, np.empty(grow, dtype=np.int64)])
+            self.rep = np.concatenate([self.rep, np.empty(grow, dtype=np.int64)])
             self.n = np.concatenate([self.n, np.empty(grow, dtype=np.int64)])
         rows = np.arange(self.size, need, dtype=np.int64)
         rt = torch.as_tensor(rows, device=self.mem.device)
         self.mem[rt] = mem
         self.lu[rt] = lu
         self.pend[rows] = -1
-        self.p[rows], self.n[rows] = p, n
-        self.rowmap[p, n] = rows
+        self.rep[rows], self.n[rows] = rep, n
         self.size = need
         return rows
+
+    def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
+                     recorded: Tensor) -> Tensor:
+        """Memory of nodes ``other`` under sets ``rep``: their row where they have one, else
+        the recorded value ``recorded [M, d]`` (modified in place and returned)."""
+        ro = self.rowmap[rep, other]
+        aff = np.flatnonzero(ro >= 0)
+        if len(aff):
+            dev = self.mem.device
+            recorded[torch.as_tensor(aff, device=dev)] = self.mem[
+                torch.as_tensor(ro[aff], device=dev)]
+        return recorded
 
 
 def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
@@ -206,7 +313,7 @@ def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
 
 
 def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: Tensor,
-              mem_other: Tensor) -> tuple[Tensor, Tensor]:
+             mem_other: Tensor) -> tuple[Tensor, Tensor]:
     """New memory ``[M, d]`` and last-update times of nodes applying pending events ``ev``."""
     evt = torch.as_tensor(ev, device=mem_self.device)
     t = model._t[evt]
@@ -215,155 +322,150 @@ def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: T
     return model.gru(msg, mem_self), t
 
 
-def cone_replay(model: TGN, traj: Trajectory, removed: npt.NDArray[np.bool_]
+def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets
                 ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
-    """Follow P removal masks through the recorded batches, touching only affected rows.
+    """Follow P removal sets through the recorded batches, touching only affected rows.
 
     Args:
         model: The TGN the trajectory was recorded with.
         traj: The unperturbed trajectory.
-        removed: Removal masks over the attached stream, ``bool [P, E]``; only entries in
-            ``[traj.start, traj.end)`` may be set.
+        removed: The P removal sets; only events in ``[traj.start, traj.end)`` that the
+            recording kept may be removed.
 
     Returns:
-        ``(index [P, N], extra [R, d], base_input [N, d])``: the node input (memory with
-        pending messages applied) of node ``n`` under perturbation ``p`` is
-        ``base_input[i]`` for ``i = index[p, n] < N`` and ``extra[i - N]`` otherwise.
+        ``(rowmap [P, N], extra [R, d], base_input [N, d])``: the node input (memory with
+        pending messages applied) of node ``n`` under set ``p`` is ``extra[rowmap[p, n]]``
+        where that is ``>= 0``, else ``base_input[n]``.
     """
     src, dst = model.stream.src, model.stream.dst
-    num_p, num_nodes = removed.shape[0], model.num_nodes
+    num_nodes = model.num_nodes
     dev = traj.final_input.device
-    rows = _Rows(num_p, num_nodes, model.memory_dim, dev)
+    rows = _Rows(removed.num_sets, num_nodes, model.memory_dim, dev)
+    if len(removed.events) == 0:
+        return rows.rowmap, traj.final_input[:0], traj.final_input
+    deps = traj.dependencies_for(removed.events, src, dst)
+    sets = removed.words(deps.universe)  # [P, W]
+    first = int(removed.events[0])
     loc = np.full(num_nodes, -1, dtype=np.int64)
     with torch.no_grad():
-        for rec in traj.batches:
-            rem = removed[:, rec.events]  # [P, K]
-            if rows.size == 0 and not rem.any():
+        for rec, dn, dm in zip(traj.batches, deps.nodes, deps.masks, strict=True):
+            if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
             _apply_pending(model, rows, rec, loc, src, dst)
-            _new_pending(rows, rec, rem, loc, src, dst)
+            _split_rows(rows, rec, loc, sets, dn, dm)
+            _new_pending(rows, rec, removed.columns(rec.events), loc)
             loc[rec.nodes] = -1
         return _final_inputs(model, rows, traj, src, dst)
 
 
 def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64],
                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> None:
-    """Step 1 of a batch: apply pending messages of affected nodes and of nodes whose
-    pending message comes from an affected node (which makes them affected)."""
-    if rows.size == 0:
-        return
+    """Step 1 of a batch: apply the pending messages of perturbed rows.
+
+    A node whose recorded pending message comes from a perturbed state is perturbed itself
+    (the sender's dependencies are in its own), so unperturbed nodes need nothing here.
+    """
     size = rows.size
     ra = np.flatnonzero(rows.pend[:size] >= 0)
-    pa, na, eva = rows.p[ra], rows.n[ra], rows.pend[ra]
-    vp, ev0, o0 = rec.pend_nodes, rec.pend_ev, rec.pend_other
-    pb, jb = np.nonzero((rows.rowmap[:, o0] >= 0) & (rows.rowmap[:, vp] < 0))
-    nb, evb = vp[jb], ev0[jb]
-    if len(ra) == 0 and len(pb) == 0:
-        rows.pend[:size] = -1
-        return
-    lb = torch.as_tensor(loc[nb], device=rows.mem.device)
-    rat = torch.as_tensor(ra, device=rows.mem.device)
-    mem_self = torch.cat([rows.mem[rat], rec.mem_pre[lb]])
-    lu_self = torch.cat([rows.lu[rat], rec.lu_pre[lb]])
-    p, n, ev = np.concatenate([pa, pb]), np.concatenate([na, nb]), np.concatenate([eva, evb])
-    o = other_endpoint(src, dst, ev, n)
-    ro = rows.rowmap[p, o]
-    aff_o = ro >= 0
-    mem_other = rec.mem_pre.new_empty(len(p), rec.mem_pre.shape[1])
-    if aff_o.any():
-        dev = rows.mem.device
-        mem_other[torch.as_tensor(np.flatnonzero(aff_o), device=dev)] = rows.mem[
-            torch.as_tensor(ro[aff_o], device=dev)]
-    if (~aff_o).any():
-        lo_ = loc[o[~aff_o]]
+    if len(ra):
+        rep, n, ev = rows.rep[ra], rows.n[ra], rows.pend[ra]
+        o = other_endpoint(src, dst, ev, n)
+        lo_ = loc[o]
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
         dev = rows.mem.device
-        mem_other[torch.as_tensor(np.flatnonzero(~aff_o), device=dev)] = rec.mem_pre[
-            torch.as_tensor(lo_, device=dev)]
-    new_mem, new_t = messages(model, ev, mem_self, lu_self, mem_other)
-    rows.add(pb, nb, new_mem[len(ra):], new_t[len(ra):])
+        rat = torch.as_tensor(ra, device=dev)
+        mem_other = rows.other_memory(rep, o, rec.mem_pre[torch.as_tensor(lo_, device=dev)])
+        new_mem, new_t = messages(model, ev, rows.mem[rat], rows.lu[rat], mem_other)
+        rows.mem[rat] = new_mem
+        rows.lu[rat] = new_t
     rows.pend[:size] = -1
-    if len(ra):
-        rows.mem[rat] = new_mem[: len(ra)]
-        rows.lu[rat] = new_t[: len(ra)]
+
+
+def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets: Words,
+                nodes: npt.NDArray[np.int64], masks: Words) -> None:
+    """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
+    batch the row of its new key ``(node, set ∩ D(node))``.
+
+    Keys only refine (``D`` grows), so the sets of one new key all held the same old row:
+    the first new key of an old row keeps it, the others get copies, and pairs that were
+    unperturbed start from the recorded state after this batch's pending messages.
+    """
+    if len(nodes) == 0:
+        return
+    sig = sets[:, None, :] & masks[None, :, :]  # [P, k, W]
+    pp, jj = np.nonzero(sig.any(axis=2))
+    if len(pp) == 0:
+        return
+    sg = sig[pp, jj]  # [Q, W]
+    order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
+    pp, jj, sg = pp[order], jj[order], sg[order]
+    head = np.r_[True, (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)]
+    group = np.cumsum(head) - 1  # [Q]
+    heads = np.flatnonzero(head)
+    g_p, g_n = pp[heads], nodes[jj[heads]]
+    g_old = rows.rowmap[g_p, g_n]
+    g_row = np.full(len(heads), -1, dtype=np.int64)
+    had = np.flatnonzero(g_old >= 0)
+    _, first = np.unique(g_old[had], return_index=True)
+    keep = had[first]
+    g_row[keep] = g_old[keep]
+    rows.rep[g_old[keep]] = g_p[keep]
+    fresh = np.flatnonzero(g_row < 0)
+    if len(fresh):
+        dev = rows.mem.device
+        old = g_old[fresh]
+        copy = old >= 0
+        lo_ = loc[g_n[fresh]]
+        assert (lo_ >= 0).all(), "a node whose dependencies grow has an event in the batch"
+        lt = torch.as_tensor(lo_, device=dev)
+        mem, lu = rec.mem_post[lt], rec.lu_post[lt]
+        if copy.any():
+            ci = torch.as_tensor(np.flatnonzero(copy), device=dev)
+            ro = torch.as_tensor(old[copy], device=dev)
+            mem[ci], lu[ci] = rows.mem[ro], rows.lu[ro]
+        g_row[fresh] = rows.add(g_p[fresh], g_n[fresh], mem, lu)
+    rows.rowmap[pp, nodes[jj]] = g_row[group]
 
 
 def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
-                 loc: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
-                 dst: npt.NDArray[np.int64]) -> None:
-    """Step 2 of a batch: endpoints of removed events become affected; every affected node
-    in the batch gets its last kept event as pending message."""
-    pr, kr = np.nonzero(rem)
-    if len(pr):
-        ev = rec.events[kr]
-        p = np.concatenate([pr, pr])
-        n = np.concatenate([src[ev], dst[ev]])
-        key = np.unique(p * rows.rowmap.shape[1] + n)
-        p, n = key // rows.rowmap.shape[1], key % rows.rowmap.shape[1]
-        new = rows.rowmap[p, n] < 0
-        p, n = p[new], n[new]
-        if len(p):
-            lt = torch.as_tensor(loc[n], device=rows.mem.device)
-            rows.add(p, n, rec.mem_post[lt], rec.lu_post[lt])
+                 loc: npt.NDArray[np.int64]) -> None:
+    """Step 3 of a batch: every perturbed row of a node with events in the batch gets its
+    last kept event as pending message (``rem``: removals of the batch's events, ``[P, K]``)."""
     size = rows.size
     if size == 0:
         return
-    pos = loc[rows.n[:size]]  # position of each affected node in rec.nodes, or -1
+    pos = loc[rows.n[:size]]  # position of each row's node in rec.nodes, or -1
     r = np.flatnonzero(pos >= 0)
     starts, ends = rec.inc_start[pos[r]], rec.inc_end[pos[r]]
     has_events = ends > starts
     r, starts, ends = r[has_events], starts[has_events], ends[has_events]
     if len(r) == 0:
         return
-    inc_k = rec.inc_k
     idx = concat_ranges(starts, ends)
-    owner = np.repeat(np.arange(len(r)), ends - starts)
-    kk = inc_k[idx]
-    kept = ~rem[rows.p[r][owner], kk]
-    val = np.where(kept, rec.events[kk], -1)
     lens = ends - starts
-    last = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # every segment is non-empty
-    rows.pend[r] = last
+    owner = np.repeat(np.arange(len(r)), lens)
+    kk = rec.inc_k[idx]
+    kept = ~rem[rows.rep[r][owner], kk]
+    val = np.where(kept, rec.events[kk], -1)
+    rows.pend[r] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
 
 
 def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np.int64],
                   dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
-    """Node inputs at the end: pending messages applied, for affected nodes and for nodes
-    whose pending message comes from an affected node."""
-    num_p, num_nodes = rows.rowmap.shape
-    final = traj.final
+    """Node inputs at the end: the pending messages of perturbed rows applied."""
     size = rows.size
-    index = np.broadcast_to(np.arange(num_nodes, dtype=np.int64), (num_p, num_nodes)).copy()
     if size == 0:
-        return index, traj.final_input[:0], traj.final_input
+        return rows.rowmap, traj.final_input[:0], traj.final_input
+    extra = rows.mem[:size]
     ra = np.flatnonzero(rows.pend[:size] >= 0)
-    pa, na, eva = rows.p[ra], rows.n[ra], rows.pend[ra]
-    pend0 = final.pending.cpu().numpy()
-    vp = np.flatnonzero(pend0 >= 0)
-    ev0 = pend0[vp]
-    o0 = other_endpoint(src, dst, ev0, vp)
-    pb, jb = np.nonzero((rows.rowmap[:, o0] >= 0) & (rows.rowmap[:, vp] < 0))
-    nb, evb = vp[jb], ev0[jb]
-    # affected rows without a pending message keep their memory as node input
-    aff = np.flatnonzero(rows.pend[:size] < 0)
-    index[rows.p[aff], rows.n[aff]] = num_nodes + aff
-    table = [rows.mem[:size]]
-    if len(ra) or len(pb):
+    if len(ra):
         dev = rows.mem.device
-        nbt = torch.as_tensor(nb, device=dev)
-        rat = torch.as_tensor(ra, device=dev)
-        mem_self = torch.cat([rows.mem[rat], final.memory[nbt]])
-        lu_self = torch.cat([rows.lu[rat], final.last_update[nbt]])
-        p, n, ev = np.concatenate([pa, pb]), np.concatenate([na, nb]), np.concatenate([eva, evb])
+        rep, n, ev = rows.rep[ra], rows.n[ra], rows.pend[ra]
         o = other_endpoint(src, dst, ev, n)
-        ro = rows.rowmap[p, o]
-        mem_other = final.memory[torch.as_tensor(o, device=dev)].clone()
-        aff_o = ro >= 0
-        if aff_o.any():
-            mem_other[torch.as_tensor(np.flatnonzero(aff_o), device=dev)] = rows.mem[
-                torch.as_tensor(ro[aff_o], device=dev)]
-        new_mem, _ = messages(model, ev, mem_self, lu_self, mem_other)
-        index[p, n] = num_nodes + size + np.arange(len(p))
-        table.append(new_mem)
-    return index, torch.cat(table), traj.final_input
+        rat = torch.as_tensor(ra, device=dev)
+        mem_other = rows.other_memory(rep, o, traj.final.memory[torch.as_tensor(o, device=dev)])
+        new_mem, _ = messages(model, ev, rows.mem[rat], rows.lu[rat], mem_other)
+        extra = extra.clone()
+        extra[rat] = new_mem
+    return rows.rowmap, extra, traj.final_input

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from cftgnn.models.cone import messages, other_endpoint
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ class LocalPlan:
     Attributes:
         base: Unperturbed state at the start (a batch boundary).
         end: Position of the explained event.
-        removed: The plan's own removals, ``bool [E]`` (e.g. the approximate history's).
+        removed: Events removed in the plan, ``bool [E]``: the base state's removals and the
+            plan's own (e.g. the approximate history's).
         nodes: Nodes touched by the kept events or pending at the base, sorted, ``[T]``.
         loc: Local index of every node in ``nodes``, ``-1`` elsewhere, ``[N]``.
         steps: The batches to apply, in order: kept event positions of one batch, or an
@@ -41,6 +43,7 @@ class LocalPlan:
         states: The local state ``(memory [T, d], last update [T], pending [T])`` before each
             step with only the plan's removals, so a replay starts at the first step that a
             removal set touches.
+        removable: The events later removal sets may remove (the candidates), or None.
         trajectory: The same history recorded for the causal-cone replay, made on the first
             call with more than :attr:`TGN.local_max_sets` removal sets (see there).
     """
@@ -52,16 +55,20 @@ class LocalPlan:
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
     states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
+    removable: npt.NDArray[np.int64] | None = None
     trajectory: Any = None
 
 
 def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,
-               max_events: int) -> LocalPlan | None:
+               max_events: int, removable: npt.NDArray[np.int64] | None = None
+               ) -> LocalPlan | None:
     """The plan of ``[base.position, end)`` under ``removed``, or None when more than
     ``max_events`` events are kept (then the cone replay is the better choice)."""
     src, dst = model.stream.src, model.stream.dst
     lo, batch = base.position, model.batch_size
-    mask = np.zeros(model.stream.num_events, bool) if removed is None else removed.copy()
+    mask = base.removed.numpy().copy()  # the base's own removals stay removed
+    if removed is not None:
+        mask[lo:end] = removed[lo:end]
     pos = np.arange(lo, end, dtype=np.int64)
     pos = pos[~mask[lo:end]]
     if len(pos) > max_events:
@@ -82,9 +89,9 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
         nxt = gb + 1
     if nxt <= (end - 1) // batch:
         steps.append(empty)
-    plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [])
+    plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [], removable)
     state = _base_rows(plan)
-    none_removed = np.zeros((1, len(mask)), dtype=bool)
+    none_removed = RemovalSets.from_sets([()])
     with torch.no_grad():
         for step in range(len(steps)):
             plan.states.append((state[0].clone(), state[1].clone(), state[2].copy()))
@@ -92,23 +99,25 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
     return plan
 
 
-def local_replay(model: TGN, plan: LocalPlan, removed: npt.NDArray[np.bool_]
+def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets
                  ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
     """Replay the plan under P extra removal masks, all at once.
 
     Args:
         model: The TGN.
         plan: From :func:`local_plan`.
-        removed: ``bool [P, E]``, added to the plan's removals.
+        removed: The P removal sets, added to the plan's removals.
 
     Returns:
-        ``(index [P, N], extra, base_input)``: the node input of node ``n`` under
-        perturbation ``p`` is ``base_input[i]`` for ``i = index[p, n] < N`` and
-        ``extra[i - N]`` otherwise (as :func:`cftgnn.models.cone.cone_replay` returns it).
+        ``(rowmap [P, N], extra [R, d], base_input [N, d])``: the node input of node ``n``
+        under set ``p`` is ``extra[rowmap[p, n]]`` where that is ``>= 0``, else
+        ``base_input[n]`` (as :func:`cftgnn.models.cone.cone_replay` returns it).
     """
     src, dst = model.stream.src, model.stream.dst
-    num_p, n_nodes, t_nodes = removed.shape[0], model.num_nodes, len(plan.nodes)
-    first = next((k for k, ev in enumerate(plan.steps) if removed[:, ev].any()),
+    num_p, n_nodes, t_nodes = removed.num_sets, model.num_nodes, len(plan.nodes)
+    # start at the first step holding a removed event (any earlier step would do as well)
+    lowest = int(removed.events[0]) if len(removed.events) else plan.end
+    first = next((k for k, ev in enumerate(plan.steps) if len(ev) and ev[-1] >= lowest),
                  len(plan.steps))
     if first < len(plan.steps):
         mem0, lu0, pend0 = plan.states[first]
@@ -119,15 +128,15 @@ def local_replay(model: TGN, plan: LocalPlan, removed: npt.NDArray[np.bool_]
         for step in range(first, len(plan.steps)):
             mem, lu, pend = _step(model, plan, mem, lu, pend, step, removed)
         final, _ = _apply(model, plan, mem, lu, pend, src, dst, store=False)
-    index = np.broadcast_to(np.arange(n_nodes, dtype=np.int64), (num_p, n_nodes)).copy()
-    index[:, plan.nodes] = n_nodes + np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)
-    return index, final, plan.base.memory
+    rowmap = np.full((num_p, n_nodes), -1, dtype=np.int64)
+    rowmap[:, plan.nodes] = np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)
+    return rowmap, final, plan.base.memory
 
 
 def _final_state(model: TGN, plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
     mem, lu, pend = plan.states[-1] if plan.states else _base_rows(plan)
     if plan.steps:
-        none_removed = np.zeros((1, len(plan.removed)), dtype=bool)
+        none_removed = RemovalSets.from_sets([()])
         with torch.no_grad():
             mem, lu, pend = _step(model, plan, mem.clone(), lu.clone(), pend.copy(),
                                   len(plan.steps) - 1, none_removed)
@@ -141,7 +150,7 @@ def _base_rows(plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
 
 
 def _step(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArray[np.int64],
-          step: int, removed: npt.NDArray[np.bool_]
+          step: int, removed: RemovalSets
           ) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
     """One batch for every perturbation: apply pending messages, then store the batch's
     last kept event per (perturbation, node) as the new pending message."""
@@ -150,7 +159,7 @@ def _step(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArra
     mem, lu = _apply(model, plan, mem, lu, pend, src, dst, store=True)
     pend[:] = -1
     events = plan.steps[step]
-    p, k = np.nonzero(~removed[:, events])
+    p, k = np.nonzero(~removed.columns(events))
     if len(p):
         ev = events[k]
         keys = np.concatenate([p * t_nodes + plan.loc[src[ev]], p * t_nodes + plan.loc[dst[ev]]])

@@ -10,6 +10,8 @@ the ``n`` most recent unremoved ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -45,23 +47,23 @@ def recent_kept_neighbors(
         return empty, empty.copy(), np.zeros((0, n), dtype=bool)
     if removed is None or num_removed == 0:
         return index.recent_neighbors(nodes, before, n)
-    return recent_kept_neighbors_rows(index, nodes, before, n, removed[None, :],
-                                      np.zeros(len(nodes), dtype=np.int64), num_removed)
+    return recent_kept_neighbors_where(index, nodes, before, n, lambda eid: removed[eid],
+                                       num_removed)
 
 
-def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
-                               removed: npt.NDArray[np.bool_], rows_p: IntArray,
-                               max_removed: int) -> tuple[IntArray, IntArray,
-                                                          npt.NDArray[np.bool_]]:
-    """Like :func:`recent_kept_neighbors` with one removal mask per query.
+def recent_kept_neighbors_where(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
+                                is_removed: Callable[[IntArray], npt.NDArray[np.bool_]],
+                                max_removed: int) -> tuple[IntArray, IntArray,
+                                                           npt.NDArray[np.bool_]]:
+    """Like :func:`recent_kept_neighbors` with the removals given as a function.
 
     Args:
         index: Index of the attached stream.
         nodes: Query nodes, ``int64 [B]``.
         before: Stream position bounding each query's history, ``int64 [B]``.
         n: Neighbours per query.
-        removed: Removal masks, ``bool [P, E]``.
-        rows_p: Which mask each query uses, ``int64 [B]``.
+        is_removed: ``eid [B, m] -> bool [B, m]``, whether event ``eid[b, j]`` is removed for
+            query ``b`` (so each query can have its own removal set).
         max_removed: An upper bound on the removed events inside any query's history.
 
     Returns:
@@ -73,7 +75,7 @@ def recent_kept_neighbors_rows(index: TemporalIndex, nodes: IntArray, before: In
     m = min(n + max_removed, 2 * n)
     while True:
         nbr, eid, valid = index.recent_neighbors(nodes, before, m)
-        keep = valid & ~removed[rows_p[:, None], np.where(valid, eid, 0)]
+        keep = valid & ~is_removed(np.where(valid, eid, 0))
         short = (keep.sum(axis=1) < n) & valid[:, 0]  # full window, still short
         if m >= n + max_removed or not short.any():
             break

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import torch
 from torch import Tensor
 
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.batched import batched_logits
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 
@@ -52,7 +51,7 @@ class TGAT(TemporalModel):
                                                     num_layers, num_heads, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
 
-    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
+    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
         """All P masks in one embedding pass: without memory, a removal only changes
         neighbour sampling, so no replay is needed at all."""
         base, end, plan_mask = plan
@@ -63,9 +62,8 @@ class TGAT(TemporalModel):
         def node_input(p: Tensor, n: Tensor) -> Tensor:
             return zeros.expand(len(n), -1)
 
-        return batched_logits(self, self._index, self._t, self._feat,
-                              removed | (base.removed.numpy() | plan_mask)[None, :], end,
-                              node_input,
+        return batched_logits(self, self._index, self._t, self._feat, removed,
+                              base.removed.numpy() | plan_mask, end, node_input,
                               self.num_nodes, self.num_neighbors, int(st.src[end]),
                               int(st.dst[end]), float(st.t[end]))
 

@@ -26,6 +26,7 @@ from cftgnn.models.batched import batched_logits
 from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
 from cftgnn.models.local import LocalPlan, local_plan, local_replay
+from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 
@@ -146,44 +147,48 @@ class TGN(TemporalModel):
     local_max_sets = 1
 
     def replay_plan(self, base: State, end: int,
-                    removed: npt.NDArray[np.bool_] | None = None) -> Any:
+                    removed: npt.NDArray[np.bool_] | None = None,
+                    removable: npt.NDArray[np.int64] | None = None) -> Any:
         """A short masked history's :class:`LocalPlan`, else the recorded trajectory of
-        ``[base.position, end)`` under ``removed`` (see :mod:`cftgnn.models.cone`)."""
+        ``[base.position, end)`` under ``removed`` (see :mod:`cftgnn.models.cone`), with the
+        dependency sets of the ``removable`` events."""
         plan = None
         if removed is not None:
-            plan = local_plan(self, base, end, removed, self.local_max_events)
-        return plan if plan is not None else record_trajectory(self, base, end, removed)
+            plan = local_plan(self, base, end, removed, self.local_max_events, removable)
+        return plan if plan is not None else record_trajectory(self, base, end, removed,
+                                                                removable)
 
-    def masked_logits(self, plan: Any, removed: npt.NDArray[np.bool_]) -> Tensor:
-        """All P masks at once: local or causal-cone replay, then one P-copy embedding pass."""
-        if isinstance(plan, LocalPlan) and len(removed) > self.local_max_sets:
+    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+        """All P sets at once: local or causal-cone replay, then one P-copy embedding pass."""
+        if isinstance(plan, LocalPlan) and removed.num_sets > self.local_max_sets:
             if plan.trajectory is None:
-                plan.trajectory = record_trajectory(self, plan.base, plan.end, plan.removed)
+                plan.trajectory = record_trajectory(self, plan.base, plan.end, plan.removed,
+                                                    plan.removable)
             plan = plan.trajectory
+        shared: npt.NDArray[np.bool_] | None
         if isinstance(plan, LocalPlan):
-            index, extra, base_input = local_replay(self, plan, removed)
-            end, plan_removed = plan.end, plan.removed | plan.base.removed.numpy()
+            rowmap, extra, base_input = local_replay(self, plan, removed)
+            end, shared = plan.end, plan.removed
         else:
             traj: Trajectory = plan
-            index, extra, base_input = cone_replay(self, traj, removed)
-            end, plan_removed = traj.end, traj.final.removed.numpy()
+            rowmap, extra, base_input = cone_replay(self, traj, removed)
+            end, shared = traj.end, traj.removed
         st = self.stream
         dev = base_input.device
-        num_nodes = self.num_nodes
 
         def node_input(p: Tensor, n: Tensor) -> Tensor:
-            rows = torch.as_tensor(index[p.cpu().numpy(), n.cpu().numpy()], device=dev)
-            out = base_input[rows.clamp(max=num_nodes - 1)]
-            ext = rows >= num_nodes
-            if bool(ext.any()):
-                out[ext] = extra[rows[ext] - num_nodes]
+            rows = rowmap[p.cpu().numpy(), n.cpu().numpy()]
+            out = base_input[n]
+            ext = np.flatnonzero(rows >= 0)
+            if len(ext):
+                out[torch.as_tensor(ext, device=dev)] = extra[
+                    torch.as_tensor(rows[ext], device=dev)]
             return out
 
         assert self._index is not None
-        return batched_logits(self, self._index, self._t, self._feat,
-                              removed | plan_removed[None, :], end, node_input,
-                              self.num_nodes, self.num_neighbors, int(st.src[end]),
-                              int(st.dst[end]), float(st.t[end]))
+        return batched_logits(self, self._index, self._t, self._feat, removed, shared, end,
+                              node_input, self.num_nodes, self.num_neighbors,
+                              int(st.src[end]), int(st.dst[end]), float(st.t[end]))
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]
