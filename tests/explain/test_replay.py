@@ -9,8 +9,10 @@ import torch
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.errors import OracleError
 from cftgnn.explain import CFTGNNExplainer, GreedyExplainer, OracleMode
-from cftgnn.explain.replay import EventReplay, ReplayEngine, naive_logit
+from cftgnn.explain.replay import EventReplay, ReplayEngine, eval_mode, naive_logit
 from cftgnn.models import TGAT, TGN, TemporalModel
+from cftgnn.models.cone import cone_replay
+from cftgnn.models.masks import RemovalSets
 
 ATOL = 1e-5
 
@@ -162,3 +164,52 @@ def test_batched_exact_oracle_on_cuda(name):
     got = replay.exact(sets)
     ref = [naive_logit(model.cpu(), stream, 899, sorted(s)) for s in sets]
     np.testing.assert_allclose(got, ref, atol=ATOL)
+
+
+def _cone_stream_and_model(name: str) -> tuple[EventStream, TemporalModel]:
+    stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
+    model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
+    model.local_max_events = 0  # type: ignore[attr-defined]  # every plan is a trajectory
+    return stream, model
+
+
+@pytest.mark.parametrize("name", ["tgn1", "tgn2"])
+def test_cone_rows_are_shared_between_sets(name):
+    stream, model = _cone_stream_and_model(name)
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    cand = replay.candidates.ids.tolist()
+    # MCTS children: one parent set plus one more candidate each
+    siblings = [frozenset(cand[:3] + [c]) for c in cand[3:]]
+    np.testing.assert_allclose(replay.exact(siblings), replay.exact_replay(siblings), atol=ATOL)
+    traj = replay._plan
+    with eval_mode(model):
+        _, one, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1]))
+        _, same, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1] * 8))
+        rowmap, shared, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings))
+    assert len(same) == len(one) > 0  # identical sets share every row
+    assert len(shared) < (rowmap >= 0).sum()  # siblings share the parent's rows
+
+
+@pytest.mark.parametrize("name", ["tgn1", "tgn2"])
+def test_cone_replay_with_more_than_64_candidates(name):
+    stream, model = _cone_stream_and_model(name)
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=150)
+    cand = replay.candidates.ids
+    assert len(cand) > 128  # dependency masks of three 64-bit words
+    rng = np.random.default_rng(3)
+    sets = [frozenset(cand[rng.random(len(cand)) < q].tolist()) for q in (0.02, 0.1, 0.5)]
+    sets += [frozenset([int(cand[-1])]), frozenset([int(cand[70])]), frozenset(cand[::40])]
+    np.testing.assert_allclose(replay.exact(sets), replay.exact_replay(sets), atol=ATOL)
+
+
+def test_removals_outside_the_planned_candidates_widen_the_dependencies():
+    stream, model = _cone_stream_and_model("tgn2")
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    cand = replay.candidates.ids
+    with eval_mode(model):
+        plan = model.replay_plan(replay.base, 899, removable=cand[-2:])
+        assert plan.deps is not None and len(plan.deps.universe) == 2
+        sets = [frozenset(cand[:4].tolist()), frozenset(cand[::3].tolist())]
+        got = model.masked_logits(plan, RemovalSets.from_sets(sets)).double().numpy()
+    assert set(cand[:4].tolist()) <= set(plan.deps.universe.tolist())
+    np.testing.assert_allclose(got, replay.exact_replay(sets), atol=ATOL)
