@@ -274,14 +274,16 @@ class _Rows:
         ids (``rowmap`` is left to the caller, which knows every set using them)."""
         k = len(rep)
         need = self.size + k
-        if need > len(self.pend):
-            cap = max(need, 2 * len(self.pend))
-            grow = cap - len(self.pend)
-            self.mem = torch.cat([self.mem, self.mem.new_empty(grow, self.mem.shape[1])])
-            self.lu = torch.cat([self.lu, self.lu.new_empty(grow)])
-            self.pend = np.concatenate([self.pend, np.full(grow, -1, dtype=np.int64)])
-            self.rep = np.concatenate([self.rep, np.empty(grow, dtype=np.int64)])
-            self.n = np.concatenate([self.n, np.empty(grow, dtype=np.int64)])
+        if need > len(self.pend):  # grow, copying only the rows in use
+            cap, used = max(need, 2 * len(self.pend)), self.size
+            grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
+            grown_mem[:used] = self.mem[:used]
+            grown_lu = self.lu.new_empty(cap)
+            grown_lu[:used] = self.lu[:used]
+            self.mem, self.lu = grown_mem, grown_lu
+            self.pend = np.resize(self.pend, cap)
+            self.rep = np.resize(self.rep, cap)
+            self.n = np.resize(self.n, cap)
         rows = np.arange(self.size, need, dtype=np.int64)
         rt = torch.as_tensor(rows, device=self.mem.device)
         self.mem[rt] = mem

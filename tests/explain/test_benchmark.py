@@ -27,7 +27,13 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
         assert res["per_call"][name]["n"] > 0 and res["per_call"][name]["median_ms"] > 0
     assert set(res["batch_in_single_calls"]) == {"exact", "approximate"}
     assert all(np.isfinite(v) and v > 0 for v in res["batch_in_single_calls"].values())
+    for mode in ("exact", "approximate"):  # one figure per event with candidates, both units
+        per_event = res["batch_in_single_calls_per_event"][mode]
+        assert len(per_event) == len(res["batch_in_same_set_calls_per_event"][mode]) > 0
+        assert res["batch_in_single_calls"][mode] == np.median(per_event)
+        assert all(v > 0 for v in res["batch_in_same_set_calls_per_event"][mode])
     assert res["max_abs_exact_vs_naive"] < 1e-5  # the exact oracle equals the fresh replay
     assert 0.0 <= res["approx_exact_sign_agreement"] <= 1.0
     text = capsys.readouterr().out
-    assert "batched approx. (per set)" in text and "single approximate calls" in text
+    assert "batched approx. (per set)" in text and "median single approximate calls" in text
+    assert "mean single calls on its own P sets" in text
