@@ -43,9 +43,8 @@ class LocalPlan:
         states: The local state ``(memory [T, d], last update [T], pending [T])`` before each
             step with only the plan's removals, so a replay starts at the first step that a
             removal set touches.
-        removable: The events later removal sets may remove (the candidates), or None.
-        trajectory: The same history recorded for the causal-cone replay, made on the first
-            call with more than :attr:`TGN.local_max_sets` removal sets (see there).
+        trajectory: The same history recorded for the causal-cone replay, which calls with
+            more than :attr:`TGN.local_max_sets` removal sets use (see there).
     """
 
     base: State
@@ -55,13 +54,11 @@ class LocalPlan:
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
     states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
-    removable: npt.NDArray[np.int64] | None = None
     trajectory: Any = None
 
 
 def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,
-               max_events: int, removable: npt.NDArray[np.int64] | None = None
-               ) -> LocalPlan | None:
+               max_events: int) -> LocalPlan | None:
     """The plan of ``[base.position, end)`` under ``removed``, or None when more than
     ``max_events`` events are kept (then the cone replay is the better choice)."""
     src, dst = model.stream.src, model.stream.dst
@@ -89,7 +86,7 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
         nxt = gb + 1
     if nxt <= (end - 1) // batch:
         steps.append(empty)
-    plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [], removable)
+    plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [])
     state = _base_rows(plan)
     none_removed = RemovalSets.from_sets([()])
     with torch.no_grad():

@@ -154,16 +154,17 @@ class TGN(TemporalModel):
         dependency sets of the ``removable`` events."""
         plan = None
         if removed is not None:
-            plan = local_plan(self, base, end, removed, self.local_max_events, removable)
-        return plan if plan is not None else record_trajectory(self, base, end, removed,
-                                                                removable)
+            plan = local_plan(self, base, end, removed, self.local_max_events)
+        if plan is None:
+            return record_trajectory(self, base, end, removed, removable)
+        # batches of more sets than local_max_sets go through the cone replay of the same
+        # history: record it now, as per-event setup, rather than in the first such call
+        plan.trajectory = record_trajectory(self, base, end, plan.removed, removable)
+        return plan
 
     def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
         """All P sets at once: local or causal-cone replay, then one P-copy embedding pass."""
         if isinstance(plan, LocalPlan) and removed.num_sets > self.local_max_sets:
-            if plan.trajectory is None:
-                plan.trajectory = record_trajectory(self, plan.base, plan.end, plan.removed,
-                                                    plan.removable)
             plan = plan.trajectory
         shared: npt.NDArray[np.bool_] | None
         if isinstance(plan, LocalPlan):
