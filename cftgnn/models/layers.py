@@ -111,9 +111,31 @@ class TemporalAttentionEmbedding(nn.Module):
         h_nbr = self._embed(node_input, neighbors, stream_t, stream_feat, nb_nodes, nb_eid,
                             nb_t, layer - 1)  # [K, d]
         dt = (t[rows] - nb_t).to(h_self.dtype)  # Δt in float64 first, then float32
-        edge_attr = torch.cat([self.time_enc(dt), stream_feat[nb_eid]], dim=-1)  # [K, T + F]
-        edge_index = torch.stack([torch.arange(len(rows), device=nodes.device), rows])
-        out = self.convs[layer - 1]((h_nbr, h_self), edge_index, edge_attr)
+        slots = torch.arange(len(rows), device=nodes.device)
+        return self.attend(layer, h_self, h_nbr, slots, rows, dt, stream_feat[nb_eid])
+
+    def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor, target: Tensor,
+               dt: Tensor, feat: Tensor) -> Tensor:
+        """One attention layer: each target attends to its neighbour slots.
+
+        A slot reads its layer ``l-1`` embedding from a table by index, so that slots
+        sharing an embedding share its key and value projections (computed once per row).
+
+        Args:
+            layer: The layer computed, ``1..num_layers``.
+            h_self: Layer ``l-1`` embeddings of the targets, ``[B, d]``.
+            h_src: Layer ``l-1`` embeddings the slots read, ``[S, d]``.
+            source: Row of ``h_src`` of each slot, ``int64 [K]``.
+            target: Target of each slot, ``int64 [K]``.
+            dt: Query time minus the slot's event time, ``float32 [K]``.
+            feat: Edge features of the slots' events, ``[K, F]``.
+
+        Returns:
+            Layer ``l`` embeddings of the targets, ``[B, out_dim]``.
+        """
+        edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K, T + F]
+        edge_index = torch.stack([source, target])
+        out = self.convs[layer - 1]((h_src, h_self), edge_index, edge_attr)
         return out.relu() if layer < self.num_layers else out
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.batched import batched_logits
+from cftgnn.models.batched import NodeInputs, batched_logits
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
@@ -57,15 +57,11 @@ class TGAT(TemporalModel):
         base, end, plan_mask = plan
         st = self.stream
         assert self._index is not None
-        zeros = torch.zeros(1, self.node_dim, device=self.device)
-
-        def node_input(p: Tensor, n: Tensor) -> Tensor:
-            return zeros.expand(len(n), -1)
-
+        zeros = torch.zeros(1, self.node_dim, device=self.device).expand(self.num_nodes, -1)
         return batched_logits(self, self._index, self._t, self._feat, removed,
-                              base.removed.numpy() | plan_mask, end, node_input,
-                              self.num_nodes, self.num_neighbors, int(st.src[end]),
-                              int(st.dst[end]), float(st.t[end]))
+                              base.removed.numpy() | plan_mask, end,
+                              NodeInputs(zeros, zeros[:0]), self.num_neighbors,
+                              int(st.src[end]), int(st.dst[end]), float(st.t[end]))
 
     def _idle(self, state: State) -> bool:
         return True

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.batched import batched_logits
+from cftgnn.models.batched import NodeInputs, batched_logits
 from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
 from cftgnn.models.local import LocalPlan, local_plan, local_replay
@@ -175,20 +175,9 @@ class TGN(TemporalModel):
             rowmap, extra, base_input = cone_replay(self, traj, removed)
             end, shared = traj.end, traj.removed
         st = self.stream
-        dev = base_input.device
-
-        def node_input(p: Tensor, n: Tensor) -> Tensor:
-            rows = rowmap[p.cpu().numpy(), n.cpu().numpy()]
-            out = base_input[n]
-            ext = np.flatnonzero(rows >= 0)
-            if len(ext):
-                out[torch.as_tensor(ext, device=dev)] = extra[
-                    torch.as_tensor(rows[ext], device=dev)]
-            return out
-
         assert self._index is not None
         return batched_logits(self, self._index, self._t, self._feat, removed, shared, end,
-                              node_input, self.num_nodes, self.num_neighbors,
+                              NodeInputs(base_input, extra, rowmap), self.num_neighbors,
                               int(st.src[end]), int(st.dst[end]), float(st.t[end]))
 
     def _node_input(self, state: State) -> Tensor:

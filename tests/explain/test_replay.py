@@ -213,3 +213,35 @@ def test_removals_outside_the_planned_candidates_widen_the_dependencies():
         got = model.masked_logits(plan, RemovalSets.from_sets(sets)).double().numpy()
     assert set(cand[:4].tolist()) <= set(plan.deps.universe.tolist())
     np.testing.assert_allclose(got, replay.exact_replay(sets), atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["tgn2", "tgat"])
+def test_embedding_rows_are_shared_between_sets(name, monkeypatch):
+    stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
+    model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
+    model.local_max_events = 0  # type: ignore[attr-defined]
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    cand = replay.candidates.ids.tolist()
+    computed: list[int] = []
+    attend = model.embedding.attend
+
+    def counting(layer, h_self, *args):
+        computed.append(len(h_self))
+        return attend(layer, h_self, *args)
+
+    monkeypatch.setattr(model.embedding, "attend", counting)
+
+    def rows(sets: list[frozenset[int]]) -> int:
+        """Attention rows computed for one batched call of ``sets``."""
+        computed.clear()
+        with eval_mode(model):
+            got = model.masked_logits(replay._plan, RemovalSets.from_sets(sets))
+        count = sum(computed)
+        np.testing.assert_allclose(got.double().numpy(), replay.exact_replay(sets), atol=ATOL)
+        return count
+
+    one = rows([frozenset(cand[:1])])
+    assert rows([frozenset(cand[:1])] * 16) == one  # identical sets: one embedding pass
+    # sets removing one old candidate each leave most neighbourhoods as they are
+    singles = [frozenset([c]) for c in cand[:8]]
+    assert rows(singles) < len(singles) * one
