@@ -232,6 +232,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         k=cfg.k,
         min_event=cfg.min_event,
         seed=cfg.seed,
+        progress=bool(cfg.progress),
         same_sets_singles=bool(cfg.same_sets_singles),
     )
     res["weights"] = source

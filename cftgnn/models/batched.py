@@ -81,37 +81,32 @@ def _on(a: IntArray, dev: torch.device) -> Tensor:
     return torch.as_tensor(a, device=dev)
 
 
-def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
-                   stream_feat: Tensor, removed: RemovalSets,
-                   shared: npt.NDArray[np.bool_] | None, position: int,
-                   inputs: NodeInputs, num_neighbors: int, src: int, dst: int,
-                   t: float) -> Tensor:
-    """Logits of one link ``(src, dst, t)`` under P removal masks, ``[P]``.
+def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tensor,
+                   removed: RemovalSets, shared: npt.NDArray[np.bool_] | None, position: int,
+                   inputs: NodeInputs) -> Tensor:
+    """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``.
 
     Equal, up to float rounding, to embedding each perturbation on its own.
 
     Args:
-        model: A model with ``embedding`` (:class:`TemporalAttentionEmbedding`) and
-            ``decoder`` (:class:`LinkDecoder`).
+        model: The attached model, with ``embedding`` (:class:`TemporalAttentionEmbedding`)
+            and ``decoder`` (:class:`LinkDecoder`).
         index: Index of the attached stream.
-        stream_t: Event times, ``float64 [E]``.
-        stream_feat: Edge features, ``float32 [E, F]``.
+        stream_feat: Edge features of the attached stream on the model's device,
+            ``float32 [E, F]``.
         removed: The P removal sets; history is positions ``< position``.
         shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate
             oracle's history), or None.
         position: Stream position of the explained event (history bound).
         inputs: Layer-0 inputs per perturbation.
-        num_neighbors: Neighbours per node and layer.
-        src: Source node.
-        dst: Destination node.
-        t: Query time.
     """
     num_p = removed.num_sets
-    dev = stream_t.device
+    dev = stream_feat.device
     if num_p == 0:
         return torch.zeros(0, device=dev)
-    emb = model.embedding
-    times = stream_t.cpu().numpy()
+    emb, num_neighbors = model.embedding, model.num_neighbors
+    stream = model.stream
+    times = np.asarray(stream.t, dtype=np.float64)  # host copy: keys and Δt are built here
     max_removed = int(removed.sizes(before=position).max())
     if shared is not None:
         max_removed += int(shared[:position].sum())
@@ -162,9 +157,9 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_t: Tensor,
         return ident, table
 
     p_all = np.repeat(np.arange(num_p, dtype=np.int64), 2)  # [2P]: src, dst of each set
-    n_all = np.tile(np.array([src, dst], dtype=np.int64), num_p)
-    ident, table = embed(emb.num_layers, p_all, n_all, np.full(2 * num_p, position),
-                         np.full(2 * num_p, float(t)))
+    link = np.array([stream.src[position], stream.dst[position]], dtype=np.int64)
+    ident, table = embed(emb.num_layers, p_all, np.tile(link, num_p),
+                         np.full(2 * num_p, position), np.full(2 * num_p, times[position]))
     z = table[torch.as_tensor(ident, device=dev)].view(num_p, 2, -1)  # [P, 2, d]
     out: Tensor = model.decoder(z[:, 0], z[:, 1])
     return out

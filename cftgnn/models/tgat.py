@@ -55,13 +55,10 @@ class TGAT(TemporalModel):
         """All P masks in one embedding pass: without memory, a removal only changes
         neighbour sampling, so no replay is needed at all."""
         base, end, plan_mask = plan
-        st = self.stream
         assert self._index is not None
         zeros = torch.zeros(1, self.node_dim, device=self.device).expand(self.num_nodes, -1)
-        return batched_logits(self, self._index, self._t, self._feat, removed,
-                              base.removed.numpy() | plan_mask, end,
-                              NodeInputs(zeros, zeros[:0]), self.num_neighbors,
-                              int(st.src[end]), int(st.dst[end]), float(st.t[end]))
+        return batched_logits(self, self._index, self._feat, removed,
+                              base.removed.numpy() | plan_mask, end, NodeInputs(zeros, zeros[:0]))
 
     def _idle(self, state: State) -> bool:
         return True

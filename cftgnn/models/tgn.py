@@ -174,11 +174,9 @@ class TGN(TemporalModel):
             traj: Trajectory = plan
             rowmap, extra, base_input = cone_replay(self, traj, removed)
             end, shared = traj.end, traj.removed
-        st = self.stream
         assert self._index is not None
-        return batched_logits(self, self._index, self._t, self._feat, removed, shared, end,
-                              NodeInputs(base_input, extra, rowmap), self.num_neighbors,
-                              int(st.src[end]), int(st.dst[end]), float(st.t[end]))
+        return batched_logits(self, self._index, self._feat, removed, shared, end,
+                              NodeInputs(base_input, extra, rowmap))
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]

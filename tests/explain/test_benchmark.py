@@ -20,7 +20,7 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
         cfg = compose("benchmark_oracle", overrides=[
             "dataset=synthetic", "dataset.num_events=600", "dataset.num_nodes=30",
             "checkpoint=null", "n_events=3", "sets_per_event=3", "batch_size=8",
-            "min_event=300", f"out={out}"])
+            "min_event=300", "progress=false", f"out={out}"])
     res = run(cfg)
     assert json.loads(out.read_text())["events"] == 3
     for name in ("naive", "exact", "approximate", "batched", "batched_approximate"):
