@@ -32,6 +32,8 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
         assert len(per_event) == len(res["batch_in_same_set_calls_per_event"][mode]) > 0
         assert res["batch_in_single_calls"][mode] == np.median(per_event)
         assert all(v > 0 for v in res["batch_in_same_set_calls_per_event"][mode])
+    setup = res["setup_per_event"]  # amortised cost = the mean over the explained events
+    assert setup["n"] == 3 and setup["min_ms"] <= setup["mean_ms"] <= setup["max_ms"]
     assert res["max_abs_exact_vs_naive"] < 1e-5  # the exact oracle equals the fresh replay
     assert 0.0 <= res["approx_exact_sign_agreement"] <= 1.0
     text = capsys.readouterr().out
