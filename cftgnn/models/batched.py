@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 IntArray = npt.NDArray[np.int64]
 
 
+def _on(a: IntArray, dev: torch.device) -> Tensor:
+    """An index array as a tensor on ``dev``."""
+    return torch.as_tensor(a, device=dev)
+
+
 @dataclass(frozen=True)
 class NodeInputs:
     """Layer-0 input of node ``n`` under perturbation ``p``.
@@ -58,12 +63,11 @@ class NodeInputs:
     def __call__(self, p: IntArray, n: IntArray) -> Tensor:
         """Inputs of nodes ``n`` under perturbations ``p``, ``[M, in_dim]``."""
         dev = self.base.device
-        out = self.base[torch.as_tensor(n, device=dev)]
+        out = self.base[_on(n, dev)]
         rows = self.rows(p, n)
         ext = np.flatnonzero(rows >= 0)
         if len(ext):
-            out[torch.as_tensor(ext, device=dev)] = self.extra[
-                torch.as_tensor(rows[ext], device=dev)]
+            out[_on(ext, dev)] = self.extra[_on(rows[ext], dev)]
         return out
 
 
@@ -75,10 +79,6 @@ def _distinct(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     rows = key.view(np.dtype((np.void, 8 * key.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
-
-
-def _on(a: IntArray, dev: torch.device) -> Tensor:
-    return torch.as_tensor(a, device=dev)
 
 
 def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tensor,
@@ -160,6 +160,6 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tens
     link = np.array([stream.src[position], stream.dst[position]], dtype=np.int64)
     ident, table = embed(emb.num_layers, p_all, np.tile(link, num_p),
                          np.full(2 * num_p, position), np.full(2 * num_p, times[position]))
-    z = table[torch.as_tensor(ident, device=dev)].view(num_p, 2, -1)  # [P, 2, d]
+    z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]
     out: Tensor = model.decoder(z[:, 0], z[:, 1])
     return out

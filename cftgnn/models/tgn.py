@@ -163,7 +163,8 @@ class TGN(TemporalModel):
         return plan
 
     def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
-        """All P sets at once: local or causal-cone replay, then one P-copy embedding pass."""
+        """All P sets at once: local or causal-cone replay, then one embedding pass over their
+        distinct embeddings (:func:`cftgnn.models.batched.batched_logits`)."""
         if isinstance(plan, LocalPlan) and removed.num_sets > self.local_max_sets:
             plan = plan.trajectory
         shared: npt.NDArray[np.bool_] | None
