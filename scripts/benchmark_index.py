@@ -1,16 +1,22 @@
 """Median candidate-set query time: ``python scripts/benchmark_index.py dataset=wikipedia``."""
 
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.cli import friendly_errors, main_guard
 from cftgnn.data.benchmark import run
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 @hydra.main(config_path="../conf", config_name="benchmark_index", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run(cfg)
+    with friendly_errors():
+        run(cfg)
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main, CONF)

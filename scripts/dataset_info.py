@@ -3,17 +3,23 @@
 Usage: ``python scripts/dataset_info.py dataset=uci`` (or wikipedia, synthetic).
 """
 
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.cli import friendly_errors, main_guard
 from cftgnn.data.info import run
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 @hydra.main(config_path="../conf", config_name="dataset_info", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run(cfg)
+    with friendly_errors():
+        run(cfg)
 
 
 if __name__ == "__main__":
-    main()
+    main_guard(main, CONF)

@@ -38,8 +38,7 @@ from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
-from cftgnn.models.resolve import model_name, resolve_model
-from cftgnn.models.training import resolve_device
+from cftgnn.models.resolve import model_name, resolve_device, resolve_model
 from cftgnn.tracking import Tracker, tracking
 
 #: Dataset options that only say where the files are, not what the stream is.
@@ -115,10 +114,11 @@ def run(cfg: DictConfig) -> pd.DataFrame:
             output directory of another configuration, ...); nothing is written then.
     """
     shard, num_shards = _check_shard(cfg)
+    device = resolve_device(cfg.device)  # before loading anything
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
-                                   str(resolve_device(cfg.device)), cfg.seed)
+                                   device, cfg.seed)
     out = output_dir(cfg)
     store = RecordStore(out, fingerprint(cfg, stream, weights))
     names = {"dataset": stream.name, "model": model_name(cfg.model)}

@@ -24,7 +24,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.explain.oracle import is_flip
 from cftgnn.explain.replay import EventReplay, ReplayEngine, naive_logit
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.resolve import resolve_model
+from cftgnn.models.resolve import resolve_device, resolve_model
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -217,10 +217,11 @@ def format_table(res: dict[str, Any]) -> str:
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Load data and model (checkpoint when available), benchmark, print, write JSON."""
+    device = resolve_device(cfg.device)  # before loading anything
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     model, source = resolve_model(
-        cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir, cfg.device, cfg.seed
+        cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir, device, cfg.seed
     )
     print(f"model: {source}")
     res = benchmark_oracle(

@@ -10,8 +10,33 @@ import torch
 from hydra.utils import instantiate
 
 from cftgnn.data.stream import EventStream
+from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.checkpoint import load_checkpoint
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """The torch device a config names: ``auto`` is CUDA when available, else the CPU.
+
+    Raises:
+        ConfigError: If the name is not a torch device, or names a CUDA device that this
+            machine or torch build does not have.
+    """
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ConfigError(f"unknown device {str(device)!r} (use cpu, cuda, cuda:N or auto)"
+                          ) from err
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={device} but CUDA is not available (torch "
+                              f"{torch.__version__}); use device=cpu or device=auto")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"device={device} but this machine has "
+                              f"{torch.cuda.device_count()} CUDA device(s)")
+    return dev
 
 
 def model_name(model_cfg: Any) -> str:
@@ -24,7 +49,7 @@ def resolve_model(
     stream: EventStream,
     checkpoint: str | None,
     checkpoint_dir: str | os.PathLike[str],
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
     seed: int = 0,
     require: bool = False,
 ) -> tuple[TemporalModel, str]:
@@ -36,7 +61,7 @@ def resolve_model(
         checkpoint: ``"auto"`` (``<checkpoint_dir>/<model>_<dataset>.pt``), a path, or None
             for fresh weights.
         checkpoint_dir: Folder of the committed checkpoints.
-        device: Torch device.
+        device: Torch device, or ``auto`` (see :func:`resolve_device`).
         seed: Seed of fresh weights.
         require: Raise instead of falling back to fresh weights when the file is absent.
 
@@ -46,14 +71,16 @@ def resolve_model(
     Raises:
         FileNotFoundError: If ``require`` and the checkpoint is absent.
         CheckpointMismatchError: If the checkpoint belongs to another dataset.
+        ConfigError: If the device is unknown or unavailable.
     """
+    dev = resolve_device(device)
     path = None
     if checkpoint == "auto":
         path = Path(checkpoint_dir) / f"{model_name(model_cfg)}_{stream.name}.pt"
     elif checkpoint:
         path = Path(checkpoint)
     if path is not None and path.is_file():
-        return load_checkpoint(path, stream, device=device, attach=False), str(path)
+        return load_checkpoint(path, stream, device=dev, attach=False), str(path)
     if require:
         raise FileNotFoundError(
             f"checkpoint {path} not found; train it with "
@@ -65,4 +92,4 @@ def resolve_model(
         model_cfg, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim
     )
     why = "checkpoint=null" if path is None else f"no checkpoint at {path}"
-    return model.to(device), f"fresh random weights, seed {seed} ({why})"
+    return model.to(dev), f"fresh random weights, seed {seed} ({why})"

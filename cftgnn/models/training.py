@@ -32,6 +32,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.checkpoint import checkpoint_path, save_checkpoint
 from cftgnn.models.metrics import average_precision, roc_auc
+from cftgnn.models.resolve import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,6 @@ class Split:
             return int(num_events * frac) // batch_size * batch_size
 
         return cls(cut(1.0 - val - test), cut(1.0 - test), num_events)
-
-
-def resolve_device(device: str) -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; anything else is passed to torch."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def negative_destinations(stream: EventStream, lo: int, hi: int, seed: int) -> npt.NDArray[

@@ -1,0 +1,62 @@
+"""Device names from the configs resolve to torch devices, or fail with one clear message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from cftgnn.data import make_synthetic_stream
+from cftgnn.errors import ConfigError
+from cftgnn.models.resolve import resolve_device, resolve_model
+
+ROOT = Path(__file__).resolve().parents[2]
+TGN_CFG = {"_target_": "cftgnn.models.TGN", "memory_dim": 8, "time_dim": 4,
+           "embedding_dim": 8, "num_neighbors": 3, "batch_size": 10}
+
+
+def test_auto_and_cpu():
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == want
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", ""])
+def test_unknown_device_names(name):
+    with pytest.raises(ConfigError, match="unknown device"):
+        resolve_device(name)
+
+
+def test_cuda_that_is_not_there():
+    if torch.cuda.is_available():  # a device index past the last one
+        name, message = f"cuda:{torch.cuda.device_count()}", "CUDA device"
+    else:
+        name, message = "cuda", "CUDA is not available"
+    with pytest.raises(ConfigError, match=message):
+        resolve_device(name)
+
+
+def test_resolve_model_checks_the_device_first():
+    stream = make_synthetic_stream(5, 40, seed=0)
+    model, source = resolve_model(TGN_CFG, stream, None, ROOT / "checkpoints", "auto")
+    assert model.device.type == resolve_device("auto").type and "fresh" in source
+    with pytest.raises(ConfigError):
+        resolve_model(TGN_CFG, stream, None, ROOT / "checkpoints", "gpu")
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("benchmark_oracle.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
+    ("train.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
+    ("train.py", ["model=tgnn"], "error: unknown model 'tgnn' (choose from: tgat, tgn)"),
+    ("dataset_info.py", ["dataset=ucii"], "error: unknown dataset 'ucii'"),
+])
+def test_scripts_report_bad_input_in_one_line(script, args, message):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), done.stderr
