@@ -32,6 +32,11 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
         assert len(per_event) == len(res["batch_in_same_set_calls_per_event"][mode]) > 0
         assert res["batch_in_single_calls"][mode] == np.median(per_event)
         assert all(v > 0 for v in res["batch_in_same_set_calls_per_event"][mode])
+    for mode in ("exact", "approximate"):  # explainer-like batches: one figure per event
+        sib = res["sibling_batch_in_same_set_calls_per_event"][mode]
+        assert len(sib) == len(res["batch_in_single_calls_per_event"][mode])
+        assert all(v > 0 for v in sib)
+        assert res["sibling_batch_in_same_set_calls"][mode] == np.median(sib)
     setup = res["setup_per_event"]  # amortised cost = the mean over the explained events
     assert setup["n"] == 3 and setup["min_ms"] <= setup["mean_ms"] <= setup["max_ms"]
     assert res["max_abs_exact_vs_naive"] < 1e-5  # the exact oracle equals the fresh replay
@@ -39,3 +44,4 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "batched approx. (per set)" in text and "median single approximate calls" in text
     assert "mean single calls on its own P sets" in text
+    assert "batch of P siblings" in text
