@@ -41,6 +41,11 @@ def _stats(values: list[float]) -> dict[str, float]:
     }
 
 
+def _medians(per_event: dict[str, list[float]]) -> dict[str, float]:
+    """The median over events of each mode's per-event figures (NaN when there are none)."""
+    return {mode: float(np.median(v)) if v else float("nan") for mode, v in per_event.items()}
+
+
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     start = time.perf_counter()
     out = fn(*args)
@@ -172,17 +177,11 @@ def benchmark_oracle(
         "per_call": {name: _stats(v) for name, v in times.items() if name != "setup"},
         "setup_per_event": _stats(times["setup"]),
         "approx_exact_sign_agreement": agree / compared if compared else float("nan"),
-        "batch_in_single_calls": {
-            mode: float(np.median(v)) if v else float("nan") for mode, v in batch_units.items()
-        },
+        "batch_in_single_calls": _medians(batch_units),
         "batch_in_single_calls_per_event": batch_units,
-        "batch_in_same_set_calls": {
-            mode: float(np.median(v)) if v else float("nan") for mode, v in same_sets.items()
-        },
+        "batch_in_same_set_calls": _medians(same_sets),
         "batch_in_same_set_calls_per_event": same_sets,
-        "sibling_batch_in_same_set_calls": {
-            mode: float(np.median(v)) if v else float("nan") for mode, v in siblings.items()
-        },
+        "sibling_batch_in_same_set_calls": _medians(siblings),
         "sibling_batch_in_same_set_calls_per_event": siblings,
         "max_abs_exact_vs_naive": max_dev,
     }
