@@ -22,7 +22,6 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.data.index import TemporalIndex
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import recent_kept_neighbors_where
 
@@ -81,8 +80,8 @@ def _distinct(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
-def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tensor,
-                   removed: RemovalSets, shared: npt.NDArray[np.bool_] | None, position: int,
+def batched_logits(model: TemporalModel, removed: RemovalSets,
+                   shared: npt.NDArray[np.bool_] | None, position: int,
                    inputs: NodeInputs) -> Tensor:
     """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``.
 
@@ -90,10 +89,8 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tens
 
     Args:
         model: The attached model, with ``embedding`` (:class:`TemporalAttentionEmbedding`)
-            and ``decoder`` (:class:`LinkDecoder`).
-        index: Index of the attached stream.
-        stream_feat: Edge features of the attached stream on the model's device,
-            ``float32 [E, F]``.
+            and ``decoder`` (:class:`LinkDecoder`); its index, stream and edge features are
+            read from it.
         removed: The P removal sets; history is positions ``< position``.
         shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate
             oracle's history), or None.
@@ -101,9 +98,12 @@ def batched_logits(model: TemporalModel, index: TemporalIndex, stream_feat: Tens
         inputs: Layer-0 inputs per perturbation.
     """
     num_p = removed.num_sets
+    stream_feat = model._feat  # [E, F] on the model's device
     dev = stream_feat.device
     if num_p == 0:
         return torch.zeros(0, device=dev)
+    index = model._index
+    assert index is not None, "the model must be attached"
     emb, num_neighbors = model.embedding, model.num_neighbors
     stream = model.stream
     times = np.asarray(stream.t, dtype=np.float64)  # host copy: keys and Δt are built here

@@ -55,10 +55,9 @@ class TGAT(TemporalModel):
         """All P masks in one embedding pass: without memory, a removal only changes
         neighbour sampling, so no replay is needed at all."""
         base, end, plan_mask = plan
-        assert self._index is not None
         zeros = torch.zeros(1, self.node_dim, device=self.device).expand(self.num_nodes, -1)
-        return batched_logits(self, self._index, self._feat, removed,
-                              base.removed.numpy() | plan_mask, end, NodeInputs(zeros, zeros[:0]))
+        return batched_logits(self, removed, base.removed.numpy() | plan_mask, end,
+                              NodeInputs(zeros, zeros[:0]))
 
     def _idle(self, state: State) -> bool:
         return True

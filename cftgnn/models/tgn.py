@@ -175,9 +175,7 @@ class TGN(TemporalModel):
             traj: Trajectory = plan
             rowmap, extra, base_input = cone_replay(self, traj, removed)
             end, shared = traj.end, traj.removed
-        assert self._index is not None
-        return batched_logits(self, self._index, self._feat, removed, shared, end,
-                              NodeInputs(base_input, extra, rowmap))
+        return batched_logits(self, removed, shared, end, NodeInputs(base_input, extra, rowmap))
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]
