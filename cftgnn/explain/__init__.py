@@ -2,6 +2,9 @@
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.cftgnn import CFTGNNExplainer
+from cftgnn.explain.constraints import Constraints
+from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
+from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.greedy import GreedyExplainer
 from cftgnn.explain.oracle import (
     Confirmation,
@@ -11,6 +14,7 @@ from cftgnn.explain.oracle import (
     OracleStats,
     delta,
     is_flip,
+    margin,
     node_score,
 )
 from cftgnn.explain.replay import ReplayEngine, naive_logit
@@ -30,6 +34,8 @@ __all__ = [
     "CFTGNNExplainer",
     "ClosestStrategy",
     "Confirmation",
+    "Constraints",
+    "ExhaustiveExplainer",
     "Explainer",
     "ExplanationResult",
     "ExplanationStatus",
@@ -45,8 +51,12 @@ __all__ = [
     "SearchNode",
     "SearchOutcome",
     "SelectionStrategy",
+    "SizeSearch",
     "delta",
     "is_flip",
+    "margin",
     "naive_logit",
     "node_score",
+    "prune",
+    "search_by_size",
 ]

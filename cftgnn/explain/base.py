@@ -3,6 +3,17 @@
 Explainers see only the :class:`~cftgnn.explain.oracle.Oracle`, never a model. Use one fresh
 oracle per explanation run: the oracle's cache is shared by everything that uses it, so a
 second explainer on the same oracle would profit from the first one's evaluations.
+
+Every explainer searches the oracle's removable events ``R`` only and answers at most
+``oracle.max_size`` events (user constraints, DESIGN.md §7). After its search, ``explain``
+optionally
+
+1. **prunes** a counterfactual to 1-minimality (``prune=True``), then
+2. **certifies** (``certify=K``): every removable set smaller than the answer, up to size
+   ``K``, is evaluated exactly, smallest first; a smaller counterfactual replaces the answer,
+
+and puts the certificate on the result: ``min_size_lower_bound`` (from every exact evaluation
+made for this event, :meth:`Oracle.certificate`) and ``certified_minimal``.
 """
 
 from __future__ import annotations
@@ -12,6 +23,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from cftgnn.errors import ExplainerError
+from cftgnn.explain.exact_search import DEFAULT_CHUNK, prune, search_by_size
 from cftgnn.explain.oracle import Oracle, is_flip
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy, SelectionStrategy
@@ -26,12 +39,14 @@ class SearchOutcome:
         iterations: Iterations the search ran.
         found: Whether the search itself found a (confirmed) counterfactual.
         trace: Optional per-iteration trace.
+        cut_short: The search's call or time budget stopped it early.
     """
 
     explanation: tuple[int, ...]
     iterations: int
     found: bool
     trace: tuple[dict[str, Any], ...] | None = None
+    cut_short: bool = False
 
 
 class Explainer(ABC):
@@ -39,20 +54,37 @@ class Explainer(ABC):
 
     Args:
         strategy: Selection strategy δ (default: :class:`RecentStrategy`).
+        prune: Shrink a counterfactual found to a 1-minimal one (batched exact checks).
+        certify: ``K``: after the search (and pruning), evaluate exactly every removable set
+            smaller than the answer up to size ``K`` (up to ``K`` when nothing was found); a
+            smaller counterfactual replaces the answer. 0 turns it off.
+
+    Raises:
+        ExplainerError: If ``certify < 0``.
     """
 
     #: Short name written into results.
     name: str = "explainer"
 
-    def __init__(self, strategy: SelectionStrategy | None = None) -> None:
+    def __init__(
+        self,
+        strategy: SelectionStrategy | None = None,
+        prune: bool = False,
+        certify: int = 0,
+    ) -> None:
         self.strategy: SelectionStrategy = strategy if strategy is not None else RecentStrategy()
+        if isinstance(certify, bool) or int(certify) != certify or certify < 0:
+            raise ExplainerError(f"certify must be an integer >= 0, got {certify!r}")
+        self.prune = bool(prune)
+        self.certify = int(certify)
 
     def explain(self, oracle: Oracle) -> ExplanationResult:
         """Explain the event the oracle is bound to.
 
-        Handles the special statuses (original logit 0, no candidates), prepares the strategy
-        (whose oracle calls are counted), runs :meth:`_search`, confirms the explanation with
-        the exact oracle and packages everything with the counters as an
+        Handles the special statuses (original logit 0, no candidates, no removable
+        candidate), prepares the strategy (whose oracle calls are counted), runs
+        :meth:`_search`, confirms the explanation with the exact oracle, prunes and certifies
+        it when asked, and packages everything with the counters and the certificate as an
         :class:`ExplanationResult`.
 
         Args:
@@ -68,14 +100,31 @@ class Explainer(ABC):
             status = ExplanationStatus.ZERO_LOGIT
         elif len(oracle.candidates) == 0:
             status = ExplanationStatus.NO_CANDIDATES
+        elif len(oracle.removable) == 0:
+            status = ExplanationStatus.NO_REMOVABLE
         else:
             status = ExplanationStatus.OK
-        if status is ExplanationStatus.OK:
+        ok = status is ExplanationStatus.OK
+        if ok:
             self.strategy.prepare(oracle)
             outcome = self._search(oracle)
         else:
             outcome = SearchOutcome(explanation=(), iterations=0, found=False)
-        final = oracle.exact(frozenset(outcome.explanation))
+        answer = outcome.explanation
+        self._check_answer(oracle, answer)
+        final = oracle.exact(frozenset(answer))
+        found = is_flip(p0, final)
+        if ok and self.prune and found:
+            answer, final = prune(oracle, answer)
+        replaced = False
+        if ok and self.certify:
+            top = oracle.size_limit(self.certify if not found else min(self.certify,
+                                                                       len(answer) - 1))
+            smaller = search_by_size(oracle, self.strategy.rank(oracle.removable), top,
+                                     chunk_size=DEFAULT_CHUNK)
+            if smaller.explanation is not None and smaller.logit is not None:
+                answer, final, found, replaced = smaller.explanation, smaller.logit, True, True
+        bound = oracle.certificate() if ok else 0
         stats = oracle.stats - stats0
         agree, compared = oracle.agreement()
         return ExplanationResult(
@@ -83,9 +132,9 @@ class Explainer(ABC):
             event_id=oracle.event_id,
             original_logit=p0,
             candidate_ids=tuple(int(e) for e in oracle.candidates.ids),
-            explanation=outcome.explanation,
+            explanation=answer,
             final_logit=final,
-            is_counterfactual=is_flip(p0, final),
+            is_counterfactual=found,
             iterations=outcome.iterations,
             search_calls=stats.search_calls,
             exact_calls=stats.exact_calls,
@@ -98,7 +147,30 @@ class Explainer(ABC):
             oracle_mode=oracle.mode.value,
             strategy=repr(self.strategy),
             trace=outcome.trace,
+            min_size_lower_bound=bound,
+            certified_minimal=found and len(answer) == bound,
+            cut_short=outcome.cut_short,
+            num_removable=len(oracle.removable),
+            size_before_prune=len(outcome.explanation),
+            prune=self.prune,
+            certify=self.certify,
+            certify_replaced=replaced,
         )
+
+    @staticmethod
+    def _check_answer(oracle: Oracle, answer: tuple[int, ...]) -> None:
+        """An answer outside ``R`` or above ``max_size`` is a bug of the explainer."""
+        outside = set(answer) - oracle.removable_ids
+        if outside:
+            raise ExplainerError(f"explainer answered protected or non-candidate events "
+                                 f"{sorted(outside)}")
+        if oracle.max_size is not None and len(answer) > oracle.max_size:
+            raise ExplainerError(f"explainer answered {len(answer)} events, more than "
+                                 f"max_size = {oracle.max_size}")
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(strategy={self.strategy!r}, prune={self.prune}, "
+                f"certify={self.certify})")
 
     @abstractmethod
     def _search(self, oracle: Oracle) -> SearchOutcome:

@@ -19,6 +19,8 @@ Resolved ambiguities (DESIGN.md §3):
 * The root's prediction is the oracle's original logit (no call). A node whose search-mode
   logit flips is confirmed exactly; its prediction then is the exact logit, and only confirmed
   flips count as counterfactual.
+* User constraints: children add removable events only, and nodes of the oracle's
+  ``max_size`` get no children.
 * ``select_best``: smallest counterfactual, ties → highest score, then first found; without a
   counterfactual, the evaluated node with the largest Δ (ties → smaller, then first found).
 """
@@ -56,6 +58,8 @@ class CFTGNNExplainer(Explainer):
             decisions and answer are unchanged; only call counts and speed differ.
         backprop: Score rule for backpropagation (``"weighted"`` or ``"thesis"``).
         trace: Record a per-iteration trace in the result.
+        prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
+        certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
     """
 
     name = "cftgnn"
@@ -70,8 +74,10 @@ class CFTGNNExplainer(Explainer):
         batch_children: bool = False,
         backprop: BackpropRule | str = BackpropRule.WEIGHTED,
         trace: bool = False,
+        prune: bool = False,
+        certify: int = 0,
     ) -> None:
-        super().__init__(strategy)
+        super().__init__(strategy, prune=prune, certify=certify)
         if it_max < 0:
             raise ExplainerError(f"it_max must be >= 0, got {it_max}")
         if max_oracle_calls is not None and max_oracle_calls < 0:
@@ -98,7 +104,8 @@ class _Run:
         self.oracle = oracle
         self.strategy = cfg.strategy
         self.p0 = oracle.original_logit
-        self.cand_ids = [int(e) for e in oracle.candidates.ids]
+        self.cand_ids = [int(e) for e in oracle.removable]
+        self.size_limit = oracle.size_limit()
         self.root = SearchNode(path=())
         self.cf_nodes: list[SearchNode] = []
         self.evaluated: list[SearchNode] = []
@@ -124,6 +131,8 @@ class _Run:
             iterations=it,
             found=best.counterfactual,
             trace=tuple(self.trace) if self.cfg.trace else None,
+            cut_short=(it < self.cfg.it_max and self.root.selectable
+                       and self._budget_left() <= 0),
         )
 
     def _budget_left(self) -> float:
@@ -176,6 +185,8 @@ class _Run:
             return
         if self.best_cf_size is not None and node.depth >= self.best_cf_size:
             return  # children would be larger than a known counterfactual
+        if node.depth >= self.size_limit:
+            return  # children would exceed the constraints' max_size
         node.children = [
             SearchNode(path=(*node.path, e), parent=node)
             for e in self.cand_ids

@@ -7,6 +7,9 @@ reused as ``p_cur`` (not repeated). If ``Δ(p_orig, p_cur) > Δ(p_orig, p_prev)`
 ``X``; the search stops when ``X`` is a counterfactual (confirmed exactly), when no sampled event
 improves, or when every candidate is in ``X``. The returned ``found`` flag says whether a
 counterfactual was reached; the fallback answer is the ``X`` built so far.
+
+It draws from the removable events ``R`` only and stops when ``X`` reaches the oracle's
+``max_size`` (user constraints).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class GreedyExplainer(Explainer):
         sample_size: ``l``, the number of best-ranked events evaluated per iteration.
         max_iterations: Optional cap on iterations (default: until ``C`` is exhausted).
         trace: Record a per-iteration trace in the result.
+        prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
+        certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
     """
 
     name = "greedy"
@@ -37,8 +42,10 @@ class GreedyExplainer(Explainer):
         sample_size: int = 10,
         max_iterations: int | None = None,
         trace: bool = False,
+        prune: bool = False,
+        certify: int = 0,
     ) -> None:
-        super().__init__(strategy)
+        super().__init__(strategy, prune=prune, certify=certify)
         if sample_size < 1:
             raise ExplainerError(f"sample_size must be >= 1, got {sample_size}")
         if max_iterations is not None and max_iterations < 0:
@@ -49,13 +56,14 @@ class GreedyExplainer(Explainer):
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         p0 = oracle.original_logit
-        cand = np.asarray(oracle.candidates.ids, dtype=np.int64)
+        cand = np.asarray(oracle.removable, dtype=np.int64)
+        limit = oracle.size_limit()
         chosen: list[int] = []
         p_prev = p0
         found = False
         it = 0
         trace: list[dict[str, object]] = []
-        while len(chosen) < len(cand):
+        while len(chosen) < limit:
             if self.max_iterations is not None and it >= self.max_iterations:
                 break
             it += 1

@@ -13,6 +13,12 @@ uses the exact backend, and :meth:`Oracle.confirm` is the two-stage check: a set
 mode calls counterfactual is re-evaluated exactly before anything reports it. Both values are
 stored per set, so approximation/exact agreement can be reported.
 
+The oracle also carries the explained event's *search space* (DESIGN.md §7): the removable
+events ``R ⊆ C`` left after user constraints (:mod:`cftgnn.explain.constraints`) and an
+optional maximum explanation size. Removal sets must be subsets of ``R``, so protected events
+stay in every history. :meth:`Oracle.certificate` derives the minimality lower bound from the
+exact evaluations made so far.
+
 Results are cached per removed *set* (a ``frozenset``); a hit costs no backend evaluation.
 Counters separate search-mode and exact evaluations, cache hits and time spent in backends.
 The cache lives on the oracle instance (one per explained event), never at module level.
@@ -20,7 +26,9 @@ The cache lives on the oracle instance (one per explained event), never at modul
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -79,6 +87,14 @@ def is_flip(p_orig: float, p: float) -> bool:
     A logit of exactly 0 is not a flip, and nothing flips an original logit of 0.
     """
     return p_orig * p < 0
+
+
+def margin(p_orig: float, p: float) -> float:
+    """How far past zero a logit moved, ``-p · sign(p_orig)`` (DESIGN.md §7).
+
+    Positive iff ``p`` flips ``p_orig``; among counterfactuals of one size the largest wins.
+    """
+    return -p if p_orig > 0 else (p if p_orig < 0 else 0.0)
 
 
 # ---------------------------------------------------------------------------- records
@@ -174,9 +190,15 @@ class Oracle:
         approximate: Approximate backend; required when ``mode`` is approximate.
         mode: Search mode, ``"exact"`` or ``"approximate"``. In exact mode the search-mode
             and exact channels share one backend and one cache.
+        removable: The events explainers may remove, ``R ⊆ C`` (default: all candidates).
+            Every evaluated removal set must be a subset of it.
+        max_size: Largest explanation explainers may answer (None: no bound). Explainers
+            honour it; the oracle itself still evaluates larger sets (e.g. ``R \\ s`` for
+            fidelity−).
 
     Raises:
-        OracleError: On a non-finite original logit or a missing approximate backend.
+        OracleError: On a non-finite original logit, a missing approximate backend, removable
+            events outside the candidates or ``max_size < 1``.
     """
 
     def __init__(
@@ -186,6 +208,8 @@ class Oracle:
         exact: LogitFn,
         approximate: LogitFn | None = None,
         mode: OracleMode | str = OracleMode.EXACT,
+        removable: Iterable[int] | None = None,
+        max_size: int | None = None,
     ) -> None:
         self.candidates = candidates
         self.original_logit = float(original_logit)
@@ -198,6 +222,18 @@ class Oracle:
                 f"unknown oracle mode {mode!r}; expected one of "
                 f"{[m.value for m in OracleMode]}") from err
         self.candidate_ids: frozenset[int] = frozenset(int(e) for e in candidates.ids)
+        if removable is None:
+            self.removable: npt.NDArray[np.int64] = np.asarray(candidates.ids, dtype=np.int64)
+        else:
+            self.removable = np.unique(np.asarray(list(removable), dtype=np.int64))
+            outside = set(self.removable.tolist()) - self.candidate_ids
+            if outside:
+                raise OracleError(f"removable events {sorted(outside)} are not candidates of "
+                                  f"event {candidates.event_id}")
+        self.removable_ids: frozenset[int] = frozenset(self.removable.tolist())
+        if max_size is not None and int(max_size) < 1:
+            raise OracleError(f"max_size must be >= 1, got {max_size}")
+        self.max_size = None if max_size is None else int(max_size)
         exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
         self._exact = _Channel(exact, exact_cache)
         if self.mode is OracleMode.EXACT:
@@ -269,7 +305,42 @@ class Oracle:
         """Whether ``removed`` flips the prediction, confirmed exactly (see :meth:`confirm`)."""
         return self.confirm(removed).is_counterfactual
 
+    def size_limit(self, size: int | None = None) -> int:
+        """The largest explanation size allowed: ``min(size, max_size, |R|)``."""
+        top = len(self.removable)
+        if self.max_size is not None:
+            top = min(top, self.max_size)
+        return top if size is None else min(top, int(size))
+
     # ------------------------------------------------------------------ inspection
+    def certificate(self) -> int:
+        """The minimality lower bound ``L`` the exact evaluations so far prove (DESIGN.md §7).
+
+        ``L`` is the smallest size ``s ≥ 1`` for which not every removable set of size ``s``
+        has been evaluated exactly without a flip: every removable set smaller than ``L`` was
+        evaluated exactly and none flips. A counterfactual of size ``L`` is therefore
+        cardinality-minimal. Only exact evaluations count (in exact mode that includes the
+        search's own calls); nothing is inferred by monotonicity, which the oracle lacks.
+
+        Returns:
+            ``L ≥ 1``; ``|R| + 1`` when no removable set at all flips.
+        """
+        p0 = self.original_logit
+        evaluated: Counter[int] = Counter()
+        flipped: set[int] = set()
+        removable = self.removable_ids
+        for key, p in self._exact.cache.items():
+            if key and key <= removable:
+                evaluated[len(key)] += 1
+                if is_flip(p0, p):
+                    flipped.add(len(key))
+        n = len(self.removable)
+        size = 1
+        while size <= n and size not in flipped and evaluated[size] == math.comb(n, size):
+            size += 1
+        return size
+
+
     def cached_search(self, removed: Iterable[int]) -> float | None:
         """The stored search-mode logit of a set, or None (never calls a backend)."""
         return self._search.cache.get(self._key(removed))
@@ -310,11 +381,15 @@ class Oracle:
                 raise OracleError(f"removed event ids must be integers, got {e!r}")
             clean.append(int(e))
         out = frozenset(clean)
-        bad = out - self.candidate_ids
+        bad = out - self.removable_ids
         if bad:
-            raise OracleError(
-                f"removed events {sorted(bad)} are not candidates of event {self.event_id} "
-                f"(|C| = {len(self.candidate_ids)})")
+            outside = sorted(bad - self.candidate_ids)
+            if outside:
+                raise OracleError(
+                    f"removed events {outside} are not candidates of event {self.event_id} "
+                    f"(|C| = {len(self.candidate_ids)})")
+            raise OracleError(f"removed events {sorted(bad)} are protected by the constraints "
+                              f"of event {self.event_id}")
         return out
 
     def _evaluate(self, ch: _Channel, sets: Sequence[Iterable[int]]) -> FloatArray:
@@ -360,5 +435,6 @@ __all__ = [
     "RemovalSet",
     "delta",
     "is_flip",
+    "margin",
     "node_score",
 ]

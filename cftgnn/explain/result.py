@@ -11,7 +11,21 @@ from typing import Any
 from cftgnn.errors import ExplainerError
 
 #: Version of the record layout written by :meth:`ExplanationResult.to_record`.
-SCHEMA_VERSION = 1
+#: 2: certificates, pruning, ``certify`` and constraints (:data:`RECORD_DEFAULTS_V1` fills
+#: them in records of version 1).
+SCHEMA_VERSION = 2
+
+#: Values of the version-2 columns for records written before them (no certificate claimed,
+#: nothing pruned or certified, no constraint). ``size_before_prune`` is the record's ``size``.
+RECORD_DEFAULTS_V1: dict[str, Any] = {
+    "min_size_lower_bound": 0,
+    "certified_minimal": False,
+    "cut_short": False,
+    "prune": False,
+    "certify": 0,
+    "certify_replaced": False,
+    "num_removable": None,  # the record's num_candidates
+}
 
 
 class ExplanationStatus(str, Enum):
@@ -21,11 +35,14 @@ class ExplanationStatus(str, Enum):
       ``is_counterfactual``).
     * ``no_candidates`` — the explained event has no candidate events; nothing to remove.
     * ``zero_logit`` — the original logit is exactly 0, so no perturbation can flip it.
+    * ``no_removable`` — the event has candidates, but the user's constraints protect all of
+      them.
     """
 
     OK = "ok"
     NO_CANDIDATES = "no_candidates"
     ZERO_LOGIT = "zero_logit"
+    NO_REMOVABLE = "no_removable"
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,20 @@ class ExplanationResult:
         status: See :class:`ExplanationStatus`.
         oracle_mode: The oracle's search mode (``"exact"`` / ``"approximate"``).
         strategy: Repr of the selection strategy used.
+        min_size_lower_bound: ``L``: every removable set smaller than ``L`` was evaluated
+            exactly and none flips (DESIGN.md §7); 0 when no search ran (another status).
+        certified_minimal: A counterfactual was found and its size equals ``L``: no smaller
+            counterfactual exists among the removable events.
+        cut_short: The explainer's call or time budget ended its search early (for the
+            exhaustive explainer: its claim that nothing of size ``≤ max_size`` flips is void;
+            ``L`` still holds).
+        num_removable: ``|R|``, the candidates the constraints leave removable.
+        size_before_prune: Size of the search's own answer, before pruning and ``certify``.
+        prune: Whether the answer was pruned to 1-minimality.
+        certify: ``K`` of ``certify``: after the search, every removable set smaller than the
+            answer, up to size ``K``, was checked exactly (0: off).
+        certify_replaced: Whether that check found a smaller counterfactual, which became the
+            answer.
         trace: Optional per-iteration trace (list of plain dicts).
     """
 
@@ -76,6 +107,14 @@ class ExplanationResult:
     status: ExplanationStatus = ExplanationStatus.OK
     oracle_mode: str = "exact"
     strategy: str = ""
+    min_size_lower_bound: int = 0
+    certified_minimal: bool = False
+    cut_short: bool = False
+    num_removable: int | None = None
+    size_before_prune: int | None = None
+    prune: bool = False
+    certify: int = 0
+    certify_replaced: bool = False
     trace: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,7 +126,12 @@ class ExplanationResult:
         outside = set(self.explanation) - set(self.candidate_ids)
         if outside:
             raise ExplainerError(f"explanation events {sorted(outside)} are not candidates")
-        for name in ("iterations", "search_calls", "exact_calls", "cache_hits", "agreement_n"):
+        if self.num_removable is None:
+            object.__setattr__(self, "num_removable", len(self.candidate_ids))
+        if self.size_before_prune is None:
+            object.__setattr__(self, "size_before_prune", len(self.explanation))
+        for name in ("iterations", "search_calls", "exact_calls", "cache_hits", "agreement_n",
+                     "min_size_lower_bound", "certify"):
             if getattr(self, name) < 0:
                 raise ExplainerError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not (math.isfinite(self.original_logit) and math.isfinite(self.final_logit)):
@@ -96,6 +140,13 @@ class ExplanationResult:
             raise ExplainerError(f"agreement must be in [0, 1], got {self.agreement}")
         if self.is_counterfactual and self.original_logit * self.final_logit >= 0:
             raise ExplainerError("is_counterfactual contradicts the logits")
+        if self.certified_minimal and not (
+                self.is_counterfactual and self.size == self.min_size_lower_bound):
+            raise ExplainerError("certified_minimal needs a counterfactual whose size equals "
+                                 "min_size_lower_bound")
+        if self.is_counterfactual and self.size < self.min_size_lower_bound:
+            raise ExplainerError(f"a counterfactual of size {self.size} contradicts "
+                                 f"min_size_lower_bound = {self.min_size_lower_bound}")
 
     @property
     def size(self) -> int:
@@ -143,10 +194,18 @@ class ExplanationResult:
             "wall_time_s": self.wall_time_s,
             "oracle_time_s": self.oracle_time_s,
             "setup_time_s": self.setup_time_s,
+            "min_size_lower_bound": self.min_size_lower_bound,
+            "certified_minimal": self.certified_minimal,
+            "cut_short": self.cut_short,
+            "num_removable": self.num_removable,
+            "size_before_prune": self.size_before_prune,
+            "prune": self.prune,
+            "certify": self.certify,
+            "certify_replaced": self.certify_replaced,
         }
         if include_trace:
             rec["trace_json"] = json.dumps(list(self.trace or ()))
         return rec
 
 
-__all__ = ["SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"]
+__all__ = ["RECORD_DEFAULTS_V1", "SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"]

@@ -139,9 +139,10 @@ class ClosestStrategy(SelectionStrategy):
 class OneBestStrategy(SelectionStrategy):
     """Rank by the raw Δ of each single-event removal, largest first; ties by recency.
 
-    :meth:`prepare` evaluates all ``|C|`` single removals in one batched search-mode oracle
-    call; these evaluations count as oracle calls and land in the oracle's cache (so the
-    search's later visits of ``{ε}`` are cache hits).
+    :meth:`prepare` evaluates the single removals of all removable candidates (``|R|``, which
+    is ``|C|`` without constraints) in one batched search-mode oracle call; these evaluations
+    count as oracle calls and land in the oracle's cache (so the search's later visits of
+    ``{ε}`` are cache hits). Protected candidates rank last.
     """
 
     name = "one_best"
@@ -153,9 +154,11 @@ class OneBestStrategy(SelectionStrategy):
     def prepare(self, oracle: Oracle) -> None:
         super().prepare(oracle)
         ids = oracle.candidates.ids
-        logits = oracle.batch([frozenset((int(e),)) for e in ids])
+        removable = np.isin(ids, oracle.removable)
+        logits = oracle.batch([frozenset((int(e),)) for e in ids[removable]])
         p0 = oracle.original_logit
-        self._delta = np.array([delta(p0, float(p)) for p in logits], dtype=np.float64)
+        self._delta = np.full(len(ids), -np.inf, dtype=np.float64)
+        self._delta[removable] = [delta(p0, float(p)) for p in logits]
 
     @property
     def deltas(self) -> npt.NDArray[np.float64] | None:

@@ -8,7 +8,13 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from cftgnn.explain import CFTGNNExplainer, Explainer, GreedyExplainer, SelectionStrategy
+from cftgnn.explain import (
+    CFTGNNExplainer,
+    ExhaustiveExplainer,
+    Explainer,
+    GreedyExplainer,
+    SelectionStrategy,
+)
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -19,7 +25,7 @@ def _options(group: str) -> list[str]:
 
 
 def test_groups_present() -> None:
-    assert _options("explainer") == ["cftgnn", "greedy"]
+    assert _options("explainer") == ["cftgnn", "exhaustive", "greedy"]
     assert _options("strategy") == ["closest", "one_best", "random", "recent"]
 
 
@@ -32,7 +38,8 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     assert isinstance(strat, SelectionStrategy)
     exp = instantiate(cfg.explainer, strategy=strat)
     assert isinstance(exp, Explainer) and exp.strategy is strat
-    assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer}[explainer])
+    assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer,
+                            "exhaustive": ExhaustiveExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     result = exp.explain(oracle)

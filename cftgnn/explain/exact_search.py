@@ -1,0 +1,154 @@
+"""Exact searches that certificates rest on: all sets by increasing size, and pruning.
+
+Both talk to the oracle's **exact** backend only (DESIGN.md §7: certificates come only from
+exact evaluations), in batched calls:
+
+* :func:`search_by_size` evaluates every removable set of size 1, 2, …, ``max_size`` (sizes in
+  increasing order, within a size in the order of a ranking, in chunks of ``chunk_size`` sets)
+  and stops after the first size that holds a counterfactual, answering the one with the
+  largest margin there. Nothing is skipped by monotonicity: the oracle is not monotone.
+  The exhaustive explainer and every explainer's ``certify`` use it.
+* :func:`prune` shrinks a counterfactual by dropping one event at a time (all ``X \\ {e}`` in
+  one batched call) while it stays counterfactual, until no single event can be dropped
+  (1-minimal).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn.errors import ExplainerError
+from cftgnn.explain.oracle import Oracle, is_flip
+
+#: Sets per batched exact call when the caller does not say (bounds memory per call).
+DEFAULT_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class SizeSearch:
+    """Outcome of :func:`search_by_size`.
+
+    Attributes:
+        explanation: The counterfactual with the largest margin at the first size that holds
+            one (events in ranking order), or None when none was found.
+        logit: Its exact logit (None without a counterfactual).
+        sizes_done: The largest size whose sets were all evaluated.
+        cut_short: A call or time budget stopped the search before it was complete.
+        evaluated: Sets requested from the oracle (cache hits included).
+    """
+
+    explanation: tuple[int, ...] | None
+    logit: float | None
+    sizes_done: int
+    cut_short: bool
+    evaluated: int
+
+
+def _flip_margins(p_orig: float, logits: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Margin of each flipped logit, ``-inf`` where the logit does not flip, ``[P]``."""
+    margins = -logits * np.sign(p_orig)
+    return np.where(p_orig * logits < 0, margins, -np.inf)
+
+
+def search_by_size(
+    oracle: Oracle,
+    ranked: Sequence[int] | npt.ArrayLike,
+    max_size: int,
+    chunk_size: int = DEFAULT_CHUNK,
+    max_calls: int | None = None,
+    deadline: float | None = None,
+) -> SizeSearch:
+    """Every removal set of size ``1..max_size`` over ``ranked``, exactly, smallest first.
+
+    Within one size, sets come in the lexicographic order of their positions in ``ranked``
+    (``itertools.combinations``), so a better-ranked set comes first; among counterfactuals
+    of the first size that holds one, the largest margin wins, ties → the earlier set.
+
+    Args:
+        oracle: Oracle of the explained event.
+        ranked: The removable events, best first (e.g. a strategy's ranking of ``R``).
+        max_size: Largest size to evaluate.
+        chunk_size: Sets per batched exact call.
+        max_calls: Stop before the exact backend has evaluated more than this many sets in
+            this search (cache hits are free); None: no bound.
+        deadline: Stop when ``time.perf_counter()`` passes this value; None: no bound.
+
+    Returns:
+        The :class:`SizeSearch`.
+    """
+    if chunk_size < 1:
+        raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")
+    events = [int(e) for e in np.asarray(ranked, dtype=np.int64).reshape(-1)]
+    p0 = oracle.original_logit
+    calls0 = oracle.stats.exact_calls
+    evaluated = 0
+    for size in range(1, max(0, max_size) + 1):
+        combos = itertools.combinations(events, size)
+        best: tuple[int, ...] | None = None
+        best_margin, best_logit = -math.inf, math.nan
+        while True:
+            take = chunk_size
+            if max_calls is not None:
+                take = min(take, max_calls - (oracle.stats.exact_calls - calls0))
+            out_of_time = deadline is not None and time.perf_counter() > deadline
+            chunk = list(itertools.islice(combos, max(take, 0))) if not out_of_time else []
+            if not chunk:
+                if out_of_time or (take <= 0 and next(combos, None) is not None):
+                    return SizeSearch(best, None if best is None else best_logit, size - 1,
+                                      True, evaluated)
+                break
+            logits = oracle.exact_batch([frozenset(c) for c in chunk])
+            evaluated += len(chunk)
+            margins = _flip_margins(p0, logits)
+            j = int(np.argmax(margins))
+            if margins[j] > best_margin:
+                best, best_margin, best_logit = chunk[j], float(margins[j]), float(logits[j])
+        if best is not None:
+            return SizeSearch(best, best_logit, size, False, evaluated)
+    return SizeSearch(None, None, max(0, max_size), False, evaluated)
+
+
+def prune(oracle: Oracle, explanation: Sequence[int]) -> tuple[tuple[int, ...], float]:
+    """Shrink a counterfactual to a 1-minimal one with batched exact checks.
+
+    Each round evaluates ``X \\ {e}`` for every ``e ∈ X`` in one exact call; if some of them
+    still flip, the one with the largest margin becomes ``X`` (ties → the event dropped is
+    the earlier one in ``X``). It stops when no single event can be dropped, so the answer is
+    1-minimal (not necessarily cardinality-minimal: the oracle is not monotone).
+
+    Args:
+        oracle: Oracle of the explained event.
+        explanation: A counterfactual (confirmed exactly), in the order it was built.
+
+    Returns:
+        The pruned explanation (remaining events in their original order) and its exact
+        logit.
+
+    Raises:
+        ExplainerError: If ``explanation`` is not an exact counterfactual.
+    """
+    current = [int(e) for e in explanation]
+    p0 = oracle.original_logit
+    logit = oracle.exact(frozenset(current))
+    if not is_flip(p0, logit):
+        raise ExplainerError(f"cannot prune {current}: it is not a counterfactual")
+    while len(current) > 1:
+        whole = frozenset(current)
+        logits = oracle.exact_batch([whole - {e} for e in current])
+        margins = _flip_margins(p0, logits)
+        j = int(np.argmax(margins))
+        if not np.isfinite(margins[j]):
+            break
+        logit = float(logits[j])
+        del current[j]
+    return tuple(current), logit
+
+
+__all__ = ["DEFAULT_CHUNK", "SizeSearch", "prune", "search_by_size"]
