@@ -6,6 +6,7 @@ These have known answers, so explainers can be tested without a trained model (l
 
 from cftgnn.testing.backends import (
     AdditiveBackend,
+    HashedBackend,
     InteractionBackend,
     ScriptedBackend,
     ShiftedBackend,
@@ -21,6 +22,7 @@ from cftgnn.testing.search import (
 
 __all__ = [
     "AdditiveBackend",
+    "HashedBackend",
     "InteractionBackend",
     "ScriptedBackend",
     "ScriptedStrategy",

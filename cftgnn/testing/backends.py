@@ -119,8 +119,36 @@ class ShiftedBackend(ToyBackend):
         return p + self.shift + self.noise * math.sin(sum(7.0 * e + 1.0 for e in removed))
 
 
+class HashedBackend(ToyBackend):
+    """A non-monotone toy: every removal set gets its own pseudo-random logit.
+
+    ``logit(∅) = base``; any other set draws ``base + spread · N(0, 1)`` from a generator
+    seeded by ``(seed, sorted set)``, so a set may flip while all its subsets and supersets
+    do not: nothing about one set says anything about another (the oracle is not monotone,
+    DESIGN.md §7).
+
+    Args:
+        base: Logit of the unperturbed history.
+        spread: Standard deviation of the logits of non-empty sets.
+        seed: Seed of the table.
+    """
+
+    def __init__(self, base: float, spread: float = 1.0, seed: int = 0) -> None:
+        super().__init__()
+        self.base = float(base)
+        self.spread = float(spread)
+        self.seed = int(seed)
+
+    def logit(self, removed: frozenset[int]) -> float:
+        if not removed:
+            return self.base
+        rng = np.random.default_rng([self.seed, len(removed), *sorted(removed)])
+        return self.base + self.spread * float(rng.standard_normal())
+
+
 __all__ = [
     "AdditiveBackend",
+    "HashedBackend",
     "InteractionBackend",
     "ScriptedBackend",
     "ShiftedBackend",

@@ -66,4 +66,5 @@ def test_record_writes_to_parquet(tmp_path: Any) -> None:
     path = tmp_path / "r.parquet"
     pd.DataFrame(rows).to_parquet(path)
     back = pd.read_parquet(path)
-    assert list(back["explanation"][0]) == [5, 1] and back["schema_version"].tolist() == [SCHEMA_VERSION] * 2
+    assert list(back["explanation"][0]) == [5, 1]
+    assert back["schema_version"].tolist() == [SCHEMA_VERSION] * 2
