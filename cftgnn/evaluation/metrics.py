@@ -55,6 +55,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "mean_size",
     "median_size",
     "mean_sparsity",
+    "certified",
     "oracle_calls",
     "cache_hit_rate",
     "agreement",
@@ -511,6 +512,7 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "mean_size": sizes["mean"],
         "median_size": sizes["median"],
         "mean_sparsity": _mean(sp[flips]),
+        "certified": _mean(_column(ok, "certified_minimal")),
         "oracle_calls": _mean(_column(ok, "oracle_calls")),
         "cache_hit_rate": (
             cache_hit_rate(_column(g, "cache_hits"), _column(g, "oracle_calls"))
@@ -539,6 +541,8 @@ def summarize(
       (:func:`characterization_score`, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
       fid− based columns are NaN without a ``keep_logit`` column.
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
+    * ``certified``: share of explained events whose answer is a counterfactual certified
+      cardinality-minimal (DESIGN.md §7; NaN for records without the column).
     * ``oracle_calls``: mean per explained event.
     * ``cache_hit_rate`` (:func:`cache_hit_rate`) and ``agreement``
       (:func:`approximation_agreement`): over all rows.

@@ -38,6 +38,7 @@ from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
 from cftgnn.explain.base import Explainer
+from cftgnn.explain.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.explain.oracle import Oracle, OracleMode
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.models.base import TemporalModel
@@ -130,6 +131,7 @@ class ReplayEngine:
         k: int | None = None,
         m_max: int = 64,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
+        constraints: Constraints = NO_CONSTRAINTS,
     ) -> ExplanationResult:
         """Explain one event: build its oracle and run ``explainer`` on it.
 
@@ -142,7 +144,7 @@ class ReplayEngine:
             >>> result = engine.explain(explainer, event_id=50_000)
         """
         start = time.perf_counter()
-        oracle = self.explain_event(event_id, k, m_max, mode)
+        oracle = self.explain_event(event_id, k, m_max, mode, constraints)
         setup = time.perf_counter() - start
         return dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
 
@@ -187,6 +189,7 @@ class ReplayEngine:
         k: int | None = None,
         m_max: int = 64,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
+        constraints: Constraints = NO_CONSTRAINTS,
     ) -> Oracle:
         """Build the oracle of one explained event (candidates, base state, backends).
 
@@ -195,8 +198,10 @@ class ReplayEngine:
             k: Hop radius of the candidate set (default: the model's number of layers).
             m_max: Maximum number of candidates.
             mode: Search mode of the oracle (exact or approximate); confirmation is exact.
+            constraints: User constraints; they set the oracle's removable events and
+                ``max_size`` (the candidates and every history stay as without them).
         """
-        return EventReplay(self, event_id, k, m_max).oracle(mode)
+        return EventReplay(self, event_id, k, m_max).oracle(mode, constraints)
 
 
 class EventReplay:
@@ -294,11 +299,20 @@ class EventReplay:
         """Approximate logits by one full masked replay per set (reference path)."""
         return self._batched(sets, approximate=True, reference=True)
 
-    def oracle(self, mode: OracleMode | str = OracleMode.APPROXIMATE) -> Oracle:
-        """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``."""
+    def oracle(
+        self,
+        mode: OracleMode | str = OracleMode.APPROXIMATE,
+        constraints: Constraints = NO_CONSTRAINTS,
+    ) -> Oracle:
+        """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``.
+
+        ``constraints`` decide its removable events ``R`` and ``max_size``.
+        """
         p_orig = float(self.exact([frozenset()])[0])
         return Oracle(
-            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode
+            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+            removable=constraints.removable(self.candidates, self.engine.stream),
+            max_size=constraints.max_size,
         )
 
 
