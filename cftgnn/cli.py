@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from cftgnn.errors import CftgnnError
+from cftgnn.errors import user_error
 
 #: ``[+|++]group=value[,value...]`` on the command line.
 _CHOICE = re.compile(r"^\+{0,2}([A-Za-z_]\w*)=(.*)$")
@@ -56,12 +56,16 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
 
 @contextmanager
 def friendly_errors() -> Iterator[None]:
-    """Inside a Hydra ``main``: bad input (:class:`~cftgnn.errors.CftgnnError`) ends in one
-    line on stderr and exit status 2 instead of a traceback."""
+    """Inside a Hydra ``main``: bad input (:class:`~cftgnn.errors.CftgnnError`, also when
+    ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
+    traceback."""
     try:
         yield
-    except CftgnnError as exc:
-        _fail(str(exc))
+    except Exception as exc:
+        error = user_error(exc)
+        if error is None:
+            raise
+        _fail(str(error))
 
 
 __all__ = ["friendly_errors", "main_guard", "unknown_choice"]

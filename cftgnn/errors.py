@@ -33,3 +33,19 @@ class ExplainerError(CftgnnError, ValueError):
 
 class ConfigError(CftgnnError, ValueError):
     """A configuration value is out of range or inconsistent."""
+
+
+def user_error(exc: BaseException) -> CftgnnError | None:
+    """The :class:`CftgnnError` behind ``exc`` (``exc`` itself or a cause), if any.
+
+    ``hydra.utils.instantiate`` wraps what a constructor raises in its own exception, with
+    the original as ``__cause__``; this is the one place that unwraps it.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, CftgnnError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

@@ -31,11 +31,12 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
+from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import format_summary, summarize
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.base import Explainer
+from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
 from cftgnn.models.resolve import model_name, resolve_device, resolve_model
@@ -77,9 +78,46 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "k": cfg.k,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
+        "prune": bool(cfg.get("prune", False)),
+        "certify": int(cfg.get("certify", 0)),
+        "constraints": constraints_of(cfg).to_dict(),
         "shard": int(cfg.shard),
         "num_shards": int(cfg.num_shards),
     }
+
+
+def constraints_of(cfg: DictConfig) -> Constraints:
+    """The run's :class:`Constraints` (``cfg.constraints``; none when absent).
+
+    Raises:
+        ConfigError: On an unknown key or a bad value.
+    """
+    return Constraints.from_config(_container(cfg.get("constraints")))
+
+
+def build_explainer(cfg: DictConfig) -> Explainer:
+    """A fresh explainer of ``cfg.explainer`` with its strategy and ``prune`` / ``certify``.
+
+    Raises:
+        CftgnnError: For a bad option of the explainer or strategy (unwrapped from
+            ``instantiate``'s exception).
+        ConfigError: When ``certify`` is not an integer or ``prune`` not a boolean.
+    """
+    certify = cfg.get("certify", 0)
+    if isinstance(certify, bool) or not isinstance(certify, int):
+        raise ConfigError(f"certify must be an integer >= 0, got {certify!r}")
+    prune = cfg.get("prune", False)
+    if not isinstance(prune, bool):
+        raise ConfigError(f"prune must be true or false, got {prune!r}")
+    try:
+        explainer: Explainer = instantiate(cfg.explainer, strategy=instantiate(cfg.strategy),
+                                           prune=prune, certify=certify)
+    except Exception as exc:  # instantiate wraps the constructor's error
+        error = user_error(exc)
+        if error is None:
+            raise
+        raise error from None
+    return explainer
 
 
 def output_dir(cfg: DictConfig) -> Path:
@@ -115,8 +153,11 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     """
     shard, num_shards = _check_shard(cfg)
     device = resolve_device(cfg.device)  # before loading anything
+    constraints = constraints_of(cfg)
+    build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
+    constraints.validate(stream)  # nodes and events named exist, before the model loads
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, cfg.seed)
     out = output_dir(cfg)
@@ -143,7 +184,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         engine = ReplayEngine(model, stream)
-        _explain(cfg, engine, todo, store, names, tracker, shard, len(done))
+        _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints)
         records = store.load()
         records = records[records["event_id"].isin(plan["event_id"])].reset_index(drop=True)
         table = summary_table(records)
@@ -181,7 +222,8 @@ def cfg_name(node: Any) -> str:
 
 
 def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: RecordStore,
-             names: Mapping[str, str], tracker: Tracker, shard: int, already: int) -> None:
+             names: Mapping[str, str], tracker: Tracker, shard: int, already: int,
+             constraints: Constraints) -> None:
     """Explain ``todo`` in stream order, writing a record after each event."""
     flips = 0
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
@@ -190,13 +232,13 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
                todo["screen_logit"].tolist(), strict=True)
     for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
         start = time.perf_counter()
-        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), cfg.mode)
+        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), cfg.mode, constraints)
         setup = time.perf_counter() - start
-        explainer: Explainer = instantiate(cfg.explainer, strategy=instantiate(cfg.strategy))
+        explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
         keep = float("nan")
-        if result.status is ExplanationStatus.OK:
-            kept_only = set(oracle.candidates.ids.tolist()) - set(result.explanation)
+        if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
+            kept_only = set(oracle.removable.tolist()) - set(result.explanation)
             keep = oracle.exact(kept_only)
         record = {
             **result.to_record(),
@@ -209,6 +251,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             "model": names["model"],
             "strategy_name": explainer.strategy.name,
             "shard": shard,
+            "constraints": constraints.to_json(),
         }
         store.write(record)
         flips += bool(result.is_counterfactual)
@@ -247,4 +290,4 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                  default=float))
 
 
-__all__ = ["fingerprint", "run", "summary_table"]
+__all__ = ["build_explainer", "constraints_of", "fingerprint", "run", "summary_table"]

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from cftgnn.errors import CftgnnError, ConfigError
+from cftgnn.explain.result import RECORD_DEFAULTS_V1
 
 
 class RunDirectoryError(CftgnnError):
@@ -116,14 +117,42 @@ class RecordStore:
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Records of a run directory (or of its ``records`` folder), ordered by event id."""
+    """Records of a run directory (or of its ``records`` folder), ordered by event id.
+
+    Records written before schema version 2 get its columns with their old meaning
+    (:func:`upgrade_records`).
+    """
     path = Path(path)
     if (path / RecordStore.RECORDS).is_dir():
         path = path / RecordStore.RECORDS
     files = sorted(path.glob("*.parquet"))
     if not files:
         return pd.DataFrame()
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    return upgrade_records(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+
+
+def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
+    """Fill the columns added by schema version 2 into rows written without them.
+
+    No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
+    or certified, every candidate was removable and ``size_before_prune`` is ``size``.
+    """
+    if df.empty:
+        return df
+    df = df.copy()
+    fills: dict[str, Any] = {**RECORD_DEFAULTS_V1,
+                             "num_removable": df.get("num_candidates"),
+                             "size_before_prune": df.get("size"),
+                             "constraints": "{}"}
+    for name, value in fills.items():
+        if value is None:
+            continue
+        if name not in df.columns:
+            df[name] = value
+        elif df[name].isna().any():
+            fill = value[df[name].isna()] if isinstance(value, pd.Series) else value
+            df.loc[df[name].isna(), name] = fill
+    return df
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -154,4 +183,5 @@ __all__ = [
     "flatten",
     "read_fingerprint",
     "read_records",
+    "upgrade_records",
 ]
