@@ -40,24 +40,38 @@ def _on(a: IntArray, dev: torch.device) -> Tensor:
 class NodeInputs:
     """Layer-0 input of node ``n`` under perturbation ``p``.
 
-    It is ``extra[rowmap[p, n]]`` where that row is ``>= 0``, else ``base[n]``; two
-    perturbations that map a node to the same row (or both to ``base``) share its input.
+    It is ``extra[rowmap[p, c]]`` where that row is ``>= 0`` (``c = columns[n]``, or ``n``
+    without ``columns``), else ``base[n]``; two perturbations that map a node to the same
+    row (or both to ``base``) share its input.
 
     Attributes:
         base: Unperturbed input of every node, ``[N, in_dim]`` (may be an expanded view).
         extra: Perturbed rows, ``[R, in_dim]``.
-        rowmap: ``int64 [P, N]``, or None when every perturbation reads ``base``.
+        rowmap: ``int [P, C]``, or None when every perturbation reads ``base``.
+        columns: Column of each node in ``rowmap``, ``int64 [N]``: ``-1`` for nodes that
+            read ``base`` under every perturbation, ``-2`` for nodes whose input was not
+            computed (reading one is an error); None when ``rowmap`` is ``[P, N]``.
     """
 
     base: Tensor
     extra: Tensor
-    rowmap: IntArray | None = None
+    rowmap: npt.NDArray[np.integer] | None = None
+    columns: IntArray | None = None
 
     def rows(self, p: IntArray, n: IntArray) -> IntArray:
         """Row of ``extra`` per query, ``-1`` for ``base``, ``int64 [M]``."""
         if self.rowmap is None:
             return np.full(len(n), -1, dtype=np.int64)
-        return self.rowmap[p, n]
+        if self.columns is None:
+            return self.rowmap[p, n].astype(np.int64, copy=False)
+        col = self.columns[n]
+        if (col < -1).any():
+            raise RuntimeError(f"the inputs of nodes {np.unique(n[col < -1]).tolist()} were "
+                               "not computed")
+        out = np.full(len(n), -1, dtype=np.int64)
+        has = np.flatnonzero(col >= 0)
+        out[has] = self.rowmap[p[has], col[has]]
+        return out
 
     def __call__(self, p: IntArray, n: IntArray) -> Tensor:
         """Inputs of nodes ``n`` under perturbations ``p``, ``[M, in_dim]``."""

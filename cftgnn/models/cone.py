@@ -20,6 +20,13 @@ rows that only their common old removals reach. Sets with ``s ∩ D(n) = ∅`` r
 row, so the cone of a set is exactly the nodes whose past meets it; the cone is conservative
 (``D(n)`` over-approximates the dependencies), so the result is exact by construction, and the
 tests compare it with fresh replays.
+
+**Only states the prediction can read are computed.** The prediction reads the final input of
+the few nodes its embedding can attend to (:func:`cftgnn.models.neighbors.reachable_nodes`),
+and those read, batch by batch, the states of the nodes they met. :func:`needed_until` sweeps
+the recording backwards once per trajectory and gives, for every node, the last batch whose
+state of it is read; after that batch a node gets no new rows and no messages. On long
+histories (Wikipedia, ``ε_min`` far back) most of the forward cone is never read.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ import torch
 from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
+from cftgnn.models.batched import NodeInputs
 from cftgnn.models.masks import RemovalSets
+from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
 
 if TYPE_CHECKING:
@@ -89,7 +98,7 @@ def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
 @dataclass
 class Dependencies:
     """The removable events each node's state depends on, batch by batch (see the module
-    docstring).
+    docstring), for the nodes and batches whose state the prediction can read.
 
     Attributes:
         universe: The removable events, ascending, ``int64 [U]``; bit ``j`` of a mask (bit
@@ -97,19 +106,53 @@ class Dependencies:
         nodes: Per recorded batch, the nodes whose dependency set grows in it, ``[k_b]``.
         masks: Per recorded batch, those nodes' dependency sets after it,
             ``uint64 [k_b, ⌈U / 64⌉]``.
+        need: For every node, the last batch whose state of it is read (see
+            :func:`needed_until`), ``int64 [N]``.
+        columns: Column of each node that may get perturbed rows (one in some
+            :attr:`nodes`), ``-1`` for the others, ``int64 [N]``.
+        num_columns: Number of such nodes.
     """
 
     universe: npt.NDArray[np.int64]
     nodes: list[npt.NDArray[np.int64]]
     masks: list[Words]
+    need: npt.NDArray[np.int64]
+    columns: npt.NDArray[np.int64]
+    num_columns: int
 
     def covers(self, events: npt.NDArray[np.int64]) -> bool:
         """Whether every event of ``events`` is in the universe."""
         return bool(np.isin(events, self.universe).all())
 
 
+def needed_until(batches: list[BatchRecord], final: npt.NDArray[np.int64], num_nodes: int,
+                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]
+                 ) -> npt.NDArray[np.int64]:
+    """For every node, the last batch whose state of it the prediction can read.
+
+    The prediction reads the final input of the nodes ``final`` (state "after batch
+    ``len(batches)``"). Batch ``x`` applies the messages of the events of batch ``x - 1``,
+    reading the state of their other endpoints after batch ``x - 1``; so if a node's state
+    after batch ``x`` is read, so is its state after every earlier batch and the state of
+    every node it met in batch ``x - 1`` after that batch. A backward sweep over the batches
+    gives ``need[n]``, ``-1`` for nodes never read: rows of node ``n`` need not be computed
+    after batch ``need[n]`` (DESIGN.md §5, "touch only what changes", read backwards).
+    """
+    need = np.full(num_nodes, -1, dtype=np.int64)
+    need[final] = len(batches)
+    for x in range(len(batches), 0, -1):
+        ev = batches[x - 1].events
+        if not len(ev):
+            continue
+        s_, d_ = src[ev], dst[ev]
+        reached = np.concatenate([d_[need[s_] >= x], s_[need[d_] >= x]])
+        need[reached] = np.maximum(need[reached], x - 1)
+    return need
+
+
 def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], num_nodes: int,
-                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> Dependencies:
+                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                 need: npt.NDArray[np.int64] | None = None) -> Dependencies:
     """The dependency sets ``D(n)`` over ``universe`` along the recorded ``batches``.
 
     A node's pending message after a batch is its last kept event there. Events outside the
@@ -118,8 +161,14 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
     ones are removed. So, in every batch, ``D(n)`` of each endpoint ``n`` gains the universe
     events of its suffix and ``D`` of their other endpoints as it was before the batch (the
     sender's state the message is built from when it is applied in the next batch).
+
+    With ``need`` (from :func:`needed_until`), ``D(n)`` stops growing after batch
+    ``need[n] - 1``: the state of ``n`` after batch ``need[n]`` is never read, and no node
+    whose state is read receives a message built from it (those senders are needed later).
     """
     universe = np.asarray(universe, dtype=np.int64)
+    if need is None:
+        need = np.full(num_nodes, len(batches), dtype=np.int64)
     num_words = max(1, -(-len(universe) // 64))
     dep = np.zeros((num_nodes, num_words), dtype=np.uint64)
     out_nodes: list[npt.NDArray[np.int64]] = []
@@ -127,7 +176,7 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
     empty_n = np.zeros(0, dtype=np.int64)
     empty_m = np.zeros((0, num_words), dtype=np.uint64)
     first = int(universe[0]) if len(universe) else None
-    for rec in batches:
+    for x, rec in enumerate(batches):
         if first is None or not len(rec.events) or rec.events[-1] < first:
             out_nodes.append(empty_n)  # nothing removable has happened yet
             out_masks.append(empty_m)
@@ -151,12 +200,15 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
         vals[hit, jh // 64] |= np.left_shift(np.uint64(1), (jh % 64).astype(np.uint64))
         nodes = rec.nodes[has]
         grown = dep[nodes] | np.bitwise_or.reduceat(vals, starts, axis=0)
-        changed = (grown != dep[nodes]).any(axis=1)
+        changed = (grown != dep[nodes]).any(axis=1) & (need[nodes] > x)
         nodes, grown = nodes[changed], grown[changed]
         dep[nodes] = grown
         out_nodes.append(nodes)
         out_masks.append(grown)
-    return Dependencies(universe, out_nodes, out_masks)
+    columns = np.full(num_nodes, -1, dtype=np.int64)
+    touched = np.unique(np.concatenate(out_nodes)) if out_nodes else empty_n
+    columns[touched] = np.arange(len(touched))
+    return Dependencies(universe, out_nodes, out_masks, need, columns, len(touched))
 
 
 @dataclass
@@ -182,13 +234,21 @@ class Trajectory:
     removed: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
 
-    def dependencies_for(self, events: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
-                         dst: npt.NDArray[np.int64]) -> Dependencies:
+    def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
         """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
-        when a removal set names an event outside it)."""
+        when a removal set names an event outside it), restricted to the states the
+        prediction of the event at :attr:`end` can read under removals from that universe."""
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
-            self.deps = dependencies(self.batches, universe, len(self.final_input), src, dst)
+            stream, index = model.stream, model._index
+            assert index is not None, "the model must be attached"
+            link = np.array([stream.src[self.end], stream.dst[self.end]], dtype=np.int64)
+            final = reachable_nodes(index, link, np.full(2, self.end), model.num_neighbors,
+                                    model.embedding.num_layers, universe, self.removed)
+            need = needed_until(self.batches, final, len(self.final_input), stream.src,
+                                stream.dst)
+            self.deps = dependencies(self.batches, universe, len(self.final_input), stream.src,
+                                     stream.dst, need)
         return self.deps
 
 
@@ -246,20 +306,23 @@ def record_trajectory(model: TGN, base: State, end: int,
     traj = Trajectory(base.position, end, records, final, final_input,
                       shared if shared.any() else None)
     if removable is not None and len(removable):
-        traj.dependencies_for(np.unique(np.asarray(removable, dtype=np.int64)), src, dst)
+        traj.dependencies_for(model, np.unique(np.asarray(removable, dtype=np.int64)))
     return traj
 
 
 class _Rows:
     """Perturbed state rows, each shared by the sets that agree on its node's past.
 
-    ``rowmap[p, n]`` is the row holding node ``n``'s state under set ``p``, or ``-1`` when
-    that state is the recorded one; ``rep[r]`` is one set using row ``r`` (any one will do:
-    all of them agree on every removal the row depends on).
+    ``rowmap[p, columns[n]]`` is the row holding node ``n``'s state under set ``p``, or
+    ``-1`` when that state is the recorded one (always for nodes without a column: their
+    dependency set never grows); ``rep[r]`` is one set using row ``r`` (any one will do: all
+    of them agree on every removal the row depends on).
     """
 
-    def __init__(self, num_p: int, num_nodes: int, dim: int, device: torch.device) -> None:
-        self.rowmap = np.full((num_p, num_nodes), -1, dtype=np.int64)
+    def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
+                 device: torch.device) -> None:
+        self.columns = columns
+        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32)
         cap = 256
         self.mem = torch.empty(cap, dim, device=device)
         self.lu = torch.empty(cap, dtype=torch.float64, device=device)
@@ -267,6 +330,15 @@ class _Rows:
         self.rep = np.empty(cap, dtype=np.int64)
         self.n = np.empty(cap, dtype=np.int64)
         self.size = 0
+
+    def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.int64]:
+        """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
+        col = self.columns[n]
+        out = np.full(len(n), -1, dtype=np.int64)
+        has = np.flatnonzero(col >= 0)
+        out[has] = self.rowmap[p[has], col[has]]
+        return out
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
             lu: Tensor) -> npt.NDArray[np.int64]:
@@ -297,7 +369,7 @@ class _Rows:
                      recorded: Tensor) -> Tensor:
         """Memory of nodes ``other`` under sets ``rep``: their row where they have one, else
         the recorded value ``recorded [M, d]`` (modified in place and returned)."""
-        ro = self.rowmap[rep, other]
+        ro = self.lookup(rep, other)
         aff = np.flatnonzero(ro >= 0)
         if len(aff):
             dev = self.mem.device
@@ -324,9 +396,12 @@ def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: T
     return model.gru(msg, mem_self), t
 
 
-def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets
-                ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
+def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
+
+    Rows are computed only for the states the prediction can read (``need`` of
+    :class:`Dependencies`); the returned inputs cover the nodes the embedding of the
+    explained event can read, and refuse to answer for the other perturbed nodes.
 
     Args:
         model: The TGN the trajectory was recorded with.
@@ -335,30 +410,30 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets
             recording kept may be removed.
 
     Returns:
-        ``(rowmap [P, N], extra [R, d], base_input [N, d])``: the node input (memory with
-        pending messages applied) of node ``n`` under set ``p`` is ``extra[rowmap[p, n]]``
-        where that is ``>= 0``, else ``base_input[n]``.
+        The node inputs (memory with pending messages applied) under each set: node ``n``
+        under set ``p`` reads its perturbed row where it has one, else the recorded input.
     """
     src, dst = model.stream.src, model.stream.dst
     num_nodes = model.num_nodes
-    dev = traj.final_input.device
-    rows = _Rows(removed.num_sets, num_nodes, model.memory_dim, dev)
     if len(removed.events) == 0:
-        return rows.rowmap, traj.final_input[:0], traj.final_input
-    deps = traj.dependencies_for(removed.events, src, dst)
+        return NodeInputs(traj.final_input, traj.final_input[:0])
+    deps = traj.dependencies_for(model, removed.events)
+    dev = traj.final_input.device
+    rows = _Rows(removed.num_sets, deps.columns, deps.num_columns, model.memory_dim, dev)
     sets = removed.words(deps.universe)  # [P, W]
     first = int(removed.events[0])
     loc = np.full(num_nodes, -1, dtype=np.int64)
     with torch.no_grad():
-        for rec, dn, dm in zip(traj.batches, deps.nodes, deps.masks, strict=True):
+        for x, (rec, dn, dm) in enumerate(zip(traj.batches, deps.nodes, deps.masks,
+                                              strict=True)):
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
             _apply_pending(model, rows, rec, loc, src, dst)
             _split_rows(rows, rec, loc, sets, dn, dm)
-            _new_pending(rows, rec, removed.columns(rec.events), loc)
+            _new_pending(rows, rec, removed.columns(rec.events), loc, deps.need > x)
             loc[rec.nodes] = -1
-        return _final_inputs(model, rows, traj, src, dst)
+        return _final_inputs(model, rows, traj, deps, src, dst)
 
 
 def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64],
@@ -405,8 +480,9 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
     head = np.r_[True, (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)]
     group = np.cumsum(head) - 1  # [Q]
     heads = np.flatnonzero(head)
+    cols = rows.columns[nodes]  # every node whose dependencies grow has a column
     g_p, g_n = pp[heads], nodes[jj[heads]]
-    g_old = rows.rowmap[g_p, g_n]
+    g_old = rows.rowmap[g_p, cols[jj[heads]]].astype(np.int64)
     g_row = np.full(len(heads), -1, dtype=np.int64)
     had = np.flatnonzero(g_old >= 0)
     _, first = np.unique(g_old[had], return_index=True)
@@ -427,17 +503,19 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
             ro = torch.as_tensor(old[copy], device=dev)
             mem[ci], lu[ci] = rows.mem[ro], rows.lu[ro]
         g_row[fresh] = rows.add(g_p[fresh], g_n[fresh], mem, lu)
-    rows.rowmap[pp, nodes[jj]] = g_row[group]
+    rows.rowmap[pp, cols[jj]] = g_row[group]
 
 
 def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
-                 loc: npt.NDArray[np.int64]) -> None:
-    """Step 3 of a batch: every perturbed row of a node with events in the batch gets its
-    last kept event as pending message (``rem``: removals of the batch's events, ``[P, K]``)."""
+                 loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_]) -> None:
+    """Step 3 of a batch: every perturbed row of a node with events in the batch whose later
+    state is read (``read``, ``bool [N]``) gets its last kept event as pending message
+    (``rem``: removals of the batch's events, ``[P, K]``); the other rows are left behind."""
     size = rows.size
     if size == 0:
         return
-    pos = loc[rows.n[:size]]  # position of each row's node in rec.nodes, or -1
+    node = rows.n[:size]
+    pos = np.where(read[node], loc[node], -1)  # position of each row's node in rec.nodes
     r = np.flatnonzero(pos >= 0)
     starts, ends = rec.inc_start[pos[r]], rec.inc_end[pos[r]]
     has_events = ends > starts
@@ -453,12 +531,15 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     rows.pend[r] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
 
 
-def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np.int64],
-                  dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
+def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, deps: Dependencies,
+                  src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> NodeInputs:
     """Node inputs at the end: the pending messages of perturbed rows applied."""
     size = rows.size
+    # nodes whose final input is not read have stale rows: make reading them an error
+    final = len(traj.batches)
+    columns = np.where((rows.columns >= 0) & (deps.need < final), -2, rows.columns)
     if size == 0:
-        return rows.rowmap, traj.final_input[:0], traj.final_input
+        return NodeInputs(traj.final_input, traj.final_input[:0])
     extra = rows.mem[:size]
     ra = np.flatnonzero(rows.pend[:size] >= 0)
     if len(ra):
@@ -470,4 +551,4 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, src: npt.NDArray[np
         new_mem, _ = messages(model, ev, rows.mem[rat], rows.lu[rat], mem_other)
         extra = extra.clone()
         extra[rat] = new_mem
-    return rows.rowmap, extra, traj.final_input
+    return NodeInputs(traj.final_input, extra, rows.rowmap, columns)

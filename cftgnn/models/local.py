@@ -19,6 +19,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.models.batched import NodeInputs
 from cftgnn.models.cone import messages, other_endpoint
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
@@ -96,8 +97,7 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
     return plan
 
 
-def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets
-                 ) -> tuple[npt.NDArray[np.int64], Tensor, Tensor]:
+def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets) -> NodeInputs:
     """Replay the plan under P extra removal masks, all at once.
 
     Args:
@@ -106,12 +106,12 @@ def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets
         removed: The P removal sets, added to the plan's removals.
 
     Returns:
-        ``(rowmap [P, N], extra [R, d], base_input [N, d])``: the node input of node ``n``
-        under set ``p`` is ``extra[rowmap[p, n]]`` where that is ``>= 0``, else
-        ``base_input[n]`` (as :func:`cftgnn.models.cone.cone_replay` returns it).
+        The node inputs under each set: the touched nodes read their replayed rows, the
+        others the base state's memory (as :func:`cftgnn.models.cone.cone_replay` returns
+        them).
     """
     src, dst = model.stream.src, model.stream.dst
-    num_p, n_nodes, t_nodes = removed.num_sets, model.num_nodes, len(plan.nodes)
+    num_p, t_nodes = removed.num_sets, len(plan.nodes)
     # start at the first step holding a removed event (any earlier step would do as well)
     lowest = int(removed.events[0]) if len(removed.events) else plan.end
     first = next((k for k, ev in enumerate(plan.steps) if len(ev) and ev[-1] >= lowest),
@@ -125,9 +125,8 @@ def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets
         for step in range(first, len(plan.steps)):
             mem, lu, pend = _step(model, plan, mem, lu, pend, step, removed)
         final, _ = _apply(model, plan, mem, lu, pend, src, dst, store=False)
-    rowmap = np.full((num_p, n_nodes), -1, dtype=np.int64)
-    rowmap[:, plan.nodes] = np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)
-    return rowmap, final, plan.base.memory
+    rowmap = np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)  # [P, T]
+    return NodeInputs(plan.base.memory, final, rowmap, plan.loc)
 
 
 def _final_state(model: TGN, plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:

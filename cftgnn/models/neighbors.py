@@ -92,3 +92,51 @@ def recent_kept_neighbors_where(index: TemporalIndex, nodes: IntArray, before: I
     out_eid[rows, out_cols] = eid[rows, cols]
     out_valid[rows, out_cols] = True
     return out_nbr, out_eid, out_valid
+
+
+def reachable_nodes(index: TemporalIndex, nodes: IntArray, before: IntArray, n: int,
+                    num_layers: int, removable: IntArray,
+                    removed: npt.NDArray[np.bool_] | None = None) -> IntArray:
+    """Every node whose layer-0 input an ``num_layers``-layer embedding of ``nodes`` (at
+    bounds ``before``) can read, under any removal of events in ``removable``.
+
+    Layer ``l`` of a query attends to its ``n`` most recent kept neighbours, each queried
+    one layer down at its event. Events outside ``removable`` (and not in ``removed``, the
+    events removed for every set) are kept by every set, so a query can only sample the
+    events from its most recent one back to its ``n``-th most recent such sure event.
+
+    Args:
+        index: Index of the attached stream.
+        nodes: Query nodes, ``int64 [B]``.
+        before: Stream position bounding each query's history, ``int64 [B]``.
+        n: Neighbours per query.
+        num_layers: Attention layers.
+        removable: Events some set may remove, ascending, ``int64 [U]``.
+        removed: Events removed for every set, ``bool [E]``, or None.
+
+    Returns:
+        The nodes, sorted and distinct (``nodes`` included).
+    """
+    out = [np.asarray(nodes, dtype=np.int64)]
+    q_n, q_b = out[0], np.asarray(before, dtype=np.int64)
+    for _ in range(num_layers):
+        if len(q_n) == 0:
+            break
+        m = n + len(removable)
+        while True:
+            nbr, eid, valid = index.recent_neighbors(q_n, q_b, m)
+            e0 = np.where(valid, eid, 0)
+            live = valid if removed is None else valid & ~removed[e0]
+            j = np.minimum(np.searchsorted(removable, e0), max(len(removable) - 1, 0))
+            maybe = (removable[j] == e0) if len(removable) else np.zeros_like(valid)
+            sure = live & ~maybe
+            if not ((sure.sum(axis=1) < n) & valid[:, 0]).any():
+                break  # every query saw n sure events, or its whole history
+            m *= 4
+        # sure events strictly more recent than each entry
+        newer = np.cumsum(sure[:, ::-1], axis=1)[:, ::-1] - sure
+        rows, cols = np.nonzero(live & (newer < n))
+        out.append(nbr[rows, cols])
+        pairs = np.unique(np.stack([nbr[rows, cols], eid[rows, cols]], axis=1), axis=0)
+        q_n, q_b = pairs[:, 0], pairs[:, 1]
+    return np.unique(np.concatenate(out))

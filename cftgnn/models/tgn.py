@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.batched import NodeInputs, batched_logits
+from cftgnn.models.batched import batched_logits
 from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
 from cftgnn.models.local import LocalPlan, local_plan, local_replay
@@ -169,13 +169,13 @@ class TGN(TemporalModel):
             plan = plan.trajectory
         shared: npt.NDArray[np.bool_] | None
         if isinstance(plan, LocalPlan):
-            rowmap, extra, base_input = local_replay(self, plan, removed)
+            inputs = local_replay(self, plan, removed)
             end, shared = plan.end, plan.removed
         else:
             traj: Trajectory = plan
-            rowmap, extra, base_input = cone_replay(self, traj, removed)
+            inputs = cone_replay(self, traj, removed)
             end, shared = traj.end, traj.removed
-        return batched_logits(self, removed, shared, end, NodeInputs(base_input, extra, rowmap))
+        return batched_logits(self, removed, shared, end, inputs)
 
     def _node_input(self, state: State) -> Tensor:
         return self._pending_applied(state)[0]

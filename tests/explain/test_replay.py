@@ -183,11 +183,12 @@ def test_cone_rows_are_shared_between_sets(name):
     np.testing.assert_allclose(replay.exact(siblings), replay.exact_replay(siblings), atol=ATOL)
     traj = replay._plan
     with eval_mode(model):
-        _, one, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1]))
-        _, same, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1] * 8))
-        rowmap, shared, _ = cone_replay(model, traj, RemovalSets.from_sets(siblings))
+        one = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1])).extra
+        same = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1] * 8)).extra
+        inputs = cone_replay(model, traj, RemovalSets.from_sets(siblings))
     assert len(same) == len(one) > 0  # identical sets share every row
-    assert len(shared) < (rowmap >= 0).sum()  # siblings share the parent's rows
+    assert inputs.rowmap is not None
+    assert len(inputs.extra) < (inputs.rowmap >= 0).sum()  # siblings share the parent's rows
 
 
 @pytest.mark.parametrize("name", ["tgn1", "tgn2"])

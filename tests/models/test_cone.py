@@ -1,0 +1,100 @@
+"""Causal-cone replay on large batches: every set of up to two candidates, pruning, inputs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from cftgnn.data import EventStream, make_synthetic_stream
+from cftgnn.data.index import TemporalIndex
+from cftgnn.explain.replay import EventReplay, ReplayEngine, eval_mode
+from cftgnn.models import TGN
+from cftgnn.models.batched import NodeInputs
+from cftgnn.models.cone import cone_replay
+from cftgnn.models.masks import RemovalSets
+from cftgnn.models.neighbors import reachable_nodes, recent_kept_neighbors
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def stream() -> EventStream:
+    return make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
+
+
+def tgn(stream: EventStream, num_layers: int) -> TGN:
+    torch.manual_seed(0)
+    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+                num_layers=num_layers, num_heads=2, num_neighbors=5, batch_size=20)
+    model.local_max_events = 0  # every plan is a recorded trajectory
+    model.local_max_sets = 1  # and so is the approximate plan's, for batches
+    return model
+
+
+def all_small_sets(cand: list[int], k: int) -> list[frozenset[int]]:
+    return [frozenset(c) for s in range(1, k + 1) for c in itertools.combinations(cand, s)]
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_every_pair_in_one_batch_equals_one_replay_per_set(stream, num_layers):
+    replay = EventReplay(ReplayEngine(tgn(stream, num_layers), stream), 899, m_max=16)
+    sets = all_small_sets(replay.candidates.ids.tolist(), 2)
+    assert len(sets) == 16 + 120
+    np.testing.assert_allclose(replay.exact(sets), replay.exact_replay(sets), atol=ATOL)
+    np.testing.assert_allclose(replay.approximate(sets), replay.approximate_replay(sets),
+                               atol=ATOL)
+
+
+def test_states_the_prediction_cannot_read_are_not_computed(stream):
+    model = tgn(stream, 1)
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=16)
+    sets = all_small_sets(replay.candidates.ids.tolist(), 2)
+    traj = replay._plan
+    with eval_mode(model):
+        inputs = cone_replay(model, traj, RemovalSets.from_sets(sets))
+    deps = traj.deps
+    assert deps is not None and inputs.columns is not None
+    final = len(traj.batches)
+    pruned = np.flatnonzero(inputs.columns == -2)  # perturbed, but never read at the end
+    assert len(pruned) and (deps.need[pruned] < final).all()
+    assert (deps.need[[stream.src[899], stream.dst[899]]] == final).all()
+    with pytest.raises(RuntimeError, match="not computed"):
+        inputs.rows(np.zeros(1, dtype=np.int64), pruned[:1])
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_reachable_nodes_cover_every_sampled_neighbourhood(stream, num_layers):
+    index = TemporalIndex(stream)
+    n, position = 4, 850
+    link = np.array([stream.src[position], stream.dst[position]])
+    universe = np.unique(index.candidates(position, 2, 30).ids)
+    shared = np.zeros(stream.num_events, dtype=bool)
+    shared[np.arange(0, position, 7)] = True  # removed for every set
+    shared[universe] = False
+    reach = set(reachable_nodes(index, link, np.full(2, position), n, num_layers, universe,
+                                shared).tolist())
+    rng = np.random.default_rng(0)
+    for q in (0.0, 0.3, 0.7, 1.0):
+        mask = shared.copy()
+        mask[universe[rng.random(len(universe)) < q]] = True
+        nodes, before, read = link, np.full(2, position), set(link.tolist())
+        for _ in range(num_layers):
+            nbr, eid, valid = recent_kept_neighbors(index, nodes, before, n, mask,
+                                                    int(mask.sum()))
+            nodes, before = nbr[valid], eid[valid]
+            read |= set(nodes.tolist())
+        assert read <= reach
+
+
+def test_node_inputs_read_rows_through_columns():
+    base = torch.arange(4.0).view(4, 1)
+    extra = torch.tensor([[10.0], [11.0]])
+    rowmap = np.array([[0, -1], [1, 1]], dtype=np.int32)  # [P=2, C=2]
+    inputs = NodeInputs(base, extra, rowmap, np.array([-1, 0, 1, -2]))
+    p, nodes = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 1, 2, 0, 1, 2])
+    assert inputs(p, nodes).view(-1).tolist() == [0.0, 10.0, 2.0, 0.0, 11.0, 11.0]
+    with pytest.raises(RuntimeError, match=r"nodes \[3\]"):
+        inputs(np.array([0]), np.array([3]))
