@@ -250,8 +250,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             "dataset": names["dataset"],
             "model": names["model"],
             "strategy_name": explainer.strategy.name,
-            "shard": shard,
             "constraints": constraints.to_json(),
+            "shard": shard,
         }
         store.write(record)
         flips += bool(result.is_counterfactual)

@@ -1,0 +1,318 @@
+"""Explanation quality against the true minimum: ``python scripts/benchmark_quality.py``.
+
+For each sampled event (DESIGN.md §7, "Quality benchmark"):
+
+1. the **exhaustive minimum** up to ``K`` (every removable set of size ``≤ K`` through the
+   batched exact oracle; certified), or "none of size ``≤ K``";
+2. the **ceiling**: the exact logit with every removable candidate removed, and whether it
+   flips (neither necessary nor sufficient for a smaller counterfactual: the oracle is not
+   monotone);
+3. every explainer configuration given, each on a fresh oracle (no shared cache): found or
+   not, size, certificate, time (oracle setup + search), oracle calls.
+
+One row per event × configuration goes to ``quality.parquet``; :func:`quality_table` turns
+them into the table of ``quality.md``. Configurations name files of ``conf/explainer`` and
+``conf/strategy`` (so ``_target_`` picks the classes) plus ``prune``, ``certify``, ``mode``
+and explainer parameters.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from cftgnn.errors import ConfigError, user_error
+from cftgnn.evaluation.sampling import plan_events
+from cftgnn.explain.base import Explainer
+from cftgnn.explain.constraints import Constraints
+from cftgnn.explain.exhaustive import ExhaustiveExplainer
+from cftgnn.explain.oracle import OracleMode, is_flip
+from cftgnn.explain.replay import ReplayEngine
+from cftgnn.explain.result import ExplanationResult, ExplanationStatus
+from cftgnn.explain.strategies import RecentStrategy
+from cftgnn.models.resolve import model_name, resolve_device, resolve_model
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One explainer configuration of the benchmark.
+
+    Attributes:
+        name: Row label.
+        explainer: File name in ``conf/explainer``.
+        strategy: File name in ``conf/strategy``.
+        prune: ``prune`` option.
+        certify: ``certify`` option.
+        mode: Search mode of the oracle (``exact`` / ``approximate``).
+        params: Overrides of the explainer's own options.
+    """
+
+    name: str
+    explainer: str
+    strategy: str
+    prune: bool = False
+    certify: int = 0
+    mode: str = "approximate"
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, name: str, cfg: Mapping[str, Any], mode: str) -> Configuration:
+        """From one entry of ``explainers`` in ``conf/benchmark_quality.yaml``.
+
+        Raises:
+            ConfigError: On an unknown key, explainer or strategy.
+        """
+        known = {"explainer", "strategy", "prune", "certify", "mode", "params"}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ConfigError(f"explainers.{name}: unknown key {unknown[0]!r} (known: "
+                              f"{', '.join(sorted(known))})")
+        conf = cls(name=name, explainer=str(cfg.get("explainer", "")),
+                   strategy=str(cfg.get("strategy", "closest")),
+                   prune=bool(cfg.get("prune", False)), certify=int(cfg.get("certify", 0)),
+                   mode=str(cfg.get("mode", mode)), params=dict(cfg.get("params") or {}))
+        for group, option in (("explainer", conf.explainer), ("strategy", conf.strategy)):
+            if not (CONF / group / f"{option}.yaml").is_file():
+                options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+                raise ConfigError(f"explainers.{name}: unknown {group} {option!r} (choose "
+                                  f"from: {', '.join(options)})")
+        try:
+            OracleMode(conf.mode)
+        except ValueError as err:
+            raise ConfigError(f"explainers.{name}: unknown mode {conf.mode!r}") from err
+        conf.build()  # bad parameters fail here, before any data is loaded
+        return conf
+
+    def build(self) -> Explainer:
+        """A fresh explainer (with a fresh strategy).
+
+        Raises:
+            CftgnnError: For a bad option (unwrapped from ``instantiate``).
+        """
+        node = OmegaConf.load(CONF / "explainer" / f"{self.explainer}.yaml")
+        node = OmegaConf.merge(node, self.params)
+        strategy = OmegaConf.load(CONF / "strategy" / f"{self.strategy}.yaml")
+        try:
+            explainer: Explainer = instantiate(node, strategy=instantiate(strategy),
+                                               prune=self.prune, certify=self.certify)
+        except Exception as exc:
+            error = user_error(exc)
+            if error is None:
+                raise
+            raise error from None
+        return explainer
+
+
+def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
+    return {
+        "status": result.status.value,
+        "found": bool(result.is_counterfactual),
+        "size": result.size if result.is_counterfactual else np.nan,
+        "size_before_prune": result.size_before_prune,
+        "certified_minimal": result.certified_minimal,
+        "min_size_lower_bound": result.min_size_lower_bound,
+        "certify_replaced": result.certify_replaced,
+        "cut_short": result.cut_short,
+        "final_logit": result.final_logit,
+        "oracle_calls": result.oracle_calls,
+        "time_s": setup + result.wall_time_s,
+    }
+
+
+def evaluate_event(engine: ReplayEngine, event_id: int, configs: list[Configuration], k: int |
+                   None, m_max: int, max_size: int, constraints: Constraints,
+                   exhaustive_max_time_s: float | None = None) -> list[dict[str, Any]]:
+    """The minimum, the ceiling and every configuration on one event (rows of the table)."""
+    start = time.perf_counter()
+    oracle = engine.explain_event(event_id, k, m_max, OracleMode.EXACT, constraints)
+    setup = time.perf_counter() - start
+    exhaustive = ExhaustiveExplainer(RecentStrategy(), max_size=max_size,
+                                     max_time_s=exhaustive_max_time_s).explain(oracle)
+    ceiling = (oracle.exact(oracle.removable) if exhaustive.status is ExplanationStatus.OK
+               else oracle.original_logit)
+    base = {
+        "event_id": int(event_id),
+        "original_logit": oracle.original_logit,
+        "num_candidates": len(oracle.candidates),
+        "num_removable": len(oracle.removable),
+        "min_size": exhaustive.size if exhaustive.is_counterfactual else np.nan,
+        "min_certified": (exhaustive.certified_minimal
+                          or (not exhaustive.is_counterfactual and not exhaustive.cut_short)),
+        "min_lower_bound": exhaustive.min_size_lower_bound,
+        "ceiling_logit": ceiling,
+        "ceiling_flips": is_flip(oracle.original_logit, ceiling),
+        "K": max_size,
+    }
+    rows = [{**base, "config": f"exhaustive K={max_size}", **_row(exhaustive, setup)}]
+    for conf in configs:
+        start = time.perf_counter()
+        oracle = engine.explain_event(event_id, k, m_max, conf.mode, constraints)
+        setup = time.perf_counter() - start
+        rows.append({**base, "config": conf.name, **_row(conf.build().explain(oracle), setup)})
+    return rows
+
+
+def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: how its answers compare with the true minimum.
+
+    Over the events whose search ran (status ``ok``), with ``m`` the exhaustive minimum (NaN
+    when none of size ``≤ K`` exists or the exhaustive search was cut short before finding
+    one):
+
+    * ``found`` — share of events with a counterfactual;
+    * ``found_min_le_K`` — the same among events with ``m ≤ K``;
+    * ``true_min`` — share of events with ``m ≤ K`` answered with a counterfactual of size
+      ``m``;
+    * ``excess`` — mean ``size − m`` over events with ``m ≤ K`` that it found;
+    * ``found_rest`` / ``size_rest`` — share found and mean size among events with no
+      counterfactual of size ``≤ K``;
+    * ``certified`` — share of events whose answer is certified minimal;
+    * ``time_p50`` (seconds per event, setup + search) and ``oracle_calls`` (mean).
+
+    Args:
+        rows: The rows of :func:`evaluate_event` (``quality.parquet``).
+
+    Returns:
+        One row per configuration, in order of first appearance.
+    """
+    out = []
+    ok = rows[rows["status"] == "ok"]
+    for name, g in ok.groupby("config", sort=False):
+        has = g["min_size"].notna()
+        rest = ~has & g["min_certified"].astype(bool)
+        found = g["found"].astype(bool)
+        hit = has & found & (g["size"] == g["min_size"])
+        excess = (g["size"] - g["min_size"])[has & found]
+        out.append({
+            "config": name,
+            "events": len(g),
+            "found": found.mean(),
+            "found_min_le_K": found[has].mean() if has.any() else math.nan,
+            "true_min": hit[has].mean() if has.any() else math.nan,
+            "excess": excess.mean() if len(excess) else math.nan,
+            "found_rest": found[rest].mean() if rest.any() else math.nan,
+            "size_rest": g["size"][rest & found].mean() if (rest & found).any() else math.nan,
+            "certified": g["certified_minimal"].astype(bool).mean(),
+            "time_p50": float(np.median(g["time_s"])),
+            "oracle_calls": g["oracle_calls"].mean(),
+        })
+    return pd.DataFrame(out)
+
+
+def event_summary(rows: pd.DataFrame) -> dict[str, Any]:
+    """What the events are like: minimum sizes, the ceiling, statuses."""
+    first = rows.drop_duplicates("event_id")
+    ok = first[first["status"] == "ok"]
+    sizes = ok["min_size"].dropna().astype(int).value_counts().sort_index()
+    counts = {int(str(s)): int(n) for s, n in sizes.items()}
+    return {
+        "events": len(first),
+        "explained": len(ok),
+        "skipped": len(first) - len(ok),
+        "min_le_K": int(ok["min_size"].notna().sum()),
+        "none_le_K": int((ok["min_size"].isna() & ok["min_certified"].astype(bool)).sum()),
+        "min_sizes": counts,
+        "ceiling_flips": int(ok["ceiling_flips"].astype(bool).sum()),
+    }
+
+
+def to_markdown(table: pd.DataFrame, summary: Mapping[str, Any], title: str) -> str:
+    """``quality.md``: the event summary and the table."""
+    def cell(v: Any) -> str:
+        if isinstance(v, float | np.floating):
+            x = float(v)
+            return "–" if math.isnan(x) else f"{x:.3f}" if abs(x) < 10 else f"{x:.0f}"
+        return str(v)
+
+    lines = [f"# {title}", "",
+             f"Events: {summary['events']} ({summary['explained']} explained, "
+             f"{summary['skipped']} without candidates). Minimum of size ≤ K: "
+             f"{summary['min_le_K']} (sizes {summary['min_sizes']}); none of size ≤ K "
+             f"(certified): {summary['none_le_K']}; the ceiling (all removable candidates "
+             f"removed) flips on {summary['ceiling_flips']}.", ""]
+    cols = list(table.columns)
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "---|" * len(cols))
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run(cfg: DictConfig) -> pd.DataFrame:
+    """The benchmark of ``conf/benchmark_quality.yaml``; returns the table.
+
+    Raises:
+        CftgnnError: For bad input, before any data is loaded where possible.
+    """
+    max_size = cfg.max_size
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+        raise ConfigError(f"max_size must be an integer >= 1, got {max_size!r}")
+    if int(cfg.n_events) < 1:
+        raise ConfigError(f"n_events must be >= 1, got {cfg.n_events}")
+    device = resolve_device(cfg.device)
+    raw = OmegaConf.to_container(cfg.constraints, resolve=True) if cfg.get("constraints") else None
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"constraints must be a mapping, got {raw!r}")
+    constraints = Constraints.from_config({str(k): v for k, v in (raw or {}).items()}
+                                          if raw is not None else None)
+    entries = OmegaConf.to_container(cfg.explainers, resolve=True) or {}
+    if not isinstance(entries, dict):
+        raise ConfigError("explainers must map names to configurations")
+    only = cfg.get("only")
+    if only is not None:
+        unknown = [str(n) for n in only if str(n) not in entries]
+        if unknown:
+            raise ConfigError(f"only: unknown configuration {unknown[0]!r} (choose from: "
+                              f"{', '.join(map(str, entries))})")
+        entries = {n: c for n, c in entries.items() if str(n) in {str(x) for x in only}}
+    configs = [Configuration.from_config(str(n), c or {}, str(cfg.mode))
+               for n, c in entries.items()]
+    torch.set_num_threads(int(cfg.num_threads))
+    stream = instantiate(cfg.dataset)
+    constraints.validate(stream)
+    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
+                                   device, cfg.seed)
+    plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
+                       cfg.sample.prediction, float(cfg.sample.min_abs_logit),
+                       cfg.sample.max_abs_logit, int(cfg.seed))
+    out = Path(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}")
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{stream.name} | {model_name(cfg.model)}: {weights} | {len(plan)} events | "
+          f"K = {max_size} | {len(configs)} configurations | torch threads "
+          f"{torch.get_num_threads()} -> {out}")
+    engine = ReplayEngine(model, stream)
+    rows: list[dict[str, Any]] = []
+    bar = tqdm(plan["event_id"].tolist(), desc="events", unit="event",
+               disable=not cfg.progress, dynamic_ncols=True)
+    for event_id in bar:
+        rows.extend(evaluate_event(engine, int(event_id), configs, cfg.k, int(cfg.m_max),
+                                   max_size, constraints, cfg.exhaustive_max_time_s))
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "model", model_name(cfg.model))
+    frame.insert(0, "dataset", stream.name)
+    frame.to_parquet(out / "quality.parquet", index=False)
+    table = quality_table(frame)
+    text = to_markdown(table, event_summary(frame),
+                       f"{stream.name} · {model_name(cfg.model)}, K = {max_size}, "
+                       f"m_max = {cfg.m_max}, mode = {cfg.mode}, {torch.get_num_threads()} "
+                       "thread(s)")
+    (out / "quality.md").write_text(text)
+    print(text)
+    return table
+
+
+__all__ = ["Configuration", "evaluate_event", "event_summary", "quality_table", "run",
+           "to_markdown"]

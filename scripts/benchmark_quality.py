@@ -1,0 +1,23 @@
+"""Explanation quality against the true minimum: ``python scripts/benchmark_quality.py``
+(options: conf/benchmark_quality.yaml)."""
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.cli import friendly_errors, main_guard
+from cftgnn.evaluation.quality import run
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+@hydra.main(config_path="../conf", config_name="benchmark_quality", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    with friendly_errors():
+        run(cfg)
+
+
+if __name__ == "__main__":
+    main_guard(main, CONF)

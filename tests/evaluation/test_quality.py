@@ -1,0 +1,103 @@
+"""``scripts/benchmark_quality.py``: the table's arithmetic and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+import cftgnn.config  # noqa: F401
+from cftgnn.errors import CftgnnError
+from cftgnn.evaluation import quality
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+
+
+def _rows() -> pd.DataFrame:
+    nan = np.nan
+    # events 1, 2 have minima 1 and 2; event 3 has none of size <= K (certified)
+    base = {1: (1, True), 2: (2, True), 3: (nan, True)}
+    found = {"a": {1: 1, 2: 3, 3: 5}, "b": {1: 2, 2: nan, 3: nan}}
+    rows = []
+    for name, sizes in found.items():
+        for event, (m, cert) in base.items():
+            size = sizes[event]
+            rows.append({"event_id": event, "config": name, "status": "ok", "min_size": m,
+                         "min_certified": cert, "found": not math.isnan(size), "size": size,
+                         "certified_minimal": size == m, "time_s": 1.0 * event,
+                         "oracle_calls": 10, "ceiling_flips": event != 2})
+    rows.append({**rows[0], "event_id": 4, "status": "no_candidates", "config": "a"})
+    return pd.DataFrame(rows)
+
+
+def test_quality_table_by_hand() -> None:
+    table = quality.quality_table(_rows()).set_index("config")
+    a, b = table.loc["a"], table.loc["b"]
+    assert a.events == 3 and a.found == 1.0 and a.found_min_le_K == 1.0
+    assert a.true_min == 0.5 and a.excess == 0.5  # (1-1 + 3-2) / 2
+    assert a.found_rest == 1.0 and a.size_rest == 5 and a.certified == pytest.approx(1 / 3)
+    assert b.found == pytest.approx(1 / 3) and b.true_min == 0.0 and b.excess == 1.0
+    assert b.found_rest == 0.0 and math.isnan(b.size_rest) and a.time_p50 == 2.0
+    summary = quality.event_summary(_rows())
+    assert summary["min_le_K"] == 2 and summary["none_le_K"] == 1
+    assert summary["min_sizes"] == {1: 1, 2: 1} and summary["ceiling_flips"] == 2
+    text = quality.to_markdown(quality.quality_table(_rows()), summary, "t")
+    assert "| a | 3 | 1.000 |" in text
+
+
+def _cfg(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose("benchmark_quality", overrides=[
+            "debug=default", "checkpoint=null", "n_events=3", "max_size=2", "progress=false",
+            "sample.prediction=any", f"out={tmp_path}", *overrides])
+
+
+def test_tiny_run_agrees_with_the_certificates(tmp_path: Path) -> None:
+    explainers = ("+explainers={greedy: {explainer: greedy, strategy: recent},"
+                  " certified: {explainer: greedy, strategy: closest, certify: 2, prune: true},"
+                  " mcts: {explainer: cftgnn, strategy: closest, params: {it_max: 30}}}")
+    table = quality.run(_cfg(tmp_path, "~explainers", explainers))
+    rows = pd.read_parquet(tmp_path / "quality.parquet")
+    assert (tmp_path / "quality.md").is_file()
+    assert list(table.config) == ["exhaustive K=2", "greedy", "certified", "mcts"]
+    ok = rows[rows.status == "ok"]
+    exhaustive = ok[ok.config == "exhaustive K=2"]
+    assert (exhaustive.found == exhaustive.min_size.notna()).all()
+    for row in ok.itertuples():
+        if row.found and not math.isnan(row.min_size):
+            assert row.size >= row.min_size  # nothing beats the certified minimum
+    certified = ok[ok.config == "certified"]
+    has = certified.min_size.notna()
+    assert (certified[has].size == certified[has].min_size).all()  # certify=K finds it
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["max_size=0"], "max_size must be an integer >= 1"),
+    (["+explainers.x={explainer: nope}"], "unknown explainer 'nope'"),
+    (["+explainers.x={explainer: greedy, strategy: far}"], "unknown strategy 'far'"),
+    (["+explainers.x={explainer: greedy, colour: 1}"], "unknown key 'colour'"),
+    (["+explainers.x={explainer: greedy, certify: -1}"], "certify must be"),
+    (["+explainers.x={explainer: exhaustive, params: {max_size: 0}}"], "max_size must be"),
+    (["only=[greedy-closest,nope]"], "only: unknown configuration 'nope'"),
+])
+def test_bad_configurations_are_refused(tmp_path: Path, overrides: list[str],
+                                        message: str) -> None:
+    with pytest.raises(CftgnnError, match=message):
+        quality.run(_cfg(tmp_path, *overrides))
+    assert not (tmp_path / "quality.parquet").exists()
+
+
+def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_quality.py"),
+                           "debug=default", "max_size=0", f"out={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: max_size must be an integer >= 1, got 0"]
