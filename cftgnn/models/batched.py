@@ -165,9 +165,13 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
         new[first] = np.arange(len(first))
         keep = new[rows] >= 0
         kr, k_eid = rows[keep], nb_eid[keep]
-        dt = torch.as_tensor(tq[kr] - nb_t[keep], device=dev).to(tab.dtype)
+        # edge attributes are a function of (query time, event): project each once
+        e_first, edge = _distinct(np.stack([tq[kr].view(np.int64), k_eid], axis=1))
+        kf = kr[e_first]
+        dt = torch.as_tensor(tq[kf] - times[k_eid[e_first]], device=dev).to(tab.dtype)
         table = emb.attend(layer, tab[_on(self_id[first], dev)], tab, _on(nb_id[keep], dev),
-                           _on(new[kr], dev), dt, stream_feat[_on(k_eid, dev)])
+                           _on(new[kr], dev), dt, stream_feat[_on(k_eid[e_first], dev)],
+                           _on(edge, dev))
         return ident, table
 
     p_all = np.repeat(np.arange(num_p, dtype=np.int64), 2)  # [2P]: src, dst of each set

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import TransformerConv
 from torch_geometric.nn.models.tgn import TimeEncoder
+from torch_geometric.utils import softmax
 
 # (nodes [M], before [M]) -> (nbr, eid, valid), each [M, n]; positions index the stream.
 NeighborFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]
@@ -115,11 +117,15 @@ class TemporalAttentionEmbedding(nn.Module):
         return self.attend(layer, h_self, h_nbr, slots, rows, dt, stream_feat[nb_eid])
 
     def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor, target: Tensor,
-               dt: Tensor, feat: Tensor) -> Tensor:
+               dt: Tensor, feat: Tensor, edge: Tensor | None = None) -> Tensor:
         """One attention layer: each target attends to its neighbour slots.
 
         A slot reads its layer ``l-1`` embedding from a table by index, so that slots
         sharing an embedding share its key and value projections (computed once per row).
+        With ``edge``, slots read their edge attributes from a table too (``dt`` and
+        ``feat`` then hold one row per distinct attribute), so that the edge projection is
+        computed once per distinct ``(Δt, event)`` rather than once per slot; that path
+        is for inference (no attention dropout).
 
         Args:
             layer: The layer computed, ``1..num_layers``.
@@ -127,16 +133,42 @@ class TemporalAttentionEmbedding(nn.Module):
             h_src: Layer ``l-1`` embeddings the slots read, ``[S, d]``.
             source: Row of ``h_src`` of each slot, ``int64 [K]``.
             target: Target of each slot, ``int64 [K]``.
-            dt: Query time minus the slot's event time, ``float32 [K]``.
-            feat: Edge features of the slots' events, ``[K, F]``.
+            dt: Query time minus the slot's event time, ``float32 [K]`` (``[Q]`` with
+                ``edge``).
+            feat: Edge features of the slots' events, ``[K, F]`` (``[Q, F]`` with ``edge``).
+            edge: Row of ``dt`` and ``feat`` of each slot, ``int64 [K]``, or None.
 
         Returns:
             Layer ``l`` embeddings of the targets, ``[B, out_dim]``.
         """
-        edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K, T + F]
-        edge_index = torch.stack([source, target])
-        out = self.convs[layer - 1]((h_src, h_self), edge_index, edge_attr)
+        edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K or Q, T + F]
+        conv = self.convs[layer - 1]
+        if edge is None:
+            out = conv((h_src, h_self), torch.stack([source, target]), edge_attr)
+        else:
+            if self.training and conv.dropout > 0:
+                raise RuntimeError("attention over shared edge rows has no dropout; call it "
+                                   "in eval mode")
+            out = _transformer_conv(conv, h_self, h_src, source, target, edge_attr, edge)
         return out.relu() if layer < self.num_layers else out
+
+
+def _transformer_conv(conv: TransformerConv, h_self: Tensor, h_src: Tensor, source: Tensor,
+                      target: Tensor, edge_attr: Tensor, edge: Tensor) -> Tensor:
+    """``conv((h_src, h_self), [source, target], edge_attr[edge])`` without dropout, with the
+    edge projection computed per row of ``edge_attr`` instead of per slot (PyG's
+    :class:`TransformerConv` with ``concat``, root weight and no beta, as built above)."""
+    heads, ch = conv.heads, conv.out_channels
+    query = conv.lin_query(h_self).view(-1, heads, ch)  # [B, H, C]
+    key = conv.lin_key(h_src).view(-1, heads, ch)  # [S, H, C]
+    value = conv.lin_value(h_src).view(-1, heads, ch)
+    e = conv.lin_edge(edge_attr).view(-1, heads, ch)  # [Q, H, C]
+    e_k = e[edge]  # [K, H, C]
+    alpha = (query[target] * (key[source] + e_k)).sum(dim=-1) / math.sqrt(ch)  # [K, H]
+    alpha = softmax(alpha, target, num_nodes=len(h_self))
+    msg = (value[source] + e_k) * alpha.unsqueeze(-1)  # [K, H, C]
+    out = msg.new_zeros(len(h_self), heads, ch).index_add_(0, target, msg)
+    return out.view(-1, heads * ch) + conv.lin_skip(h_self)
 
 
 class LinkDecoder(nn.Module):
