@@ -122,6 +122,7 @@ def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
         "found": bool(result.is_counterfactual),
         "size": result.size if result.is_counterfactual else np.nan,
         "size_before_prune": result.size_before_prune,
+        "prune": result.prune,
         "certified_minimal": result.certified_minimal,
         "min_size_lower_bound": result.min_size_lower_bound,
         "certify_replaced": result.certify_replaced,
@@ -180,6 +181,8 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
     * ``found_rest`` / ``size_rest`` — share found and mean size among events with no
       counterfactual of size ``≤ K``;
     * ``certified`` — share of events whose answer is certified minimal;
+    * ``pruned_ge5`` — mean share of events that pruning dropped from the search's answers of
+      size ``≥ 5`` (NaN when there are none, or for configurations without pruning);
     * ``time_p50`` (seconds per event, setup + search) and ``oracle_calls`` (mean).
 
     Args:
@@ -206,10 +209,21 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
             "found_rest": found[rest].mean() if rest.any() else math.nan,
             "size_rest": g["size"][rest & found].mean() if (rest & found).any() else math.nan,
             "certified": g["certified_minimal"].astype(bool).mean(),
+            "pruned_ge5": _pruned_share(g, found),
             "time_p50": float(np.median(g["time_s"])),
             "oracle_calls": g["oracle_calls"].mean(),
         })
     return pd.DataFrame(out)
+
+
+def _pruned_share(g: pd.DataFrame, found: pd.Series) -> float:
+    """Mean ``1 − size / size_before_prune`` over pruned answers of at least 5 events."""
+    if "prune" not in g.columns or not g["prune"].astype(bool).any():
+        return math.nan
+    big = found & (g["size_before_prune"] >= 5) & g["prune"].astype(bool)
+    if not big.any():
+        return math.nan
+    return float((1.0 - g["size"][big] / g["size_before_prune"][big]).mean())
 
 
 def event_summary(rows: pd.DataFrame) -> dict[str, Any]:

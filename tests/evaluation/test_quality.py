@@ -45,11 +45,15 @@ def test_quality_table_by_hand() -> None:
     assert a.found_rest == 1.0 and a.size_rest == 5 and a.certified == pytest.approx(1 / 3)
     assert b.found == pytest.approx(1 / 3) and b.true_min == 0.0 and b.excess == 1.0
     assert b.found_rest == 0.0 and math.isnan(b.size_rest) and a.time_p50 == 2.0
+    assert math.isnan(a.pruned_ge5)  # no pruning in these rows
     summary = quality.event_summary(_rows())
     assert summary["min_le_K"] == 2 and summary["none_le_K"] == 1
     assert summary["min_sizes"] == {1: 1, 2: 1} and summary["ceiling_flips"] == 2
     text = quality.to_markdown(quality.quality_table(_rows()), summary, "t")
     assert "| a | 3 | 1.000 |" in text
+    rows = _rows().assign(prune=True, size_before_prune=lambda d: d["size"] * 2)
+    pruned = quality.quality_table(rows).set_index("config")
+    assert pruned.loc["a"].pruned_ge5 == 0.5 and math.isnan(pruned.loc["b"].pruned_ge5)
 
 
 def _cfg(tmp_path: Path, *overrides: str):
