@@ -7,7 +7,10 @@ are side by side on one machine. Events are explained in stream order, so the pe
 
 from __future__ import annotations
 
+import itertools
 import json
+import resource
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +76,8 @@ def benchmark_oracle(
     progress: bool = True,
     same_sets_singles: bool = True,
     sibling_batches: bool = True,
+    exhaustive_max_size: int = 0,
+    exhaustive_chunk: int = 4096,
 ) -> dict[str, Any]:
     """Time the four ways of computing ``f(G(t_i) \\ s, ε_i)`` on the same inputs.
 
@@ -88,6 +93,12 @@ def benchmark_oracle(
     node, greedy's ``X ∪ {ε}``), whose cost ``sibling_batch_in_same_set_calls`` is given in
     mean single calls of its own sets (the first ``sets_per_event`` of them timed alone). Its
     sets are drawn from a generator of their own, so the other figures do not change.
+
+    With ``exhaustive_max_size = K > 0``, each event also evaluates **every** removal set of
+    size ``≤ K`` of its candidates with the batched exact backend, in chunks of
+    ``exhaustive_chunk`` sets (what the exhaustive explainer does when nothing smaller flips,
+    and what ``certify=K`` costs at most): seconds per event, sets per second, and the
+    process's peak resident memory afterwards.
 
     Returns:
         A dict with per-call statistics (seconds converted to ms) for ``naive``, ``exact``,
@@ -122,6 +133,7 @@ def benchmark_oracle(
     same_sets: dict[str, list[float]] = {"exact": [], "approximate": []}
     siblings: dict[str, list[float]] = {"exact": [], "approximate": []}
     sibling_rng = np.random.default_rng([seed, 1])
+    exhaustive: dict[str, list[float]] = {"seconds": [], "sets": []}
     for i in tqdm(events.tolist(), desc="benchmark events", disable=not progress):
         replay, t_setup = _timed(EventReplay, engine, i, k, m_max)
         times["setup"].append(t_setup)
@@ -165,6 +177,10 @@ def benchmark_oracle(
                 _, t_batch = _timed(fn, children)
                 alone = [_timed(fn, [c])[1] for c in children[:sets_per_event]]
                 siblings[mode].append(t_batch / float(np.mean(alone)))
+        if exhaustive_max_size > 0:
+            seconds, count = _all_small_sets(replay, cand, exhaustive_max_size, exhaustive_chunk)
+            exhaustive["seconds"].append(seconds)
+            exhaustive["sets"].append(count)
     res: dict[str, Any] = {
         "dataset": stream.name,
         "model": type(model).__name__,
@@ -185,12 +201,50 @@ def benchmark_oracle(
         "sibling_batch_in_same_set_calls_per_event": siblings,
         "max_abs_exact_vs_naive": max_dev,
     }
+    if exhaustive_max_size > 0:
+        secs = np.asarray(exhaustive["seconds"], dtype=np.float64)
+        res["exhaustive"] = {
+            "max_size": exhaustive_max_size,
+            "chunk": exhaustive_chunk,
+            "seconds_per_event": exhaustive["seconds"],
+            "sets_per_event": exhaustive["sets"],
+            "median_s": float(np.median(secs)) if secs.size else float("nan"),
+            "min_s": float(secs.min()) if secs.size else float("nan"),
+            "max_s": float(secs.max()) if secs.size else float("nan"),
+            "sets_per_s": (float(np.sum(exhaustive["sets"]) / secs.sum())
+                           if secs.size and secs.sum() > 0 else float("nan")),
+            "peak_rss_mib": _peak_rss_mib(),
+        }
     naive = res["per_call"]["naive"]["median_ms"]
     res["speedup_vs_naive"] = {
         name: naive / res["per_call"][name]["median_ms"]
         for name in ("exact", "approximate", "batched", "batched_approximate")
     }
     return res
+
+
+def _all_small_sets(replay: EventReplay, cand: npt.NDArray[np.int64], max_size: int,
+                    chunk: int) -> tuple[float, int]:
+    """Seconds to evaluate every set of size ``≤ max_size`` of ``cand`` exactly, and their
+    number (chunks of ``chunk`` sets, no cache: each set once)."""
+    ids = [int(e) for e in cand]
+    sets = (frozenset(c) for size in range(1, max_size + 1)
+            for c in itertools.combinations(ids, size))
+    count = 0
+    start = time.perf_counter()
+    while True:
+        batch = list(itertools.islice(sets, chunk))
+        if not batch:
+            break
+        replay.exact(batch)
+        count += len(batch)
+    return time.perf_counter() - start, count
+
+
+def _peak_rss_mib() -> float:
+    """Peak resident memory of this process so far, MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
 def format_table(res: dict[str, Any]) -> str:
@@ -234,6 +288,15 @@ def format_table(res: dict[str, Any]) -> str:
             lines.append(f"one {mode} batch of P siblings (a parent set plus one more candidate "
                          f"each) = {np.median(sib):.1f} mean single calls on its own sets "
                          f"(median over events; max {sib.max():.1f})")
+    ex = res.get("exhaustive")
+    if ex and ex["seconds_per_event"]:
+        single = res["per_call"]["exact"]["median_ms"]
+        lines.append(
+            f"every set of size <= {ex['max_size']} (median {np.median(ex['sets_per_event']):.0f}"
+            f" sets, chunks of {ex['chunk']}): median {ex['median_s']:.2f} s per event (min "
+            f"{ex['min_s']:.2f}, max {ex['max_s']:.2f}), {ex['sets_per_s']:.0f} sets/s against "
+            f"{1e3 / single:.0f} sets/s in single exact calls; peak RSS "
+            f"{ex['peak_rss_mib']:.0f} MiB")
     lines.append(
         f"approximate/exact sign agreement: {res['approx_exact_sign_agreement']:.3f}; "
         f"max |exact - naive| = {res['max_abs_exact_vs_naive']:.2e}"
@@ -264,6 +327,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         progress=bool(cfg.progress),
         same_sets_singles=bool(cfg.same_sets_singles),
         sibling_batches=bool(cfg.sibling_batches),
+        exhaustive_max_size=int(cfg.get("exhaustive_max_size", 0)),
+        exhaustive_chunk=int(cfg.get("exhaustive_chunk", 4096)),
     )
     res["weights"] = source
     print(format_table(res))

@@ -45,3 +45,21 @@ def test_benchmark_oracle_on_a_synthetic_stream(tmp_path, capsys):
     assert "batched approx. (per set)" in text and "median single approximate calls" in text
     assert "mean single calls on its own P sets" in text
     assert "batch of P siblings" in text
+
+
+def test_benchmark_times_every_small_set(tmp_path, capsys):
+    from math import comb
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("benchmark_oracle", overrides=[
+            "dataset=synthetic", "dataset.num_events=600", "dataset.num_nodes=30",
+            "checkpoint=null", "n_events=2", "sets_per_event=2", "batch_size=4",
+            "min_event=300", "progress=false", "exhaustive_max_size=2", "exhaustive_chunk=50",
+            "naive_per_event=0", "same_sets_singles=false", "sibling_batches=false"])
+    res = run(cfg)
+    ex = res["exhaustive"]
+    assert len(ex["sets_per_event"]) == len(ex["seconds_per_event"]) > 0
+    for n_sets in ex["sets_per_event"]:  # every set of size 1 and 2 of some |C|
+        assert any(n_sets == m + comb(m, 2) for m in range(1, 65))
+    assert ex["sets_per_s"] > 0 and ex["peak_rss_mib"] > 0
+    assert "every set of size <= 2" in capsys.readouterr().out
