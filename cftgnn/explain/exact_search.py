@@ -15,10 +15,12 @@ exact evaluations), in batched calls:
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +59,25 @@ def _flip_margins(p_orig: float, logits: npt.NDArray[np.float64]) -> npt.NDArray
     return np.where(p_orig * logits < 0, margins, -np.inf)
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector, restoring its state afterwards.
+
+    An enumeration creates tens of thousands of small frozensets that the oracle caches; each
+    allocation burst triggers generational collections that walk all of them. They hold no
+    reference cycles (reference counting frees them), so pausing the cyclic collector loses
+    nothing. Measured on UCI · TGN, 43,744 sets: 0.22 s of Python overhead per event with it,
+    0.07 s without.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def search_by_size(
     oracle: Oracle,
     ranked: Sequence[int] | npt.ArrayLike,
@@ -85,7 +106,14 @@ def search_by_size(
     """
     if chunk_size < 1:
         raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")
-    events = [int(e) for e in np.asarray(ranked, dtype=np.int64).reshape(-1)]
+    with _cyclic_gc_paused():
+        return _search_by_size(oracle, [int(e) for e in np.asarray(ranked, dtype=np.int64)
+                                        .reshape(-1)], max_size, chunk_size, max_calls,
+                               deadline)
+
+
+def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size: int,
+                    max_calls: int | None, deadline: float | None) -> SizeSearch:
     p0 = oracle.original_logit
     calls0 = oracle.stats.exact_calls
     evaluated = 0

@@ -243,6 +243,10 @@ class Oracle:
                 raise OracleError("approximate mode needs an approximate backend")
             self._search = _Channel(approximate, {})
         self._hits = 0
+        # exact evaluations of non-empty sets per size, and the sizes where one flips (every
+        # evaluated set is a subset of R): the certificate without a pass over the cache
+        self._exact_sizes: Counter[int] = Counter()
+        self._flip_sizes: set[int] = set()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -325,18 +329,10 @@ class Oracle:
         Returns:
             ``L ≥ 1``; ``|R| + 1`` when no removable set at all flips.
         """
-        p0 = self.original_logit
-        evaluated: Counter[int] = Counter()
-        flipped: set[int] = set()
-        removable = self.removable_ids
-        for key, p in self._exact.cache.items():
-            if key and key <= removable:
-                evaluated[len(key)] += 1
-                if is_flip(p0, p):
-                    flipped.add(len(key))
         n = len(self.removable)
         size = 1
-        while size <= n and size not in flipped and evaluated[size] == math.comb(n, size):
+        while (size <= n and size not in self._flip_sizes
+               and self._exact_sizes[size] == math.comb(n, size)):
             size += 1
         return size
 
@@ -356,6 +352,9 @@ class Oracle:
             ``(agree, compared)`` over the sets that have both values stored (the empty set
             excluded). In exact mode both are the same value, so ``agree == compared``.
         """
+        if self._search.cache is self._exact.cache:  # exact mode: one value per set
+            compared = len(self._exact.cache) - (frozenset() in self._exact.cache)
+            return compared, compared
         agree = compared = 0
         p0 = self.original_logit
         for key, p_exact in self._exact.cache.items():
@@ -375,6 +374,8 @@ class Oracle:
         return frozenset(removed)
 
     def _validate(self, key: RemovalSet) -> RemovalSet:
+        if key <= self.removable_ids and all(type(e) is int for e in key):
+            return key  # the common case, checked at C speed
         clean: list[int] = []
         for e in key:
             if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer)):
@@ -419,8 +420,15 @@ class Oracle:
             raise OracleError(f"backend returned non-finite logits: {values}")
         ch.calls += len(todo)
         ch.batches += 1
-        for key, ck, value in zip(todo, clean, values, strict=True):
-            ch.cache[ck] = float(value)
+        cache = ch.cache
+        exact = cache is self._exact.cache
+        p0 = self.original_logit
+        for key, ck, value in zip(todo, clean, values.tolist(), strict=True):
+            if exact and ck not in cache:
+                self._exact_sizes[len(ck)] += 1
+                if p0 * value < 0:  # is_flip
+                    self._flip_sizes.add(len(ck))
+            cache[ck] = value
             for i in missing[key]:
                 out[i] = value
         return out
