@@ -109,15 +109,25 @@ def build_explainer(cfg: DictConfig) -> Explainer:
     prune = cfg.get("prune", False)
     if not isinstance(prune, bool):
         raise ConfigError(f"prune must be true or false, got {prune!r}")
+    return make_explainer(cfg.explainer, cfg.strategy, prune=prune, certify=certify)
+
+
+def make_explainer(explainer: Any, strategy: Any, prune: bool = False,
+                   certify: int = 0) -> Explainer:
+    """Instantiate an explainer config node with a strategy config node.
+
+    Raises:
+        CftgnnError: For a bad option of either (unwrapped from ``instantiate``'s exception).
+    """
     try:
-        explainer: Explainer = instantiate(cfg.explainer, strategy=instantiate(cfg.strategy),
-                                           prune=prune, certify=certify)
+        made: Explainer = instantiate(explainer, strategy=instantiate(strategy), prune=prune,
+                                      certify=certify)
     except Exception as exc:  # instantiate wraps the constructor's error
         error = user_error(exc)
         if error is None:
             raise
         raise error from None
-    return explainer
+    return made
 
 
 def output_dir(cfg: DictConfig) -> Path:
@@ -290,4 +300,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                  default=float))
 
 
-__all__ = ["build_explainer", "constraints_of", "fingerprint", "run", "summary_table"]
+__all__ = ["build_explainer", "constraints_of", "fingerprint", "make_explainer", "run",
+           "summary_table"]

@@ -32,7 +32,8 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from cftgnn.errors import ConfigError, user_error
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.pipeline import make_explainer
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.constraints import Constraints
@@ -105,15 +106,7 @@ class Configuration:
         node = OmegaConf.load(CONF / "explainer" / f"{self.explainer}.yaml")
         node = OmegaConf.merge(node, self.params)
         strategy = OmegaConf.load(CONF / "strategy" / f"{self.strategy}.yaml")
-        try:
-            explainer: Explainer = instantiate(node, strategy=instantiate(strategy),
-                                               prune=self.prune, certify=self.certify)
-        except Exception as exc:
-            error = user_error(exc)
-            if error is None:
-                raise
-            raise error from None
-        return explainer
+        return make_explainer(node, strategy, prune=self.prune, certify=self.certify)
 
 
 def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
