@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import torch
+import torch.nn.functional as F  # noqa: N812
 from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
-from cftgnn.models.batched import NodeInputs
+from cftgnn.models.batched import NodeInputs, _distinct
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
@@ -61,7 +62,8 @@ class BatchRecord:
             ``[V]``.
         mem_pre: Their memory before the batch, ``[V, d]``.
         mem_post: Their memory after the pending messages were applied, ``[V, d]``.
-        lu_post: Their last-update time after that, ``float64 [V]``.
+        lu_post: Their last-update time after that, ``float64 [V]`` (on the host: rows are
+            keyed by it).
         inc_k: Incidences of the batch's events (index into ``events``), grouped by node in
             the order of ``nodes`` and ascending within a node, ``[I]``.
         inc_start: Start of each node's group in ``inc_k``, ``[V]``.
@@ -73,14 +75,14 @@ class BatchRecord:
     nodes: npt.NDArray[np.int64]
     mem_pre: Tensor
     mem_post: Tensor
-    lu_post: Tensor
+    lu_post: npt.NDArray[np.float64]
     inc_k: npt.NDArray[np.int64]
     inc_start: npt.NDArray[np.int64]
     inc_end: npt.NDArray[np.int64]
 
 
 def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
-                  mem_pre: Tensor, mem_post: Tensor, lu_post: Tensor,
+                  mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
     """A :class:`BatchRecord` with the index arrays every replay of the batch needs."""
     k = len(events)
@@ -288,7 +290,7 @@ def record_trajectory(model: TGN, base: State, end: int,
             mem_pre = st.memory[nt]
             model._apply_batch(st, torch.as_tensor(events, device=dev))
             records.append(_batch_record(events, nodes, mem_pre, st.memory[nt],
-                                         st.last_update[nt], src, dst))
+                                         st.last_update[nt].cpu().numpy(), src, dst))
 
         empty = np.zeros(0, dtype=np.int64)
         for group in groups:
@@ -325,7 +327,7 @@ class _Rows:
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32)
         cap = 256
         self.mem = torch.empty(cap, dim, device=device)
-        self.lu = torch.empty(cap, dtype=torch.float64, device=device)
+        self.lu = np.empty(cap, dtype=np.float64)
         self.pend = np.full(cap, -1, dtype=np.int64)
         self.rep = np.empty(cap, dtype=np.int64)
         self.n = np.empty(cap, dtype=np.int64)
@@ -341,7 +343,7 @@ class _Rows:
         return out
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
-            lu: Tensor) -> npt.NDArray[np.int64]:
+            lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
         """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none); returns their
         ids (``rowmap`` is left to the caller, which knows every set using them)."""
         k = len(rep)
@@ -350,32 +352,39 @@ class _Rows:
             cap, used = max(need, 2 * len(self.pend)), self.size
             grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
             grown_mem[:used] = self.mem[:used]
-            grown_lu = self.lu.new_empty(cap)
-            grown_lu[:used] = self.lu[:used]
-            self.mem, self.lu = grown_mem, grown_lu
+            self.mem = grown_mem
+            self.lu = np.resize(self.lu, cap)
             self.pend = np.resize(self.pend, cap)
             self.rep = np.resize(self.rep, cap)
             self.n = np.resize(self.n, cap)
         rows = np.arange(self.size, need, dtype=np.int64)
         rt = torch.as_tensor(rows, device=self.mem.device)
         self.mem[rt] = mem
-        self.lu[rt] = lu
+        self.lu[rows] = lu
         self.pend[rows] = -1
         self.rep[rows], self.n[rows] = rep, n
         self.size = need
         return rows
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
-                     recorded: Tensor) -> Tensor:
-        """Memory of nodes ``other`` under sets ``rep``: their row where they have one, else
-        the recorded value ``recorded [M, d]`` (modified in place and returned)."""
+                     recorded: Tensor, recorded_row: npt.NDArray[np.int64]
+                     ) -> tuple[Tensor, npt.NDArray[np.int64]]:
+        """Memory of nodes ``other`` under sets ``rep``, once per distinct value: their row
+        where they have one, else ``recorded[recorded_row]`` (``recorded [V, d]``).
+
+        Returns:
+            ``(memory [O, d], of [M])``: query ``m`` reads ``memory[of[m]]``.
+        """
         ro = self.lookup(rep, other)
-        aff = np.flatnonzero(ro >= 0)
-        if len(aff):
-            dev = self.mem.device
-            recorded[torch.as_tensor(aff, device=dev)] = self.mem[
-                torch.as_tensor(ro[aff], device=dev)]
-        return recorded
+        key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
+        uniq, of = np.unique(key, return_inverse=True)
+        dev = self.mem.device
+        out = recorded[torch.as_tensor(np.maximum(-1 - uniq, 0), device=dev)]
+        own = np.flatnonzero(uniq >= 0)
+        if len(own):
+            out[torch.as_tensor(own, device=dev)] = self.mem[torch.as_tensor(uniq[own],
+                                                                             device=dev)]
+        return out, of.reshape(-1)
 
 
 def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
@@ -388,12 +397,64 @@ def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
 
 def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: Tensor,
              mem_other: Tensor) -> tuple[Tensor, Tensor]:
-    """New memory ``[M, d]`` and last-update times of nodes applying pending events ``ev``."""
+    """New memory ``[M, d]`` and last-update times of nodes applying pending events ``ev``
+    (TGN's message and GRU cell on every row; see :func:`memory_update` for the batched
+    form)."""
     evt = torch.as_tensor(ev, device=mem_self.device)
     t = model._t[evt]
     dt = (t - lu_self).to(mem_self.dtype)
     msg = model.message(mem_self, mem_other, model._feat[evt], model.msg_time_enc(dt))
     return model.gru(msg, mem_self), t
+
+
+_GRU_CHUNK = 1024  # rows per GRU step: its [chunk, 6d] intermediates stay in cache
+
+
+def memory_update(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor,
+                  lu_self: npt.NDArray[np.float64], mem_other: Tensor,
+                  other_of: npt.NDArray[np.int64]) -> Tensor:
+    """New memory ``[M, d]`` of rows applying pending events ``ev``: TGN's message
+    ``[self, other, edge features, time encoding]`` through its GRU cell.
+
+    The GRU's input projection is split by message part: the other endpoint's memory is
+    projected once per distinct row of ``mem_other`` and the edge features and time
+    encoding once per distinct ``(event, last update)``, so that only the row's own memory
+    (and the hidden projection) is multiplied per row. The gates are the GRU cell's
+    (``r, z, n`` as in :class:`torch.nn.GRUCell`), evaluated in cache-sized chunks.
+
+    Args:
+        model: The TGN (its message must be PyG's ``IdentityMessage``).
+        ev: Pending event of each row, ``int64 [M]``.
+        mem_self: The rows' memory, ``[M, d]``.
+        lu_self: Their last-update times, ``float64 [M]``.
+        mem_other: Distinct memories of the other endpoints, ``[O, d]``.
+        other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
+    """
+    d, gru, dev = model.memory_dim, model.gru, mem_self.device
+    w_ih, w_hh, b_hh = gru.weight_ih, gru.weight_hh, gru.bias_hh
+    assert b_hh is not None and gru.bias_ih is not None
+    w_self = torch.cat([w_ih[:, :d], w_hh])  # [6d, d]: input and hidden parts of the row
+    first, rest_of = _distinct(np.stack([ev, lu_self.view(np.int64)], axis=1))
+    dt = torch.as_tensor(model.stream.t[ev[first]] - lu_self[first], device=dev)
+    rest = torch.cat([model._feat[torch.as_tensor(ev[first], device=dev)],
+                      model.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
+    y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
+    y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
+    o_t = torch.as_tensor(other_of, device=dev)
+    r_t = torch.as_tensor(rest_of, device=dev)
+    out = torch.empty_like(mem_self)
+    for lo in range(0, len(ev), _GRU_CHUNK):
+        hi = min(lo + _GRU_CHUNK, len(ev))
+        h = mem_self[lo:hi]
+        x = F.linear(h, w_self)  # [c, 6d]
+        gi = x[:, :3 * d] + y_other.index_select(0, o_t[lo:hi]) + y_rest.index_select(
+            0, r_t[lo:hi])
+        gh = x[:, 3 * d:] + b_hh
+        r = torch.sigmoid(gi[:, :d] + gh[:, :d])
+        z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
+        n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
+        out[lo:hi] = (1 - z) * n + z * h
+    return out
 
 
 def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets) -> NodeInputs:
@@ -450,12 +511,10 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
         o = other_endpoint(src, dst, ev, n)
         lo_ = loc[o]
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
-        dev = rows.mem.device
-        rat = torch.as_tensor(ra, device=dev)
-        mem_other = rows.other_memory(rep, o, rec.mem_pre[torch.as_tensor(lo_, device=dev)])
-        new_mem, new_t = messages(model, ev, rows.mem[rat], rows.lu[rat], mem_other)
-        rows.mem[rat] = new_mem
-        rows.lu[rat] = new_t
+        rat = torch.as_tensor(ra, device=rows.mem.device)
+        mem_other, of = rows.other_memory(rep, o, rec.mem_pre, lo_)
+        rows.mem[rat] = memory_update(model, ev, rows.mem[rat], rows.lu[ra], mem_other, of)
+        rows.lu[ra] = model.stream.t[ev]
     rows.pend[:size] = -1
 
 
@@ -496,12 +555,11 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
         copy = old >= 0
         lo_ = loc[g_n[fresh]]
         assert (lo_ >= 0).all(), "a node whose dependencies grow has an event in the batch"
-        lt = torch.as_tensor(lo_, device=dev)
-        mem, lu = rec.mem_post[lt], rec.lu_post[lt]
+        mem, lu = rec.mem_post[torch.as_tensor(lo_, device=dev)], rec.lu_post[lo_]
         if copy.any():
-            ci = torch.as_tensor(np.flatnonzero(copy), device=dev)
-            ro = torch.as_tensor(old[copy], device=dev)
-            mem[ci], lu[ci] = rows.mem[ro], rows.lu[ro]
+            ci = np.flatnonzero(copy)
+            mem[torch.as_tensor(ci, device=dev)] = rows.mem[torch.as_tensor(old[ci], device=dev)]
+            lu[ci] = rows.lu[old[ci]]
         g_row[fresh] = rows.add(g_p[fresh], g_n[fresh], mem, lu)
     rows.rowmap[pp, cols[jj]] = g_row[group]
 
@@ -547,8 +605,7 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, deps: Dependencies,
         rep, n, ev = rows.rep[ra], rows.n[ra], rows.pend[ra]
         o = other_endpoint(src, dst, ev, n)
         rat = torch.as_tensor(ra, device=dev)
-        mem_other = rows.other_memory(rep, o, traj.final.memory[torch.as_tensor(o, device=dev)])
-        new_mem, _ = messages(model, ev, rows.mem[rat], rows.lu[rat], mem_other)
+        mem_other, of = rows.other_memory(rep, o, traj.final.memory, o)
         extra = extra.clone()
-        extra[rat] = new_mem
+        extra[rat] = memory_update(model, ev, rows.mem[rat], rows.lu[ra], mem_other, of)
     return NodeInputs(traj.final_input, extra, rows.rowmap, columns)

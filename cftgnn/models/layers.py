@@ -143,10 +143,11 @@ class TemporalAttentionEmbedding(nn.Module):
         """
         edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K or Q, T + F]
         conv = self.convs[layer - 1]
+        assert isinstance(conv, TransformerConv)
         if edge is None:
             out = conv((h_src, h_self), torch.stack([source, target]), edge_attr)
         else:
-            if self.training and conv.dropout > 0:
+            if self.training and float(conv.dropout) > 0:
                 raise RuntimeError("attention over shared edge rows has no dropout; call it "
                                    "in eval mode")
             out = _transformer_conv(conv, h_self, h_src, source, target, edge_attr, edge)
