@@ -1,6 +1,7 @@
 """Counterfactual explainers: the oracle, selection strategies, CF-TGNN, greedy, one result type."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.beam import BeamExplainer
 from cftgnn.explain.cftgnn import CFTGNNExplainer
 from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
@@ -31,6 +32,7 @@ from cftgnn.explain.tree import BackpropRule, SearchNode
 __all__ = [
     "SCHEMA_VERSION",
     "BackpropRule",
+    "BeamExplainer",
     "CFTGNNExplainer",
     "ClosestStrategy",
     "Confirmation",

@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from cftgnn.explain import (
+    BeamExplainer,
     CFTGNNExplainer,
     ExhaustiveExplainer,
     Explainer,
@@ -25,7 +26,7 @@ def _options(group: str) -> list[str]:
 
 
 def test_groups_present() -> None:
-    assert _options("explainer") == ["cftgnn", "exhaustive", "greedy"]
+    assert _options("explainer") == ["beam", "cftgnn", "exhaustive", "greedy"]
     assert _options("strategy") == ["closest", "one_best", "random", "recent"]
 
 
@@ -39,7 +40,7 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     exp = instantiate(cfg.explainer, strategy=strat)
     assert isinstance(exp, Explainer) and exp.strategy is strat
     assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer,
-                            "exhaustive": ExhaustiveExplainer}[explainer])
+                            "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     result = exp.explain(oracle)
