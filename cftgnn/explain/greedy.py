@@ -8,6 +8,12 @@ reused as ``p_cur`` (not repeated). If ``Δ(p_orig, p_cur) > Δ(p_orig, p_prev)`
 improves, or when every candidate is in ``X``. The returned ``found`` flag says whether a
 counterfactual was reached; the fallback answer is the ``X`` built so far.
 
+Two options change the improvement test (defaults keep the seed's): ``tolerance`` counts a
+gain of at most that much as no improvement (``Δ(p_cur) > Δ(p_prev) + tolerance``), so float
+noise cannot decide it; ``like_with_like`` starts from the search mode's own logit of the
+empty set instead of the exact ``p_orig``, so the first comparison is not approximate against
+exact.
+
 It draws from the removable events ``R`` only and stops when ``X`` reaches the oracle's
 ``max_size`` (user constraints).
 """
@@ -30,6 +36,10 @@ class GreedyExplainer(Explainer):
         sample_size: ``l``, the number of best-ranked events evaluated per iteration.
         max_iterations: Optional cap on iterations (default: until ``C`` is exhausted).
         trace: Record a per-iteration trace in the result.
+        tolerance: A gain in Δ of at most this counts as no improvement (default 0: the
+            seed's strict test).
+        like_with_like: Compare the first candidate with the search mode's logit of the empty
+            set (one more search-mode call in approximate mode) instead of ``p_orig``.
         prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
         certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
     """
@@ -42,10 +52,14 @@ class GreedyExplainer(Explainer):
         sample_size: int = 10,
         max_iterations: int | None = None,
         trace: bool = False,
+        tolerance: float = 0.0,
+        like_with_like: bool = False,
         prune: bool = False,
         certify: int = 0,
     ) -> None:
         super().__init__(strategy, prune=prune, certify=certify)
+        if not tolerance >= 0:
+            raise ExplainerError(f"tolerance must be >= 0, got {tolerance}")
         if sample_size < 1:
             raise ExplainerError(f"sample_size must be >= 1, got {sample_size}")
         if max_iterations is not None and max_iterations < 0:
@@ -53,13 +67,15 @@ class GreedyExplainer(Explainer):
         self.sample_size = int(sample_size)
         self.max_iterations = max_iterations
         self.trace = bool(trace)
+        self.tolerance = float(tolerance)
+        self.like_with_like = bool(like_with_like)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         p0 = oracle.original_logit
         cand = np.asarray(oracle.removable, dtype=np.int64)
         limit = oracle.size_limit()
         chosen: list[int] = []
-        p_prev = p0
+        p_prev = oracle(frozenset()) if self.like_with_like else p0
         found = False
         it = 0
         trace: list[dict[str, object]] = []
@@ -74,7 +90,7 @@ class GreedyExplainer(Explainer):
             gains = [delta(p0, float(p)) for p in logits]
             j = int(np.argmax(gains))  # first maximum = best-ranked among ties
             best, p_cur = int(sample[j]), float(logits[j])
-            improved = delta(p0, p_cur) > delta(p0, p_prev)
+            improved = delta(p0, p_cur) > delta(p0, p_prev) + self.tolerance
             if improved:
                 chosen.append(best)
                 found = oracle.is_counterfactual(frozenset(chosen))

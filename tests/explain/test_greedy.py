@@ -104,3 +104,44 @@ def test_statuses_and_args() -> None:
     r = GreedyExplainer(strategy=RecentStrategy(), max_iterations=1).explain(
         _oracle(3.0, {0: 1.0, 1: 1.0, 2: 1.5})[0])
     assert r.iterations == 1 and r.explanation == (2,)
+
+
+def test_tolerance_treats_tiny_gains_as_no_improvement() -> None:
+    from cftgnn.explain import Oracle, RecentStrategy
+    from cftgnn.testing import AdditiveBackend, make_candidates
+
+    backend = AdditiveBackend(1.0, {1: 0.6, 2: 1e-9, 3: 0.6})
+    # recent: 3 first (gain 0.6), then 2 (gain 1e-9 with l = 1), then 1 would flip
+    plain = GreedyExplainer(RecentStrategy(), sample_size=1).explain(
+        Oracle(make_candidates([1, 2, 3]), 1.0, exact=backend))
+    assert plain.explanation == (3, 2, 1) and plain.is_counterfactual
+    tol = GreedyExplainer(RecentStrategy(), sample_size=1, tolerance=1e-6).explain(
+        Oracle(make_candidates([1, 2, 3]), 1.0, exact=backend))
+    assert tol.explanation == (3,) and not tol.is_counterfactual
+
+
+def test_like_with_like_starts_from_the_search_modes_own_empty_logit() -> None:
+    from cftgnn.explain import Oracle, RecentStrategy
+    from cftgnn.testing import AdditiveBackend, ScriptedBackend, make_candidates
+
+    exact = AdditiveBackend(1.0, {1: 0.5, 2: 2.0})
+    # the approximation is biased upwards: every removal looks worse than p_orig
+    approx = ScriptedBackend({(): 1.5, (1,): 1.2, (2,): 1.1, (1, 2): -0.5})
+
+    def oracle() -> Oracle:
+        return Oracle(make_candidates([1, 2]), 1.0, exact=exact, approximate=approx,
+                      mode="approximate")
+
+    seed_rule = GreedyExplainer(RecentStrategy(), sample_size=2).explain(oracle())
+    assert seed_rule.explanation == () and seed_rule.iterations == 1  # 1.1 > p_orig = 1.0
+    like = GreedyExplainer(RecentStrategy(), sample_size=2, like_with_like=True).explain(oracle())
+    assert like.is_counterfactual and set(like.explanation) == {1, 2}
+
+
+def test_bad_tolerance() -> None:
+    import pytest
+
+    from cftgnn.errors import ExplainerError
+
+    with pytest.raises(ExplainerError):
+        GreedyExplainer(tolerance=-1.0)
