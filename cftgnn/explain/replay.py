@@ -270,7 +270,8 @@ class EventReplay:
                 logits = model.masked_logits(plan, removed)
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
-        engine.counters.events_replayed += sum(self._kept[approximate] - len(s) for s in sets)
+        engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
+            map(len, sets))
         engine.counters.eval_s += time.perf_counter() - start
         return out
 

@@ -46,7 +46,7 @@ class NodeInputs:
 
     Attributes:
         base: Unperturbed input of every node, ``[N, in_dim]`` (may be an expanded view).
-        extra: Perturbed rows, ``[R, in_dim]``.
+        extra: Perturbed rows, ``[R, in_dim]``; each is the input of one node.
         rowmap: ``int [P, C]``, or None when every perturbation reads ``base``.
         columns: Column of each node in ``rowmap``, ``int64 [N]``: ``-1`` for nodes that
             read ``base`` under every perturbation, ``-2`` for nodes whose input was not
@@ -94,6 +94,19 @@ def _distinct(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
+def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
+    """:func:`_distinct` of a 1-D key with values in ``[0, size)``, without sorting: the
+    distinct values are numbered in order of first occurrence."""
+    m = len(key)
+    seen = np.empty(size, dtype=np.int64)
+    seen[key[::-1]] = np.arange(m - 1, -1, -1)  # the last write, the first occurrence, wins
+    first_of = seen[key]  # [M]
+    first = np.flatnonzero(first_of == np.arange(m))
+    number = np.empty(m, dtype=np.int64)
+    number[first] = np.arange(len(first))
+    return first, number[first_of]
+
+
 def batched_logits(model: TemporalModel, removed: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
                    inputs: NodeInputs) -> Tensor:
@@ -138,8 +151,11 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
               np.float64]) -> tuple[IntArray, Tensor]:
         """``(ident [M], table [U, d])``: query ``m``'s layer-``layer`` embedding is
         ``table[ident[m]]``, one row per distinct value."""
-        if layer == 0:
-            first, ident = _distinct(np.stack([n, inputs.rows(p, n)], axis=1))
+        if layer == 0:  # a perturbed row belongs to one node: rows and nodes number them
+            rows = inputs.rows(p, n)
+            num_nodes = len(inputs.base)
+            first, ident = _distinct_small(np.where(rows >= 0, rows + num_nodes, n),
+                                           num_nodes + len(inputs.extra))
             return ident, inputs(p[first], n[first])
         # sample neighbours once per distinct query of one perturbation
         first, inv = _distinct(np.stack([p, n, before, tq.view(np.int64)], axis=1))

@@ -10,7 +10,8 @@ for a given set (:meth:`RemovalSets.lookup`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,11 +44,13 @@ class RemovalSets:
     @classmethod
     def from_sets(cls, sets: Sequence[Iterable[int]]) -> RemovalSets:
         """The table of ``sets`` (each an iterable of event ids)."""
-        lists = [np.fromiter((int(e) for e in s), dtype=np.int64) for s in sets]
-        flat = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
+        sized = [s if isinstance(s, Sized) else list(s) for s in sets]
+        lens = np.fromiter(map(len, sized), dtype=np.int64, count=len(sized))
+        flat = np.fromiter(itertools.chain.from_iterable(sized), dtype=np.int64,
+                           count=int(lens.sum()))
         events = np.unique(flat)
-        table = np.zeros((len(lists), len(events)), dtype=bool)
-        rows = np.repeat(np.arange(len(lists)), [len(x) for x in lists])
+        table = np.zeros((len(lens), len(events)), dtype=bool)
+        rows = np.repeat(np.arange(len(lens)), lens)
         table[rows, np.searchsorted(events, flat)] = True
         return cls(events, table)
 
