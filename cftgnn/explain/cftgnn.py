@@ -21,6 +21,14 @@ Resolved ambiguities (DESIGN.md §3):
   flips count as counterfactual.
 * User constraints: children add removable events only, and nodes of the oracle's
   ``max_size`` get no children.
+* Options beyond the seed (defaults off, so ``explainer=cftgnn`` reproduces it):
+  *progressive widening* (``widening = a``, ``widening_k = c``): an expanded node gets its
+  children one at a time in the strategy's order, at most ``max(1, ⌊c·n^a⌋)`` after ``n``
+  selections (and one more whenever all of its current children are exhausted), instead of
+  all ``|R|`` at once, so UCB does not spread its visits over 64 children; and a *deep phase*
+  (``deep_phase``): when the tree holds no counterfactual after the search, greedy descends
+  (:func:`~cftgnn.explain.greedy.descend`, ``deep_sample_size`` events per step) from the
+  evaluated node with the largest Δ.
 * ``select_best``: smallest counterfactual, ties → highest score, then first found; without a
   counterfactual, the evaluated node with the largest Δ (ties → smaller, then first found).
 """
@@ -34,6 +42,7 @@ import numpy as np
 
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.greedy import descend
 from cftgnn.explain.oracle import Oracle, delta, node_score
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
@@ -58,6 +67,12 @@ class CFTGNNExplainer(Explainer):
             decisions and answer are unchanged; only call counts and speed differ.
         backprop: Score rule for backpropagation (``"weighted"`` or ``"thesis"``).
         trace: Record a per-iteration trace in the result.
+        widening: Exponent ``a`` of progressive widening (None: every child at once, the
+            seed's rule).
+        widening_k: Factor ``c`` of progressive widening.
+        deep_phase: Descend greedily from the most promising node when the tree found no
+            counterfactual.
+        deep_sample_size: ``l`` of that descent.
         prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
         certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
     """
@@ -74,10 +89,20 @@ class CFTGNNExplainer(Explainer):
         batch_children: bool = False,
         backprop: BackpropRule | str = BackpropRule.WEIGHTED,
         trace: bool = False,
+        widening: float | None = None,
+        widening_k: float = 1.0,
+        deep_phase: bool = False,
+        deep_sample_size: int = 10,
         prune: bool = False,
         certify: int = 0,
     ) -> None:
         super().__init__(strategy, prune=prune, certify=certify)
+        if widening is not None and not 0.0 <= widening <= 1.0:
+            raise ExplainerError(f"widening must be in [0, 1] or null, got {widening}")
+        if not widening_k > 0:
+            raise ExplainerError(f"widening_k must be > 0, got {widening_k}")
+        if deep_sample_size < 1:
+            raise ExplainerError(f"deep_sample_size must be >= 1, got {deep_sample_size}")
         if it_max < 0:
             raise ExplainerError(f"it_max must be >= 0, got {it_max}")
         if max_oracle_calls is not None and max_oracle_calls < 0:
@@ -91,6 +116,10 @@ class CFTGNNExplainer(Explainer):
         self.batch_children = bool(batch_children)
         self.backprop = BackpropRule(backprop)
         self.trace = bool(trace)
+        self.widening = None if widening is None else float(widening)
+        self.widening_k = float(widening_k)
+        self.deep_phase = bool(deep_phase)
+        self.deep_sample_size = int(deep_sample_size)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         return _Run(self, oracle).run()
@@ -126,6 +155,14 @@ class _Run:
             if self.cfg.trace:
                 self._record(it, node, before)
         best = self.select_best()
+        if self.cfg.deep_phase and not best.counterfactual and self.size_limit > best.depth:
+            p_start = self.p0 if best.prediction is None else best.prediction
+            deep = descend(self.oracle, self.strategy, best.path, p_start,
+                           self.cfg.deep_sample_size)
+            if deep.found:
+                return SearchOutcome(explanation=deep.explanation,
+                                     iterations=it + deep.iterations, found=True,
+                                     trace=tuple(self.trace) if self.cfg.trace else None)
         return SearchOutcome(
             explanation=best.path,
             iterations=it,
@@ -187,18 +224,22 @@ class _Run:
             return  # children would be larger than a known counterfactual
         if node.depth >= self.size_limit:
             return  # children would exceed the constraints' max_size
-        node.children = [
-            SearchNode(path=(*node.path, e), parent=node)
-            for e in self.cand_ids
-            if e not in node.removed
-        ]
-        if self.cfg.batch_children:
-            self._prefetch(node.children)
+        remaining = [e for e in self.cand_ids if e not in node.removed]
+        if self.cfg.widening is None:
+            node.children = [SearchNode(path=(*node.path, e), parent=node) for e in remaining]
+            if self.cfg.batch_children:
+                self._prefetch(node.children)
+            return
+        order = self.strategy.rank(np.asarray(remaining, dtype=np.int64)).tolist()
+        node.pending = [int(e) for e in reversed(order)]
+        self._widen(node)
 
     def backpropagate(self, node: SearchNode | None) -> None:
         """Algorithm 6, starting at the selected node."""
         while node is not None:
             node.selections += 1
+            if node.pending:
+                self._widen(node)
             node.update_score(self.cfg.backprop)
             if not node.any_selectable_child():
                 node.selectable = False
@@ -217,6 +258,20 @@ class _Run:
         return nodes[i]
 
     # ------------------------------------------------------------------ helpers
+    def _widen(self, node: SearchNode) -> None:
+        """Progressive widening: add pending children up to the node's allowance, and one
+        more while none of its children is selectable."""
+        assert self.cfg.widening is not None
+        allowed = max(1, math.floor(self.cfg.widening_k * node.selections ** self.cfg.widening))
+        new: list[SearchNode] = []
+        while node.pending and (len(node.children) < allowed
+                                or not node.any_selectable_child()):
+            child = SearchNode(path=(*node.path, node.pending.pop()), parent=node)
+            node.children.append(child)
+            new.append(child)
+        if new and self.cfg.batch_children:
+            self._prefetch(new)
+
     def _apply_constraint(self) -> None:
         """Mark nodes larger than the best counterfactual non-selectable, then refresh."""
         assert self.best_cf_size is not None
@@ -224,8 +279,12 @@ class _Run:
         for n in self.root.walk():
             if n.depth > self.best_cf_size:
                 n.selectable = False
+            if n.depth >= self.best_cf_size:
+                n.pending.clear()  # its children would be larger than the counterfactual
             post.append(n)
         for n in reversed(post):  # children before parents
+            if n.expanded and n.selectable and n.pending and not n.any_selectable_child():
+                self._widen(n)
             if n.expanded and n.selectable and not n.any_selectable_child():
                 n.selectable = False
 

@@ -71,47 +71,78 @@ class GreedyExplainer(Explainer):
         self.like_with_like = bool(like_with_like)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
-        p0 = oracle.original_logit
-        cand = np.asarray(oracle.removable, dtype=np.int64)
-        limit = oracle.size_limit()
-        chosen: list[int] = []
-        p_prev = oracle(frozenset()) if self.like_with_like else p0
-        found = False
-        it = 0
-        trace: list[dict[str, object]] = []
-        while len(chosen) < limit:
-            if self.max_iterations is not None and it >= self.max_iterations:
-                break
-            it += 1
-            remaining = cand[~np.isin(cand, chosen)]
-            sample = self.strategy.rank(remaining)[: self.sample_size]
-            base = frozenset(chosen)
-            logits = oracle.batch([base | {int(e)} for e in sample])
-            gains = [delta(p0, float(p)) for p in logits]
-            j = int(np.argmax(gains))  # first maximum = best-ranked among ties
-            best, p_cur = int(sample[j]), float(logits[j])
-            improved = delta(p0, p_cur) > delta(p0, p_prev) + self.tolerance
-            if improved:
-                chosen.append(best)
-                found = oracle.is_counterfactual(frozenset(chosen))
-            if self.trace:
-                trace.append({
-                    "iteration": it,
-                    "sample": [int(e) for e in sample],
-                    "best": best,
-                    "logit": p_cur,
-                    "improved": improved,
-                    "counterfactual": found,
-                })
-            if not improved or found:
-                break
-            p_prev = p_cur
-        return SearchOutcome(
-            explanation=tuple(chosen),
-            iterations=it,
-            found=found,
-            trace=tuple(trace) if self.trace else None,
-        )
+        p_start = oracle(frozenset()) if self.like_with_like else oracle.original_logit
+        return descend(oracle, self.strategy, (), p_start, self.sample_size,
+                       self.max_iterations, self.tolerance, self.trace)
 
 
-__all__ = ["GreedyExplainer"]
+def descend(
+    oracle: Oracle,
+    strategy: SelectionStrategy,
+    start: tuple[int, ...],
+    p_start: float,
+    sample_size: int,
+    max_iterations: int | None = None,
+    tolerance: float = 0.0,
+    trace: bool = False,
+) -> SearchOutcome:
+    """The greedy loop of Algorithm 2, from any starting set.
+
+    Args:
+        oracle: Oracle of the explained event.
+        strategy: Ranks the remaining removable events; the ``sample_size`` best are tried.
+        start: The starting set (in the order its events were added); ``()`` for greedy.
+        p_start: The logit the first candidate must improve on.
+        sample_size: ``l``.
+        max_iterations: Optional cap on iterations.
+        tolerance: Gains of at most this are no improvement.
+        trace: Record a per-iteration trace.
+
+    Returns:
+        The set reached (``start`` plus the events added), iterations, whether it is a
+        confirmed counterfactual, and the trace.
+    """
+    p0 = oracle.original_logit
+    cand = np.asarray(oracle.removable, dtype=np.int64)
+    limit = oracle.size_limit()
+    chosen: list[int] = list(start)
+    p_prev = p_start
+    found = False
+    it = 0
+    steps: list[dict[str, object]] = []
+    while len(chosen) < limit:
+        if max_iterations is not None and it >= max_iterations:
+            break
+        it += 1
+        remaining = cand[~np.isin(cand, chosen)]
+        sample = strategy.rank(remaining)[:sample_size]
+        base = frozenset(chosen)
+        logits = oracle.batch([base | {int(e)} for e in sample])
+        gains = [delta(p0, float(p)) for p in logits]
+        j = int(np.argmax(gains))  # first maximum = best-ranked among ties
+        best, p_cur = int(sample[j]), float(logits[j])
+        improved = delta(p0, p_cur) > delta(p0, p_prev) + tolerance
+        if improved:
+            chosen.append(best)
+            found = oracle.is_counterfactual(frozenset(chosen))
+        if trace:
+            steps.append({
+                "iteration": it,
+                "sample": [int(e) for e in sample],
+                "best": best,
+                "logit": p_cur,
+                "improved": improved,
+                "counterfactual": found,
+            })
+        if not improved or found:
+            break
+        p_prev = p_cur
+    return SearchOutcome(
+        explanation=tuple(chosen),
+        iterations=it,
+        found=found,
+        trace=tuple(steps) if trace else None,
+    )
+
+
+__all__ = ["GreedyExplainer", "descend"]

@@ -42,6 +42,8 @@ class SearchNode:
         selectable: Whether the node may still be selected.
         expanded: Whether the node has been simulated and expanded.
         counterfactual: Whether the node's perturbation is a confirmed counterfactual.
+        pending: With progressive widening, the events still to become children, the next
+            one last (empty otherwise).
     """
 
     path: tuple[int, ...]
@@ -54,6 +56,7 @@ class SearchNode:
     selectable: bool = True
     expanded: bool = False
     counterfactual: bool = False
+    pending: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.removed: frozenset[int] = frozenset(self.path)
