@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,8 @@ class Configuration:
         certify: ``certify`` option.
         mode: Search mode of the oracle (``exact`` / ``approximate``).
         params: Overrides of the explainer's own options.
+        nodes: The explainer and strategy config nodes, read once (so a long run is not
+            affected by later edits of the files).
     """
 
     name: str
@@ -68,6 +70,7 @@ class Configuration:
     certify: int = 0
     mode: str = "approximate"
     params: Mapping[str, Any] = field(default_factory=dict)
+    nodes: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, name: str, cfg: Mapping[str, Any], mode: str) -> Configuration:
@@ -94,6 +97,10 @@ class Configuration:
             OracleMode(conf.mode)
         except ValueError as err:
             raise ConfigError(f"explainers.{name}: unknown mode {conf.mode!r}") from err
+        explainer = OmegaConf.merge(
+            OmegaConf.load(CONF / "explainer" / f"{conf.explainer}.yaml"), conf.params)
+        strategy = OmegaConf.load(CONF / "strategy" / f"{conf.strategy}.yaml")
+        conf = replace(conf, nodes=(explainer, strategy))
         conf.build()  # bad parameters fail here, before any data is loaded
         return conf
 
@@ -103,10 +110,11 @@ class Configuration:
         Raises:
             CftgnnError: For a bad option (unwrapped from ``instantiate``).
         """
-        node = OmegaConf.load(CONF / "explainer" / f"{self.explainer}.yaml")
-        node = OmegaConf.merge(node, self.params)
-        strategy = OmegaConf.load(CONF / "strategy" / f"{self.strategy}.yaml")
-        return make_explainer(node, strategy, prune=self.prune, certify=self.certify)
+        if self.nodes is None:
+            raise ConfigError(f"configuration {self.name!r} was not read from a config "
+                              "(use Configuration.from_config)")
+        explainer, strategy = self.nodes
+        return make_explainer(explainer, strategy, prune=self.prune, certify=self.certify)
 
 
 def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
