@@ -35,8 +35,10 @@ from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import format_summary, summarize
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
+from cftgnn.explain.auto_mode import ModeChoice, measure_mode
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.constraints import Constraints
+from cftgnn.explain.oracle import OracleMode
 from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
 from cftgnn.models.resolve import model_name, resolve_device, resolve_model
@@ -78,6 +80,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "k": cfg.k,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
+        "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         "prune": bool(cfg.get("prune", False)),
         "certify": int(cfg.get("certify", 0)),
         "constraints": constraints_of(cfg).to_dict(),
@@ -165,6 +168,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     device = resolve_device(cfg.device)  # before loading anything
     constraints = constraints_of(cfg)
     build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
+    if str(cfg.mode) not in ("exact", "approximate", "auto"):
+        raise ConfigError(f"mode must be exact, approximate or auto, got {cfg.mode!r}")
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     constraints.validate(stream)  # nodes and events named exist, before the model loads
@@ -194,7 +199,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         engine = ReplayEngine(model, stream)
-        _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints)
+        mode = _search_mode(cfg, engine, plan, out)
+        _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode)
         records = store.load()
         records = records[records["event_id"].isin(plan["event_id"])].reset_index(drop=True)
         table = summary_table(records)
@@ -203,6 +209,33 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
     return table
+
+
+AUTO_MODE_FILE = "auto_mode.json"
+
+
+def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
+                 out: Path) -> ModeChoice | None:
+    """With ``mode=auto``, the measured choice: read from the run directory when a previous
+    part of the run measured it (a resumed run keeps its mode), else measured on the run's
+    first events and written there. None for a fixed mode."""
+    if str(cfg.mode) != "auto":
+        return None
+    path = out / AUTO_MODE_FILE
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        choice = ModeChoice(OracleMode(stored["mode"]), float(stored["ratio"]),
+                            float(stored["threshold"]), int(stored["calls"]))
+    else:
+        choice = measure_mode(engine, plan["event_id"].tolist(), cfg.k, int(cfg.m_max),
+                              threshold=float(cfg.get("auto_threshold", 1.5)),
+                              seed=int(cfg.seed))
+        path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
+                                    "threshold": choice.threshold, "calls": choice.calls},
+                                   indent=2))
+    print(f"mode=auto: an exact call costs {choice.ratio:.2f} approximate calls "
+          f"(threshold {choice.threshold}) -> {choice.mode.value} search oracle")
+    return choice
 
 
 def _resume_hint(cfg: DictConfig, out: Path) -> str:
@@ -233,7 +266,7 @@ def cfg_name(node: Any) -> str:
 
 def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: RecordStore,
              names: Mapping[str, str], tracker: Tracker, shard: int, already: int,
-             constraints: Constraints) -> None:
+             constraints: Constraints, auto: ModeChoice | None = None) -> None:
     """Explain ``todo`` in stream order, writing a record after each event."""
     flips = 0
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
@@ -242,7 +275,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
                todo["screen_logit"].tolist(), strict=True)
     for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
         start = time.perf_counter()
-        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), cfg.mode, constraints)
+        mode = str(cfg.mode) if auto is None else auto.mode
+        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), mode, constraints)
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
@@ -261,6 +295,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             "model": names["model"],
             "strategy_name": explainer.strategy.name,
             "constraints": constraints.to_json(),
+            "auto_mode_ratio": float("nan") if auto is None else auto.ratio,
             "shard": shard,
         }
         store.write(record)
