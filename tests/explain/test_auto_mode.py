@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import read_records
+from cftgnn.evaluation.records import RunDirectoryError, read_records
 from cftgnn.explain import OracleMode
 from cftgnn.explain.auto_mode import pick_mode
 
@@ -52,7 +52,7 @@ def test_auto_mode_run_records_its_choice_and_a_resumed_run_keeps_it(
         raise AssertionError("a resumed run must not measure again")
 
     monkeypatch.setattr(pipeline, "measure_mode", fail)
-    with pytest.raises(Exception):  # a different n_events is another configuration
+    with pytest.raises(RunDirectoryError):  # a different n_events is another configuration
         pipeline.run(_cfg(tmp_path, f"auto_threshold={threshold}", "n_events=3"))
     pipeline.run(_cfg(tmp_path, f"auto_threshold={threshold}", "n_events=2"))
 
