@@ -11,7 +11,9 @@ For each sampled event (DESIGN.md §7, "Quality benchmark"):
    not, size, certificate, time (oracle setup + search), oracle calls.
 
 One row per event × configuration goes to ``quality.parquet``; :func:`quality_table` turns
-them into the table of ``quality.md``. Configurations name files of ``conf/explainer`` and
+them into the table of ``quality.md``. Each event's rows are written as soon as it is done
+(``records/<event>.parquet``, atomically), so an interrupted run resumes where it stopped
+when rerun with the same options. Configurations name files of ``conf/explainer`` and
 ``conf/strategy`` (so ``_target_`` picks the classes) plus ``prune``, ``certify``, ``mode``
 and explainer parameters.
 """
@@ -34,6 +36,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.pipeline import make_explainer
+from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.constraints import Constraints
@@ -266,6 +269,23 @@ def to_markdown(table: pd.DataFrame, summary: Mapping[str, Any], title: str) -> 
     return "\n".join(lines) + "\n"
 
 
+def _fingerprint(cfg: DictConfig, weights: str, configs: list[Configuration]) -> dict[str, Any]:
+    """What decides the rows (compared when an output directory is reused)."""
+    keep = ("dataset", "model", "sample", "n_events", "seed", "k", "m_max", "max_size",
+            "exhaustive_max_time_s", "mode", "constraints")
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    plain = {key: container.get(key) for key in keep}
+    for key in ("data_dir", "cache_dir", "download"):
+        if isinstance(plain["dataset"], dict):
+            plain["dataset"].pop(key, None)
+    plain["weights"] = weights
+    plain["configurations"] = [
+        {"name": c.name, "explainer": c.explainer, "strategy": c.strategy, "prune": c.prune,
+         "certify": c.certify, "mode": c.mode, "params": dict(c.params)} for c in configs]
+    return plain
+
+
 def run(cfg: DictConfig) -> pd.DataFrame:
     """The benchmark of ``conf/benchmark_quality.yaml``; returns the table.
 
@@ -304,20 +324,23 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed))
     out = Path(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}")
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"{stream.name} | {model_name(cfg.model)}: {weights} | {len(plan)} events | "
-          f"K = {max_size} | {len(configs)} configurations | torch threads "
-          f"{torch.get_num_threads()} -> {out}")
+    store = RecordStore(out, _fingerprint(cfg, weights, configs))
+    done = store.done()
+    todo = [int(e) for e in plan["event_id"].tolist() if int(e) not in done]
+    print(f"{stream.name} | {model_name(cfg.model)}: {weights} | {len(plan)} events"
+          + (f" ({len(plan) - len(todo)} already done)" if len(todo) < len(plan) else "")
+          + f" | K = {max_size} | {len(configs)} configurations | torch threads "
+          f"{torch.get_num_threads()} -> {out} (rerun the same command to resume)")
     engine = ReplayEngine(model, stream)
-    rows: list[dict[str, Any]] = []
-    bar = tqdm(plan["event_id"].tolist(), desc="events", unit="event",
-               disable=not cfg.progress, dynamic_ncols=True)
-    for event_id in bar:
-        rows.extend(evaluate_event(engine, int(event_id), configs, cfg.k, int(cfg.m_max),
-                                   max_size, constraints, cfg.exhaustive_max_time_s))
-    frame = pd.DataFrame(rows)
-    frame.insert(0, "model", model_name(cfg.model))
-    frame.insert(0, "dataset", stream.name)
+    names = {"dataset": stream.name, "model": model_name(cfg.model)}
+    for event_id in tqdm(todo, desc="events", unit="event", disable=not cfg.progress,
+                         dynamic_ncols=True):
+        rows = evaluate_event(engine, event_id, configs, cfg.k, int(cfg.m_max), max_size,
+                              constraints, cfg.exhaustive_max_time_s)
+        store.write_rows(event_id, [{**names, **r} for r in rows])
+    frame = pd.concat([pd.read_parquet(f) for f in sorted(store.records_dir.glob("*.parquet"))],
+                      ignore_index=True)
+    frame = frame[frame["event_id"].isin(plan["event_id"])].reset_index(drop=True)
     frame.to_parquet(out / "quality.parquet", index=False)
     table = quality_table(frame)
     text = to_markdown(table, event_summary(frame),

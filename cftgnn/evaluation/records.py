@@ -105,9 +105,13 @@ class RecordStore:
 
     def write(self, record: Mapping[str, Any]) -> Path:
         """Write one event's record (keyed by its ``event_id``) atomically."""
-        path = self._file(int(record["event_id"]))
+        return self.write_rows(int(record["event_id"]), [record])
+
+    def write_rows(self, event_id: int, rows: list[Mapping[str, Any]]) -> Path:
+        """Write several rows under one event's file atomically (e.g. one per explainer)."""
+        path = self._file(int(event_id))
         tmp = path.with_name(f".{path.name}.tmp")
-        pd.DataFrame([dict(record)]).to_parquet(tmp, index=False)
+        pd.DataFrame([dict(r) for r in rows]).to_parquet(tmp, index=False)
         os.replace(tmp, path)
         return path
 

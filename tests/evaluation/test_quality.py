@@ -105,3 +105,23 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: max_size must be an integer >= 1, got 0"]
+
+
+def test_an_interrupted_run_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    only = "only=[greedy-closest]"
+    first = quality.run(_cfg(tmp_path, only, "n_events=2"))
+    calls = []
+    real = quality.evaluate_event
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(args[1])
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(quality, "evaluate_event", counting)
+    again = quality.run(_cfg(tmp_path, only, "n_events=2"))
+    assert calls == []  # nothing evaluated again
+    pd.testing.assert_frame_equal(again, first)
+    from cftgnn.evaluation.records import RunDirectoryError
+
+    with pytest.raises(RunDirectoryError):  # other options, same directory
+        quality.run(_cfg(tmp_path, "only=[greedy-recent]", "n_events=2"))
