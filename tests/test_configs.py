@@ -152,6 +152,11 @@ def test_experiment_files_override_the_defaults(experiment):
         base = compose("explain")
         cfg = compose("explain", overrides=[f"experiment={experiment}"])
     body = yaml.safe_load((CONF / "experiment" / f"{experiment}.yaml").read_text())
+    for entry in body.pop("defaults", []):  # group choices: checked by the choice made
+        for group, option in entry.items():
+            group = group.removeprefix("override /")
+            assert OmegaConf.select(cfg, f"{group}._target_") == OmegaConf.load(
+                CONF / group / f"{option}.yaml")["_target_"], group
 
     def leaves(d, prefix=""):
         for k, v in d.items():
