@@ -69,6 +69,12 @@ class RemovalSets:
     def __len__(self) -> int:
         return self.num_sets
 
+    def select(self, rows: slice | IntArray) -> RemovalSets:
+        """The sets ``rows`` of these (a slice or indices), over the events they remove."""
+        table = self.table[rows]
+        used = table.any(axis=0)
+        return RemovalSets(self.events[used], table[:, used])
+
     def dense(self, num_events: int) -> BoolArray:
         """The masks as ``bool [P, num_events]``."""
         out = np.zeros((self.num_sets, num_events), dtype=bool)

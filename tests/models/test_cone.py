@@ -48,6 +48,15 @@ def test_every_pair_in_one_batch_equals_one_replay_per_set(stream, num_layers):
                                atol=ATOL)
 
 
+def test_large_calls_are_evaluated_in_passes(stream):
+    model = tgn(stream, 2)
+    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=16)
+    sets = all_small_sets(replay.candidates.ids.tolist(), 2)
+    one_pass = replay.exact(sets)
+    model.max_sets_per_pass = 7
+    np.testing.assert_allclose(replay.exact(sets), one_pass, atol=ATOL)
+
+
 def test_states_the_prediction_cannot_read_are_not_computed(stream):
     model = tgn(stream, 1)
     replay = EventReplay(ReplayEngine(model, stream), 899, m_max=16)

@@ -66,3 +66,10 @@ def test_empty_sets_and_bad_tables() -> None:
         RemovalSets(np.array([1, 2]), np.zeros((1, 3), dtype=bool))
     with pytest.raises(ValueError, match="ascending"):
         RemovalSets(np.array([2, 1]), np.zeros((1, 2), dtype=bool))
+
+
+def test_select_keeps_the_events_of_the_chosen_sets():
+    rs = RemovalSets.from_sets([{3, 9}, {9}, {4}])
+    sub = rs.select(slice(0, 2))
+    assert sub.events.tolist() == [3, 9] and sub.table.tolist() == [[True, True], [False, True]]
+    assert rs.select(np.array([2])).events.tolist() == [4]
