@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -161,3 +162,39 @@ def test_documented_slurm_command_submits_one_array_task_per_shard(tmp_path, cap
     # the stand-in ran the tasks: each wrote its records, and they merge into the whole
     merged = _merge_as_documented(sweep, capsys)
     assert len(merged) == 8 and merged.event_id.is_unique
+
+
+@pytest.mark.parametrize("run_jobs", [False, True])
+def test_stand_in_slurm_speaks_what_submitit_reads(tmp_path, run_jobs):
+    state = tmp_path / "slurm"
+    env = {**os.environ, **fake_slurm.install(tmp_path / "bin", state, run_jobs=run_jobs)}
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --array=0-2%2\n#SBATCH --partition=debug\n"
+                      f"#SBATCH --output={tmp_path}/%A_%a.out\n"
+                      f"srun --unbuffered --output {tmp_path}/%A_%a_%t.log "
+                      "sh -c 'echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID'\n")
+    out = subprocess.run(["sbatch", str(script)], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "Submitted batch job 4200"
+    (sub,) = fake_slurm.submissions(state)
+    assert sub.directives["partition"] == "debug" and sub.array_tasks == [0, 1, 2]
+
+    def states() -> list[str]:
+        table = subprocess.run(["sacct", "-o", "JobID,State,NodeList", "--parsable2", "-j",
+                                "4200"], env=env, capture_output=True, text=True).stdout
+        assert table.splitlines()[0] == "JobID|State|NodeList"
+        return [line.split("|")[1] for line in table.splitlines()[1:]]
+
+    if not run_jobs:
+        assert states() == ["PENDING"] * 3
+        subprocess.run(["scancel", "4200"], env=env, check=True)
+        assert states() == ["CANCELLED"] * 3
+        return
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and states() != ["COMPLETED"] * 3:
+            time.sleep(0.1)
+    finally:
+        fake_slurm.stop(state)
+    assert states() == ["COMPLETED"] * 3
+    assert (tmp_path / "4200_1_0.log").read_text() == "task 1 of 4200\n"
