@@ -84,7 +84,7 @@ class NodeInputs:
         return out
 
 
-def _distinct(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+def distinct_rows(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``(first, inverse)``: the first row of each distinct row of ``key [M, C]`` and the
     distinct row of every row (``key[first][inverse] == key``)."""
     # rows as opaque byte strings: several times faster than np.unique(axis=0) on small keys
@@ -95,7 +95,7 @@ def _distinct(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
 
 
 def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
-    """:func:`_distinct` of a 1-D key with values in ``[0, size)``, without sorting: the
+    """:func:`distinct_rows` of a 1-D key with values in ``[0, size)``, without sorting: the
     distinct values are numbered in order of first occurrence."""
     m = len(key)
     seen = np.empty(size, dtype=np.int64)
@@ -158,7 +158,7 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
                                            num_nodes + len(inputs.extra))
             return ident, inputs(p[first], n[first])
         # sample neighbours once per distinct query of one perturbation
-        first, inv = _distinct(np.stack([p, n, before, tq.view(np.int64)], axis=1))
+        first, inv = distinct_rows(np.stack([p, n, before, tq.view(np.int64)], axis=1))
         if len(first) < len(n):
             ident, table = embed(layer, p[first], n[first], before[first], tq[first])
             return ident[inv], table
@@ -175,14 +175,14 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
         slot_id[rows, cols] = nb_id
         # the embedding is a function of exactly these: time, own and slot identities
         key = np.column_stack([tq.view(np.int64), self_id, np.where(valid, eid, -1), slot_id])
-        first, ident = _distinct(key)
+        first, ident = distinct_rows(key)
         # compute the distinct queries only, and only the slots of those
         new = np.full(len(n), -1, dtype=np.int64)
         new[first] = np.arange(len(first))
         keep = new[rows] >= 0
         kr, k_eid = rows[keep], nb_eid[keep]
         # edge attributes are a function of (query time, event): project each once
-        e_first, edge = _distinct(np.stack([tq[kr].view(np.int64), k_eid], axis=1))
+        e_first, edge = distinct_rows(np.stack([tq[kr].view(np.int64), k_eid], axis=1))
         kf = kr[e_first]
         dt = torch.as_tensor(tq[kf] - times[k_eid[e_first]], device=dev).to(tab.dtype)
         table = emb.attend(layer, tab[_on(self_id[first], dev)], tab, _on(nb_id[keep], dev),

@@ -41,7 +41,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
-from cftgnn.models.batched import NodeInputs, _distinct
+from cftgnn.models.batched import NodeInputs, distinct_rows
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
@@ -434,7 +434,7 @@ def memory_update(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor,
     w_ih, w_hh, b_hh = gru.weight_ih, gru.weight_hh, gru.bias_hh
     assert b_hh is not None and gru.bias_ih is not None
     w_self = torch.cat([w_ih[:, :d], w_hh])  # [6d, d]: input and hidden parts of the row
-    first, rest_of = _distinct(np.stack([ev, lu_self.view(np.int64)], axis=1))
+    first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
     dt = torch.as_tensor(model.stream.t[ev[first]] - lu_self[first], device=dev)
     rest = torch.cat([model._feat[torch.as_tensor(ev[first], device=dev)],
                       model.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]

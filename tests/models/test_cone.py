@@ -12,8 +12,8 @@ from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.data.index import TemporalIndex
 from cftgnn.explain.replay import EventReplay, ReplayEngine, eval_mode
 from cftgnn.models import TGN
-from cftgnn.models.batched import NodeInputs
-from cftgnn.models.cone import cone_replay
+from cftgnn.models.batched import NodeInputs, _distinct_small, distinct_rows
+from cftgnn.models.cone import cone_replay, memory_update, messages
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import reachable_nodes, recent_kept_neighbors
 
@@ -107,3 +107,27 @@ def test_node_inputs_read_rows_through_columns():
     assert inputs(p, nodes).view(-1).tolist() == [0.0, 10.0, 2.0, 0.0, 11.0, 11.0]
     with pytest.raises(RuntimeError, match=r"nodes \[3\]"):
         inputs(np.array([0]), np.array([3]))
+
+
+def test_memory_update_equals_the_gru_cell_on_every_row(stream):
+    model = tgn(stream, 1)
+    model.attach(stream)
+    rng = np.random.default_rng(0)
+    m = 300
+    ev = rng.integers(100, 110, m)  # few events and last updates: shared message parts
+    lu = stream.t[ev] - rng.integers(0, 3, m)
+    mem_self = torch.randn(m, model.memory_dim)
+    mem_other, of = torch.randn(40, model.memory_dim), rng.integers(0, 40, m)
+    with torch.no_grad():
+        got = memory_update(model, ev, mem_self, lu, mem_other, of)
+        ref, _ = messages(model, ev, mem_self, torch.as_tensor(lu), mem_other[of])
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
+
+
+def test_distinct_small_numbers_values_like_distinct_rows():
+    key = np.random.default_rng(0).integers(0, 9, 50)
+    first, ident = _distinct_small(key, 9)
+    assert (key[first][ident] == key).all() and len(first) == len(np.unique(key))
+    assert (first == np.sort(first)).all()  # numbered in order of first occurrence
+    f2, i2 = distinct_rows(key[:, None])
+    assert (key[f2][i2] == key).all()
