@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
-from cftgnn.evaluation.metrics import format_summary, summarize
+from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.auto_mode import ModeChoice, measure_mode
@@ -202,7 +202,12 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         mode = _search_mode(cfg, engine, plan, out)
         _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode)
         records = store.load()
-        records = records[records["event_id"].isin(plan["event_id"])].reset_index(drop=True)
+        if not records.empty:
+            records = records[records["event_id"].isin(plan["event_id"])]
+        records = records.reset_index(drop=True)
+        if plan.empty:
+            print("note: no event in sample.range matches the sampling options; nothing to "
+                  "explain")
         table = summary_table(records)
         print(format_summary(table, index="group"))
         write_summary(table, out)
@@ -219,7 +224,7 @@ def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
     """With ``mode=auto``, the measured choice: read from the run directory when a previous
     part of the run measured it (a resumed run keeps its mode), else measured on the run's
     first events and written there. None for a fixed mode."""
-    if str(cfg.mode) != "auto":
+    if str(cfg.mode) != "auto" or plan.empty:
         return None
     path = out / AUTO_MODE_FILE
     if path.is_file():
@@ -310,7 +315,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
 def summary_table(records: pd.DataFrame) -> pd.DataFrame:
     """Summary per prediction group plus an ``all`` row."""
     if records.empty:
-        return summarize(records)
+        return summarize(records).assign(group="all")[["group", *SUMMARY_COLUMNS]]
     table = summarize(records, by=["group"])
     if len(table) > 1:
         table = pd.concat([table, summarize(records).assign(group="all")], ignore_index=True)

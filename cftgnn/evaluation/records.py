@@ -16,12 +16,16 @@ records is simply taken over).
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.explain.result import RECORD_DEFAULTS_V1
@@ -107,17 +111,68 @@ class RecordStore:
         """Write one event's record (keyed by its ``event_id``) atomically."""
         return self.write_rows(int(record["event_id"]), [record])
 
-    def write_rows(self, event_id: int, rows: list[Mapping[str, Any]]) -> Path:
-        """Write several rows under one event's file atomically (e.g. one per explainer)."""
+    def write_rows(self, event_id: int, rows: Sequence[Mapping[str, Any]]) -> Path:
+        """Write several rows under one event's file atomically (e.g. one per explainer).
+
+        Columns get explicit types (:func:`arrow_table`), so the files of a run directory
+        share one schema and read as one dataset with plain ``pandas.read_parquet`` or
+        ``pyarrow.dataset``.
+        """
         path = self._file(int(event_id))
         tmp = path.with_name(f".{path.name}.tmp")
-        pd.DataFrame([dict(r) for r in rows]).to_parquet(tmp, index=False)
+        pq.write_table(arrow_table(rows), tmp)
         os.replace(tmp, path)
         return path
 
     def load(self) -> pd.DataFrame:
         """All records, ordered by event id (an empty frame when there are none)."""
         return read_records(self.records_dir)
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float | np.floating) and math.isnan(value)
+
+
+def column_type(values: Sequence[Any]) -> pa.DataType:
+    """The arrow type of a record column, independent of which values one file happens to hold.
+
+    Lists are lists of event ids (``list<int64>``, also when empty); strings are
+    ``string``; a column of integers is ``int64`` unless it holds a float (NaN included),
+    then ``float64``; booleans are ``bool``; a column of nulls only is ``float64`` (the
+    optional measurements: ``agreement``, ``keep_logit``, ...).
+    """
+    present = [v for v in values if v is not None]
+    if any(isinstance(v, list | tuple | np.ndarray) for v in present):
+        return pa.list_(pa.int64())
+    if any(isinstance(v, str) for v in present):
+        return pa.string()
+    if present and all(isinstance(v, bool | np.bool_) for v in present):
+        return pa.bool_()
+    if present and all(isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+                       for v in present):
+        return pa.int64()
+    return pa.float64()
+
+
+def arrow_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Rows (dicts of plain values) as an arrow table with :func:`column_type` columns."""
+    names: list[str] = []
+    for row in rows:
+        names.extend(k for k in row if k not in names)
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        kind = column_type(values)
+        if pa.types.is_list(kind):
+            values = [None if v is None else [int(e) for e in v] for v in values]
+        elif pa.types.is_floating(kind):
+            values = [None if v is None else float(v) for v in values]
+        elif pa.types.is_integer(kind):
+            values = [None if v is None else int(v) for v in values]
+        elif pa.types.is_boolean(kind):
+            values = [None if v is None else bool(v) for v in values]
+        columns[name] = pa.array(values, type=kind)
+    return pa.table(columns)
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -186,6 +241,8 @@ __all__ = [
     "fingerprint_diff",
     "flatten",
     "read_fingerprint",
+    "arrow_table",
+    "column_type",
     "read_records",
     "upgrade_records",
 ]

@@ -69,3 +69,29 @@ def test_a_directory_without_records_is_taken_over_by_another_configuration(tmp_
     other = {**FP, "seed": 1}
     assert RecordStore(tmp_path, other).done() == set()
     assert json.loads((tmp_path / "run.json").read_text()) == other
+
+
+def test_a_run_directory_reads_as_one_dataset(tmp_path):
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    from cftgnn.evaluation.records import column_type
+
+    store = RecordStore(tmp_path, {"x": 1})
+    store.write({"event_id": 3, "explanation": [], "agreement": None, "keep_logit": float("nan"),
+                 "size": 0, "status": "no_candidates", "is_counterfactual": False})
+    store.write({"event_id": 4, "explanation": [7, 2], "agreement": 0.5, "keep_logit": 1.5,
+                 "size": 2, "status": "ok", "is_counterfactual": True})
+    store.write_rows(5, [{"event_id": 5, "explanation": [1], "agreement": 1.0,
+                          "keep_logit": None, "size": 1, "status": "ok",
+                          "is_counterfactual": True}])
+    frame = pd.read_parquet(tmp_path / "records")  # plain pandas, no project reader
+    assert sorted(frame.event_id) == [3, 4, 5]
+    assert [list(x) for x in frame.sort_values("event_id").explanation] == [[], [7, 2], [1]]
+    table = ds.dataset(tmp_path / "records", format="parquet").to_table()
+    assert table.num_rows == 3
+    assert str(table.schema.field("explanation").type).startswith("list<")
+    assert str(table.schema.field("agreement").type) == "double"
+    assert column_type([1, None, 2.5]) == column_type([None]) == column_type([float("nan")])
+    assert str(column_type([1, None])) == "int64"
+    assert str(column_type([[], None])).startswith("list")
