@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import make_explainer
+from cftgnn.evaluation.pipeline import check_candidate_options, make_explainer
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
@@ -295,6 +295,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     max_size = cfg.max_size
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
         raise ConfigError(f"max_size must be an integer >= 1, got {max_size!r}")
+    check_candidate_options(cfg)
     if int(cfg.n_events) < 1:
         raise ConfigError(f"n_events must be >= 1, got {cfg.n_events}")
     device = resolve_device(cfg.device)

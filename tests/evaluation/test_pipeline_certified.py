@@ -99,6 +99,9 @@ def test_an_event_with_every_candidate_protected_gets_its_own_status(tmp_path):
     (["certify=-1"], "certify must be"),
     (["constraints.max_size=0"], "constraints.max_size must be >= 1"),
     (["+constraints.colour=red"], "unknown constraint 'colour'"),
+    (["m_max=0"], "m_max must be an integer >= 1"),
+    (["k=0"], "k must be null or an integer >= 1"),
+    (["mode=quick"], "mode must be"),
 ])
 def test_bad_input_is_refused_before_anything_is_written(tmp_path, overrides, message):
     with pytest.raises(CftgnnError, match=message):
