@@ -127,8 +127,37 @@ class Dependencies:
         return bool(np.isin(events, self.universe).all())
 
 
+def _suffixes(rec: BatchRecord, universe: npt.NDArray[np.int64]
+              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                         npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """The incidences of a batch that can be a node's pending message after it.
+
+    Events outside ``universe`` are kept by every set, so a node's message is one of its
+    events from its last such event on (its *suffix*).
+
+    Returns:
+        ``(node, event, j, in_universe, suffix)`` per incidence (grouped by node as in
+        ``rec.inc_k``), ``j`` the event's position in ``universe`` where it is there.
+    """
+    lens = rec.inc_end - rec.inc_start
+    has = lens > 0
+    node_of = np.repeat(rec.nodes, lens)  # [I], incidences grouped by node
+    ev = rec.events[rec.inc_k]
+    j = np.searchsorted(universe, ev)
+    if len(universe):
+        in_u = universe[np.minimum(j, len(universe) - 1)] == ev
+    else:
+        in_u = np.zeros(len(ev), dtype=bool)
+    if not len(ev):
+        return node_of, ev, j, in_u, in_u
+    at = np.arange(len(ev))
+    last_out = np.maximum.reduceat(np.where(in_u, -1, at), rec.inc_start[has])
+    return node_of, ev, j, in_u, at >= np.repeat(last_out, lens[has])
+
+
 def needed_until(batches: list[BatchRecord], final: npt.NDArray[np.int64], num_nodes: int,
-                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]
+                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                 universe: npt.NDArray[np.int64]
                  ) -> npt.NDArray[np.int64]:
     """For every node, the last batch whose state of it the prediction can read.
 
@@ -136,18 +165,21 @@ def needed_until(batches: list[BatchRecord], final: npt.NDArray[np.int64], num_n
     ``len(batches)``"). Batch ``x`` applies the messages of the events of batch ``x - 1``,
     reading the state of their other endpoints after batch ``x - 1``; so if a node's state
     after batch ``x`` is read, so is its state after every earlier batch and the state of
-    every node it met in batch ``x - 1`` after that batch. A backward sweep over the batches
-    gives ``need[n]``, ``-1`` for nodes never read: rows of node ``n`` need not be computed
-    after batch ``need[n]`` (DESIGN.md §5, "touch only what changes", read backwards).
+    every node it met in batch ``x - 1`` (through an event of its suffix, the only ones
+    that can be its message under removals from ``universe``) after that batch. A backward
+    sweep over the batches gives ``need[n]``, ``-1`` for nodes never read: rows of node
+    ``n`` need not be computed after batch ``need[n]`` (DESIGN.md §5, "touch only what
+    changes", read backwards).
     """
     need = np.full(num_nodes, -1, dtype=np.int64)
     need[final] = len(batches)
     for x in range(len(batches), 0, -1):
-        ev = batches[x - 1].events
-        if not len(ev):
+        rec = batches[x - 1]
+        if not len(rec.events):
             continue
-        s_, d_ = src[ev], dst[ev]
-        reached = np.concatenate([d_[need[s_] >= x], s_[need[d_] >= x]])
+        node_of, ev, _, _, suffix = _suffixes(rec, universe)
+        read = suffix & (need[node_of] >= x)
+        reached = other_endpoint(src, dst, ev[read], node_of[read])
         need[reached] = np.maximum(need[reached], x - 1)
     return need
 
@@ -183,17 +215,10 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
             out_nodes.append(empty_n)  # nothing removable has happened yet
             out_masks.append(empty_m)
             continue
+        node_of, ev, j, in_u, suffix = _suffixes(rec, universe)
         lens = rec.inc_end - rec.inc_start
         has = lens > 0
         starts = rec.inc_start[has]
-        node_of = np.repeat(rec.nodes, lens)  # [I], incidences grouped by node
-        ev = rec.events[rec.inc_k]
-        j = np.searchsorted(universe, ev)
-        in_u = universe[np.minimum(j, len(universe) - 1)] == ev
-        # the suffix: from each node's last event outside the universe on
-        at = np.arange(len(ev))
-        last_out = np.maximum.reduceat(np.where(in_u, -1, at), starts)
-        suffix = at >= np.repeat(last_out, lens[has])
         vals = np.zeros((len(ev), num_words), dtype=np.uint64)
         sfx = np.flatnonzero(suffix)
         vals[sfx] = dep[other_endpoint(src, dst, ev[sfx], node_of[sfx])]
@@ -248,7 +273,7 @@ class Trajectory:
             final = reachable_nodes(index, link, np.full(2, self.end), model.num_neighbors,
                                     model.embedding.num_layers, universe, self.removed)
             need = needed_until(self.batches, final, len(self.final_input), stream.src,
-                                stream.dst)
+                                stream.dst, universe)
             self.deps = dependencies(self.batches, universe, len(self.final_input), stream.src,
                                      stream.dst, need)
         return self.deps
