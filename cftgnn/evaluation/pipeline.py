@@ -83,6 +83,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         "prune": bool(cfg.get("prune", False)),
         "certify": int(cfg.get("certify", 0)),
+        "certify_max_time_s": cfg.get("certify_max_time_s"),
         "constraints": constraints_of(cfg).to_dict(),
         "shard": int(cfg.shard),
         "num_shards": int(cfg.num_shards),
@@ -125,11 +126,12 @@ def build_explainer(cfg: DictConfig) -> Explainer:
     prune = cfg.get("prune", False)
     if not isinstance(prune, bool):
         raise ConfigError(f"prune must be true or false, got {prune!r}")
-    return make_explainer(cfg.explainer, cfg.strategy, prune=prune, certify=certify)
+    return make_explainer(cfg.explainer, cfg.strategy, prune=prune, certify=certify,
+                          certify_max_time_s=cfg.get("certify_max_time_s"))
 
 
-def make_explainer(explainer: Any, strategy: Any, prune: bool = False,
-                   certify: int = 0) -> Explainer:
+def make_explainer(explainer: Any, strategy: Any, prune: bool = False, certify: int = 0,
+                   certify_max_time_s: float | None = None) -> Explainer:
     """Instantiate an explainer config node with a strategy config node.
 
     Raises:
@@ -137,7 +139,7 @@ def make_explainer(explainer: Any, strategy: Any, prune: bool = False,
     """
     try:
         made: Explainer = instantiate(explainer, strategy=instantiate(strategy), prune=prune,
-                                      certify=certify)
+                                      certify=certify, certify_max_time_s=certify_max_time_s)
     except Exception as exc:  # instantiate wraps the constructor's error
         error = user_error(exc)
         if error is None:

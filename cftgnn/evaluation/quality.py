@@ -60,6 +60,7 @@ class Configuration:
         strategy: File name in ``conf/strategy``.
         prune: ``prune`` option.
         certify: ``certify`` option.
+        certify_max_time_s: Cap on ``certify``'s seconds per event.
         mode: Search mode of the oracle (``exact`` / ``approximate``).
         params: Overrides of the explainer's own options.
         nodes: The explainer and strategy config nodes, read once (so a long run is not
@@ -71,12 +72,14 @@ class Configuration:
     strategy: str
     prune: bool = False
     certify: int = 0
+    certify_max_time_s: float | None = None
     mode: str = "approximate"
     params: Mapping[str, Any] = field(default_factory=dict)
     nodes: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_config(cls, name: str, cfg: Mapping[str, Any], mode: str) -> Configuration:
+    def from_config(cls, name: str, cfg: Mapping[str, Any], mode: str,
+                    certify_max_time_s: float | None = None) -> Configuration:
         """From one entry of ``explainers`` in ``conf/benchmark_quality.yaml``.
 
         Raises:
@@ -90,6 +93,7 @@ class Configuration:
         conf = cls(name=name, explainer=str(cfg.get("explainer", "")),
                    strategy=str(cfg.get("strategy", "closest")),
                    prune=bool(cfg.get("prune", False)), certify=int(cfg.get("certify", 0)),
+                   certify_max_time_s=certify_max_time_s,
                    mode=str(cfg.get("mode", mode)), params=dict(cfg.get("params") or {}))
         for group, option in (("explainer", conf.explainer), ("strategy", conf.strategy)):
             if not (CONF / group / f"{option}.yaml").is_file():
@@ -117,7 +121,8 @@ class Configuration:
             raise ConfigError(f"configuration {self.name!r} was not read from a config "
                               "(use Configuration.from_config)")
         explainer, strategy = self.nodes
-        return make_explainer(explainer, strategy, prune=self.prune, certify=self.certify)
+        return make_explainer(explainer, strategy, prune=self.prune, certify=self.certify,
+                              certify_max_time_s=self.certify_max_time_s)
 
 
 def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
@@ -272,7 +277,7 @@ def to_markdown(table: pd.DataFrame, summary: Mapping[str, Any], title: str) -> 
 def _fingerprint(cfg: DictConfig, weights: str, configs: list[Configuration]) -> dict[str, Any]:
     """What decides the rows (compared when an output directory is reused)."""
     keep = ("dataset", "model", "sample", "n_events", "seed", "k", "m_max", "max_size",
-            "exhaustive_max_time_s", "mode", "constraints")
+            "exhaustive_max_time_s", "certify_max_time_s", "mode", "constraints")
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     plain = {key: container.get(key) for key in keep}
@@ -314,7 +319,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
             raise ConfigError(f"only: unknown configuration {unknown[0]!r} (choose from: "
                               f"{', '.join(map(str, entries))})")
         entries = {n: c for n, c in entries.items() if str(n) in {str(x) for x in only}}
-    configs = [Configuration.from_config(str(n), c or {}, str(cfg.mode))
+    configs = [Configuration.from_config(str(n), c or {}, str(cfg.mode),
+                                         cfg.get("certify_max_time_s"))
                for n, c in entries.items()]
     torch.set_num_threads(int(cfg.num_threads))
     stream = instantiate(cfg.dataset)

@@ -58,9 +58,11 @@ class Explainer(ABC):
         certify: ``K``: after the search (and pruning), evaluate exactly every removable set
             smaller than the answer up to size ``K`` (up to ``K`` when nothing was found); a
             smaller counterfactual replaces the answer. 0 turns it off.
+        certify_max_time_s: Optional cap on the seconds ``certify`` may spend; when it runs
+            out, the record's ``min_size_lower_bound`` covers only the sizes completed.
 
     Raises:
-        ExplainerError: If ``certify < 0``.
+        ExplainerError: If ``certify < 0`` or ``certify_max_time_s < 0``.
     """
 
     #: Short name written into results.
@@ -71,12 +73,17 @@ class Explainer(ABC):
         strategy: SelectionStrategy | None = None,
         prune: bool = False,
         certify: int = 0,
+        certify_max_time_s: float | None = None,
     ) -> None:
         self.strategy: SelectionStrategy = strategy if strategy is not None else RecentStrategy()
         if isinstance(certify, bool) or int(certify) != certify or certify < 0:
             raise ExplainerError(f"certify must be an integer >= 0, got {certify!r}")
+        if certify_max_time_s is not None and not certify_max_time_s >= 0:
+            raise ExplainerError(f"certify_max_time_s must be >= 0, got {certify_max_time_s}")
         self.prune = bool(prune)
         self.certify = int(certify)
+        self.certify_max_time_s = (None if certify_max_time_s is None
+                                   else float(certify_max_time_s))
 
     def explain(self, oracle: Oracle) -> ExplanationResult:
         """Explain the event the oracle is bound to.
@@ -117,11 +124,15 @@ class Explainer(ABC):
         if ok and self.prune and found:
             answer, final = prune(oracle, answer)
         replaced = False
+        cut_short = outcome.cut_short
         if ok and self.certify:
             top = oracle.size_limit(self.certify if not found else min(self.certify,
                                                                        len(answer) - 1))
+            deadline = (None if self.certify_max_time_s is None
+                        else time.perf_counter() + self.certify_max_time_s)
             smaller = search_by_size(oracle, self.strategy.rank(oracle.removable), top,
-                                     chunk_size=DEFAULT_CHUNK)
+                                     chunk_size=DEFAULT_CHUNK, deadline=deadline)
+            cut_short = cut_short or smaller.cut_short
             if smaller.explanation is not None and smaller.logit is not None:
                 answer, final, found, replaced = smaller.explanation, smaller.logit, True, True
         bound = oracle.certificate() if ok else 0
@@ -149,7 +160,7 @@ class Explainer(ABC):
             trace=outcome.trace,
             min_size_lower_bound=bound,
             certified_minimal=found and len(answer) == bound,
-            cut_short=outcome.cut_short,
+            cut_short=cut_short,
             num_removable=len(oracle.removable),
             size_before_prune=len(outcome.explanation),
             prune=self.prune,

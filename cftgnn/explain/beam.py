@@ -37,6 +37,7 @@ class BeamExplainer(Explainer):
             would exceed it is not evaluated (``cut_short``).
         prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
         certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
+        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``width < 1`` or a negative budget.
@@ -51,8 +52,10 @@ class BeamExplainer(Explainer):
         max_oracle_calls: int | None = None,
         prune: bool = False,
         certify: int = 0,
+        certify_max_time_s: float | None = None,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify)
+        super().__init__(strategy, prune=prune, certify=certify,
+                         certify_max_time_s=certify_max_time_s)
         if isinstance(width, bool) or int(width) != width or width < 1:
             raise ExplainerError(f"width must be an integer >= 1, got {width!r}")
         if max_oracle_calls is not None and max_oracle_calls < 0:

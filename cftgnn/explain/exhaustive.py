@@ -38,6 +38,7 @@ class ExhaustiveExplainer(Explainer):
         max_time_s: Optional cap on the search's seconds.
         prune: Accepted for a uniform interface; the answer is already minimal.
         certify: Accepted for a uniform interface; the answer is already certified.
+        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``max_size < 1``, ``chunk_size < 1`` or negative budgets.
@@ -54,8 +55,10 @@ class ExhaustiveExplainer(Explainer):
         max_time_s: float | None = None,
         prune: bool = False,
         certify: int = 0,
+        certify_max_time_s: float | None = None,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify)
+        super().__init__(strategy, prune=prune, certify=certify,
+                         certify_max_time_s=certify_max_time_s)
         if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 1:
             raise ExplainerError(f"max_size must be an integer >= 1, got {max_size!r}")
         if chunk_size < 1:

@@ -42,6 +42,7 @@ class GreedyExplainer(Explainer):
             set (one more search-mode call in approximate mode) instead of ``p_orig``.
         prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
         certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
+        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
     """
 
     name = "greedy"
@@ -56,8 +57,10 @@ class GreedyExplainer(Explainer):
         like_with_like: bool = False,
         prune: bool = False,
         certify: int = 0,
+        certify_max_time_s: float | None = None,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify)
+        super().__init__(strategy, prune=prune, certify=certify,
+                         certify_max_time_s=certify_max_time_s)
         if not tolerance >= 0:
             raise ExplainerError(f"tolerance must be >= 0, got {tolerance}")
         if sample_size < 1:

@@ -75,9 +75,9 @@ class ExplanationResult:
             exactly and none flips (DESIGN.md §7); 0 when no search ran (another status).
         certified_minimal: A counterfactual was found and its size equals ``L``: no smaller
             counterfactual exists among the removable events.
-        cut_short: The explainer's call or time budget ended its search early (for the
-            exhaustive explainer: its claim that nothing of size ``≤ max_size`` flips is void;
-            ``L`` still holds).
+        cut_short: The explainer's call or time budget (or ``certify_max_time_s``) ended its
+            search early (for the exhaustive explainer: its claim that nothing of size
+            ``≤ max_size`` flips is void; ``L`` still holds).
         num_removable: ``|R|``, the candidates the constraints leave removable.
         size_before_prune: Size of the search's own answer, before pruning and ``certify``.
         prune: Whether the answer was pruned to 1-minimality.

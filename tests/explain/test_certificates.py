@@ -240,3 +240,12 @@ def test_no_removable_status() -> None:
     result = GreedyExplainer().explain(_oracle(backend, [1], removable=[]))
     assert result.status is ExplanationStatus.NO_REMOVABLE and not result.is_counterfactual
     assert result.min_size_lower_bound == 0 and backend.calls == 0
+
+
+def test_certify_time_budget_cuts_short() -> None:
+    backend = HashedBackend(5.0, spread=0.1, seed=2)  # nothing flips
+    result = GreedyExplainer(certify=3, certify_max_time_s=0.0).explain(
+        _oracle(backend, list(range(8)), mode="approximate"))
+    assert result.cut_short and result.min_size_lower_bound == 1  # nothing exact was done
+    with pytest.raises(ExplainerError):
+        GreedyExplainer(certify=1, certify_max_time_s=-1.0)
