@@ -32,6 +32,10 @@ from cftgnn.explain.oracle import Oracle, is_flip
 #: Sets per batched exact call when the caller does not say (bounds memory per call).
 DEFAULT_CHUNK = 4096
 
+#: Under a deadline, the first chunk's size; later chunks are sized to the time left from the
+#: previous chunk's seconds per set, so a deadline is overrun by about one small chunk.
+_MIN_TIMED_CHUNK = 64
+
 
 @dataclass(frozen=True)
 class SizeSearch:
@@ -100,6 +104,7 @@ def search_by_size(
         max_calls: Stop before the exact backend has evaluated more than this many sets in
             this search (cache hits are free); None: no bound.
         deadline: Stop when ``time.perf_counter()`` passes this value; None: no bound.
+            Chunks then start at 64 sets and are sized to the time left.
 
     Returns:
         The :class:`SizeSearch`.
@@ -117,12 +122,17 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
     p0 = oracle.original_logit
     calls0 = oracle.stats.exact_calls
     evaluated = 0
+    per_set = 0.0  # seconds per set of the last chunk (sizes the chunks under a deadline)
     for size in range(1, max(0, max_size) + 1):
         combos = itertools.combinations(events, size)
         best: tuple[int, ...] | None = None
         best_margin, best_logit = -math.inf, math.nan
         while True:
             take = chunk_size
+            if deadline is not None:  # start small, then fit the chunk into the time left
+                left = deadline - time.perf_counter()
+                fit = _MIN_TIMED_CHUNK if per_set <= 0 else int(left / per_set)
+                take = min(take, max(_MIN_TIMED_CHUNK, fit))
             if max_calls is not None:
                 take = min(take, max_calls - (oracle.stats.exact_calls - calls0))
             out_of_time = deadline is not None and time.perf_counter() > deadline
@@ -132,7 +142,9 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
                     return SizeSearch(best, None if best is None else best_logit, size - 1,
                                       True, evaluated)
                 break
+            start = time.perf_counter()
             logits = oracle.exact_batch([frozenset(c) for c in chunk])
+            per_set = (time.perf_counter() - start) / len(chunk)
             evaluated += len(chunk)
             margins = _flip_margins(p0, logits)
             j = int(np.argmax(margins))

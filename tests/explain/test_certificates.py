@@ -249,3 +249,19 @@ def test_certify_time_budget_cuts_short() -> None:
     assert result.cut_short and result.min_size_lower_bound == 1  # nothing exact was done
     with pytest.raises(ExplainerError):
         GreedyExplainer(certify=1, certify_max_time_s=-1.0)
+
+
+def test_a_deadline_is_kept_within_about_one_small_chunk() -> None:
+    import time
+
+    class Slow(HashedBackend):
+        def logit(self, removed: frozenset[int]) -> float:
+            time.sleep(5e-4)
+            return super().logit(removed)
+
+    backend = Slow(9.0, spread=0.1)  # nothing flips; 2,080 sets would take over a second
+    start = time.perf_counter()
+    result = ExhaustiveExplainer(max_size=2, max_time_s=0.1).explain(
+        _oracle(backend, list(range(64))))
+    assert result.cut_short and time.perf_counter() - start < 0.9
+    assert backend.calls < 2080
