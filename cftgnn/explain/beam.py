@@ -18,6 +18,7 @@ the same sets, in the same order, with the same answer (a test asserts it).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +36,7 @@ class BeamExplainer(Explainer):
         width: ``w``, sets kept per level.
         max_oracle_calls: Optional cap on the search's search-mode evaluations; a level that
             would exceed it is not evaluated (``cut_short``).
-        prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
-        certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
-        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``width < 1`` or a negative budget.
@@ -50,12 +49,9 @@ class BeamExplainer(Explainer):
         strategy: SelectionStrategy | None = None,
         width: int = 5,
         max_oracle_calls: int | None = None,
-        prune: bool = False,
-        certify: int = 0,
-        certify_max_time_s: float | None = None,
+        **post: Any,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify,
-                         certify_max_time_s=certify_max_time_s)
+        super().__init__(strategy, **post)
         if isinstance(width, bool) or int(width) != width or width < 1:
             raise ExplainerError(f"width must be an integer >= 1, got {width!r}")
         if max_oracle_calls is not None and max_oracle_calls < 0:

@@ -73,9 +73,7 @@ class CFTGNNExplainer(Explainer):
         deep_phase: Descend greedily from the most promising node when the tree found no
             counterfactual.
         deep_sample_size: ``l`` of that descent.
-        prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
-        certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
-        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
     """
 
     name = "cftgnn"
@@ -94,12 +92,9 @@ class CFTGNNExplainer(Explainer):
         widening_k: float = 1.0,
         deep_phase: bool = False,
         deep_sample_size: int = 10,
-        prune: bool = False,
-        certify: int = 0,
-        certify_max_time_s: float | None = None,
+        **post: Any,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify,
-                         certify_max_time_s=certify_max_time_s)
+        super().__init__(strategy, **post)
         if widening is not None and not 0.0 <= widening <= 1.0:
             raise ExplainerError(f"widening must be in [0, 1] or null, got {widening}")
         if not widening_k > 0:

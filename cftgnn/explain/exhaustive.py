@@ -17,6 +17,7 @@ has ``cut_short = True`` and the bound covers only the sizes completed.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
@@ -36,9 +37,7 @@ class ExhaustiveExplainer(Explainer):
         chunk_size: Sets per batched exact oracle call (bounds memory).
         max_oracle_calls: Optional cap on exact backend evaluations of the search.
         max_time_s: Optional cap on the search's seconds.
-        prune: Accepted for a uniform interface; the answer is already minimal.
-        certify: Accepted for a uniform interface; the answer is already certified.
-        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``max_size < 1``, ``chunk_size < 1`` or negative budgets.
@@ -53,12 +52,9 @@ class ExhaustiveExplainer(Explainer):
         chunk_size: int = DEFAULT_CHUNK,
         max_oracle_calls: int | None = None,
         max_time_s: float | None = None,
-        prune: bool = False,
-        certify: int = 0,
-        certify_max_time_s: float | None = None,
+        **post: Any,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify,
-                         certify_max_time_s=certify_max_time_s)
+        super().__init__(strategy, **post)
         if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 1:
             raise ExplainerError(f"max_size must be an integer >= 1, got {max_size!r}")
         if chunk_size < 1:

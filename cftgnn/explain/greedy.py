@@ -20,6 +20,8 @@ It draws from the removable events ``R`` only and stops when ``X`` reaches the o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from cftgnn.errors import ExplainerError
@@ -40,9 +42,7 @@ class GreedyExplainer(Explainer):
             seed's strict test).
         like_with_like: Compare the first candidate with the search mode's logit of the empty
             set (one more search-mode call in approximate mode) instead of ``p_orig``.
-        prune: Prune a counterfactual found to 1-minimality (see :class:`Explainer`).
-        certify: Check every smaller set up to this size exactly (see :class:`Explainer`).
-        certify_max_time_s: Cap on the seconds of ``certify`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
     """
 
     name = "greedy"
@@ -55,12 +55,9 @@ class GreedyExplainer(Explainer):
         trace: bool = False,
         tolerance: float = 0.0,
         like_with_like: bool = False,
-        prune: bool = False,
-        certify: int = 0,
-        certify_max_time_s: float | None = None,
+        **post: Any,
     ) -> None:
-        super().__init__(strategy, prune=prune, certify=certify,
-                         certify_max_time_s=certify_max_time_s)
+        super().__init__(strategy, **post)
         if not tolerance >= 0:
             raise ExplainerError(f"tolerance must be >= 0, got {tolerance}")
         if sample_size < 1:
