@@ -5,11 +5,14 @@ from cftgnn.data.loaders import load_uci, load_wikipedia
 from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
 from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.data.user_streams import load_csv, load_jodie_ml
 
 __all__ = [
     "Candidates",
     "EventStream",
     "TemporalIndex",
+    "load_csv",
+    "load_jodie_ml",
     "load_uci",
     "load_wikipedia",
     "make_synthetic_stream",

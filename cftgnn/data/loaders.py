@@ -9,6 +9,9 @@ same file again reads a few NumPy arrays instead of parsing text.
 Duplicate events (same endpoints and timestamp) are kept as separate events. Events with equal
 timestamps keep their order in the file; the stream order is (timestamp, line) and the files
 must already be sorted by time (an earlier timestamp after a later one is an error).
+
+The researcher's own files (a CSV of events, TGN's ``ml_`` layout) load through
+:mod:`cftgnn.data.user_streams`, which uses the same strict parsing and cache.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,12 +180,31 @@ def _parse_numeric_table(
     Returns a ``float64 [rows, cols]`` array; raises DataFormatError naming the file, line and
     value for ragged lines, empty lines, empty fields and non-numeric values.
     """
-    first_line = skiprows + 1
+    df = read_table(path, raw, sep=sep, skiprows=skiprows, header=None)
+
+    def col_name(j: int) -> str:
+        return names[j] if j < len(names) else f"feature {j - len(names)}"
+
+    return numeric_columns(path, df, skiprows + 1, [col_name(j) for j in range(df.shape[1])])
+
+
+def read_table(
+    path: Path,
+    raw: bytes,
+    sep: str,
+    skiprows: int = 0,
+    header: int | None = None,
+) -> pd.DataFrame:
+    """Read a delimited text table, every line kept (blank ones too), as pandas gives it.
+
+    Raises:
+        DataFormatError: The file holds no line, or a line has more fields than the others.
+    """
     try:
-        df = pd.read_csv(
+        return pd.read_csv(
             io.BytesIO(raw),
             sep=sep,
-            header=None,
+            header=header,
             skiprows=skiprows,
             skip_blank_lines=False,
             engine="c",
@@ -196,9 +218,23 @@ def _parse_numeric_table(
             f"{path}: malformed line: {msg} (every line must have the same number of fields)"
         ) from exc
 
-    def col_name(j: int) -> str:
-        return names[j] if j < len(names) else f"feature {j - len(names)}"
 
+def numeric_columns(
+    path: Path, df: pd.DataFrame, first_line: int, names: Sequence[str], fields: int | None = None
+) -> np.ndarray:
+    """The columns of ``df`` as ``float64 [rows, cols]``, checked strictly.
+
+    Args:
+        path: The file (named in every error).
+        df: The table as read; row ``r`` is line ``r + first_line`` of the file.
+        first_line: File line number of the first row.
+        names: What each column is called in error messages.
+        fields: Fields per line in the file (default: the columns of ``df``).
+
+    Raises:
+        DataFormatError: Naming the file, the line and the column, for a value that is not a
+            number, an empty field, a short line or an empty line.
+    """
     out = np.empty(df.shape, dtype=np.float64)
     for j, col in enumerate(df.columns):
         s = df[col]
@@ -210,7 +246,7 @@ def _parse_numeric_table(
             if bad.size:
                 r = int(bad[0])
                 raise DataFormatError(
-                    f"{path}, line {r + first_line}: {col_name(j)} = {s.iloc[r]!r} is not a number"
+                    f"{path}, line {r + first_line}: {names[j]} = {s.iloc[r]!r} is not a number"
                 )
         missing = np.flatnonzero(np.isnan(values))
         if missing.size:
@@ -218,15 +254,19 @@ def _parse_numeric_table(
             if df.iloc[r].isna().all():
                 raise DataFormatError(f"{path}, line {r + first_line}: empty line")
             raise DataFormatError(
-                f"{path}, line {r + first_line}: missing value for {col_name(j)} (the line is "
-                f"short or has an empty field; expected {df.shape[1]} fields)"
+                f"{path}, line {r + first_line}: missing value for {names[j]} (the line is "
+                f"short or has an empty field; expected {fields or df.shape[1]} fields)"
             )
         out[:, j] = values
     return out
 
 
-def _check_ids(path: Path, values: np.ndarray, name: str, first_line: int) -> np.ndarray:
-    bad = np.flatnonzero((values < 0) | (values != np.floor(values)))
+def check_ids(path: Path, values: np.ndarray, name: str, first_line: int) -> np.ndarray:
+    """``values`` (row ``r`` on line ``r + first_line``) as ``int64``; each must be an integer
+    >= 0, else DataFormatError naming the file, the line and the value."""
+    bad = np.flatnonzero(
+        ~np.isfinite(values) | (values < 0) | (values != np.floor(values))
+    )
     if bad.size:
         r = int(bad[0])
         raise DataFormatError(
@@ -235,17 +275,21 @@ def _check_ids(path: Path, values: np.ndarray, name: str, first_line: int) -> np
     return values.astype(np.int64)
 
 
-def _check_time(path: Path, t: np.ndarray, first_line: int) -> None:
+def check_time(
+    path: Path, t: np.ndarray, first_line: int, ordered: bool = True, hint: str = ""
+) -> None:
+    """Every timestamp is finite and, when ``ordered``, none is earlier than the one before it
+    (DataFormatError naming the file and the line otherwise; ``hint`` ends that message)."""
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
         r = int(bad[0])
         raise DataFormatError(f"{path}, line {r + first_line}: timestamp {t[r]} is not finite")
-    dec = np.flatnonzero(np.diff(t) < 0)
+    dec = np.flatnonzero(np.diff(t) < 0) if ordered else np.empty(0)
     if dec.size:
         r = int(dec[0]) + 1
         raise DataFormatError(
             f"{path}, line {r + first_line}: timestamp {t[r]:g} is earlier than the previous "
-            f"line's {t[r - 1]:g}; the file must be sorted by time"
+            f"line's {t[r - 1]:g}; the file must be sorted by time{hint}"
         )
 
 
@@ -262,10 +306,10 @@ def parse_uci(path: Path, raw: bytes) -> EventStream:
         raise DataFormatError(
             f"{path}: expected 3 columns (src dst unixtime), found {table.shape[1]} on line 1"
         )
-    src = _check_ids(path, table[:, 0], "src", 1)
-    dst = _check_ids(path, table[:, 1], "dst", 1)
+    src = check_ids(path, table[:, 0], "src", 1)
+    dst = check_ids(path, table[:, 1], "dst", 1)
     t = table[:, 2]
-    _check_time(path, t, 1)
+    check_time(path, t, 1)
     raw_ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
     n = len(src)
     return EventStream(
@@ -306,11 +350,11 @@ def parse_jodie(path: Path, raw: bytes, with_features: bool) -> EventStream:
             f"{path}: expected at least 4 columns ({','.join(JODIE_HEADER)}), "
             f"found {table.shape[1]} on line 2"
         )
-    users = _check_ids(path, table[:, 0], "user_id", 2)
-    items = _check_ids(path, table[:, 1], "item_id", 2)
+    users = check_ids(path, table[:, 0], "user_id", 2)
+    items = check_ids(path, table[:, 1], "item_id", 2)
     t = table[:, 2]
-    _check_time(path, t, 2)
-    labels = _check_ids(path, table[:, 3], "state_label", 2)
+    check_time(path, t, 2)
+    labels = check_ids(path, table[:, 3], "state_label", 2)
     num_users = int(users.max()) + 1 if len(users) else 0
     num_items = int(items.max()) + 1 if len(items) else 0
     n = len(users)
@@ -399,10 +443,38 @@ def _load(
     options: dict[str, Any],
     parse: Any,
 ) -> EventStream:
-    data_path = resolve_data_dir(data_dir)
     cache_path = resolve_cache_dir(cache_dir)
-    path = locate(source, data_path, cache_path, download=download, url=url, progress=progress)
-    cached = _cache_path(cache_path, path, options) if use_cache else None
+    path = locate(
+        source, resolve_data_dir(data_dir), cache_path, download=download, url=url,
+        progress=progress,
+    )
+    return load_processed(path, cache_path, use_cache, options, parse)
+
+
+def load_processed(
+    path: Path,
+    cache_dir: Path,
+    use_cache: bool,
+    options: dict[str, Any],
+    parse: Callable[[Path, bytes], EventStream],
+    side_files: Sequence[Path] = (),
+) -> EventStream:
+    """Parse the file at ``path``, or read the processed copy of an earlier parse.
+
+    The copy is keyed by the file's resolved path, size and modification time, the loader
+    version, ``options`` (everything else the parse depends on, e.g. column names) and the
+    size and time of the ``side_files`` the parse also reads, so a changed file or option is
+    parsed again.
+
+    Returns:
+        The stream, its ``meta`` extended by ``source``, ``sha256`` (of the uncompressed
+        text), ``options``, and ``from_cache`` when read from the copy.
+    """
+    key: dict[str, Any] = options
+    if side_files:
+        stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in side_files]
+        key = {"options": options, "side_files": stats}
+    cached = _cache_path(cache_dir, path, key) if use_cache else None
     if cached is not None and cached.is_file():
         stream = _load_cache(cached)
         if stream is not None:
