@@ -171,8 +171,8 @@ def test_explicit_events(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["dataset=wikipedai"], "error: unknown dataset 'wikipedai' (choose from: synthetic, uci, "
-                            "wikipedia)"),
+    (["dataset=wikipedai"], "error: unknown dataset 'wikipedai' (choose from: csv, jodie_ml, "
+                            "synthetic, uci, wikipedia)"),
     (["-m", "strategy=closest,nearest"], "error: unknown strategy 'nearest'"),
     (["debug=default", "checkpoint=checkpoints/tgn_uci.pt"], "error: checkpoint"),
 ])
