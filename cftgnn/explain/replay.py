@@ -10,7 +10,10 @@ The naive way replays the whole stream without ``s`` for every call. Here:
 * for an explained event, :class:`EventReplay` takes the unperturbed state at the batch
   boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
   set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
-  model samples neighbours from the prebuilt index, filtered by the mask);
+  model samples neighbours from the prebuilt index, filtered by the mask). The model's own
+  batched replay does that for P sets at once when it has one; any other model with the state
+  verbs of :class:`~cftgnn.models.protocol.ReplayableModel` is replayed set by set
+  (:mod:`cftgnn.models.generic`);
 * the **exact** backend masks ``s``; the **approximate** one (seed, "prediction^approximation")
   keeps the events before ``ε_min`` plus ``C \\ s`` and masks every other event of
   ``[ε_min, i)``.
@@ -41,14 +44,14 @@ from cftgnn.explain.base import Explainer
 from cftgnn.explain.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.explain.oracle import Oracle, OracleMode
 from cftgnn.explain.result import ExplanationResult
-from cftgnn.models.base import TemporalModel
 from cftgnn.models.checkpoint import load_checkpoint
+from cftgnn.models.generic import GenericReplay, ReplayBackend, replay_backend
 from cftgnn.models.masks import RemovalSets
-from cftgnn.models.state import State
+from cftgnn.models.protocol import ReplayableModel
 
 
 @contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
+def eval_mode(model: ReplayableModel | torch.nn.Module) -> Iterator[None]:
     """Put ``model`` in eval mode (no dropout) and no-grad, restoring its mode afterwards."""
     was_training = model.training
     if was_training:  # train()/eval() walk every submodule: skip them when there is no change
@@ -84,7 +87,9 @@ class ReplayEngine:
     """Shared work for explaining many events of one stream with one model.
 
     Args:
-        model: A trained temporal model (its mode is restored after every use).
+        model: A trained temporal model with the state verbs of
+            :class:`~cftgnn.models.protocol.ReplayableModel` (its mode is restored after
+            every use).
         stream: The event stream whose events are explained.
         index: A prebuilt index of ``stream`` (built when omitted).
         checkpoint_every: Keep an unperturbed snapshot every this many batches while the cursor
@@ -93,20 +98,22 @@ class ReplayEngine:
 
     def __init__(
         self,
-        model: TemporalModel,
+        model: ReplayableModel,
         stream: EventStream,
         index: TemporalIndex | None = None,
         checkpoint_every: int = 64,
     ) -> None:
         self.model = model
+        self.backend: ReplayBackend = replay_backend(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
         self.batch_size = model.batch_size
         self.checkpoint_every = max(1, int(checkpoint_every))
         self.counters = ReplayCounters()
         model.attach(stream, index=self.index)
-        self._cursor: State = model.snapshot()  # unperturbed, at a batch boundary
-        self._checkpoints: dict[int, State] = {0: self._cursor}
+        self._cursor: Any = model.snapshot()  # unperturbed, at a batch boundary
+        self._cursor_at = 0  # its position
+        self._checkpoints: dict[int, Any] = {0: self._cursor}
 
     @classmethod
     def from_checkpoint(
@@ -153,7 +160,7 @@ class ReplayEngine:
         """The batch boundary at or before ``event_id``."""
         return (int(event_id) // self.batch_size) * self.batch_size
 
-    def base_state(self, boundary: int) -> State:
+    def base_state(self, boundary: int) -> Any:
         """The unperturbed state at a batch boundary (history = ids ``< boundary``).
 
         Moving forward advances the cursor incrementally; going back restarts from the latest
@@ -163,12 +170,12 @@ class ReplayEngine:
             raise OracleError(f"{boundary} is not a batch boundary of this stream")
         start = time.perf_counter()
         model = self.model
-        if self._cursor.position > boundary:
-            best = max(b for b in self._checkpoints if b <= boundary)
-            self._cursor = self._checkpoints[best]
+        if self._cursor_at > boundary:
+            self._cursor_at = max(b for b in self._checkpoints if b <= boundary)
+            self._cursor = self._checkpoints[self._cursor_at]
         with eval_mode(model):
             model.restore(self._cursor)
-            pos = self._cursor.position
+            pos = self._cursor_at
             step = self.checkpoint_every * self.batch_size
             while pos < boundary:
                 nxt = min(boundary, (pos // step + 1) * step)
@@ -177,8 +184,9 @@ class ReplayEngine:
                 pos = nxt
                 if pos % step == 0 and pos not in self._checkpoints:
                     self._checkpoints[pos] = model.snapshot()
-            if pos != self._cursor.position:
+            if pos != self._cursor_at:
                 self._cursor = self._checkpoints.get(pos) or model.snapshot()
+                self._cursor_at = pos
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor
 
@@ -223,18 +231,20 @@ class EventReplay:
         self.event_id = int(event_id)
         oldest = self.candidates.oldest
         self.eps_min = self.event_id if oldest is None else oldest
-        self.base = engine.base_state(engine.boundary(self.eps_min))
+        self.start = engine.boundary(self.eps_min)
+        self.base = engine.base_state(self.start)
         self._cand = self.candidates.ids
         start = time.perf_counter()
         approx_mask = self._mask(frozenset(), approximate=True)
-        span = self.event_id - self.base.position
+        span = self.event_id - self.start
         # history events each replay covers when no candidate is removed
-        self._kept = {False: span, True: span - int(approx_mask[self.base.position :].sum())}
+        self._kept = {False: span, True: span - int(approx_mask[self.start :].sum())}
+        backend = engine.backend
         with eval_mode(engine.model):
-            self._plan: Any = engine.model.replay_plan(self.base, self.event_id,
-                                                       removable=self._cand)
-            self._approx_plan: Any = engine.model.replay_plan(
-                self.base, self.event_id, approx_mask, removable=self._cand)
+            self._plan: Any = backend.plan(self.base, self.start, self.event_id,
+                                           removable=self._cand)
+            self._approx_plan: Any = backend.plan(self.base, self.start, self.event_id,
+                                                  approx_mask, removable=self._cand)
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 
@@ -250,8 +260,8 @@ class EventReplay:
 
     def _batched(self, sets: Sequence[frozenset[int]], approximate: bool,
                  reference: bool = False) -> npt.NDArray[np.float64]:
-        """Logits of P removal sets in one call of the model's batched masked replay, or, with
-        ``reference``, of the base class's one-replay-per-set implementation."""
+        """Logits of P removal sets in one call of the engine's backend, or, with
+        ``reference``, of the generic one-replay-per-set backend."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
@@ -263,11 +273,12 @@ class EventReplay:
             removed = RemovalSets.from_sets(sets)
         with eval_mode(model):
             if reference:
-                plan = TemporalModel.replay_plan(model, self.base, self.event_id)
-                logits = TemporalModel.masked_logits(model, plan, removed)
+                generic = GenericReplay(model)
+                logits = generic.logits(generic.plan(self.base, self.start, self.event_id),
+                                        removed)
             else:
                 plan = self._approx_plan if approximate else self._plan
-                logits = model.masked_logits(plan, removed)
+                logits = engine.backend.logits(plan, removed)
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
         engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
@@ -278,8 +289,10 @@ class EventReplay:
     def exact(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits ``f(G(t_i) \\ s, ε_i)`` of P removal sets, ``[P]``.
 
-        All P sets go through the model's batched masked replay in one pass
-        (:meth:`TemporalModel.masked_logits`) from a plan made once per explained event.
+        All P sets go to the engine's backend in one call, from a plan made once per
+        explained event: the model's batched masked replay in one pass
+        (:meth:`TemporalModel.masked_logits`), or one replay of ``[b0, i)`` per set for a
+        model with only the state verbs.
         """
         return self._batched(sets, approximate=False)
 
@@ -318,7 +331,7 @@ class EventReplay:
 
 
 def naive_logit(
-    model: TemporalModel, stream: EventStream, event_id: int, removed: Sequence[int] = ()
+    model: ReplayableModel, stream: EventStream, event_id: int, removed: Sequence[int] = ()
 ) -> float:
     """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
 

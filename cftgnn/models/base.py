@@ -30,10 +30,16 @@ from torch import Tensor, nn
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import CftgnnError
+from cftgnn.models.generic import GenericPlan, GenericReplay
 from cftgnn.models.layers import LinkDecoder, NeighborFn, TemporalAttentionEmbedding
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import recent_kept_neighbors
+from cftgnn.models.protocol import (
+    ModelStateError,
+    as_removed_mask,
+    check_advance,
+    kept_batches,
+)
 from cftgnn.models.state import State
 
 
@@ -42,10 +48,6 @@ def _to_tensor(x: npt.ArrayLike | Tensor, dtype: torch.dtype, dev: torch.device)
     if isinstance(x, Tensor):
         return x.to(device=dev, dtype=dtype).reshape(-1)
     return torch.from_numpy(np.array(x)).to(device=dev, dtype=dtype).reshape(-1)
-
-
-class ModelStateError(CftgnnError, RuntimeError):
-    """A state verb was called out of order (not attached, wrong start, closed state)."""
 
 
 class TemporalModel(nn.Module, ABC):
@@ -184,46 +186,22 @@ class TemporalModel(nn.Module, ABC):
                 closed by a partial batch and ``end_id > start_id``.
         """
         st = self.state
-        if start_id != st.position:
-            raise ModelStateError(f"advance starts at {start_id}, but the state is at "
-                                  f"{st.position}")
-        if end_id < start_id:
-            raise ModelStateError(f"advance end {end_id} is before its start {start_id}")
-        if end_id == start_id:
+        if not check_advance(st.position, start_id, end_id, self.batch_size):
             return
-        if start_id % self.batch_size:
-            raise ModelStateError(
-                f"state at {start_id} ended with a partial batch and cannot be advanced; "
-                "restore a snapshot taken at a batch boundary")
-        mask = None
-        if removed_mask is not None:
-            mask = (removed_mask.detach().cpu().numpy() if isinstance(removed_mask, Tensor)
-                    else np.asarray(removed_mask)).astype(bool, copy=False)
-            if mask.shape != (self.stream.num_events,):
-                raise ModelStateError(f"removed_mask must have shape ({self.stream.num_events},)"
-                                      f", got {mask.shape}")
+        mask = as_removed_mask(removed_mask, self.stream.num_events)
         with torch.no_grad():
             dev = self.device
             lo, hi = self._local(start_id), self._local(end_id)
-            pos = np.arange(lo, hi, dtype=np.int64)
             if mask is not None:
                 st.removed[lo:hi] = torch.from_numpy(mask[lo:hi].copy())
-                pos = pos[~mask[lo:hi]]
-            # Kept events grouped by batch (batch = original id // B). Batches without kept
-            # events matter only right after a non-empty one (they apply its pending
-            # messages); on an idle state an empty batch changes nothing and is skipped, which
-            # makes sparse masked replays (the approximate oracle) cost per kept batch.
-            batch_of = self._ids[pos] // self.batch_size
-            cuts = np.flatnonzero(np.diff(batch_of)) + 1
-            groups = np.split(pos, cuts)
-            first = start_id // self.batch_size
+            # Batches without kept events matter only right after a non-empty one (they
+            # apply its pending messages); on an idle state an empty batch changes nothing and
+            # is skipped, which makes sparse masked replays (the approximate oracle) cost per
+            # kept batch.
             last = (end_id - 1) // self.batch_size  # the final, possibly partial, batch
             idle = self._idle(st)
-            b = first
-            for group in groups:
-                if len(group) == 0:
-                    continue
-                gb = int(self._ids[group[0]] // self.batch_size)
+            b = start_id // self.batch_size
+            for gb, group in kept_batches(self._ids, lo, hi, mask, self.batch_size):
                 if gb > b and not idle:
                     self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
                 self._apply_batch(st, torch.as_tensor(group, device=dev))
@@ -247,8 +225,7 @@ class TemporalModel(nn.Module, ABC):
         inputs; models override it with what makes their replays cheap (TGN records the
         trajectory).
         """
-        mask = np.zeros(self.stream.num_events, bool) if removed is None else removed.copy()
-        return (base.clone(), int(end), mask)
+        return GenericReplay(self).plan(base.clone(), base.position, end, removed)
 
     def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
         """Logits of the event at ``end`` after replaying with each of P removal sets.
@@ -259,18 +236,12 @@ class TemporalModel(nn.Module, ABC):
                 ``[base.position, end)`` may be removed.
 
         Returns:
-            ``float32 [P]``. The default restores, advances and predicts once per set;
-            subclasses evaluate all P in one pass with the same result.
+            ``float32 [P]``. The default restores, advances and predicts once per set
+            (:class:`~cftgnn.models.generic.GenericReplay`); subclasses evaluate all P in one
+            pass with the same result.
         """
-        base, end, plan_mask = plan
-        st = self.stream
-        sl = slice(end, end + 1)
-        out = []
-        for mask in removed.dense(st.num_events):
-            self.restore(base)
-            self.advance(base.position, end, mask | plan_mask)
-            out.append(self.predict(st.src[sl].copy(), st.dst[sl].copy(), st.t[sl].copy()))
-        return torch.cat(out) if out else torch.zeros(0)
+        generic: GenericPlan = plan
+        return GenericReplay(self).logits(generic, removed)
 
     def _idle(self, state: State) -> bool:
         """Whether applying an empty batch to ``state`` would leave it unchanged.

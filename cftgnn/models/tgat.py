@@ -15,6 +15,7 @@ from torch import Tensor
 
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.batched import NodeInputs, batched_logits
+from cftgnn.models.generic import GenericPlan
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
 from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
@@ -54,9 +55,10 @@ class TGAT(TemporalModel):
     def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
         """All P masks in one embedding pass: without memory, a removal only changes
         neighbour sampling, so no replay is needed at all."""
-        base, end, plan_mask = plan
+        generic: GenericPlan = plan
         zeros = torch.zeros(1, self.node_dim, device=self.device).expand(self.num_nodes, -1)
-        return batched_logits(self, removed, base.removed.numpy() | plan_mask, end,
+        return batched_logits(self, removed, generic.base.removed.numpy() | generic.removed,
+                              generic.end,
                               NodeInputs(zeros, zeros[:0]))
 
     def _idle(self, state: State) -> bool:

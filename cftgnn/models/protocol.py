@@ -1,0 +1,181 @@
+"""The protocol a temporal model implements to be explained, and the one batching rule.
+
+Any link predictor that replays a stream's history can be explained once it has the state
+verbs of :class:`ReplayableModel`; it need not derive from
+:class:`~cftgnn.models.base.TemporalModel` (PyG's TGN adapter, :mod:`cftgnn.models.pyg_tgn`,
+does not). Such a model gets the exact oracle by masked replay through its own verbs
+(:mod:`cftgnn.models.generic`): one replay of ``[b0, i)`` per removal set, where ``b0`` is the
+batch boundary at or before the oldest candidate. A model that can evaluate many removal sets
+at once also implements :class:`BatchedReplay` (TGN and TGAT do) and is called that way.
+
+The verbs, for a model attached to a stream of ``E`` events with original ids ``ids``:
+
+* ``attach(stream, event_ids=None, index=None)``: bind to a stream (``event_ids``, ascending,
+  are the original ids of a stream with events deleted) and reset.
+* ``reset()``: forget all history (position 0).
+* ``snapshot() -> S``: an opaque copy of the state; ``restore(S)`` continues from it, any
+  number of times (restore copies: later advances never change the snapshot).
+* ``advance(start, end, removed_mask=None)``: consume the events with original ids in
+  ``[start, end)`` in the batches of :func:`kept_batches`, skipping those with ``True`` in
+  ``removed_mask`` (``bool [E]``); ``start`` must be the current position and a batch
+  boundary, and an ``end`` that is not one closes the state (:func:`check_advance`).
+* ``predict(src, dst, t, before=None) -> float32 [B]``: logits of links given the history
+  consumed so far; never changes the state. ``before`` (stream positions, one per query, each
+  at or after the position) lets a training-style pass bound neighbour sampling per query; a
+  model may ignore it (the screening pass of ``explain.py`` uses it).
+* ``batch_size``; ``train``/``eval``/``training`` as on :class:`torch.nn.Module` (the oracle
+  runs in eval mode under ``torch.no_grad``). ``num_layers``, when present, is the default hop
+  radius of the candidates.
+
+Exactness needs one more property, which the generic path relies on: replaying the stream with
+``s`` masked equals replaying the stream from which ``s`` was deleted, with the same original
+ids. :func:`kept_batches` gives that by grouping kept events by original id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from torch import Tensor
+
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import EventStream, IntArray
+from cftgnn.errors import CftgnnError
+from cftgnn.models.masks import RemovalSets
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+class ModelStateError(CftgnnError, RuntimeError):
+    """A state verb was called out of order (not attached, wrong start, closed state)."""
+
+
+@runtime_checkable
+class ReplayableModel(Protocol):
+    """The state verbs every explained model has (see the module docstring)."""
+
+    batch_size: int
+    training: bool
+
+    @property
+    def stream(self) -> EventStream:
+        """The attached stream."""
+
+    def attach(self, stream: EventStream, event_ids: npt.ArrayLike | None = None,
+               index: TemporalIndex | None = None) -> None:
+        """Bind the model to ``stream`` and reset it."""
+
+    def reset(self) -> None:
+        """Forget all history."""
+
+    def snapshot(self) -> Any:
+        """A copy of the current state."""
+
+    def restore(self, state: Any) -> None:
+        """Continue from a snapshot (copied)."""
+
+    def advance(self, start_id: int, end_id: int,
+                removed_mask: npt.ArrayLike | Tensor | None = None) -> None:
+        """Consume the kept events with original ids in ``[start_id, end_id)``."""
+
+    def predict(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                t: npt.ArrayLike | Tensor, before: npt.ArrayLike | Tensor | None = None
+                ) -> Tensor:
+        """Logits ``float32 [B]`` of the links ``(src, dst, t)``; the state is unchanged."""
+
+    def train(self, mode: bool = True) -> Any:
+        """Training mode on or off (``torch.nn.Module.train``)."""
+
+    def eval(self) -> Any:
+        """Evaluation mode (``torch.nn.Module.eval``)."""
+
+
+@runtime_checkable
+class BatchedReplay(Protocol):
+    """A model's own way of evaluating P removal sets at once (the fast path).
+
+    ``replay_plan`` is called once per explained event with the unperturbed state ``base``
+    at a batch boundary (a :class:`~cftgnn.models.state.State`), ``masked_logits`` for every
+    batch of removal sets; the result must equal the generic path's.
+    """
+
+    def replay_plan(self, base: Any, end: int, removed: BoolArray | None = None,
+                    removable: IntArray | None = None) -> Any:
+        """Work shared by every masked replay of ``[base.position, end)``."""
+
+    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+        """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
+
+
+def check_advance(position: int, start_id: int, end_id: int, batch_size: int) -> bool:
+    """The preconditions of ``advance(start_id, end_id)`` on a state at ``position``.
+
+    Returns:
+        Whether there is anything to consume (``end_id > start_id``).
+
+    Raises:
+        ModelStateError: If ``start_id`` is not the position, the range is reversed, or the
+            state was closed by a partial batch and is advanced further.
+    """
+    if start_id != position:
+        raise ModelStateError(f"advance starts at {start_id}, but the state is at {position}")
+    if end_id < start_id:
+        raise ModelStateError(f"advance end {end_id} is before its start {start_id}")
+    if end_id == start_id:
+        return False
+    if start_id % batch_size:
+        raise ModelStateError(
+            f"state at {start_id} ended with a partial batch and cannot be advanced; "
+            "restore a snapshot taken at a batch boundary")
+    return True
+
+
+def as_removed_mask(removed_mask: npt.ArrayLike | Tensor | None,
+                    num_events: int) -> BoolArray | None:
+    """``removed_mask`` as a numpy ``bool [num_events]`` (None stays None).
+
+    Raises:
+        ModelStateError: On another shape.
+    """
+    if removed_mask is None:
+        return None
+    mask = (removed_mask.detach().cpu().numpy() if isinstance(removed_mask, Tensor)
+            else np.asarray(removed_mask)).astype(bool, copy=False)
+    if mask.shape != (num_events,):
+        raise ModelStateError(f"removed_mask must have shape ({num_events},), got "
+                              f"{mask.shape}")
+    return mask
+
+
+def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
+                 batch_size: int) -> list[tuple[int, IntArray]]:
+    """The kept events of stream positions ``[lo, hi)``, grouped into history batches.
+
+    Batch ``b`` holds the events with original ids in ``[b·B, (b+1)·B)`` (DESIGN.md §2):
+    removing an event deletes it from its batch and shifts nothing else. Batches left empty by
+    the mask are not listed.
+
+    Args:
+        ids: Original id of each attached event, ascending, ``int64 [E]``.
+        lo: First stream position.
+        hi: End stream position (exclusive).
+        mask: Removed events, ``bool [E]``, or None.
+        batch_size: ``B``.
+
+    Returns:
+        ``(b, positions)`` per non-empty batch, ascending; positions are ``int64 [K]``.
+    """
+    pos = np.arange(lo, hi, dtype=np.int64)
+    if mask is not None:
+        pos = pos[~mask[lo:hi]]
+    if len(pos) == 0:
+        return []
+    batch_of = ids[pos] // batch_size
+    cuts = np.flatnonzero(np.diff(batch_of)) + 1
+    return [(int(ids[g[0]] // batch_size), g) for g in np.split(pos, cuts)]
+
+
+__all__ = ["BatchedReplay", "ModelStateError", "ReplayableModel", "as_removed_mask",
+           "check_advance", "kept_batches"]
