@@ -2,7 +2,10 @@
 
 The ``.pt`` file holds only tensors, strings and numbers, so it loads with
 ``torch.load(..., weights_only=True)``. Loading checks that the stream is the one the model was
-trained for (dataset name, node count, edge feature size) and refuses otherwise.
+trained for (dataset name, node count, edge feature size) and, when asked, that the model is of
+the expected kind, and refuses otherwise. The card records the SHA-256 of its ``.pt`` file
+(``weights_sha256``), so a card that no longer describes its weights can be told
+(:func:`card_mismatch`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
@@ -23,7 +26,17 @@ from cftgnn.models.base import TemporalModel
 
 
 class CheckpointMismatchError(CftgnnError, ValueError):
-    """A checkpoint was trained on a different stream than the one it is loaded for."""
+    """A checkpoint was trained on a different stream than the one it is loaded for, or holds
+    another kind of model than the one asked for."""
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes (read in chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def stream_checksum(stream: EventStream) -> str:
@@ -56,6 +69,11 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
                     card: dict[str, Any] | None = None) -> tuple[Path, Path]:
     """Write the weights (``path``) and the model card (same name, ``.json``).
 
+    The card holds the model config, the stream fingerprint, the SHA-256 of the written
+    ``.pt`` (``weights_sha256``) and ``card``'s entries. Existing files are replaced; callers
+    decide whether that is allowed (:mod:`cftgnn.models.training` refuses without
+    ``overwrite=true``).
+
     Args:
         model: The trained model.
         stream: Its training stream.
@@ -70,21 +88,61 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
     fingerprint = stream_fingerprint(stream)
     state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     torch.save({"state_dict": state_dict, "config": model.config(), "dataset": fingerprint}, pt)
-    full_card = {"model": model.config(), "dataset": fingerprint, **(card or {})}
+    full_card = {"model": model.config(), "dataset": fingerprint,
+                 "weights_sha256": file_sha256(pt), **(card or {})}
     js = pt.with_suffix(".json")
     js.write_text(json.dumps(full_card, indent=2, sort_keys=False, default=str) + "\n")
     return pt, js
 
 
-def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
-                    device: torch.device | str = "cpu", attach: bool = True) -> TemporalModel:
-    """Rebuild a model from a checkpoint for ``stream`` (attached and in eval mode).
+def model_kind(target: str) -> str:
+    """The kind of model a ``_target_`` names: its class name in lower case (``tgn``)."""
+    return target.rsplit(".", 1)[-1].lower()
+
+
+def _same_class(a: str, b: str) -> bool:
+    """Whether two ``_target_`` paths name one class (``cftgnn.models.TGN`` is
+    ``cftgnn.models.tgn.TGN``); by class name when either does not import."""
+    try:
+        return get_class(a) is get_class(b)
+    except Exception:  # noqa: BLE001  (hydra raises a bare Exception for a bad path)
+        return model_kind(a) == model_kind(b)
+
+
+def check_model_kind(path: str | os.PathLike[str], have: str, want: str) -> None:
+    """Refuse a checkpoint whose model class ``have`` is not the configured ``want``.
 
     Raises:
-        CheckpointMismatchError: If the dataset name, node count or edge feature size of the
-            checkpoint differs from the stream's; the message names both.
+        CheckpointMismatchError: Naming both kinds and the two ways out.
+    """
+    if not _same_class(have, want):
+        raise CheckpointMismatchError(
+            f"checkpoint {str(path)!r} holds a {model_kind(have)} model but "
+            f"model={model_kind(want)}; use model={model_kind(have)} or a "
+            f"{model_kind(want)} checkpoint")
+
+
+def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
+                    device: torch.device | str = "cpu", attach: bool = True,
+                    expect_target: str | None = None) -> TemporalModel:
+    """Rebuild a model from a checkpoint for ``stream`` (attached and in eval mode).
+
+    Args:
+        path: The ``.pt`` file.
+        stream: The stream the model runs on.
+        device: Torch device of the model.
+        attach: Attach the model to ``stream``.
+        expect_target: The configured model's ``_target_``; when given, a checkpoint of
+            another model class is refused.
+
+    Raises:
+        CheckpointMismatchError: If the checkpoint holds another model class than
+            ``expect_target``, or if its dataset name, node count or edge feature size differs
+            from the stream's; the message names both.
     """
     ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if expect_target is not None:
+        check_model_kind(path, str(ckpt["config"]["_target_"]), expect_target)
     ds = ckpt["dataset"]
     have = {"name": stream.name, "num_nodes": stream.num_nodes, "feat_dim": stream.feat_dim}
     diffs = [f"{k}: checkpoint {ds[k]!r} vs stream {v!r}" for k, v in have.items() if ds[k] != v]
@@ -100,3 +158,27 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
     if attach:
         model.attach(stream)
     return model
+
+
+def card_mismatch(path: str | os.PathLike[str]) -> str | None:
+    """A one-line warning when a checkpoint's bytes differ from the checksum its card records.
+
+    Args:
+        path: The ``.pt`` file; its card is the ``.json`` of the same name.
+
+    Returns:
+        The warning, or None when the checksums agree or there is no card or no recorded
+        checksum to compare with.
+    """
+    pt = Path(path)
+    card_path = pt.with_suffix(".json")
+    if not (pt.is_file() and card_path.is_file()):
+        return None
+    try:
+        recorded = json.loads(card_path.read_text()).get("weights_sha256")
+    except (json.JSONDecodeError, AttributeError):
+        return f"{card_path} is not a readable model card; its metrics may not describe {pt}"
+    if not recorded or recorded == file_sha256(pt):
+        return None
+    return (f"{pt} does not match the checksum its card {card_path.name} records: the card's "
+            "metrics and training settings describe other weights")

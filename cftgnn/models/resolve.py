@@ -70,7 +70,8 @@ def resolve_model(
 
     Raises:
         FileNotFoundError: If ``require`` and the checkpoint is absent.
-        CheckpointMismatchError: If the checkpoint belongs to another dataset.
+        CheckpointMismatchError: If the checkpoint holds another kind of model than
+            ``model_cfg`` or belongs to another dataset.
         ConfigError: If the device is unknown or unavailable.
     """
     dev = resolve_device(device)
@@ -80,7 +81,9 @@ def resolve_model(
     elif checkpoint:
         path = Path(checkpoint)
     if path is not None and path.is_file():
-        return load_checkpoint(path, stream, device=dev, attach=False), str(path)
+        loaded = load_checkpoint(path, stream, device=dev, attach=False,
+                                 expect_target=str(model_cfg["_target_"]))
+        return loaded, str(path)
     if require:
         raise FileNotFoundError(
             f"checkpoint {path} not found; train it with "

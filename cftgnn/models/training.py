@@ -9,6 +9,11 @@ validation AP. Test metrics are reported *transductive* (all test events) and *i
 Each training step predicts a batch from the history before it (memory with the previous
 batch's messages applied, with gradients) and then advances the model over that batch, so
 training uses exactly the replay path the explainers use.
+
+:func:`run` writes ``<model>_<dataset>.pt`` and its ``.json`` card into the run's own
+directory (``out_dir``, else Hydra's run directory); it never replaces an existing checkpoint,
+e.g. a committed one under ``checkpoints/``, unless ``overwrite=true`` (checked before
+training starts).
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
+from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.checkpoint import checkpoint_path, save_checkpoint
+from cftgnn.models.checkpoint import checkpoint_path, model_kind, save_checkpoint
 from cftgnn.models.metrics import average_precision, roc_auc
 from cftgnn.models.resolve import resolve_device
 
@@ -205,19 +212,55 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
     return {"history": history, "best_epoch": best_epoch, "best_val_ap": best_ap}
 
 
+def output_dir(cfg: DictConfig) -> Path:
+    """Where training writes: ``cfg.out_dir`` when set, else Hydra's run directory.
+
+    Raises:
+        ConfigError: If neither exists (``run`` called outside Hydra without ``out_dir``).
+    """
+    if cfg.get("out_dir"):
+        return Path(str(cfg.out_dir))
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    raise ConfigError("out_dir is not set and there is no Hydra run directory; set out_dir")
+
+
+def checkpoint_destination(cfg: DictConfig, stream: EventStream) -> Path:
+    """The ``.pt`` path a training run writes, refused up front when it would replace one.
+
+    Raises:
+        ConfigError: If the ``.pt`` or its card exists and ``cfg.overwrite`` is not true.
+    """
+    name = str(cfg.get("model_name") or model_kind(str(cfg.model["_target_"])))
+    pt = checkpoint_path(output_dir(cfg), name, stream.name)
+    existing = [p for p in (pt, pt.with_suffix(".json")) if p.exists()]
+    if existing and cfg.get("overwrite") is not True:
+        raise ConfigError(f"{existing[0]} exists and would be replaced; add overwrite=true to "
+                          "replace it, or leave out out_dir to write into the run's own "
+                          "directory")
+    return pt
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train the configured model on the configured dataset, evaluate, and save a checkpoint.
+
+    The checkpoint and its card go to :func:`checkpoint_destination` (checked before any
+    training, so a run that would replace a file without ``overwrite=true`` costs nothing).
 
     Args:
         cfg: The composed ``conf/train.yaml`` (groups ``model``, ``dataset``, ``paths``).
 
     Returns:
         The model card (config, split, metrics, timing).
+
+    Raises:
+        ConfigError: For a bad device, or a checkpoint that exists without ``overwrite=true``.
     """
     torch.set_num_threads(int(cfg.num_threads))
     torch.manual_seed(int(cfg.seed))
     device = resolve_device(str(cfg.device))
     stream: EventStream = instantiate(cfg.dataset)
+    destination = checkpoint_destination(cfg, stream) if cfg.save_checkpoint else None
     model: TemporalModel = instantiate(cfg.model, num_nodes=stream.num_nodes,
                                        edge_dim=stream.feat_dim)
     model.to(device)
@@ -245,9 +288,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "device": str(device),
         "versions": library_versions(),
     }
-    if cfg.save_checkpoint:
-        model_name = str(cfg.model_name or type(model).__name__.lower())
-        path = checkpoint_path(Path(str(cfg.checkpoint_dir)), model_name, stream.name)
-        pt, js = save_checkpoint(model, stream, path, card)
-        log.info("saved %s and %s", pt, js)
+    if destination is not None:
+        pt, js = save_checkpoint(model, stream, destination, card)
+        log.info("saved %s and %s (explain it with checkpoint=%s)", pt, js, pt)
     return card

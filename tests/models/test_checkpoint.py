@@ -14,6 +14,8 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
 from cftgnn.models.checkpoint import (
     CheckpointMismatchError,
+    card_mismatch,
+    file_sha256,
     load_checkpoint,
     save_checkpoint,
     stream_checksum,
@@ -59,6 +61,52 @@ def test_mismatched_checkpoint_is_refused(factory: ModelFactory, stream: EventSt
 
 def committed_checkpoints() -> list[Path]:
     return sorted((ROOT / "checkpoints").glob("*.pt"))
+
+
+@pytest.mark.parametrize("pt", committed_checkpoints(), ids=lambda p: p.stem)
+def test_committed_cards_record_the_checksum_of_their_weights(pt: Path) -> None:
+    card = json.loads(pt.with_suffix(".json").read_text())
+    assert card["weights_sha256"] == file_sha256(pt)
+    assert card_mismatch(pt) is None
+
+
+def test_a_card_that_no_longer_describes_its_weights_is_told(
+        factory: ModelFactory, stream: EventStream, tmp_path: Path) -> None:
+    model = factory(stream)
+    pt, js = save_checkpoint(model, stream, tmp_path / "m.pt", {"note": "first"})
+    assert card_mismatch(pt) is None
+    first_card = js.read_text()
+    with torch.no_grad():
+        next(iter(model.parameters())).add_(1.0)
+    save_checkpoint(model, stream, pt)  # new weights ...
+    js.write_text(first_card)  # ... under the old card
+    message = card_mismatch(pt)
+    assert message is not None and "\n" not in message
+    assert str(pt) in message and "m.json" in message
+    js.write_text(json.dumps({k: v for k, v in json.loads(first_card).items()
+                              if k != "weights_sha256"}))
+    assert card_mismatch(pt) is None  # a card from before checksums: nothing to compare
+    js.unlink()
+    assert card_mismatch(pt) is None
+
+
+@pytest.mark.parametrize("target", ["cftgnn.models.TGAT", "cftgnn.models.tgat.TGAT"])
+def test_a_checkpoint_of_another_model_kind_is_refused_naming_both(
+        stream: EventStream, target: str) -> None:
+    tgn = ROOT / "checkpoints" / "tgn_uci.pt"
+    with pytest.raises(CheckpointMismatchError) as err:
+        load_checkpoint(tgn, stream, expect_target=target)  # the kind is checked first
+    assert str(err.value) == (f"checkpoint {str(tgn)!r} holds a tgn model but model=tgat; "
+                              "use model=tgn or a tgat checkpoint")
+
+
+def test_the_same_class_under_another_path_is_accepted(factory: ModelFactory,
+                                                       stream: EventStream,
+                                                       tmp_path: Path) -> None:
+    model = factory(stream)
+    pt, _ = save_checkpoint(model, stream, tmp_path / "m.pt")
+    short = f"cftgnn.models.{type(model).__name__}"  # the conf/model spelling
+    assert type(load_checkpoint(pt, stream, expect_target=short)) is type(model)
 
 
 @pytest.mark.dataset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,16 @@ import torch
 
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError
+from cftgnn.models.checkpoint import CheckpointMismatchError
 from cftgnn.models.resolve import resolve_device, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TGN_CFG = {"_target_": "cftgnn.models.TGN", "memory_dim": 8, "time_dim": 4,
            "embedding_dim": 8, "num_neighbors": 3, "batch_size": 10}
+TGAT_CFG = {"_target_": "cftgnn.models.TGAT", "node_dim": 4, "time_dim": 4,
+            "embedding_dim": 8, "num_neighbors": 3, "batch_size": 10}
+KIND_MISMATCH = ("error: checkpoint 'checkpoints/tgn_uci.pt' holds a tgn model but model=tgat; "
+                 "use model=tgn or a tgat checkpoint")
 
 
 def test_auto_and_cpu():
@@ -48,15 +54,42 @@ def test_resolve_model_checks_the_device_first():
         resolve_model(TGN_CFG, stream, None, ROOT / "checkpoints", "gpu")
 
 
+def test_resolve_model_refuses_a_checkpoint_of_another_kind():
+    stream = make_synthetic_stream(5, 40, seed=0)
+    with pytest.raises(CheckpointMismatchError, match="holds a tgn model but model=tgat"):
+        resolve_model(TGAT_CFG, stream, str(ROOT / "checkpoints" / "tgn_uci.pt"),
+                      ROOT / "checkpoints")
+    with pytest.raises(CheckpointMismatchError, match="holds a tgat model but model=tgn"):
+        resolve_model(TGN_CFG, stream, str(ROOT / "checkpoints" / "tgat_uci.pt"),
+                      ROOT / "checkpoints")
+
+
 @pytest.mark.parametrize("script, args, message", [
     ("benchmark_oracle.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
     ("train.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
     ("train.py", ["model=tgnn"], "error: unknown model 'tgnn' (choose from: tgat, tgn)"),
     ("dataset_info.py", ["dataset=ucii"], "error: unknown dataset 'ucii'"),
+    ("explain.py", ["model=tgat", "checkpoint=checkpoints/tgn_uci.pt", "debug=default"],
+     KIND_MISMATCH),
 ])
-def test_scripts_report_bad_input_in_one_line(script, args, message):
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args],
+def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args,
+                           f"hydra.run.dir={tmp_path}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), done.stderr
+
+
+@pytest.mark.dataset
+def test_explain_refuses_tgn_weights_as_tgat_on_uci(real_data_dir, tmp_path):
+    """The issue's command, on the real stream: refused in one line, nothing recorded."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "explain.py"), "model=tgat",
+         "checkpoint=checkpoints/tgn_uci.pt", f"out_dir={tmp_path / 'run'}",
+         f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "CFTGNN_DATA_DIR": str(real_data_dir)})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [KIND_MISMATCH]
+    assert not (tmp_path / "run" / "run.json").exists()

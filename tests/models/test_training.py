@@ -1,8 +1,12 @@
-"""Training learns a planted pattern; run(cfg) trains, evaluates and writes a checkpoint."""
+"""Training learns a planted pattern; run(cfg) trains, evaluates and writes a checkpoint into
+its own run directory, replacing an existing one only with ``overwrite=true``."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +17,15 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
-from cftgnn.models import TemporalModel
-from cftgnn.models.checkpoint import load_checkpoint
+from cftgnn.errors import ConfigError
+from cftgnn.models import TemporalModel, training
+from cftgnn.models.checkpoint import file_sha256, load_checkpoint
 from cftgnn.models.testing import planted_stream
 from cftgnn.models.training import Split, evaluate_test, fit, link_metrics, run, score_range
 from tests.models.conftest import ModelFactory
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
 
 
 def test_training_lowers_the_loss_and_beats_random(factory: ModelFactory) -> None:
@@ -36,13 +42,18 @@ def test_training_lowers_the_loss_and_beats_random(factory: ModelFactory) -> Non
     assert link_metrics(pos, neg)["ap"] > 0.6
 
 
-def tiny_cfg(tmp_path: Path, model: str) -> object:
+#: A tiny TGN: trains on the synthetic debug-size stream in a second or two.
+TINY_TGN = ["model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.embedding_dim=8",
+            "model.num_neighbors=3", "model.batch_size=25", "epochs=1", "progress=false"]
+
+
+def tiny_cfg(tmp_path: Path, model: str, *overrides: str) -> object:
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("train", overrides=[
             f"model={model}", "model.memory_dim=8" if model == "tgn" else "model.node_dim=4",
             "model.time_dim=4", "model.embedding_dim=8", "model.num_neighbors=3",
             "model.batch_size=25", "epochs=2", "lr=0.01", "progress=false",
-            f"checkpoint_dir={tmp_path}"])
+            f"out_dir={tmp_path}", *overrides])
     cfg.dataset = OmegaConf.create({"_target_": "cftgnn.models.testing.planted_stream",
                                     "num_events": 400, "feat_dim": 2})
     return cfg
@@ -58,6 +69,7 @@ def test_run_writes_a_checkpoint_that_reproduces_its_card(tmp_path: Path, model:
     test = on_disk["metrics"]["test"]
     assert test["transductive"]["ap"] == card["metrics"]["test"]["transductive"]["ap"]
     assert "_target_" in on_disk["model"] and len(on_disk["dataset"]["sha256"]) == 64
+    assert on_disk["weights_sha256"] == file_sha256(pt)  # the card names its weights
     assert {"split", "epochs_run", "training_seconds", "versions"} <= set(on_disk)
     assert torch.load(pt, weights_only=True)["config"]["_target_"].startswith("cftgnn.models.")
     stream = instantiate(cfg.dataset)  # type: ignore[attr-defined]
@@ -73,3 +85,89 @@ def test_model_configs_instantiate() -> None:
         model = instantiate(cfg.model, num_nodes=5, edge_dim=0)
         assert isinstance(model, TemporalModel)
         assert instantiate(model.config()).config() == model.config()
+
+
+def committed_files() -> dict[str, str]:
+    return {p.name: file_sha256(p) for p in sorted((ROOT / "checkpoints").iterdir())}
+
+
+def test_train_py_writes_into_its_own_run_directory(tmp_path: Path) -> None:
+    """The default output is Hydra's run directory; checkpoints/ is left as it was."""
+    before = committed_files()
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), *TINY_TGN, "dataset=synthetic",
+         "dataset.num_events=300", "dataset.num_nodes=30", f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    pt = run_dir / "tgn_synthetic.pt"
+    card = json.loads(pt.with_suffix(".json").read_text())
+    assert card["weights_sha256"] == file_sha256(pt)
+    assert committed_files() == before
+
+
+def test_the_default_run_directory_is_under_outputs_train() -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=["model=tgat", "dataset=wikipedia"],
+                      return_hydra_config=True)
+    hc = HydraConfig.instance()
+    try:
+        hc.set_config(cfg)
+        assert str(cfg.hydra.run.dir).startswith("outputs/train/tgat-wikipedia/")
+    finally:
+        hc.cfg = None
+    assert cfg.out_dir is None and cfg.overwrite is False
+
+
+def test_an_existing_checkpoint_is_replaced_only_with_overwrite(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run(tiny_cfg(tmp_path, "tgn"))  # type: ignore[arg-type]
+    pt = tmp_path / "tgn_planted.pt"
+    kept = (file_sha256(pt), pt.with_suffix(".json").read_text())
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("training started although the output would be refused")
+
+    monkeypatch.setattr(training, "fit", never)
+    with pytest.raises(ConfigError, match=r"tgn_planted\.pt exists .* overwrite=true"):
+        run(tiny_cfg(tmp_path, "tgn"))  # type: ignore[arg-type]
+    assert (file_sha256(pt), pt.with_suffix(".json").read_text()) == kept
+    monkeypatch.undo()
+    card = run(tiny_cfg(tmp_path, "tgn", "overwrite=true", "seed=1"))  # type: ignore[arg-type]
+    on_disk = json.loads(pt.with_suffix(".json").read_text())
+    assert on_disk["train_config"]["seed"] == 1 == card["train_config"]["seed"]
+    assert on_disk["weights_sha256"] == file_sha256(pt)
+
+
+def test_a_card_alone_is_not_replaced_either(tmp_path: Path) -> None:
+    (tmp_path / "tgat_planted.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"tgat_planted\.json exists"):
+        run(tiny_cfg(tmp_path, "tgat"))  # type: ignore[arg-type]
+
+
+def test_run_outside_hydra_needs_out_dir() -> None:
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=["dataset=synthetic"])
+    with pytest.raises(ConfigError, match="set out_dir"):
+        training.output_dir(cfg)
+
+
+@pytest.mark.dataset
+def test_one_epoch_on_uci_does_not_replace_the_committed_checkpoint(real_data_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    """The issue's data loss: ``out_dir=checkpoints`` without ``overwrite=true`` is refused in
+    one line before training, and the committed files are unchanged."""
+    before = committed_files()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "model=tgn", "dataset=uci",
+         "epochs=1", "out_dir=checkpoints", f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "CFTGNN_DATA_DIR": str(real_data_dir)})
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: checkpoints/tgn_uci.pt exists"), (
+        done.stderr)
+    assert "overwrite=true" in lines[0]
+    assert committed_files() == before
