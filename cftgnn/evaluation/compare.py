@@ -1,0 +1,184 @@
+"""Compare the records of two runs event by event: ``python scripts/compare_runs.py A B``.
+
+Two uses: an option's effect on the answers (how many explanations change when greedy's
+improvement test gets a tolerance, for instance), and a check that a change of the code
+leaves the records alone (the same run before and after, every result column compared).
+
+Only the events both runs explained are compared. Explanations are compared as *sets* of
+removed events (the order found is reported apart); numbers within ``atol``; the columns
+that describe the run or its timing (:data:`IGNORED`) are not compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.records import RecordStore, read_records
+
+#: Columns that name the run or time it, never compared.
+IGNORED = frozenset({
+    "schema_version", "wall_time_s", "oracle_time_s", "setup_time_s", "time_s", "shard",
+    "auto_mode_ratio", "explainer", "strategy", "strategy_name", "dataset", "model",
+    "prune", "certify", "constraints", "oracle_mode",
+})
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """The difference between two runs on the events both explained.
+
+    Attributes:
+        common: Events in both runs.
+        only_a: Events only run A explained.
+        only_b: Events only run B explained.
+        explanation_differs: Events whose explanations differ as sets of removed events.
+        order_differs: Events with the same set found in another order.
+        flip_differs: Events counterfactual in one run and not in the other.
+        fidelity: Share of ``common`` events flipped, ``(A, B)``.
+        mean_size: Mean size of the counterfactuals found among ``common``, ``(A, B)``.
+        columns_differ: Column name -> number of ``common`` events on which it differs
+            (only columns that differ somewhere; columns missing in one run count all).
+    """
+
+    common: int
+    only_a: int
+    only_b: int
+    explanation_differs: list[int]
+    order_differs: list[int]
+    flip_differs: list[int]
+    fidelity: tuple[float, float]
+    mean_size: tuple[float, float]
+    columns_differ: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def identical(self) -> bool:
+        """Same events and no compared column differs."""
+        return not (self.only_a or self.only_b or self.columns_differ)
+
+
+def _same(a: Any, b: Any, atol: float) -> bool:
+    """Equality of two record cells: lists element-wise, floats within ``atol`` (NaN = NaN)."""
+    if isinstance(a, (list, tuple, np.ndarray)) or isinstance(b, (list, tuple, np.ndarray)):
+        xa, xb = np.asarray(a).ravel(), np.asarray(b).ravel()
+        return xa.shape == xb.shape and all(_same(x, y, atol) for x, y in zip(xa, xb,
+                                                                            strict=True))
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+        fa, fb = float(a), float(b)
+        if math.isnan(fa) or math.isnan(fb):
+            return math.isnan(fa) and math.isnan(fb)
+        return abs(fa - fb) <= atol
+    return bool(a == b)
+
+
+def _mean_size(df: pd.DataFrame) -> float:
+    flipped = df[df["is_counterfactual"].astype(bool)]
+    return float(flipped["size"].mean()) if len(flipped) else float("nan")
+
+
+def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> RunComparison:
+    """Compare two runs' records (as :func:`~cftgnn.evaluation.read_records` returns them).
+
+    Args:
+        a: Records of run A, one row per event (``event_id``, ``explanation``,
+            ``is_counterfactual``, ``size`` and any other columns).
+        b: Records of run B.
+        atol: Absolute tolerance for float columns.
+
+    Returns:
+        The comparison over the events both runs explained.
+    """
+    for name, df in (("A", a), ("B", b)):
+        missing = {"event_id", "explanation", "is_counterfactual", "size"} - set(df.columns)
+        if missing:
+            raise ConfigError(f"run {name} has no column(s) {', '.join(sorted(missing))}")
+    ea, eb = set(a["event_id"].tolist()), set(b["event_id"].tolist())
+    common = sorted(ea & eb)
+    ra = a.set_index("event_id").loc[common]
+    rb = b.set_index("event_id").loc[common]
+    expl_diff, order_diff, flip_diff = [], [], []
+    for ev, xa, xb, fa, fb in zip(common, ra["explanation"], rb["explanation"],
+                                  ra["is_counterfactual"], rb["is_counterfactual"],
+                                  strict=True):
+        la, lb = [int(x) for x in xa], [int(x) for x in xb]
+        if set(la) != set(lb):
+            expl_diff.append(int(ev))
+        elif la != lb:
+            order_diff.append(int(ev))
+        if bool(fa) != bool(fb):
+            flip_diff.append(int(ev))
+    columns: dict[str, int] = {}
+    for col in sorted((set(ra.columns) | set(rb.columns)) - IGNORED):
+        if col not in ra.columns or col not in rb.columns:
+            columns[col] = len(common)
+            continue
+        n = sum(not _same(x, y, atol) for x, y in zip(ra[col], rb[col], strict=True))
+        if n:
+            columns[col] = n
+    fid = (float(ra["is_counterfactual"].astype(bool).mean()) if common else float("nan"),
+           float(rb["is_counterfactual"].astype(bool).mean()) if common else float("nan"))
+    return RunComparison(common=len(common), only_a=len(ea - eb), only_b=len(eb - ea),
+                         explanation_differs=expl_diff, order_differs=order_diff,
+                         flip_differs=flip_diff, fidelity=fid,
+                         mean_size=(_mean_size(ra), _mean_size(rb)), columns_differ=columns)
+
+
+def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") -> str:
+    """A short text report of :func:`compare_records`'s result."""
+    def ids(xs: list[int]) -> str:
+        return ", ".join(map(str, xs[:10])) + (" …" if len(xs) > 10 else "")
+
+    lines = [
+        f"events: {c.common} in both, {c.only_a} only in {name_a}, {c.only_b} only in {name_b}",
+        f"fidelity+: {c.fidelity[0]:.3f} ({name_a}) / {c.fidelity[1]:.3f} ({name_b}); "
+        f"mean size: {c.mean_size[0]:.2f} / {c.mean_size[1]:.2f}",
+        f"explanation differs (as a set): {len(c.explanation_differs)} of {c.common}"
+        + (f" [{ids(c.explanation_differs)}]" if c.explanation_differs else ""),
+        f"same set, other order: {len(c.order_differs)}",
+        f"flip differs: {len(c.flip_differs)}"
+        + (f" [{ids(c.flip_differs)}]" if c.flip_differs else ""),
+    ]
+    if c.columns_differ:
+        lines.append("columns that differ (events): " + ", ".join(
+            f"{k} ({v})" for k, v in c.columns_differ.items()))
+    else:
+        lines.append("every compared column is equal")
+    return "\n".join(lines)
+
+
+def _run(path: str | os.PathLike[str]) -> pd.DataFrame:
+    p = Path(path)
+    if not (p / RecordStore.RECORDS).is_dir() and not any(p.glob("*.parquet")):
+        raise ConfigError(f"{p} is not a run directory (no records/ folder)")
+    return read_records(p)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``compare_runs.py A B [--atol X] [--strict]``: print the comparison; with
+    ``--strict`` exit with status 1 when the runs differ."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_a")
+    parser.add_argument("run_b")
+    parser.add_argument("--atol", type=float, default=1e-6,
+                        help="absolute tolerance for float columns (default 1e-6)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit status 1 when any compared column or event differs")
+    args = parser.parse_args(argv)
+    c = compare_records(_run(args.run_a), _run(args.run_b), atol=args.atol)
+    print(format_comparison(c, "A", "B"))
+    if args.strict and not c.identical:
+        raise SystemExit(1)
+
+
+__all__ = ["IGNORED", "RunComparison", "compare_records", "format_comparison", "main"]

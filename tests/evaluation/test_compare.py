@@ -1,0 +1,85 @@
+"""``scripts/compare_runs.py``: two runs' records compared event by event."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+import cftgnn.config  # noqa: F401
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation import pipeline
+from cftgnn.evaluation.compare import compare_records, format_comparison
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=false",
+        "sample.prediction=any", "n_events=5"]
+
+
+def records(rows: list[tuple[int, list[int], bool, float]]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "event_id": [r[0] for r in rows],
+        "explanation": [np.array(r[1], dtype=np.int64) for r in rows],
+        "is_counterfactual": [r[2] for r in rows],
+        "size": [len(r[1]) for r in rows],
+        "final_logit": [r[3] for r in rows],
+        "agreement": [float("nan")] * len(rows),
+        "time_s": np.random.default_rng(0).random(len(rows)),  # ignored
+    })
+
+
+def test_identical_runs_compare_equal_whatever_their_timings():
+    a = records([(1, [3, 4], True, -0.5), (2, [], False, 0.7)])
+    b = a.copy()
+    b["time_s"] = b["time_s"] + 1
+    c = compare_records(a, b)
+    assert c.identical and c.common == 2 and c.columns_differ == {}
+    assert c.fidelity == (0.5, 0.5) and c.mean_size == (2.0, 2.0)
+
+
+def test_differences_are_counted_per_kind():
+    a = records([(1, [3, 4], True, -0.5), (2, [5], False, 0.7), (3, [6, 7], True, -1.0),
+                 (9, [], False, 1.0)])
+    b = records([(1, [4, 3], True, -0.5), (2, [5, 8], True, -0.1), (3, [6, 7], True,
+                                                                       -1.0 + 1e-9),
+                 (10, [], False, 1.0)])
+    c = compare_records(a, b, atol=1e-6)
+    assert (c.common, c.only_a, c.only_b) == (3, 1, 1)
+    assert c.explanation_differs == [2] and c.order_differs == [1] and c.flip_differs == [2]
+    # event 3's logit differs by 1e-9 only; event 1's list differs in order
+    assert c.columns_differ == {"explanation": 2, "final_logit": 1, "is_counterfactual": 1,
+                                "size": 1}
+    assert not c.identical
+    text = format_comparison(c)
+    assert "explanation differs (as a set): 1 of 3 [2]" in text
+    assert compare_records(a, b, atol=1e-12).columns_differ["final_logit"] == 2
+
+
+def test_a_column_missing_in_one_run_differs_on_every_event_and_required_columns_are_checked():
+    a = records([(1, [3], True, -0.5)])
+    b = a.drop(columns=["agreement"])
+    assert compare_records(a, b).columns_differ == {"agreement": 1}
+    with pytest.raises(ConfigError, match="no column"):
+        compare_records(a.drop(columns=["explanation"]), b)
+
+
+def test_two_runs_of_one_configuration_give_equal_records_through_the_script(tmp_path):
+    for name in ("a", "b"):
+        with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+            cfg = compose("explain", overrides=[*TINY, f"out_dir={tmp_path / name}"])
+        pipeline.run(cfg)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_runs.py"),
+                           str(tmp_path / "a"), str(tmp_path / "b"), "--strict"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "events: 5 in both" in done.stdout and "every compared column is equal" in done.stdout
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_runs.py"),
+                          str(tmp_path / "a"), str(tmp_path / "nothing")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: ")
+    assert len(bad.stderr.strip().splitlines()) == 1
