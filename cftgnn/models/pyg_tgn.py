@@ -339,10 +339,9 @@ class PyGTGN(nn.Module):
             ``float32 [B]``.
         """
         dev = self.device
-        s = torch.as_tensor(np.asarray(src) if not isinstance(src, Tensor) else src,
-                            dtype=torch.long, device=dev).reshape(-1)
-        d = torch.as_tensor(np.asarray(dst) if not isinstance(dst, Tensor) else dst,
-                            dtype=torch.long, device=dev).reshape(-1)
+        s, d = (x.to(dev, torch.long).reshape(-1) if isinstance(x, Tensor)
+                else torch.tensor(np.asarray(x), dtype=torch.long, device=dev).reshape(-1)
+                for x in (src, dst))
         if len(s) != len(d):
             raise ValueError(f"src and dst differ in length: {len(s)}, {len(d)}")
         nodes = torch.cat([s, d])
