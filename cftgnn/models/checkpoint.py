@@ -136,11 +136,17 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
             another model class is refused.
 
     Raises:
-        CheckpointMismatchError: If the checkpoint holds another model class than
+        CheckpointMismatchError: If the file is not a cftgnn checkpoint (e.g. the state
+            dicts of PyG modules), if the checkpoint holds another model class than
             ``expect_target``, or if its dataset name, node count or edge feature size differs
             from the stream's; the message names both.
     """
     ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not (isinstance(ckpt, dict) and {"state_dict", "config", "dataset"} <= ckpt.keys()):
+        raise CheckpointMismatchError(
+            f"{str(path)!r} is not a cftgnn checkpoint (no state_dict, config and dataset "
+            "entries); write a TGN trained with PyG's modules with "
+            "cftgnn.models.pyg_tgn.save_pyg_tgn")
     if expect_target is not None:
         check_model_kind(path, str(ckpt["config"]["_target_"]), expect_target)
     ds = ckpt["dataset"]

@@ -15,7 +15,7 @@ from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.explain.replay import EventReplay, ReplayEngine
 from cftgnn.models import TGN, ModelStateError
-from cftgnn.models.checkpoint import load_checkpoint
+from cftgnn.models.checkpoint import CheckpointMismatchError, load_checkpoint
 from cftgnn.models.generic import GenericReplay, NativeReplay
 from cftgnn.models.pyg_tgn import GraphAttentionEmbedding, LinkPredictor, PyGTGN, save_pyg_tgn
 
@@ -176,6 +176,9 @@ def test_saved_checkpoint_reloads_and_foreign_modules_are_refused(stream, traine
     memory, gnn, _ = trained
     with pytest.raises(ConfigError, match="not those of PyG's TGN example"):
         save_pyg_tgn(tmp_path / "bad.pt", memory, gnn, torch.nn.Linear(DIM, 1), stream)
+    torch.save({"memory": memory.state_dict(), "gnn": gnn.state_dict()}, tmp_path / "raw.pt")
+    with pytest.raises(CheckpointMismatchError, match="not a cftgnn checkpoint.*save_pyg_tgn"):
+        load_checkpoint(tmp_path / "raw.pt", stream)
 
 
 def test_memory_converts_into_tgn_but_the_attention_time_input_does_not():
