@@ -124,8 +124,10 @@ def benchmark_oracle(
         "approximate": [],
         "batched": [],
         "batched_approximate": [],
+        "span_replay": [],
         "setup": [],
     }
+    spans: list[int] = []  # events in [b0, i) per event
     agree = compared = 0
     max_dev = 0.0
     sizes = []
@@ -155,6 +157,9 @@ def benchmark_oracle(
             singles["approximate"].append(t_approx)
             compared += 1
             agree += is_flip(p_orig, float(exact[0])) == is_flip(p_orig, float(approx[0]))
+        # the generic path's unit: one masked replay of [b0, i) through the state verbs
+        times["span_replay"].append(_timed(replay.exact_replay, sets[:1])[1])
+        spans.append(i - replay.start)
         for s in sets[:naive_per_event]:
             ref, t_naive = _timed(naive_logit, model, stream, i, sorted(s))
             times["naive"].append(t_naive)
@@ -197,6 +202,9 @@ def benchmark_oracle(
         "mean_candidates": float(np.mean(sizes)),
         "per_call": {name: _stats(v) for name, v in times.items() if name != "setup"},
         "setup_per_event": _stats(times["setup"]),
+        "replay_backend": type(engine.backend).__name__,
+        "span_events": {"median": float(np.median(spans)) if spans else float("nan"),
+                        "min": int(min(spans, default=0)), "max": int(max(spans, default=0))},
         "approx_exact_sign_agreement": agree / compared if compared else float("nan"),
         "batch_in_single_calls": _medians(batch_units),
         "batch_in_single_calls_per_event": batch_units,
@@ -272,6 +280,13 @@ def format_table(res: dict[str, Any]) -> str:
             f"{label:<27}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
             f"{s['max_ms']:>10.2f}{s['n']:>6}{ratio:>10.1f}"
         )
+    s, span = res["per_call"]["span_replay"], res["span_events"]
+    lines.append(
+        f"oracle backend {res['replay_backend']}; one replay of [b0, i) through the state verbs "
+        f"(the generic path's cost per set): median {s['median_ms']:.2f} ms (min "
+        f"{s['min_ms']:.2f}, max {s['max_ms']:.2f}) over median {span['median']:.0f} events "
+        f"(min {span['min']}, max {span['max']}); an exact call costs "
+        f"{res['per_call']['exact']['median_ms'] / s['median_ms']:.2f} of it")
     s = res["setup_per_event"]
     lines.append(
         f"{'setup per event':<27}{s['median_ms']:>11.2f}{s['min_ms']:>10.2f}"
