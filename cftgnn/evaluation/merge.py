@@ -21,6 +21,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation.metrics import format_summary
 from cftgnn.evaluation.pipeline import summary_table, write_summary
 from cftgnn.evaluation.records import (
+    RECORD_SCHEMA,
     RecordStore,
     fingerprint_diff,
     read_fingerprint,
@@ -67,7 +68,7 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
     if missing:
         print(f"warning: shards {missing} of {base.get('num_shards')} are missing")
     merged: dict[str, Any] = {**base, "shard": "merged", "merged_shards": shards}
-    store = RecordStore(out, merged)
+    store = RecordStore(out, merged, schema=RECORD_SCHEMA)
     for rec in records.to_dict("records"):
         store.write({str(k): v for k, v in rec.items()})
     return records

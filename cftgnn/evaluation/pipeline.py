@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +34,7 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
-from cftgnn.evaluation.records import RecordStore
+from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.auto_mode import ModeChoice, measure_mode
 from cftgnn.explain.base import Explainer
@@ -41,6 +42,7 @@ from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.oracle import OracleMode
 from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
+from cftgnn.models.checkpoint import card_mismatch
 from cftgnn.models.resolve import model_name, resolve_device, resolve_model
 from cftgnn.tracking import Tracker, tracking
 
@@ -136,16 +138,30 @@ def make_explainer(explainer: Any, strategy: Any, prune: bool = False, certify: 
 
     Raises:
         CftgnnError: For a bad option of either (unwrapped from ``instantiate``'s exception).
+        ConfigError: When a constructor refuses its options with a ``TypeError`` or
+            ``ValueError`` (an unknown key, a value of the wrong type); the message names
+            the group and class.
     """
+    made: Explainer = _construct("explainer", explainer,
+                                 strategy=_construct("strategy", strategy), prune=prune,
+                                 certify=certify, certify_max_time_s=certify_max_time_s)
+    return made
+
+
+def _construct(group: str, node: Any, **kwargs: Any) -> Any:
+    """``instantiate(node, **kwargs)`` with a constructor's refusal as one project error."""
     try:
-        made: Explainer = instantiate(explainer, strategy=instantiate(strategy), prune=prune,
-                                      certify=certify, certify_max_time_s=certify_max_time_s)
+        return instantiate(node, **kwargs)
     except Exception as exc:  # instantiate wraps the constructor's error
         error = user_error(exc)
-        if error is None:
+        if error is not None:
+            raise error from None
+        cause = exc.__cause__ or exc
+        if not isinstance(cause, TypeError | ValueError):
             raise
-        raise error from None
-    return made
+        name = str(node["_target_"]).rsplit(".", 1)[-1]
+        reason = (str(cause).splitlines() or [type(cause).__name__])[0]
+        raise ConfigError(f"{group} options refused by {name}: {reason}") from None
 
 
 def output_dir(cfg: DictConfig) -> Path:
@@ -191,8 +207,10 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     constraints.validate(stream)  # nodes and events named exist, before the model loads
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, cfg.seed)
+    if (stale := card_mismatch(weights)) is not None:  # a warning: the run goes on
+        print(f"warning: {stale}", file=sys.stderr)
     out = output_dir(cfg)
-    store = RecordStore(out, fingerprint(cfg, stream, weights))
+    store = RecordStore(out, fingerprint(cfg, stream, weights), schema=RECORD_SCHEMA)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
 
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,

@@ -61,6 +61,9 @@ class RecordStore:
         fingerprint: JSON-serialisable description of everything that decides the records
             (dataset, model weights, explainer, sampling, ...), but nothing that does not
             (logging, progress bars, thread counts).
+        schema: The columns every record file holds, with their types (explanation runs:
+            :data:`RECORD_SCHEMA`); columns outside it get :func:`column_type`. None: every
+            column gets :func:`column_type`.
 
     Raises:
         RunDirectoryError: If ``root`` already holds records under another fingerprint.
@@ -69,8 +72,10 @@ class RecordStore:
     FINGERPRINT = "run.json"
     RECORDS = "records"
 
-    def __init__(self, root: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> None:
+    def __init__(self, root: str | os.PathLike[str], fingerprint: Mapping[str, Any],
+                 schema: pa.Schema | None = None) -> None:
         self.root = Path(root)
+        self.schema = schema
         self.fingerprint = json.loads(json.dumps(dict(fingerprint)))  # plain JSON values
         self.records_dir = self.root / self.RECORDS
         path = self.root / self.FINGERPRINT
@@ -114,19 +119,71 @@ class RecordStore:
     def write_rows(self, event_id: int, rows: Sequence[Mapping[str, Any]]) -> Path:
         """Write several rows under one event's file atomically (e.g. one per explainer).
 
-        Columns get explicit types (:func:`arrow_table`), so the files of a run directory
-        share one schema and read as one dataset with plain ``pandas.read_parquet`` or
-        ``pyarrow.dataset``.
+        Columns get explicit types (the store's schema, :func:`arrow_table`), so the files of
+        a run directory share one schema and read as one dataset with plain
+        ``pandas.read_parquet`` or ``pyarrow.dataset``.
         """
         path = self._file(int(event_id))
         tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(arrow_table(rows), tmp)
+        pq.write_table(arrow_table(rows, self.schema), tmp)
         os.replace(tmp, path)
         return path
 
     def load(self) -> pd.DataFrame:
         """All records, ordered by event id (an empty frame when there are none)."""
         return read_records(self.records_dir)
+
+
+#: The columns of an explanation record, with their types: the fields of
+#: :meth:`~cftgnn.explain.result.ExplanationResult.to_record`, then what ``explain.py`` adds.
+#: Every record file of an explanation run holds all of them (null where a value is absent,
+#: e.g. ``agreement`` when no set was evaluated both ways), so a run directory reads as one
+#: dataset whatever mix of statuses it holds.
+RECORD_SCHEMA = pa.schema([
+    ("schema_version", pa.int64()),
+    ("explainer", pa.string()),
+    ("event_id", pa.int64()),
+    ("status", pa.string()),
+    ("oracle_mode", pa.string()),
+    ("strategy", pa.string()),
+    ("original_logit", pa.float64()),
+    ("final_logit", pa.float64()),
+    ("is_counterfactual", pa.bool_()),
+    ("explanation", pa.list_(pa.int64())),
+    ("candidate_ids", pa.list_(pa.int64())),
+    ("size", pa.int64()),
+    ("num_candidates", pa.int64()),
+    ("sparsity", pa.float64()),
+    ("iterations", pa.int64()),
+    ("oracle_calls", pa.int64()),
+    ("search_calls", pa.int64()),
+    ("exact_calls", pa.int64()),
+    ("cache_hits", pa.int64()),
+    ("agreement", pa.float64()),
+    ("agreement_n", pa.int64()),
+    ("wall_time_s", pa.float64()),
+    ("oracle_time_s", pa.float64()),
+    ("setup_time_s", pa.float64()),
+    ("min_size_lower_bound", pa.int64()),
+    ("certified_minimal", pa.bool_()),
+    ("cut_short", pa.bool_()),
+    ("num_removable", pa.int64()),
+    ("size_before_prune", pa.int64()),
+    ("prune", pa.bool_()),
+    ("certify", pa.int64()),
+    ("certify_replaced", pa.bool_()),
+    # added by explain.py
+    ("time_s", pa.float64()),
+    ("keep_logit", pa.float64()),
+    ("group", pa.string()),
+    ("screen_logit", pa.float64()),
+    ("dataset", pa.string()),
+    ("model", pa.string()),
+    ("strategy_name", pa.string()),
+    ("constraints", pa.string()),
+    ("auto_mode_ratio", pa.float64()),
+    ("shard", pa.int64()),
+])
 
 
 def _is_nan(value: Any) -> bool:
@@ -154,24 +211,41 @@ def column_type(values: Sequence[Any]) -> pa.DataType:
     return pa.float64()
 
 
-def arrow_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows (dicts of plain values) as an arrow table with :func:`column_type` columns."""
-    names: list[str] = []
+def _plain(value: Any, kind: pa.DataType) -> Any:
+    """``value`` as the plain Python value of an arrow ``kind`` (None and NaN of a non-float
+    column are null)."""
+    if value is None or (_is_nan(value) and not pa.types.is_floating(kind)):
+        return None
+    if pa.types.is_list(kind):
+        return [int(e) for e in value]
+    if pa.types.is_floating(kind):
+        return float(value)
+    if pa.types.is_integer(kind):
+        return int(value)
+    if pa.types.is_boolean(kind):
+        return bool(value)
+    if pa.types.is_string(kind):
+        return str(value)
+    return value
+
+
+def arrow_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> pa.Table:
+    """Rows (dicts of plain values) as an arrow table.
+
+    Args:
+        rows: The rows.
+        schema: Declared columns: each is written with its type and in its order, null where a
+            row lacks it. Other columns follow with :func:`column_type`.
+    """
+    declared = {} if schema is None else {f.name: f.type for f in schema}
+    names = list(declared)
     for row in rows:
         names.extend(k for k in row if k not in names)
     columns = {}
     for name in names:
         values = [row.get(name) for row in rows]
-        kind = column_type(values)
-        if pa.types.is_list(kind):
-            values = [None if v is None else [int(e) for e in v] for v in values]
-        elif pa.types.is_floating(kind):
-            values = [None if v is None else float(v) for v in values]
-        elif pa.types.is_integer(kind):
-            values = [None if v is None else int(v) for v in values]
-        elif pa.types.is_boolean(kind):
-            values = [None if v is None else bool(v) for v in values]
-        columns[name] = pa.array(values, type=kind)
+        kind = declared.get(name) or column_type(values)
+        columns[name] = pa.array([_plain(v, kind) for v in values], type=kind)
     return pa.table(columns)
 
 
@@ -236,6 +310,7 @@ def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 __all__ = [
+    "RECORD_SCHEMA",
     "RecordStore",
     "RunDirectoryError",
     "fingerprint_diff",

@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
-from cftgnn.errors import ConfigError
+from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
 from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
@@ -163,6 +163,55 @@ def test_bad_input_raises_a_project_error(tmp_path, overrides, message):
         pipeline.run(cfg_for(tmp_path, *overrides))
 
 
+#: A dataset that cannot load: an option refused with its own message proves that it was
+#: checked before any data (or model) was loaded.
+UNLOADABLE = ["dataset=uci", "dataset.data_dir=/nonexistent", "dataset.cache_dir=/nonexistent",
+              "dataset.download=false", "checkpoint=auto"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["explainer.it_max=-1"], "it_max must be >= 0, got -1"),
+    (["explainer.backprop=sideways"], "explainer options refused by CFTGNNExplainer: "
+                                      "'sideways' is not a valid"),
+    (["+explainer.colour=red"], "explainer options refused by CFTGNNExplainer: .*'colour'"),
+    (["explainer.max_oracle_calls=-1"], "max_oracle_calls must be >= 0"),
+    (["strategy=random", "strategy.seed=-1"], "strategy options refused by RandomStrategy"),
+    (["strategy=random", "strategy.seed=abc"], "strategy options refused by RandomStrategy"),
+    (["+strategy.depth=2"], "strategy options refused by ClosestStrategy: .*'depth'"),
+    (["constraints.max_size=0"], "constraints.max_size must be >= 1"),
+    (["constraints.hops=[2]"], r"constraints.hops must be \[lo, hi\]"),
+    (["constraints.before=soon"], "constraints.before must be a time"),
+    (["m_max=0"], "m_max must be an integer >= 1, got 0"),
+    (["m_max=-3"], "m_max must be an integer >= 1, got -3"),
+    (["k=0"], "k must be null or an integer >= 1, got 0"),
+])
+def test_options_are_refused_before_any_data_or_model_loads(tmp_path, overrides, message):
+    with pytest.raises(CftgnnError, match=message) as err:
+        pipeline.run(cfg_for(tmp_path, *UNLOADABLE, *overrides))
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_a_checkpoint_whose_card_checksum_differs_is_warned_about_and_used(tmp_path, capsys):
+    from hydra.utils import instantiate
+
+    from cftgnn.models.checkpoint import save_checkpoint
+
+    cfg = cfg_for(tmp_path / "run", "n_events=2")
+    stream = instantiate(cfg.dataset)
+    model, _ = resolve_model(cfg.model, stream, None, ".", "cpu", cfg.seed)
+    pt, js = save_checkpoint(model, stream, tmp_path / "tgn_synthetic.pt")
+    card = js.read_text()
+    save_checkpoint(resolve_model(cfg.model, stream, None, ".", "cpu", seed=1)[0], stream, pt)
+    js.write_text(card)  # the old card next to new weights
+    pipeline.run(cfg_for(tmp_path / "run", "n_events=2", f"checkpoint={pt}"))
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [f"warning: {pt} does not match the checksum its card "
+                        "tgn_synthetic.json records: the card's metrics and training settings "
+                        "describe other weights"]
+    assert len(read_records(tmp_path / "run")) == 2  # a warning: the run went on
+
+
 def test_explicit_events(tmp_path):
     pipeline.run(cfg_for(tmp_path, "events=[0,120,250]"))
     records = read_records(tmp_path)
@@ -175,6 +224,14 @@ def test_explicit_events(tmp_path):
                             "synthetic, uci, wikipedia)"),
     (["-m", "strategy=closest,nearest"], "error: unknown strategy 'nearest'"),
     (["debug=default", "checkpoint=checkpoints/tgn_uci.pt"], "error: checkpoint"),
+    (["debug=default", "model=tgat", "checkpoint=checkpoints/tgn_uci.pt"],
+     "error: checkpoint 'checkpoints/tgn_uci.pt' holds a tgn model but model=tgat"),
+    (["debug=default", "explainer.it_max=-1"], "error: it_max must be >= 0, got -1"),
+    (["debug=default", "m_max=0"], "error: m_max must be an integer >= 1, got 0"),
+    (["debug=default", "k=0"], "error: k must be null or an integer >= 1, got 0"),
+    (["debug=default", "strategy=random", "strategy.seed=-1"],
+     "error: strategy options refused by RandomStrategy: "),
+    (["debug=default", "constraints.hops=[2]"], "error: constraints.hops must be [lo, hi]"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, message):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "explain.py"), *args,
