@@ -8,8 +8,12 @@ Every explainer searches the oracle's removable events ``R`` only and answers at
 ``oracle.max_size`` events (user constraints, DESIGN.md §7). After its search, ``explain``
 optionally
 
-1. **prunes** a counterfactual to 1-minimality (``prune=True``), then
-2. **certifies** (``certify=K``): every removable set smaller than the answer, up to size
+1. falls back on the **ceiling** (``ceiling=True``): when the search found no counterfactual,
+   the set of every removable event is evaluated exactly and answered if it flips (the oracle
+   is not monotone, so this may find a counterfactual that no improving path reaches, and
+   its failure proves nothing);
+2. **prunes** a counterfactual to 1-minimality (``prune=True``), then
+3. **certifies** (``certify=K``): every removable set smaller than the answer, up to size
    ``K``, is evaluated exactly, smallest first; a smaller counterfactual replaces the answer,
 
 and puts the certificate on the result: ``min_size_lower_bound`` (from every exact evaluation
@@ -60,6 +64,10 @@ class Explainer(ABC):
             smaller counterfactual replaces the answer. 0 turns it off.
         certify_max_time_s: Optional cap on the seconds ``certify`` may spend; when it runs
             out, the record's ``min_size_lower_bound`` covers only the sizes completed.
+        ceiling: When the search found no counterfactual, try removing every removable event
+            (one exact call; only when ``max_size`` allows ``|R|`` events) and answer that set
+            if it flips (``prune`` then shrinks it). The record's ``size_before_prune`` is
+            then ``num_removable``.
 
     Raises:
         ExplainerError: If ``certify < 0`` or ``certify_max_time_s < 0``.
@@ -74,13 +82,17 @@ class Explainer(ABC):
         prune: bool = False,
         certify: int = 0,
         certify_max_time_s: float | None = None,
+        ceiling: bool = False,
     ) -> None:
         self.strategy: SelectionStrategy = strategy if strategy is not None else RecentStrategy()
         if isinstance(certify, bool) or int(certify) != certify or certify < 0:
             raise ExplainerError(f"certify must be an integer >= 0, got {certify!r}")
         if certify_max_time_s is not None and not certify_max_time_s >= 0:
             raise ExplainerError(f"certify_max_time_s must be >= 0, got {certify_max_time_s}")
+        if not isinstance(ceiling, bool):
+            raise ExplainerError(f"ceiling must be true or false, got {ceiling!r}")
         self.prune = bool(prune)
+        self.ceiling = ceiling
         self.certify = int(certify)
         self.certify_max_time_s = (None if certify_max_time_s is None
                                    else float(certify_max_time_s))
@@ -121,6 +133,9 @@ class Explainer(ABC):
         self._check_answer(oracle, answer)
         final = oracle.exact(frozenset(answer))
         found = is_flip(p0, final)
+        if ok and self.ceiling and not found:
+            answer, final, found = self._try_ceiling(oracle, answer, final)
+        size_before_prune = len(answer)
         if ok and self.prune and found:
             answer, final = prune(oracle, answer)
         replaced = False
@@ -162,11 +177,24 @@ class Explainer(ABC):
             certified_minimal=found and len(answer) == bound,
             cut_short=cut_short,
             num_removable=len(oracle.removable),
-            size_before_prune=len(outcome.explanation),
+            size_before_prune=size_before_prune,
             prune=self.prune,
             certify=self.certify,
             certify_replaced=replaced,
         )
+
+    @staticmethod
+    def _try_ceiling(oracle: Oracle, answer: tuple[int, ...],
+                     final: float) -> tuple[tuple[int, ...], float, bool]:
+        """Every removable event removed: ``(that set, its exact logit, True)`` when it flips
+        and ``max_size`` allows it, else the search's ``(answer, final, False)``."""
+        everything = tuple(int(e) for e in oracle.removable)
+        if oracle.size_limit() < len(everything):
+            return answer, final, False
+        logit = oracle.exact(frozenset(everything))
+        if is_flip(oracle.original_logit, logit):
+            return everything, logit, True
+        return answer, final, False
 
     @staticmethod
     def _check_answer(oracle: Oracle, answer: tuple[int, ...]) -> None:
@@ -181,7 +209,7 @@ class Explainer(ABC):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(strategy={self.strategy!r}, prune={self.prune}, "
-                f"certify={self.certify})")
+                f"certify={self.certify}, ceiling={self.ceiling})")
 
     @abstractmethod
     def _search(self, oracle: Oracle) -> SearchOutcome:

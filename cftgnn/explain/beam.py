@@ -36,7 +36,8 @@ class BeamExplainer(Explainer):
         width: ``w``, sets kept per level.
         max_oracle_calls: Optional cap on the search's search-mode evaluations; a level that
             would exceed it is not evaluated (``cut_short``).
-        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
+            :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``width < 1`` or a negative budget.

@@ -73,7 +73,8 @@ class CFTGNNExplainer(Explainer):
         deep_phase: Descend greedily from the most promising node when the tree found no
             counterfactual.
         deep_sample_size: ``l`` of that descent.
-        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
+            :class:`Explainer`).
     """
 
     name = "cftgnn"

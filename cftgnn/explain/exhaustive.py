@@ -37,7 +37,8 @@ class ExhaustiveExplainer(Explainer):
         chunk_size: Sets per batched exact oracle call (bounds memory).
         max_oracle_calls: Optional cap on exact backend evaluations of the search.
         max_time_s: Optional cap on the search's seconds.
-        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
+            :class:`Explainer`).
 
     Raises:
         ExplainerError: On ``max_size < 1``, ``chunk_size < 1`` or negative budgets.

@@ -42,7 +42,8 @@ class GreedyExplainer(Explainer):
             seed's strict test).
         like_with_like: Compare the first candidate with the search mode's logit of the empty
             set (one more search-mode call in approximate mode) instead of ``p_orig``.
-        **post: ``prune``, ``certify``, ``certify_max_time_s`` (see :class:`Explainer`).
+        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
+            :class:`Explainer`).
     """
 
     name = "greedy"

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from cftgnn.errors import ExplainerError
 from cftgnn.explain import (
+    BeamExplainer,
     CFTGNNExplainer,
     ExhaustiveExplainer,
     Explainer,
@@ -265,3 +266,51 @@ def test_a_deadline_is_kept_within_about_one_small_chunk() -> None:
         _oracle(backend, list(range(64))))
     assert result.cut_short and time.perf_counter() - start < 0.9
     assert backend.calls < 2080
+
+
+# ---------------------------------------------------------------- ceiling fallback
+def _interaction_only() -> InteractionBackend:
+    # no single removal moves the logit (so no search improves on ∅), all four together flip
+    return InteractionBackend(1.0, {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0},
+                              {F({1, 2, 3, 4}): 1.5, F({1, 3}): 0.0})
+
+
+@pytest.mark.parametrize("cls", [GreedyExplainer, BeamExplainer])
+def test_ceiling_answers_every_removable_event_when_the_search_finds_nothing(
+        cls: type[Explainer]) -> None:
+    backend = _interaction_only()
+    ids = [1, 2, 3, 4]
+    plain = cls(RecentStrategy()).explain(_oracle(backend, ids))
+    assert not plain.is_counterfactual
+    result = cls(RecentStrategy(), ceiling=True).explain(_oracle(backend, ids))
+    assert result.is_counterfactual and F(result.explanation) == F(ids)
+    assert result.final_logit == backend.logit(F(ids)) and result.size_before_prune == 4
+    pruned = cls(RecentStrategy(), ceiling=True, prune=True).explain(_oracle(backend, ids))
+    assert pruned.is_counterfactual and pruned.size_before_prune == 4
+
+
+def test_ceiling_is_not_used_when_the_search_found_one_or_the_ceiling_does_not_flip() -> None:
+    found = AdditiveBackend(1.0, {1: 1.5, 2: 0.1})
+    result = GreedyExplainer(RecentStrategy(), ceiling=True).explain(_oracle(found, [1, 2]))
+    assert result.explanation == (1,) and result.size_before_prune == 1
+    # nothing flips, the ceiling {1, 2} included: the search's own answer stands
+    none = AdditiveBackend(1.0, {1: 0.2, 2: 0.3})
+    oracle = _oracle(none, [1, 2])
+    result = GreedyExplainer(RecentStrategy(), ceiling=True).explain(oracle)
+    assert not result.is_counterfactual and result.explanation != (1, 2)
+
+
+def test_ceiling_respects_max_size_and_protected_events() -> None:
+    backend = _interaction_only()
+    ids = [1, 2, 3, 4]
+    capped = GreedyExplainer(RecentStrategy(), ceiling=True).explain(
+        _oracle(backend, ids, max_size=3))
+    assert not capped.is_counterfactual  # the ceiling needs 4 events
+    protected = GreedyExplainer(RecentStrategy(), ceiling=True).explain(
+        _oracle(backend, ids, removable=[1, 2, 3]))
+    assert not protected.is_counterfactual and 4 not in protected.explanation
+
+
+def test_ceiling_must_be_a_boolean() -> None:
+    with pytest.raises(ExplainerError, match="ceiling"):
+        GreedyExplainer(ceiling="yes")  # type: ignore[arg-type]
