@@ -58,8 +58,8 @@ def resolve_model(
     Args:
         model_cfg: The ``model`` config (``_target_`` plus hyperparameters).
         stream: The stream the model runs on.
-        checkpoint: ``"auto"`` (``<checkpoint_dir>/<model>_<dataset>.pt``), a path, or None
-            for fresh weights.
+        checkpoint: ``"auto"`` (``<checkpoint_dir>/<model>_<dataset>.pt``, fresh weights when
+            absent), a path (which must exist), or None for fresh weights.
         checkpoint_dir: Folder of the committed checkpoints.
         device: Torch device, or ``auto`` (see :func:`resolve_device`).
         seed: Seed of fresh weights.
@@ -69,10 +69,10 @@ def resolve_model(
         The model (not attached) and a description of where its weights came from.
 
     Raises:
-        FileNotFoundError: If ``require`` and the checkpoint is absent.
+        ConfigError: If the device is unknown or unavailable, a named checkpoint path does
+            not exist, or ``require`` and the checkpoint is absent.
         CheckpointMismatchError: If the checkpoint holds another kind of model than
             ``model_cfg`` or belongs to another dataset.
-        ConfigError: If the device is unknown or unavailable.
     """
     dev = resolve_device(device)
     path = None
@@ -84,11 +84,14 @@ def resolve_model(
         loaded = load_checkpoint(path, stream, device=dev, attach=False,
                                  expect_target=str(model_cfg["_target_"]))
         return loaded, str(path)
+    if path is not None and checkpoint != "auto":  # a path the user named: never guessed
+        raise ConfigError(f"checkpoint {str(path)!r} does not exist (checkpoint=auto: the "
+                          "committed one, checkpoint=null: fresh weights)")
     if require:
-        raise FileNotFoundError(
+        raise ConfigError(
             f"checkpoint {path} not found; train it with "
             f"`python scripts/train.py model={model_name(model_cfg)} "
-            f"dataset={stream.name}`"
+            f"dataset={stream.name} out_dir={Path(checkpoint_dir)}`"
         )
     torch.manual_seed(seed)
     model: TemporalModel = instantiate(

@@ -64,13 +64,23 @@ def test_resolve_model_refuses_a_checkpoint_of_another_kind():
                       ROOT / "checkpoints")
 
 
+def test_a_named_checkpoint_that_does_not_exist_is_refused_not_replaced_by_fresh_weights():
+    stream = make_synthetic_stream(5, 40, seed=0)
+    with pytest.raises(ConfigError, match="checkpoint 'checkpoints/tgn_ucii.pt' does not exist"):
+        resolve_model(TGN_CFG, stream, "checkpoints/tgn_ucii.pt", ROOT / "checkpoints")
+    _, source = resolve_model(TGN_CFG, stream, "auto", ROOT / "checkpoints")  # none committed
+    assert source.startswith("fresh random weights")
+
+
 @pytest.mark.parametrize("script, args, message", [
     ("benchmark_oracle.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
     ("train.py", ["dataset=synthetic", "device=gpu"], "error: unknown device 'gpu'"),
-    ("train.py", ["model=tgnn"], "error: unknown model 'tgnn' (choose from: tgat, tgn)"),
+    ("train.py", ["model=tgnn"], "error: unknown model 'tgnn' (choose from: "),
     ("dataset_info.py", ["dataset=ucii"], "error: unknown dataset 'ucii'"),
     ("explain.py", ["model=tgat", "checkpoint=checkpoints/tgn_uci.pt", "debug=default"],
      KIND_MISMATCH),
+    ("explain.py", ["checkpoint=checkpoints/tgn_ucii.pt", "debug=default"],
+     "error: checkpoint 'checkpoints/tgn_ucii.pt' does not exist"),
 ])
 def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args,
