@@ -1,4 +1,8 @@
-"""Train a temporal link predictor: ``python scripts/train.py model=tgn dataset=uci``."""
+"""Train a temporal link predictor: ``python scripts/train.py model=tgn dataset=uci``.
+
+The checkpoint and its card go into the run's own directory (``outputs/train/...`` or
+``out_dir``); replacing an existing one, e.g. under ``checkpoints/``, takes ``overwrite=true``.
+"""
 
 from __future__ import annotations
 
