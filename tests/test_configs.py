@@ -96,6 +96,7 @@ SWEEP_AXES = {
     "full": {"dataset", "model", "explainer", "strategy"},
     "shards": {"shard"},
     "it_max": {"strategy", "explainer.it_max"},
+    "presets": {"dataset", "model", "experiment"},
 }
 
 
@@ -171,3 +172,22 @@ def test_experiment_files_override_the_defaults(experiment):
         changed |= OmegaConf.select(base, key) != value
     assert changed, f"experiment={experiment} changes nothing"
     instantiate(cfg.explainer, strategy=instantiate(cfg.strategy))
+
+
+@pytest.mark.parametrize("name, experiment", [("cftgnn-plus", "cftgnn_plus"),
+                                              ("search-plus", "search_plus")])
+def test_quality_benchmark_rows_of_the_presets_match_the_preset_files(name, experiment):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        preset = compose("explain", overrides=[f"experiment={experiment}"])
+        quality = compose("benchmark_quality")
+    row = quality.explainers[name]
+    assert OmegaConf.load(CONF / "explainer" / f"{row.explainer}.yaml")._target_ == \
+        preset.explainer._target_
+    assert OmegaConf.load(CONF / "strategy" / f"{row.strategy}.yaml")._target_ == \
+        preset.strategy._target_
+    assert (bool(row.get("prune", False)), int(row.get("certify", 0)),
+            str(row.get("mode", quality.mode))) == (preset.prune, preset.certify, preset.mode)
+    for key, value in row.get("params", {}).items():
+        assert preset.explainer[key] == value, key
+    body = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml")
+    assert set(body.explainer) <= set(row.get("params", {})), "the row misses a preset option"
