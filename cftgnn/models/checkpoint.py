@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from hydra.utils import get_class, instantiate
+from omegaconf import OmegaConf
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
@@ -95,9 +96,25 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
     return pt, js
 
 
+#: The ``model=`` options (``conf/model/*.yaml``), for naming a kind in messages.
+_MODEL_CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
+
+
 def model_kind(target: str) -> str:
-    """The kind of model a ``_target_`` names: its class name in lower case (``tgn``)."""
-    return target.rsplit(".", 1)[-1].lower()
+    """The kind of model a ``_target_`` names: the ``model=`` option whose config file has
+    that class (``pyg_tgn`` for ``PyGTGN``), else its class name in lower case (``tgn``)."""
+    for option in sorted(_MODEL_CONF.glob("*.yaml")):
+        try:
+            other = str(OmegaConf.select(OmegaConf.load(option), "_target_", default=""))
+        except Exception:  # noqa: BLE001  (an unreadable file names nothing)
+            continue
+        if other and _class_name(other) == _class_name(target):
+            return option.stem
+    return _class_name(target).lower()
+
+
+def _class_name(target: str) -> str:
+    return target.rsplit(".", 1)[-1]
 
 
 def _same_class(a: str, b: str) -> bool:
@@ -106,7 +123,7 @@ def _same_class(a: str, b: str) -> bool:
     try:
         return get_class(a) is get_class(b)
     except Exception:  # noqa: BLE001  (hydra raises a bare Exception for a bad path)
-        return model_kind(a) == model_kind(b)
+        return _class_name(a) == _class_name(b)
 
 
 def check_model_kind(path: str | os.PathLike[str], have: str, want: str) -> None:

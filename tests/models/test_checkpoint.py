@@ -126,3 +126,11 @@ def test_committed_checkpoint_reproduces_its_card(pt: Path, real_data_dir: Path)
     expected = card["metrics"]["test"]["transductive"]["ap"]
     assert np.isclose(test["transductive"]["ap"], expected, atol=0.005)
     assert pt.stat().st_size <= 20 * 2**20
+
+
+def test_a_model_kind_is_named_by_its_model_option() -> None:
+    from cftgnn.models.checkpoint import model_kind
+
+    assert model_kind("cftgnn.models.pyg_tgn.PyGTGN") == "pyg_tgn"  # conf/model/pyg_tgn.yaml
+    assert model_kind("cftgnn.models.tgn.TGN") == model_kind("cftgnn.models.TGN") == "tgn"
+    assert model_kind("elsewhere.MyModel") == "mymodel"  # no config file: the class name
