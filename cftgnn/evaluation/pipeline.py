@@ -20,6 +20,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
-from cftgnn.explain.auto_mode import ModeChoice, measure_mode
+from cftgnn.explain.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.oracle import OracleMode
@@ -89,6 +90,9 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "constraints": constraints_of(cfg).to_dict(),
         "shard": int(cfg.shard),
         "num_shards": int(cfg.num_shards),
+        # the ratio table decides only mode=auto's runs
+        **({"auto_ratios": _container(cfg.get("auto_ratios"))} if str(cfg.mode) == "auto"
+           else {}),
     }
 
 
@@ -202,6 +206,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     check_candidate_options(cfg)
     if str(cfg.mode) not in ("exact", "approximate", "auto"):
         raise ConfigError(f"mode must be exact, approximate or auto, got {cfg.mode!r}")
+    auto_ratios(cfg)
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     constraints.validate(stream)  # nodes and events named exist, before the model loads
@@ -233,7 +238,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         engine = ReplayEngine(model, stream)
-        mode = _search_mode(cfg, engine, plan, out)
+        mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode)
         records = store.load()
         if not records.empty:
@@ -253,27 +258,50 @@ def run(cfg: DictConfig) -> pd.DataFrame:
 AUTO_MODE_FILE = "auto_mode.json"
 
 
+def auto_ratios(cfg: DictConfig) -> dict[str, float]:
+    """``cfg.auto_ratios``: ``<dataset>-<model>`` -> exact / approximate cost ratio.
+
+    Raises:
+        ConfigError: When it is not a mapping of positive numbers.
+    """
+    table = _container(cfg.get("auto_ratios")) or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"auto_ratios must map <dataset>-<model> to a ratio, got {table!r}")
+    for pair, ratio in table.items():
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:
+            raise ConfigError(f"auto_ratios.{pair} must be a number > 0, got {ratio!r}")
+    return {str(k): float(v) for k, v in table.items()}
+
+
 def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
-                 out: Path) -> ModeChoice | None:
-    """With ``mode=auto``, the measured choice: read from the run directory when a previous
-    part of the run measured it (a resumed run keeps its mode), else measured on the run's
-    first events and written there. None for a fixed mode."""
+                 out: Path, pair: str) -> ModeChoice | None:
+    """With ``mode=auto``, the choice by the exact / approximate cost ratio: read from the run
+    directory when a previous part of the run made it (a resumed run keeps its mode), else
+    the ratio of ``auto_ratios`` for this ``<dataset>-<model>`` pair (measured by the oracle
+    benchmark), else measured on the run's first events; written to the run directory.
+    None for a fixed mode."""
     if str(cfg.mode) != "auto" or plan.empty:
         return None
     path = out / AUTO_MODE_FILE
+    table = auto_ratios(cfg)
     if path.is_file():
         stored = json.loads(path.read_text())
         choice = ModeChoice(OracleMode(stored["mode"]), float(stored["ratio"]),
                             float(stored["threshold"]), int(stored["calls"]))
     else:
-        choice = measure_mode(engine, plan["event_id"].tolist(), cfg.k, int(cfg.m_max),
-                              threshold=float(cfg.get("auto_threshold", 1.5)),
-                              seed=int(cfg.seed))
+        if pair in table:
+            choice = replace(pick_mode([table[pair]], [1.0],
+                                       float(cfg.get("auto_threshold", 1.5))), calls=0)
+        else:
+            choice = measure_mode(engine, plan["event_id"].tolist(), cfg.k, int(cfg.m_max),
+                                  threshold=float(cfg.get("auto_threshold", 1.5)),
+                                  seed=int(cfg.seed))
         path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
                                     "threshold": choice.threshold, "calls": choice.calls},
                                    indent=2))
-    print(f"mode=auto: an exact call costs {choice.ratio:.2f} approximate calls "
-          f"(threshold {choice.threshold}) -> {choice.mode.value} search oracle")
+    source = "auto_ratios table" if choice.calls == 0 else f"{choice.calls} timed calls"
+    print(f"mode=auto: an exact call costs {choice.ratio:.2f} approximate calls ({source}; "
+          f"threshold {choice.threshold}) -> {choice.mode.value} search oracle")
     return choice
 
 

@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import check_candidate_options, make_explainer
+from cftgnn.evaluation.pipeline import auto_ratios, check_candidate_options, make_explainer
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
@@ -48,6 +48,25 @@ from cftgnn.explain.strategies import RecentStrategy
 from cftgnn.models.resolve import model_name, resolve_device, resolve_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _resolve_auto(conf: Configuration, cfg: DictConfig, pair: str) -> Configuration:
+    """A configuration with ``mode=auto`` gets the mode ``explain.py`` would pick from the
+    ``auto_ratios`` table for ``pair`` (the benchmark times no calls: its timings would
+    compete with the configurations').
+
+    Raises:
+        ConfigError: When the table has no ratio for ``pair``.
+    """
+    if conf.mode != "auto":
+        return conf
+    table = auto_ratios(cfg)
+    if pair not in table:
+        raise ConfigError(f"explainers.{conf.name}: mode=auto needs auto_ratios.{pair} (the "
+                          "exact / approximate cost ratio of the oracle benchmark)")
+    ratio = table[pair]
+    mode = "exact" if ratio <= float(cfg.get("auto_threshold", 1.5)) else "approximate"
+    return replace(conf, mode=mode)
 
 
 @dataclass(frozen=True)
@@ -100,10 +119,11 @@ class Configuration:
                 options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
                 raise ConfigError(f"explainers.{name}: unknown {group} {option!r} (choose "
                                   f"from: {', '.join(options)})")
-        try:
-            OracleMode(conf.mode)
-        except ValueError as err:
-            raise ConfigError(f"explainers.{name}: unknown mode {conf.mode!r}") from err
+        if conf.mode != "auto":  # auto: resolved from auto_ratios once the pair is known
+            try:
+                OracleMode(conf.mode)
+            except ValueError as err:
+                raise ConfigError(f"explainers.{name}: unknown mode {conf.mode!r}") from err
         explainer = OmegaConf.merge(
             OmegaConf.load(CONF / "explainer" / f"{conf.explainer}.yaml"), conf.params)
         strategy = OmegaConf.load(CONF / "strategy" / f"{conf.strategy}.yaml")
@@ -331,6 +351,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed))
     out = Path(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}")
+    configs = [_resolve_auto(c, cfg, f"{stream.name}-{model_name(cfg.model)}") for c in configs]
     store = RecordStore(out, _fingerprint(cfg, weights, configs))
     done = store.done()
     todo = [int(e) for e in plan["event_id"].tolist() if int(e) not in done]

@@ -125,3 +125,16 @@ def test_an_interrupted_run_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     with pytest.raises(RunDirectoryError):  # other options, same directory
         quality.run(_cfg(tmp_path, "only=[greedy-recent]", "n_events=2"))
+
+
+def test_a_configuration_with_mode_auto_gets_the_mode_of_the_pair_ratio() -> None:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"auto_threshold": 1.5, "auto_ratios": {"uci-tgn": 0.97,
+                                                                   "wikipedia-tgn": 1.91}})
+    conf = quality.Configuration.from_config("x", {"explainer": "beam", "strategy": "closest",
+                                                   "mode": "auto"}, "approximate", None)
+    assert quality._resolve_auto(conf, cfg, "uci-tgn").mode == "exact"
+    assert quality._resolve_auto(conf, cfg, "wikipedia-tgn").mode == "approximate"
+    with pytest.raises(CftgnnError, match="auto_ratios.uci-tgat"):
+        quality._resolve_auto(conf, cfg, "uci-tgat")

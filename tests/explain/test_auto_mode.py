@@ -60,3 +60,33 @@ def test_auto_mode_run_records_its_choice_and_a_resumed_run_keeps_it(
 def test_unknown_mode_is_refused_before_loading(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="mode must be"):
         pipeline.run(_cfg(tmp_path, "mode=fast"))
+
+
+@pytest.mark.parametrize("ratio, expected", [(0.9, "exact"), (2.0, "approximate")])
+def test_auto_mode_takes_the_pair_ratio_from_the_table_without_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    ratio: float, expected: str
+) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a pair in auto_ratios must not be timed")
+
+    monkeypatch.setattr(pipeline, "measure_mode", fail)
+    pipeline.run(_cfg(tmp_path, "n_events=2", f"+auto_ratios.synthetic-tgn={ratio}"))
+    stored = json.loads((tmp_path / "auto_mode.json").read_text())
+    assert stored == {"mode": expected, "ratio": ratio, "threshold": 1.5, "calls": 0}
+    records = read_records(tmp_path)
+    assert set(records[records.status == "ok"].oracle_mode) <= {expected}
+    assert "(auto_ratios table; threshold 1.5)" in capsys.readouterr().out
+
+
+def test_auto_ratios_must_be_positive_numbers(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="auto_ratios.synthetic-tgn"):
+        pipeline.run(_cfg(tmp_path, "+auto_ratios.synthetic-tgn=-1"))
+
+
+def test_the_quality_benchmark_and_explain_share_the_ratio_table() -> None:
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        explain = compose("explain")
+        quality = compose("benchmark_quality")
+    assert explain.auto_ratios == quality.auto_ratios
+    assert explain.auto_threshold == quality.auto_threshold
