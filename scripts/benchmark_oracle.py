@@ -6,8 +6,8 @@ import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.benchmarks.oracle import run
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.explain.benchmark import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

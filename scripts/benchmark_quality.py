@@ -7,8 +7,8 @@ import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.benchmarks.quality import run
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.evaluation.quality import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

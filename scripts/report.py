@@ -1,7 +1,7 @@
 """Compare runs: ``python scripts/report.py RUN_OR_SWEEP_DIR [...] [--out DIR]``."""
 
 from cftgnn.cli import friendly_errors
-from cftgnn.evaluation.report import main
+from cftgnn.reporting.report import main
 
 if __name__ == "__main__":
     with friendly_errors():

@@ -13,14 +13,14 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.models.training import run
+from cftgnn.training.loop import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in :func:`cftgnn.models.training.run`."""
+    """Hydra entry point; all work happens in :func:`cftgnn.training.loop.run`."""
     with friendly_errors():
         run(cfg)
 

@@ -37,15 +37,15 @@ from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
-from cftgnn.explain.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.explain.base import Explainer
-from cftgnn.explain.constraints import Constraints
-from cftgnn.explain.oracle import OracleMode
-from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
-from cftgnn.models.checkpoint import card_mismatch
-from cftgnn.models.resolve import model_name, resolve_device, resolve_model
+from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
+from cftgnn.oracle.constraints import Constraints
+from cftgnn.oracle.contract import OracleMode
+from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.tracking import Tracker, tracking
+from cftgnn.training.checkpoint import card_mismatch
+from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 #: Dataset options that only say where the files are, not what the stream is.
 _LOCATION_KEYS = ("data_dir", "cache_dir", "download")
@@ -343,7 +343,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
         start = time.perf_counter()
         mode = str(cfg.mode) if auto is None else auto.mode
-        oracle = engine.explain_event(event_id, cfg.k, int(cfg.m_max), mode, constraints)
+        oracle = engine.oracle(event_id, cfg.k, int(cfg.m_max), mode, constraints)
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)

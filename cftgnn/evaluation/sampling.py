@@ -24,9 +24,8 @@ import pandas as pd
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
-from cftgnn.explain.replay import eval_mode
-from cftgnn.models.base import TemporalModel
-from cftgnn.models.training import score_range
+from cftgnn.models.base import TemporalModel, eval_mode
+from cftgnn.training.loop import score_range
 
 
 class SamplingError(CftgnnError):

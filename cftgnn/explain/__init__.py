@@ -1,13 +1,25 @@
-"""Counterfactual explainers: the oracle, selection strategies, CF-TGNN, greedy, one result type."""
+"""Counterfactual explainers (search only): selection strategies, CF-TGNN, greedy, beam,
+exhaustive, one result type. They see the oracle (:mod:`cftgnn.oracle`), whose contract is
+re-exported here for convenience, never a model."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.beam import BeamExplainer
 from cftgnn.explain.cftgnn import CFTGNNExplainer
-from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.greedy import GreedyExplainer
-from cftgnn.explain.oracle import (
+from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
+from cftgnn.explain.run import explain_event
+from cftgnn.explain.strategies import (
+    ClosestStrategy,
+    OneBestStrategy,
+    RandomStrategy,
+    RecentStrategy,
+    SelectionStrategy,
+)
+from cftgnn.explain.tree import BackpropRule, SearchNode
+from cftgnn.oracle.constraints import Constraints
+from cftgnn.oracle.contract import (
     Confirmation,
     LogitFn,
     Oracle,
@@ -18,16 +30,6 @@ from cftgnn.explain.oracle import (
     margin,
     node_score,
 )
-from cftgnn.explain.replay import ReplayEngine, naive_logit
-from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
-from cftgnn.explain.strategies import (
-    ClosestStrategy,
-    OneBestStrategy,
-    RandomStrategy,
-    RecentStrategy,
-    SelectionStrategy,
-)
-from cftgnn.explain.tree import BackpropRule, SearchNode
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -49,15 +51,14 @@ __all__ = [
     "OracleStats",
     "RandomStrategy",
     "RecentStrategy",
-    "ReplayEngine",
     "SearchNode",
     "SearchOutcome",
     "SelectionStrategy",
     "SizeSearch",
     "delta",
+    "explain_event",
     "is_flip",
     "margin",
-    "naive_logit",
     "node_score",
     "prune",
     "search_by_size",

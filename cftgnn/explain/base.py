@@ -1,6 +1,6 @@
 """Explainer base class: the public ``explain`` does the bookkeeping, subclasses search.
 
-Explainers see only the :class:`~cftgnn.explain.oracle.Oracle`, never a model. Use one fresh
+Explainers see only the :class:`~cftgnn.oracle.contract.Oracle`, never a model. Use one fresh
 oracle per explanation run: the oracle's cache is shared by everything that uses it, so a
 second explainer on the same oracle would profit from the first one's evaluations.
 
@@ -29,9 +29,9 @@ from typing import Any
 
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, prune, search_by_size
-from cftgnn.explain.oracle import Oracle, is_flip
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy, SelectionStrategy
+from cftgnn.oracle.contract import Oracle, is_flip
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ import numpy as np
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.greedy import descend
-from cftgnn.explain.oracle import Oracle, delta, node_score
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
+from cftgnn.oracle.contract import Oracle, delta, node_score
 
 #: Selection scores closer than this are ties (unexpanded siblings tie exactly).
 _TIE_TOL = 1e-12

@@ -22,8 +22,8 @@ from typing import Any
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
-from cftgnn.explain.oracle import Oracle
 from cftgnn.explain.strategies import SelectionStrategy
+from cftgnn.oracle.contract import Oracle
 
 
 class ExhaustiveExplainer(Explainer):

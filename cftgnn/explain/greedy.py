@@ -26,8 +26,8 @@ import numpy as np
 
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
-from cftgnn.explain.oracle import Oracle, delta
 from cftgnn.explain.strategies import SelectionStrategy
+from cftgnn.oracle.contract import Oracle, delta
 
 
 class GreedyExplainer(Explainer):

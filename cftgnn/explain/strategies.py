@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.oracle import Oracle, delta
+from cftgnn.oracle.contract import Oracle, delta
 
 IntArray = npt.NDArray[np.int64]
 

@@ -21,6 +21,8 @@ them as ``event_ids`` to :meth:`TemporalModel.attach` and the same batches are f
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -29,13 +31,13 @@ import torch
 from torch import Tensor, nn
 
 from cftgnn.data.index import TemporalIndex
-from cftgnn.data.stream import EventStream
-from cftgnn.models.generic import GenericPlan, GenericReplay
+from cftgnn.data.stream import EventStream, IntArray
 from cftgnn.models.layers import LinkDecoder, NeighborFn, TemporalAttentionEmbedding
-from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.protocol import (
+    BoolArray,
     ModelStateError,
+    ReplayableModel,
     as_removed_mask,
     check_advance,
     kept_batches,
@@ -50,12 +52,26 @@ def _to_tensor(x: npt.ArrayLike | Tensor, dtype: torch.dtype, dev: torch.device)
     return torch.from_numpy(np.array(x)).to(device=dev, dtype=dtype).reshape(-1)
 
 
+@contextmanager
+def eval_mode(model: ReplayableModel | torch.nn.Module) -> Iterator[None]:
+    """Put ``model`` in eval mode (no dropout) and no-grad, restoring its mode afterwards."""
+    was_training = model.training
+    if was_training:  # train()/eval() walk every submodule: skip them when there is no change
+        model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        if was_training:
+            model.train()
+
+
 class TemporalModel(nn.Module, ABC):
     """Base class of the temporal models: state verbs, masked replay, batched prediction.
 
     Subclasses build ``self.embedding`` (a :class:`TemporalAttentionEmbedding`) and
-    ``self.decoder`` (a :class:`LinkDecoder`) and implement :meth:`_apply_batch` and
-    :meth:`_node_input`.
+    ``self.decoder`` (a :class:`LinkDecoder`) and implement :meth:`apply_batch` and
+    :meth:`node_input`.
 
     Args:
         num_nodes: Number of nodes ``N`` of the streams this model runs on.
@@ -139,6 +155,28 @@ class TemporalModel(nn.Module, ABC):
             raise ModelStateError("model is not attached to a stream; call attach(stream)")
         return self._stream
 
+    @property
+    def index(self) -> TemporalIndex:
+        """The index of the attached stream (neighbour sampling reads it)."""
+        if self._index is None:
+            raise ModelStateError("model is not attached to a stream; call attach(stream)")
+        return self._index
+
+    @property
+    def event_ids(self) -> npt.NDArray[np.int64]:
+        """Original id of every attached event, ``int64 [E]`` (ascending)."""
+        return self._ids
+
+    @property
+    def event_times(self) -> Tensor:
+        """Timestamps of the attached events on the model's device, ``float64 [E]``."""
+        return self._t
+
+    @property
+    def edge_features(self) -> Tensor:
+        """Edge features of the attached events on the model's device, ``[E, F]``."""
+        return self._feat
+
     # ------------------------------------------------------------- state verbs
     @property
     def state(self) -> State:
@@ -194,56 +232,47 @@ class TemporalModel(nn.Module, ABC):
             lo, hi = self._local(start_id), self._local(end_id)
             if mask is not None:
                 st.removed[lo:hi] = torch.from_numpy(mask[lo:hi].copy())
-            # Batches without kept events matter only right after a non-empty one (they
-            # apply its pending messages); on an idle state an empty batch changes nothing and
-            # is skipped, which makes sparse masked replays (the approximate oracle) cost per
-            # kept batch.
-            last = (end_id - 1) // self.batch_size  # the final, possibly partial, batch
-            idle = self._idle(st)
-            b = start_id // self.batch_size
-            for gb, group in kept_batches(self._ids, lo, hi, mask, self.batch_size):
-                if gb > b and not idle:
-                    self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
-                self._apply_batch(st, torch.as_tensor(group, device=dev))
-                idle = False
-                b = gb + 1
-            if b <= last and not idle:
-                self._apply_batch(st, torch.empty(0, dtype=torch.long, device=dev))
+            for events in self.history_steps(start_id, end_id, mask, self.is_idle(st)):
+                self.apply_batch(st, torch.as_tensor(events, device=dev))
             st.position = end_id
 
-    # ------------------------------------------------------- batched masked replay
-    def replay_plan(self, base: State, end: int,
-                    removed: npt.NDArray[np.bool_] | None = None,
-                    removable: npt.NDArray[np.int64] | None = None) -> Any:
-        """Work shared by every masked replay of ``[base.position, end)`` from ``base``.
+    def history_steps(self, start_id: int, end_id: int, mask: BoolArray | None = None,
+                      idle: bool = False) -> list[IntArray]:
+        """The batches ``advance(start_id, end_id, mask)`` applies, in order (the one rule).
 
-        Computed once per explained event by the oracle and handed back to
-        :meth:`masked_logits`, whose removal sets are added to ``removed`` (``bool [E]``, the
-        plan's own removals, e.g. the approximate oracle's). ``removable`` names the events
-        the later sets will remove (the candidates), so that a model can prepare for them;
-        sets that remove other events stay correct, only slower. The default keeps the
-        inputs; models override it with what makes their replays cheap (TGN records the
-        trajectory).
-        """
-        return GenericReplay(self).plan(base.clone(), base.position, end, removed)
-
-    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
-        """Logits of the event at ``end`` after replaying with each of P removal sets.
+        The kept events are grouped by :func:`~cftgnn.models.protocol.kept_batches`. Batches
+        without kept events matter only right after a non-empty one (they apply its pending
+        messages): one empty batch is inserted after a gap and one trails the last kept
+        batch when the range goes on, unless the state is ``idle`` (on an idle state an empty
+        batch changes nothing and is skipped, which makes sparse masked replays, the
+        approximate oracle's, cost per kept batch).
 
         Args:
-            plan: From :meth:`replay_plan`.
-            removed: The P removal sets, added to the plan's own removals; only events in
-                ``[base.position, end)`` may be removed.
+            start_id: First original id (a batch boundary, the state's position).
+            end_id: End of the range (exclusive).
+            mask: Removed events, ``bool [E]``, or None.
+            idle: Whether the state at ``start_id`` is idle (:meth:`is_idle`).
 
         Returns:
-            ``float32 [P]``. The default restores, advances and predicts once per set
-            (:class:`~cftgnn.models.generic.GenericReplay`); subclasses evaluate all P in one
-            pass with the same result.
+            Stream positions of each step's kept events, ``int64 [K]`` (``K = 0`` for an empty
+            batch).
         """
-        generic: GenericPlan = plan
-        return GenericReplay(self).logits(generic, removed)
+        batch = self.batch_size
+        lo, hi = self._local(start_id), self._local(end_id)
+        empty = np.zeros(0, dtype=np.int64)
+        steps: list[IntArray] = []
+        b = start_id // batch  # first batch not processed yet
+        for gb, group in kept_batches(self._ids, lo, hi, mask, batch):
+            if gb > b and not idle:
+                steps.append(empty)
+            steps.append(group)
+            idle = False
+            b = gb + 1
+        if b <= (end_id - 1) // batch and not idle:  # the final, possibly partial, batch
+            steps.append(empty)
+        return steps
 
-    def _idle(self, state: State) -> bool:
+    def is_idle(self, state: State) -> bool:
         """Whether applying an empty batch to ``state`` would leave it unchanged.
 
         After an empty batch has been applied the state is idle by definition; subclasses say
@@ -252,11 +281,11 @@ class TemporalModel(nn.Module, ABC):
         return False
 
     @abstractmethod
-    def _apply_batch(self, state: State, events: Tensor) -> None:
+    def apply_batch(self, state: State, events: Tensor) -> None:
         """Update ``state`` in place with one batch of kept events (stream positions ``[K]``)."""
 
     @abstractmethod
-    def _node_input(self, state: State) -> Tensor:
+    def node_input(self, state: State) -> Tensor:
         """Layer-0 node input for every node, ``[N, in_dim]``, for the current history."""
 
     # --------------------------------------------------------------- prediction
@@ -289,7 +318,7 @@ class TemporalModel(nn.Module, ABC):
         """
         st = self.state
         position = self._local(st.position)
-        node_input = self._node_input(st)  # [N, in_dim]
+        node_input = self.node_input(st)  # [N, in_dim]
         if before is None:
             before = torch.full_like(nodes, position)
         elif len(before) and int(before.min()) < position:

@@ -4,9 +4,10 @@ Any link predictor that replays a stream's history can be explained once it has 
 verbs of :class:`ReplayableModel`; it need not derive from
 :class:`~cftgnn.models.base.TemporalModel` (PyG's TGN adapter, :mod:`cftgnn.models.pyg_tgn`,
 does not). Such a model gets the exact oracle by masked replay through its own verbs
-(:mod:`cftgnn.models.generic`): one replay of ``[b0, i)`` per removal set, where ``b0`` is the
+(:mod:`cftgnn.oracle.backends`): one replay of ``[b0, i)`` per removal set, where ``b0`` is the
 batch boundary at or before the oldest candidate. A model that can evaluate many removal sets
-at once also implements :class:`BatchedReplay` (TGN and TGAT do) and is called that way.
+at once also implements :class:`~cftgnn.replay.plans.BatchedReplay` and is called that way
+(TGN's and TGAT's batched replays live in :mod:`cftgnn.replay`).
 
 The verbs, for a model attached to a stream of ``E`` events with original ids ``ids``:
 
@@ -43,7 +44,6 @@ from torch import Tensor
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream, IntArray
 from cftgnn.errors import CftgnnError
-from cftgnn.models.masks import RemovalSets
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -90,23 +90,6 @@ class ReplayableModel(Protocol):
 
     def eval(self) -> Any:
         """Evaluation mode (``torch.nn.Module.eval``)."""
-
-
-@runtime_checkable
-class BatchedReplay(Protocol):
-    """A model's own way of evaluating P removal sets at once (the fast path).
-
-    ``replay_plan`` is called once per explained event with the unperturbed state ``base``
-    at a batch boundary (a :class:`~cftgnn.models.state.State`), ``masked_logits`` for every
-    batch of removal sets; the result must equal the generic path's.
-    """
-
-    def replay_plan(self, base: Any, end: int, removed: BoolArray | None = None,
-                    removable: IntArray | None = None) -> Any:
-        """Work shared by every masked replay of ``[base.position, end)``."""
-
-    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
-        """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 
 def check_advance(position: int, start_id: int, end_id: int, batch_size: int) -> bool:
@@ -177,5 +160,5 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
     return [(int(ids[g[0]] // batch_size), g) for g in np.split(pos, cuts)]
 
 
-__all__ = ["BatchedReplay", "ModelStateError", "ReplayableModel", "as_removed_mask",
+__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "as_removed_mask",
            "check_advance", "kept_batches"]

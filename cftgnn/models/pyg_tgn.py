@@ -5,7 +5,7 @@ The model is PyG's :class:`~torch_geometric.nn.TGNMemory` (``IdentityMessage``,
 :class:`~torch_geometric.nn.TransformerConv` attention layer (:class:`GraphAttentionEmbedding`)
 and a two-layer :class:`LinkPredictor`, with the parameter names of PyG's example, so the
 ``state_dict`` of a researcher's ``memory``, ``gnn`` and ``link_pred`` loads as it is
-(:meth:`PyGTGN.from_modules`, :func:`save_pyg_tgn`).
+(:meth:`PyGTGN.from_modules`, :func:`cftgnn.training.checkpoint.save_pyg_tgn`).
 
 Semantics are those of the example's evaluation loop (``memory.eval()``): history is fed in
 batches of ``B`` events by original id (:func:`~cftgnn.models.protocol.kept_batches`); after
@@ -21,14 +21,12 @@ attention's time input is ``last_update(neighbour) - t(edge)`` with the memory's
 time encoder (``cftgnn.models.TGN``: ``t(query) - t(edge)`` with frozen frequencies); the
 query time is not read at all; ``LastAggregator`` picks a node's last message by timestamp
 (ties by scatter order), TGN by event id. The explainers therefore reach this model through
-the generic per-set replay (:mod:`cftgnn.models.generic`).
+the generic per-set replay (:mod:`cftgnn.oracle.backends`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,7 +43,6 @@ from torch_geometric.nn.models.tgn import (
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
 from cftgnn.models.protocol import (
     ModelStateError,
     as_removed_mask,
@@ -358,39 +355,4 @@ class PyGTGN(nn.Module):
         return out.reshape(-1)
 
 
-def save_pyg_tgn(path: str | os.PathLike[str], memory: TGNMemory, gnn: nn.Module,
-                 link_pred: nn.Module, stream: EventStream, num_neighbors: int = 10,
-                 batch_size: int = 200, card: dict[str, Any] | None = None
-                 ) -> tuple[Path, Path]:
-    """Write a TGN trained with PyG's modules as a cftgnn checkpoint for ``stream``.
-
-    ``python scripts/explain.py model=pyg_tgn checkpoint=<path> ...`` then explains it.
-
-    Args:
-        path: Destination ``.pt`` (a ``.json`` card is written next to it).
-        memory: The trained ``TGNMemory``.
-        gnn: The trained embedding (PyG example's ``GraphAttentionEmbedding``).
-        link_pred: The trained predictor (PyG example's ``LinkPredictor``).
-        stream: The stream it was trained on (its fingerprint goes into the checkpoint).
-        num_neighbors: The ``LastNeighborLoader``'s ``size``.
-        batch_size: The batch size history is fed in.
-        card: Extra card entries.
-
-    Returns:
-        The ``.pt`` and ``.json`` paths.
-    """
-    from cftgnn.models.checkpoint import save_checkpoint
-
-    model: Any = PyGTGN.from_modules(memory, gnn, link_pred, num_neighbors, batch_size,
-                                     edge_dim=stream.feat_dim)
-    try:  # what explain.py will rebuild must take these weights
-        PyGTGN(**model.hparams).load_state_dict(model.state_dict())
-    except RuntimeError as err:
-        reason = str(err).splitlines()[0]
-        raise ConfigError("these modules are not those of PyG's TGN example (TGNMemory "
-                          "with IdentityMessage and LastAggregator, GraphAttentionEmbedding, "
-                          f"LinkPredictor): {reason}") from None
-    return save_checkpoint(model, stream, path, card)
-
-
-__all__ = ["GraphAttentionEmbedding", "LinkPredictor", "PyGTGN", "PyGTGNState", "save_pyg_tgn"]
+__all__ = ["GraphAttentionEmbedding", "LinkPredictor", "PyGTGN", "PyGTGNState"]

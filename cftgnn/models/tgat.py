@@ -8,16 +8,11 @@ position and the removal mask.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor
 
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.batched import NodeInputs, batched_logits
-from cftgnn.models.generic import GenericPlan
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
-from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
 
 
@@ -52,20 +47,11 @@ class TGAT(TemporalModel):
                                                     num_layers, num_heads, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
 
-    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
-        """All P masks in one embedding pass: without memory, a removal only changes
-        neighbour sampling, so no replay is needed at all."""
-        generic: GenericPlan = plan
-        zeros = torch.zeros(1, self.node_dim, device=self.device).expand(self.num_nodes, -1)
-        return batched_logits(self, removed, generic.base.removed.numpy() | generic.removed,
-                              generic.end,
-                              NodeInputs(zeros, zeros[:0]))
-
-    def _idle(self, state: State) -> bool:
+    def is_idle(self, state: State) -> bool:
         return True
 
-    def _apply_batch(self, state: State, events: Tensor) -> None:
+    def apply_batch(self, state: State, events: Tensor) -> None:
         """TGAT keeps no memory: history is read from the index at prediction time."""
 
-    def _node_input(self, state: State) -> Tensor:
+    def node_input(self, state: State) -> Tensor:
         return torch.zeros(self.num_nodes, self.node_dim, device=self.device)

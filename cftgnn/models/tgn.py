@@ -18,16 +18,29 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
+import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
+from cftgnn.arrays import distinct_rows
+from cftgnn.data.stream import IntArray
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.batched import batched_logits
-from cftgnn.models.cone import Trajectory, cone_replay, record_trajectory
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
-from cftgnn.models.local import LocalPlan, local_plan, local_replay
-from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
+
+_GRU_CHUNK = 1024  # rows per GRU step: its [chunk, 6d] intermediates stay in cache
+
+
+def other_endpoint(src: Any, dst: Any, ev: Any, node: Any) -> Any:
+    """The endpoint of each event ``ev`` that is not ``node`` (``node`` for a self-loop).
+
+    The one rule of who a message comes from; arrays or tensors (of the same kind) in, the
+    same kind out, ``int64 [M]``.
+    """
+    s, d = src[ev], dst[ev]
+    if isinstance(s, Tensor):
+        return torch.where(s == node, d, s)
+    return np.where(s == node, d, s)
 
 
 def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
@@ -87,6 +100,74 @@ class TGN(TemporalModel):
                                                     dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
 
+    # ------------------------------------------- the memory's public interface (replay)
+    def message_update(self, events: Tensor | IntArray, mem_self: Tensor, last_update: Tensor,
+                       mem_other: Tensor) -> tuple[Tensor, Tensor]:
+        """New memory of rows applying their pending events: TGN's message
+        ``[self, other, edge features, time encoding]`` through the GRU cell.
+
+        Args:
+            events: Pending event of each row (stream positions), ``int64 [M]``.
+            mem_self: The rows' memory, ``[M, d]``.
+            last_update: Their last-update times, ``float64 [M]``.
+            mem_other: Memory of each row's other endpoint, ``[M, d]``.
+
+        Returns:
+            ``(memory [M, d], t float64 [M])``: the new memory and last-update times.
+        """
+        evt = torch.as_tensor(events, device=mem_self.device)
+        t = self._t[evt]  # float64
+        dt = (t - last_update).to(mem_self.dtype)
+        msg = self.message(mem_self, mem_other, self._feat[evt],
+                           self.msg_time_enc(dt))  # [M, 2d + F + T]
+        return self.gru(msg, mem_self), t
+
+    def message_update_shared(self, ev: IntArray, mem_self: Tensor,
+                              lu_self: npt.NDArray[np.float64], mem_other: Tensor,
+                              other_of: IntArray) -> Tensor:
+        """New memory ``[M, d]`` of rows applying pending events ``ev``: TGN's message
+        ``[self, other, edge features, time encoding]`` through its GRU cell, the batched
+        form of :meth:`message_update` that the causal-cone replay uses.
+
+        The GRU's input projection is split by message part: the other endpoint's memory is
+        projected once per distinct row of ``mem_other`` and the edge features and time
+        encoding once per distinct ``(event, last update)``, so that only the row's own memory
+        (and the hidden projection) is multiplied per row. The gates are the GRU cell's
+        (``r, z, n`` as in :class:`torch.nn.GRUCell`), evaluated in cache-sized chunks.
+
+        Args:
+            ev: Pending event of each row, ``int64 [M]``.
+            mem_self: The rows' memory, ``[M, d]``.
+            lu_self: Their last-update times, ``float64 [M]``.
+            mem_other: Distinct memories of the other endpoints, ``[O, d]``.
+            other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
+        """
+        d, gru, dev = self.memory_dim, self.gru, mem_self.device
+        w_ih, w_hh, b_hh = gru.weight_ih, gru.weight_hh, gru.bias_hh
+        assert b_hh is not None and gru.bias_ih is not None
+        w_self = torch.cat([w_ih[:, :d], w_hh])  # [6d, d]: input and hidden parts of the row
+        first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
+        dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
+        rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)],
+                          self.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
+        y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
+        y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
+        o_t = torch.as_tensor(other_of, device=dev)
+        r_t = torch.as_tensor(rest_of, device=dev)
+        out = torch.empty_like(mem_self)
+        for lo in range(0, len(ev), _GRU_CHUNK):
+            hi = min(lo + _GRU_CHUNK, len(ev))
+            h = mem_self[lo:hi]
+            x = F.linear(h, w_self)  # [c, 6d]
+            gi = x[:, :3 * d] + y_other.index_select(0, o_t[lo:hi]) + y_rest.index_select(
+                0, r_t[lo:hi])
+            gh = x[:, 3 * d:] + b_hh
+            r = torch.sigmoid(gi[:, :d] + gh[:, :d])
+            z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
+            n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
+            out[lo:hi] = (1 - z) * n + z * h
+        return out
+
     def _pending_applied(self, state: State, inplace: bool = False) -> tuple[Tensor, Tensor]:
         """Memory and last-update times with the pending messages applied.
 
@@ -104,13 +185,9 @@ class TGN(TemporalModel):
         if len(nodes) == 0:
             return state.memory, state.last_update
         ev = state.pending[nodes]  # [M] stream positions
-        src, dst = self._src[ev], self._dst[ev]
-        other = torch.where(src == nodes, dst, src)
-        t = self._t[ev]  # float64
-        dt = (t - state.last_update[nodes]).to(state.memory.dtype)
-        msg = self.message(state.memory[nodes], state.memory[other], self._feat[ev],
-                           self.msg_time_enc(dt))  # [M, 2d + F + T]
-        new = self.gru(msg, state.memory[nodes])  # [M, d]
+        other = other_endpoint(self._src, self._dst, ev, nodes)
+        new, t = self.message_update(ev, state.memory[nodes], state.last_update[nodes],
+                                     state.memory[other])  # [M, d], float64 [M]
         if inplace:
             state.memory.index_copy_(0, nodes, new)
             state.last_update.index_copy_(0, nodes, t)
@@ -119,10 +196,10 @@ class TGN(TemporalModel):
         last_update = state.last_update.index_copy(0, nodes, t)
         return memory, last_update
 
-    def _idle(self, state: State) -> bool:
+    def is_idle(self, state: State) -> bool:
         return not bool((state.pending >= 0).any())
 
-    def _apply_batch(self, state: State, events: Tensor) -> None:
+    def apply_batch(self, state: State, events: Tensor) -> None:
         if torch.is_grad_enabled():
             memory, last_update = self._pending_applied(state)
             state.memory, state.last_update = memory.detach(), last_update
@@ -134,58 +211,6 @@ class TGN(TemporalModel):
             nodes, last = last_message_per_node(self._src, self._dst, events, self.num_nodes)
             state.pending[nodes] = last
 
-    #: Masked histories (the approximate oracle's) of at most this many kept events are
-    #: replayed on their touched nodes (:mod:`cftgnn.models.local`). Everything else uses the
-    #: causal cone, which recomputes only what a removal reaches and so stays cheap for large
-    #: P on long, dense histories.
-    local_max_events = 512
-    #: The local replay restarts every set at the earliest step any of them touches and
-    #: recomputes all touched nodes, so its cost grows with P; it is used for at most this many
-    #: sets per call, and larger batches of a short history go through the causal cone too
-    #: (``python scripts/benchmark_oracle.py``: a batch of 64 approximate sets costs about 4-5
-    #: single calls that way, against 22-27 with the local replay).
-    local_max_sets = 1
-    #: Calls with more sets than this are evaluated in passes of at most this many: rows of
-    #: the cone replay and embedding tables grow with P, and past a few thousand sets
-    #: larger passes share little more and run slower (all 43,744 sets of up to three of
-    #: 64 candidates of a Wikipedia event: 4.4 s in passes of 4096, 10.3 s in one pass).
-    max_sets_per_pass = 4096
-
-    def replay_plan(self, base: State, end: int,
-                    removed: npt.NDArray[np.bool_] | None = None,
-                    removable: npt.NDArray[np.int64] | None = None) -> Any:
-        """A short masked history's :class:`LocalPlan`, else the recorded trajectory of
-        ``[base.position, end)`` under ``removed`` (see :mod:`cftgnn.models.cone`), with the
-        dependency sets of the ``removable`` events."""
-        plan = None
-        if removed is not None:
-            plan = local_plan(self, base, end, removed, self.local_max_events)
-        if plan is None:
-            return record_trajectory(self, base, end, removed, removable)
-        # batches of more sets than local_max_sets go through the cone replay of the same
-        # history: record it now, as per-event setup, rather than in the first such call
-        plan.trajectory = record_trajectory(self, base, end, plan.removed, removable)
-        return plan
-
-    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
-        """All P sets at once (in passes of at most :attr:`max_sets_per_pass`): local or
-        causal-cone replay, then one embedding pass over their distinct embeddings
-        (:func:`cftgnn.models.batched.batched_logits`)."""
-        step = max(1, self.max_sets_per_pass)
-        if removed.num_sets > step:
-            return torch.cat([self.masked_logits(plan, removed.select(slice(lo, lo + step)))
-                              for lo in range(0, removed.num_sets, step)])
-        if isinstance(plan, LocalPlan) and removed.num_sets > self.local_max_sets:
-            plan = plan.trajectory
-        shared: npt.NDArray[np.bool_] | None
-        if isinstance(plan, LocalPlan):
-            inputs = local_replay(self, plan, removed)
-            end, shared = plan.end, plan.removed
-        else:
-            traj: Trajectory = plan
-            inputs = cone_replay(self, traj, removed)
-            end, shared = traj.end, traj.removed
-        return batched_logits(self, removed, shared, end, inputs)
-
-    def _node_input(self, state: State) -> Tensor:
+    def node_input(self, state: State) -> Tensor:
+        """Memory with the pending messages applied, ``[N, d]`` (the state is unchanged)."""
         return self._pending_applied(state)[0]

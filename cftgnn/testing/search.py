@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
-from cftgnn.explain.oracle import LogitFn, Oracle, OracleMode, is_flip
 from cftgnn.explain.strategies import SelectionStrategy
+from cftgnn.oracle.contract import LogitFn, Oracle, OracleMode, is_flip
 from cftgnn.testing.backends import ShiftedBackend, ToyBackend
 
 

@@ -15,9 +15,9 @@ from cftgnn.data import load_csv
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.records import read_records
-from cftgnn.explain.replay import naive_logit
-from cftgnn.models.checkpoint import load_checkpoint
-from cftgnn.models.pyg_tgn import PyGTGN, save_pyg_tgn
+from cftgnn.models.pyg_tgn import PyGTGN
+from cftgnn.oracle.engine import naive_logit
+from cftgnn.training.checkpoint import load_checkpoint, save_pyg_tgn
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

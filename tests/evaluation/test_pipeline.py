@@ -20,8 +20,8 @@ from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
 from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
-from cftgnn.explain.replay import naive_logit
-from cftgnn.models.resolve import resolve_model
+from cftgnn.oracle.engine import naive_logit
+from cftgnn.training.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -195,7 +195,7 @@ def test_options_are_refused_before_any_data_or_model_loads(tmp_path, overrides,
 def test_a_checkpoint_whose_card_checksum_differs_is_warned_about_and_used(tmp_path, capsys):
     from hydra.utils import instantiate
 
-    from cftgnn.models.checkpoint import save_checkpoint
+    from cftgnn.training.checkpoint import save_checkpoint
 
     cfg = cfg_for(tmp_path / "run", "n_events=2")
     stream = instantiate(cfg.dataset)

@@ -13,8 +13,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
+from cftgnn.benchmarks import quality
 from cftgnn.errors import CftgnnError
-from cftgnn.evaluation import quality
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

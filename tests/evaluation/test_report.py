@@ -17,10 +17,11 @@ from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import picture, pipeline, report
+from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
 from cftgnn.evaluation.metrics import summarize
 from cftgnn.evaluation.records import read_records
+from cftgnn.reporting import picture, report
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

@@ -15,8 +15,8 @@ from cftgnn.evaluation.sampling import (
     sample_events,
     screen_logits,
 )
-from cftgnn.explain.replay import ReplayEngine
 from cftgnn.models import TGAT, TGN
+from cftgnn.oracle.engine import ReplayEngine
 
 LOGITS = np.array([2.0, -1.0, 0.5, -0.2, 3.0, -4.0, 0.0, 1.5, -0.7, 0.1])
 
@@ -84,7 +84,7 @@ def test_tgat_screening_logits_equal_the_oracles_original_logit():
     logits = screen_logits(model, stream, 150, 400)
     engine = ReplayEngine(model, stream)
     for i in (150, 161, 300, 399):
-        assert logits[i - 150] == pytest.approx(engine.explain_event(i).original_logit,
+        assert logits[i - 150] == pytest.approx(engine.oracle(i).original_logit,
                                                 abs=1e-5)
 
 

@@ -13,7 +13,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.records import RunDirectoryError, read_records
 from cftgnn.explain import OracleMode
-from cftgnn.explain.auto_mode import pick_mode
+from cftgnn.oracle.auto_mode import pick_mode
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

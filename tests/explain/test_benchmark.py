@@ -9,7 +9,7 @@ import numpy as np
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
-from cftgnn.explain.benchmark import run
+from cftgnn.benchmarks.oracle import run
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

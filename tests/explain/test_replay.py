@@ -9,10 +9,12 @@ import torch
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.errors import OracleError
 from cftgnn.explain import CFTGNNExplainer, GreedyExplainer, OracleMode
-from cftgnn.explain.replay import EventReplay, ReplayEngine, eval_mode, naive_logit
 from cftgnn.models import TGAT, TGN, TemporalModel
-from cftgnn.models.cone import cone_replay
-from cftgnn.models.masks import RemovalSets
+from cftgnn.models.base import eval_mode
+from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
+from cftgnn.replay.cone import cone_replay
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.tgn import TGNReplay
 
 ATOL = 1e-5
 
@@ -27,6 +29,15 @@ def tiny_models(num_nodes: int, edge_dim: int) -> dict[str, TemporalModel]:
     }
 
 
+
+def tune(engine: ReplayEngine, **options: int) -> ReplayEngine:
+    """Set TGN replay options (which replay a call uses) on the engine's backend."""
+    if isinstance(engine.backend, TGNReplay):
+        for key, value in options.items():
+            setattr(engine.backend.options, key, value)
+    return engine
+
+
 @pytest.fixture(scope="module")
 def stream() -> EventStream:
     return make_synthetic_stream(25, 400, seed=7, feat_dim=2, p_tie=0.3)
@@ -36,11 +47,11 @@ def stream() -> EventStream:
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat"])
 def test_exact_and_approximate_equal_fresh_replay(stream, name, local_max_events):
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
-    model.local_max_events = local_max_events  # type: ignore[attr-defined]
     engine = ReplayEngine(model, stream, checkpoint_every=2)
+    tune(engine, local_max_events=local_max_events)
     rng = np.random.default_rng(0)
     for i in (5, 123, 260, 399):  # increasing, so the cursor moves forward
-        oracle = engine.explain_event(i, m_max=12)
+        oracle = engine.oracle(i, m_max=12)
         cand = oracle.candidates.ids
         assert oracle.original_logit == pytest.approx(naive_logit(model, stream, i), abs=ATOL)
         sets = [frozenset(), frozenset(cand.tolist())]
@@ -59,15 +70,15 @@ def test_exact_and_approximate_equal_fresh_replay(stream, name, local_max_events
             eps_min = int(cand[0]) if len(cand) else i
             drop = sorted(set(range(eps_min, i)) - (set(cand.tolist()) - s))
             approx_ref = naive_logit(model, stream, i, drop)
-            engine_approx = engine.explain_event(i, m_max=12, mode=OracleMode.APPROXIMATE)
+            engine_approx = engine.oracle(i, m_max=12, mode=OracleMode.APPROXIMATE)
             assert engine_approx(s) == pytest.approx(approx_ref, abs=ATOL)
 
 
 def test_out_of_order_events_use_checkpoints(stream):
     model = tiny_models(stream.num_nodes, stream.feat_dim)["tgn1"]
     engine = ReplayEngine(model, stream, checkpoint_every=2)
-    late = engine.explain_event(390, mode="exact")
-    early = engine.explain_event(150, mode="exact")  # goes back: restarts from a checkpoint
+    late = engine.oracle(390, mode="exact")
+    early = engine.oracle(150, mode="exact")  # goes back: restarts from a checkpoint
     for oracle, i in ((late, 390), (early, 150)):
         s = frozenset(oracle.candidates.ids[::2].tolist())
         assert oracle.exact(s) == pytest.approx(naive_logit(model, stream, i, sorted(s)), abs=ATOL)
@@ -76,11 +87,11 @@ def test_out_of_order_events_use_checkpoints(stream):
 def test_batch_equals_one_at_a_time(stream):
     model = tiny_models(stream.num_nodes, stream.feat_dim)["tgn2"]
     engine = ReplayEngine(model, stream)
-    oracle = engine.explain_event(300, m_max=10, mode="exact")
+    oracle = engine.oracle(300, m_max=10, mode="exact")
     cand = oracle.candidates.ids.tolist()
     sets = [frozenset(cand[j : j + 2]) for j in range(0, len(cand), 2)]
     batched = oracle.batch(sets)
-    fresh = engine.explain_event(300, m_max=10, mode="exact")
+    fresh = engine.oracle(300, m_max=10, mode="exact")
     single = [fresh(s) for s in sets]
     np.testing.assert_allclose(batched, single, atol=ATOL)
 
@@ -88,7 +99,7 @@ def test_batch_equals_one_at_a_time(stream):
 def test_cache_hits_do_not_replay(stream):
     model = tiny_models(stream.num_nodes, stream.feat_dim)["tgn1"]
     engine = ReplayEngine(model, stream)
-    oracle = engine.explain_event(200, mode="exact")
+    oracle = engine.oracle(200, mode="exact")
     s = frozenset(oracle.candidates.ids[:2].tolist())
     replayed = engine.counters.events_replayed
     first = oracle(s)
@@ -102,13 +113,13 @@ def test_cache_hits_do_not_replay(stream):
 def test_bad_removals_and_no_history(stream):
     model = tiny_models(stream.num_nodes, stream.feat_dim)["tgat"]
     engine = ReplayEngine(model, stream)
-    oracle = engine.explain_event(100)
+    oracle = engine.oracle(100)
     not_candidate = next(e for e in range(100) if e not in set(oracle.candidates.ids.tolist()))
     with pytest.raises(OracleError, match="not candidates"):
         oracle.exact({not_candidate})
     with pytest.raises(OracleError, match="not candidates"):
         oracle.exact({150})  # after the explained event
-    first = engine.explain_event(0)
+    first = engine.oracle(0)
     assert len(first.candidates) == 0 and np.isfinite(first.original_logit)
 
 
@@ -117,7 +128,7 @@ def test_explainers_report_only_exact_flips(stream, explainer):
     model = tiny_models(stream.num_nodes, stream.feat_dim)["tgn1"]
     engine = ReplayEngine(model, stream)
     for i in (250, 320, 380):
-        oracle = engine.explain_event(i, m_max=8, mode="approximate")
+        oracle = engine.oracle(i, m_max=8, mode="approximate")
         result = explainer.explain(oracle)
         if result.is_counterfactual:
             ref = naive_logit(model, stream, i, sorted(result.explanation))
@@ -131,9 +142,8 @@ def test_explainers_report_only_exact_flips(stream, explainer):
 def test_batched_replay_equals_one_replay_per_set(name, local_max_events, local_max_sets):
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
-    model.local_max_events = local_max_events  # type: ignore[attr-defined]
-    model.local_max_sets = local_max_sets  # type: ignore[attr-defined]
-    engine = ReplayEngine(model, stream)
+    engine = tune(ReplayEngine(model, stream), local_max_events=local_max_events,
+                  local_max_sets=local_max_sets)
     rng = np.random.default_rng(1)
     for i in (310, 655, 899):
         replay = EventReplay(engine, i, m_max=24)
@@ -169,19 +179,22 @@ def test_batched_exact_oracle_on_cuda(name):
 def _cone_stream_and_model(name: str) -> tuple[EventStream, TemporalModel]:
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
-    model.local_max_events = 0  # type: ignore[attr-defined]  # every plan is a trajectory
     return stream, model
+
+
+def _cone_engine(model: TemporalModel, stream: EventStream) -> ReplayEngine:
+    return tune(ReplayEngine(model, stream), local_max_events=0)  # every plan is a trajectory
 
 
 @pytest.mark.parametrize("name", ["tgn1", "tgn2"])
 def test_cone_rows_are_shared_between_sets(name):
     stream, model = _cone_stream_and_model(name)
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    replay = EventReplay(_cone_engine(model, stream), 899, m_max=24)
     cand = replay.candidates.ids.tolist()
     # MCTS children: one parent set plus one more candidate each
     siblings = [frozenset(cand[:3] + [c]) for c in cand[3:]]
     np.testing.assert_allclose(replay.exact(siblings), replay.exact_replay(siblings), atol=ATOL)
-    traj = replay._plan
+    traj = replay._plan.trajectory
     with eval_mode(model):
         one = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1])).extra
         same = cone_replay(model, traj, RemovalSets.from_sets(siblings[:1] * 8)).extra
@@ -194,7 +207,7 @@ def test_cone_rows_are_shared_between_sets(name):
 @pytest.mark.parametrize("name", ["tgn1", "tgn2"])
 def test_cone_replay_with_more_than_64_candidates(name):
     stream, model = _cone_stream_and_model(name)
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=150)
+    replay = EventReplay(_cone_engine(model, stream), 899, m_max=150)
     cand = replay.candidates.ids
     assert len(cand) > 128  # dependency masks of three 64-bit words
     rng = np.random.default_rng(3)
@@ -205,14 +218,16 @@ def test_cone_replay_with_more_than_64_candidates(name):
 
 def test_removals_outside_the_planned_candidates_widen_the_dependencies():
     stream, model = _cone_stream_and_model("tgn2")
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    engine = _cone_engine(model, stream)
+    replay = EventReplay(engine, 899, m_max=24)
     cand = replay.candidates.ids
     with eval_mode(model):
-        plan = model.replay_plan(replay.base, 899, removable=cand[-2:])
-        assert plan.deps is not None and len(plan.deps.universe) == 2
+        plan = engine.backend.plan(replay.base, replay.start, 899, removable=cand[-2:])
+        traj = plan.trajectory  # type: ignore[attr-defined]
+        assert traj.deps is not None and len(traj.deps.universe) == 2
         sets = [frozenset(cand[:4].tolist()), frozenset(cand[::3].tolist())]
-        got = model.masked_logits(plan, RemovalSets.from_sets(sets)).double().numpy()
-    assert set(cand[:4].tolist()) <= set(plan.deps.universe.tolist())
+        got = plan.logits(RemovalSets.from_sets(sets)).double().numpy()
+    assert set(cand[:4].tolist()) <= set(traj.deps.universe.tolist())
     np.testing.assert_allclose(got, replay.exact_replay(sets), atol=ATOL)
 
 
@@ -220,8 +235,7 @@ def test_removals_outside_the_planned_candidates_widen_the_dependencies():
 def test_embedding_rows_are_shared_between_sets(name, monkeypatch):
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name]
-    model.local_max_events = 0  # type: ignore[attr-defined]
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=24)
+    replay = EventReplay(_cone_engine(model, stream), 899, m_max=24)
     cand = replay.candidates.ids.tolist()
     computed: list[int] = []
     attend = model.embedding.attend
@@ -236,7 +250,7 @@ def test_embedding_rows_are_shared_between_sets(name, monkeypatch):
         """Attention rows computed for one batched call of ``sets``."""
         computed.clear()
         with eval_mode(model):
-            got = model.masked_logits(replay._plan, RemovalSets.from_sets(sets))
+            got = replay._plan.logits(RemovalSets.from_sets(sets))
         count = sum(computed)
         np.testing.assert_allclose(got.double().numpy(), replay.exact_replay(sets), atol=ATOL)
         return count

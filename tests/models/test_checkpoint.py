@@ -12,7 +12,8 @@ from hydra.utils import instantiate
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
-from cftgnn.models.checkpoint import (
+from cftgnn.models.testing import planted_stream
+from cftgnn.training.checkpoint import (
     CheckpointMismatchError,
     card_mismatch,
     file_sha256,
@@ -20,8 +21,7 @@ from cftgnn.models.checkpoint import (
     save_checkpoint,
     stream_checksum,
 )
-from cftgnn.models.testing import planted_stream
-from cftgnn.models.training import Split, evaluate_test
+from cftgnn.training.loop import Split, evaluate_test
 from tests.models.conftest import ModelFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_committed_checkpoint_reproduces_its_card(pt: Path, real_data_dir: Path)
 
 
 def test_a_model_kind_is_named_by_its_model_option() -> None:
-    from cftgnn.models.checkpoint import model_kind
+    from cftgnn.training.checkpoint import model_kind
 
     assert model_kind("cftgnn.models.pyg_tgn.PyGTGN") == "pyg_tgn"  # conf/model/pyg_tgn.yaml
     assert model_kind("cftgnn.models.tgn.TGN") == model_kind("cftgnn.models.TGN") == "tgn"

@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 import torch
 
+from cftgnn.arrays import distinct_rows
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.data.index import TemporalIndex
-from cftgnn.explain.replay import EventReplay, ReplayEngine, eval_mode
 from cftgnn.models import TGN
-from cftgnn.models.batched import NodeInputs, _distinct_small, distinct_rows
-from cftgnn.models.cone import cone_replay, memory_update, messages
-from cftgnn.models.masks import RemovalSets
+from cftgnn.models.base import eval_mode
 from cftgnn.models.neighbors import reachable_nodes, recent_kept_neighbors
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.batched import NodeInputs, _distinct_small
+from cftgnn.replay.cone import cone_replay
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
 
 ATOL = 1e-5
 
@@ -29,9 +32,16 @@ def tgn(stream: EventStream, num_layers: int) -> TGN:
     torch.manual_seed(0)
     model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
                 num_layers=num_layers, num_heads=2, num_neighbors=5, batch_size=20)
-    model.local_max_events = 0  # every plan is a recorded trajectory
-    model.local_max_sets = 1  # and so is the approximate plan's, for batches
     return model
+
+
+def engine(model: TGN, stream: EventStream) -> ReplayEngine:
+    """An engine whose plans are all recorded trajectories (and so is the approximate
+    plan's, for batches)."""
+    eng = ReplayEngine(model, stream)
+    assert isinstance(eng.backend, TGNReplay)
+    eng.backend.options = TGNReplayOptions(local_max_events=0, local_max_sets=1)
+    return eng
 
 
 def all_small_sets(cand: list[int], k: int) -> list[frozenset[int]]:
@@ -40,7 +50,7 @@ def all_small_sets(cand: list[int], k: int) -> list[frozenset[int]]:
 
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_every_pair_in_one_batch_equals_one_replay_per_set(stream, num_layers):
-    replay = EventReplay(ReplayEngine(tgn(stream, num_layers), stream), 899, m_max=16)
+    replay = EventReplay(engine(tgn(stream, num_layers), stream), 899, m_max=16)
     sets = all_small_sets(replay.candidates.ids.tolist(), 2)
     assert len(sets) == 16 + 120
     np.testing.assert_allclose(replay.exact(sets), replay.exact_replay(sets), atol=ATOL)
@@ -50,18 +60,20 @@ def test_every_pair_in_one_batch_equals_one_replay_per_set(stream, num_layers):
 
 def test_large_calls_are_evaluated_in_passes(stream):
     model = tgn(stream, 2)
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=16)
+    eng = engine(model, stream)
+    replay = EventReplay(eng, 899, m_max=16)
     sets = all_small_sets(replay.candidates.ids.tolist(), 2)
     one_pass = replay.exact(sets)
-    model.max_sets_per_pass = 7
+    assert isinstance(eng.backend, TGNReplay)
+    eng.backend.options.max_sets_per_pass = 7
     np.testing.assert_allclose(replay.exact(sets), one_pass, atol=ATOL)
 
 
 def test_states_the_prediction_cannot_read_are_not_computed(stream):
     model = tgn(stream, 1)
-    replay = EventReplay(ReplayEngine(model, stream), 899, m_max=16)
+    replay = EventReplay(engine(model, stream), 899, m_max=16)
     sets = all_small_sets(replay.candidates.ids.tolist(), 2)
-    traj = replay._plan
+    traj = replay._plan.trajectory  # type: ignore[attr-defined]
     with eval_mode(model):
         inputs = cone_replay(model, traj, RemovalSets.from_sets(sets))
     deps = traj.deps
@@ -119,8 +131,8 @@ def test_memory_update_equals_the_gru_cell_on_every_row(stream):
     mem_self = torch.randn(m, model.memory_dim)
     mem_other, of = torch.randn(40, model.memory_dim), rng.integers(0, 40, m)
     with torch.no_grad():
-        got = memory_update(model, ev, mem_self, lu, mem_other, of)
-        ref, _ = messages(model, ev, mem_self, torch.as_tensor(lu), mem_other[of])
+        got = model.message_update_shared(ev, mem_self, lu, mem_other, of)
+        ref, _ = model.message_update(ev, mem_self, torch.as_tensor(lu), mem_other[of])
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cftgnn.models.masks import RemovalSets, bitmask
+from cftgnn.replay.masks import RemovalSets, bitmask
 
 sets_st = st.lists(st.sets(st.integers(0, 150), max_size=12), min_size=1, max_size=6)
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from cftgnn.models.metrics import average_precision, roc_auc
+from cftgnn.training.metrics import average_precision, roc_auc
 
 
 def test_hand_computed_values_with_ties() -> None:

@@ -13,11 +13,12 @@ from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastN
 from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
-from cftgnn.explain.replay import EventReplay, ReplayEngine
 from cftgnn.models import TGN, ModelStateError
-from cftgnn.models.checkpoint import CheckpointMismatchError, load_checkpoint
-from cftgnn.models.generic import GenericReplay, NativeReplay
-from cftgnn.models.pyg_tgn import GraphAttentionEmbedding, LinkPredictor, PyGTGN, save_pyg_tgn
+from cftgnn.models.pyg_tgn import GraphAttentionEmbedding, LinkPredictor, PyGTGN
+from cftgnn.oracle.backends import GenericReplay
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.tgn import TGNReplay
+from cftgnn.training.checkpoint import CheckpointMismatchError, load_checkpoint, save_pyg_tgn
 
 B, SIZE, DIM = 20, 5, 16  # history batch, loader size, memory = time = embedding size
 
@@ -203,7 +204,7 @@ def test_memory_converts_into_tgn_but_the_attention_time_input_does_not():
         m.eval()
         m.attach(stream)
         m.advance(0, 180)
-    tgn_memory = tgn._pending_applied(tgn.state)[0]  # TGN applies the last batch lazily
+    tgn_memory = tgn.node_input(tgn.state)  # TGN applies the last batch lazily
     torch.testing.assert_close(tgn_memory, pyg.memory.memory, atol=1e-5, rtol=0)
     q = (stream.src[180:190], stream.dst[180:190], stream.t[180:190])
     with torch.no_grad():
@@ -213,4 +214,5 @@ def test_memory_converts_into_tgn_but_the_attention_time_input_does_not():
 def test_native_models_keep_their_batched_replay(stream):
     model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=8, time_dim=8, embedding_dim=8,
                 num_neighbors=3, batch_size=B)
-    assert isinstance(ReplayEngine(model, stream).backend, NativeReplay)
+    backend = ReplayEngine(model, stream).backend
+    assert isinstance(backend, TGNReplay) and not isinstance(backend, GenericReplay)

@@ -12,8 +12,8 @@ import torch
 
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError
-from cftgnn.models.checkpoint import CheckpointMismatchError
-from cftgnn.models.resolve import resolve_device, resolve_model
+from cftgnn.training.checkpoint import CheckpointMismatchError
+from cftgnn.training.resolve import resolve_device, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TGN_CFG = {"_target_": "cftgnn.models.TGN", "memory_dim": 8, "time_dim": 4,

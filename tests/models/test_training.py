@@ -18,10 +18,11 @@ from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.models import TemporalModel, training
-from cftgnn.models.checkpoint import file_sha256, load_checkpoint
+from cftgnn.models import TemporalModel
 from cftgnn.models.testing import planted_stream
-from cftgnn.models.training import Split, evaluate_test, fit, link_metrics, run, score_range
+from cftgnn.training import loop as training
+from cftgnn.training.checkpoint import file_sha256, load_checkpoint
+from cftgnn.training.loop import Split, evaluate_test, fit, link_metrics, run, score_range
 from tests.models.conftest import ModelFactory
 
 ROOT = Path(__file__).resolve().parents[2]

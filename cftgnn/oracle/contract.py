@@ -14,7 +14,7 @@ mode calls counterfactual is re-evaluated exactly before anything reports it. Bo
 stored per set, so approximation/exact agreement can be reported.
 
 The oracle also carries the explained event's *search space* (DESIGN.md §7): the removable
-events ``R ⊆ C`` left after user constraints (:mod:`cftgnn.explain.constraints`) and an
+events ``R ⊆ C`` left after user constraints (:mod:`cftgnn.oracle.constraints`) and an
 optional maximum explanation size. Removal sets must be subsets of ``R``, so protected events
 stay in every history. :meth:`Oracle.certificate` derives the minimality lower bound from the
 exact evaluations made so far.

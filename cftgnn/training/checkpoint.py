@@ -20,10 +20,13 @@ import numpy as np
 import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
+from torch import nn
+from torch_geometric.nn import TGNMemory
 
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import CftgnnError
+from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.pyg_tgn import PyGTGN
 
 
 class CheckpointMismatchError(CftgnnError, ValueError):
@@ -72,7 +75,7 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
 
     The card holds the model config, the stream fingerprint, the SHA-256 of the written
     ``.pt`` (``weights_sha256``) and ``card``'s entries. Existing files are replaced; callers
-    decide whether that is allowed (:mod:`cftgnn.models.training` refuses without
+    decide whether that is allowed (:mod:`cftgnn.training.loop` refuses without
     ``overwrite=true``).
 
     Args:
@@ -163,7 +166,7 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
         raise CheckpointMismatchError(
             f"{str(path)!r} is not a cftgnn checkpoint (no state_dict, config and dataset "
             "entries); write a TGN trained with PyG's modules with "
-            "cftgnn.models.pyg_tgn.save_pyg_tgn")
+            "cftgnn.training.checkpoint.save_pyg_tgn")
     if expect_target is not None:
         check_model_kind(path, str(ckpt["config"]["_target_"]), expect_target)
     ds = ckpt["dataset"]
@@ -205,3 +208,36 @@ def card_mismatch(path: str | os.PathLike[str]) -> str | None:
         return None
     return (f"{pt} does not match the checksum its card {card_path.name} records: the card's "
             "metrics and training settings describe other weights")
+
+
+def save_pyg_tgn(path: str | os.PathLike[str], memory: TGNMemory, gnn: nn.Module,
+                 link_pred: nn.Module, stream: EventStream, num_neighbors: int = 10,
+                 batch_size: int = 200, card: dict[str, Any] | None = None
+                 ) -> tuple[Path, Path]:
+    """Write a TGN trained with PyG's modules as a cftgnn checkpoint for ``stream``.
+
+    ``python scripts/explain.py model=pyg_tgn checkpoint=<path> ...`` then explains it.
+
+    Args:
+        path: Destination ``.pt`` (a ``.json`` card is written next to it).
+        memory: The trained ``TGNMemory``.
+        gnn: The trained embedding (PyG example's ``GraphAttentionEmbedding``).
+        link_pred: The trained predictor (PyG example's ``LinkPredictor``).
+        stream: The stream it was trained on (its fingerprint goes into the checkpoint).
+        num_neighbors: The ``LastNeighborLoader``'s ``size``.
+        batch_size: The batch size history is fed in.
+        card: Extra card entries.
+
+    Returns:
+        The ``.pt`` and ``.json`` paths.
+    """
+    model: Any = PyGTGN.from_modules(memory, gnn, link_pred, num_neighbors, batch_size,
+                                     edge_dim=stream.feat_dim)
+    try:  # what explain.py will rebuild must take these weights
+        PyGTGN(**model.hparams).load_state_dict(model.state_dict())
+    except RuntimeError as err:
+        reason = str(err).splitlines()[0]
+        raise ConfigError("these modules are not those of PyG's TGN example (TGNMemory "
+                          "with IdentityMessage and LastAggregator, GraphAttentionEmbedding, "
+                          f"LinkPredictor): {reason}") from None
+    return save_checkpoint(model, stream, path, card)

@@ -39,13 +39,13 @@ from cftgnn.evaluation.pipeline import auto_ratios, check_candidate_options, mak
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
-from cftgnn.explain.constraints import Constraints
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
-from cftgnn.explain.oracle import OracleMode, is_flip
-from cftgnn.explain.replay import ReplayEngine
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy
-from cftgnn.models.resolve import model_name, resolve_device, resolve_model
+from cftgnn.oracle.constraints import Constraints
+from cftgnn.oracle.contract import OracleMode, is_flip
+from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -167,7 +167,7 @@ def evaluate_event(engine: ReplayEngine, event_id: int, configs: list[Configurat
                    exhaustive_max_time_s: float | None = None) -> list[dict[str, Any]]:
     """The minimum, the ceiling and every configuration on one event (rows of the table)."""
     start = time.perf_counter()
-    oracle = engine.explain_event(event_id, k, m_max, OracleMode.EXACT, constraints)
+    oracle = engine.oracle(event_id, k, m_max, OracleMode.EXACT, constraints)
     setup = time.perf_counter() - start
     exhaustive = ExhaustiveExplainer(RecentStrategy(), max_size=max_size,
                                      max_time_s=exhaustive_max_time_s).explain(oracle)
@@ -189,7 +189,7 @@ def evaluate_event(engine: ReplayEngine, event_id: int, configs: list[Configurat
     rows = [{**base, "config": f"exhaustive K={max_size}", **_row(exhaustive, setup)}]
     for conf in configs:
         start = time.perf_counter()
-        oracle = engine.explain_event(event_id, k, m_max, conf.mode, constraints)
+        oracle = engine.oracle(event_id, k, m_max, conf.mode, constraints)
         setup = time.perf_counter() - start
         rows.append({**base, "config": conf.name, **_row(conf.build().explain(oracle), setup)})
     return rows

@@ -15,18 +15,16 @@ arithmetic grows with the number of distinct embeddings instead of with P.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.models.masks import RemovalSets
+from cftgnn.arrays import distinct_rows
+from cftgnn.models.base import TemporalModel
 from cftgnn.models.neighbors import recent_kept_neighbors_where
-
-if TYPE_CHECKING:
-    from cftgnn.models.base import TemporalModel
+from cftgnn.replay.masks import RemovalSets
 
 IntArray = npt.NDArray[np.int64]
 
@@ -84,16 +82,6 @@ class NodeInputs:
         return out
 
 
-def distinct_rows(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
-    """``(first, inverse)``: the first row of each distinct row of ``key [M, C]`` and the
-    distinct row of every row (``key[first][inverse] == key``)."""
-    # rows as opaque byte strings: several times faster than np.unique(axis=0) on small keys
-    key = np.ascontiguousarray(key, dtype=np.int64)
-    rows = key.view(np.dtype((np.void, 8 * key.shape[1]))).reshape(-1)
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
-
-
 def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
     """:func:`distinct_rows` of a 1-D key with values in ``[0, size)``, without sorting: the
     distinct values are numbered in order of first occurrence."""
@@ -117,7 +105,7 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
     Args:
         model: The attached model, with ``embedding`` (:class:`TemporalAttentionEmbedding`)
             and ``decoder`` (:class:`LinkDecoder`); its index, stream and edge features are
-            read from it.
+            read through its public properties.
         removed: The P removal sets; history is positions ``< position``.
         shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate
             oracle's history), or None.
@@ -125,12 +113,11 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
         inputs: Layer-0 inputs per perturbation.
     """
     num_p = removed.num_sets
-    stream_feat = model._feat  # [E, F] on the model's device
+    stream_feat = model.edge_features  # [E, F] on the model's device
     dev = stream_feat.device
     if num_p == 0:
         return torch.zeros(0, device=dev)
-    index = model._index
-    assert index is not None, "the model must be attached"
+    index = model.index
     emb, num_neighbors = model.embedding, model.num_neighbors
     stream = model.stream
     times = np.asarray(stream.t, dtype=np.float64)  # host copy: keys and Δt are built here

@@ -36,10 +36,10 @@ from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.models.base import TemporalModel
-from cftgnn.models.checkpoint import checkpoint_path, model_kind, save_checkpoint
-from cftgnn.models.metrics import average_precision, roc_auc
-from cftgnn.models.resolve import resolve_device
+from cftgnn.models.base import TemporalModel, eval_mode
+from cftgnn.training.checkpoint import checkpoint_path, model_kind, save_checkpoint
+from cftgnn.training.metrics import average_precision, roc_auc
+from cftgnn.training.resolve import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,6 @@ def train_epoch(model: TemporalModel, optimizer: torch.optim.Optimizer, end: int
     return float(np.mean(losses)) if losses else float("nan")
 
 
-@torch.no_grad()
 def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: bool = False,
                 negatives: bool = True) -> tuple[npt.NDArray[np.float64],
                                                  npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -122,9 +121,7 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: boo
         each, and the negative destinations (both empty without ``negatives``).
     """
     stream = model.stream
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         negs = (negative_destinations(stream, lo, hi, seed) if negatives
                 else np.zeros(0, dtype=np.int64))
         pos, neg = [], []
@@ -139,8 +136,6 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: boo
             pos.append(logits[: b - a])
             neg.append(logits[b - a:])
             model.advance(a, b)
-    finally:
-        model.train(was_training)
     return (np.concatenate(pos).astype(np.float64) if pos else np.zeros(0),
             np.concatenate(neg).astype(np.float64) if neg else np.zeros(0), negs)
 

@@ -10,26 +10,27 @@ The naive way replays the whole stream without ``s`` for every call. Here:
 * for an explained event, :class:`EventReplay` takes the unperturbed state at the batch
   boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
   set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
-  model samples neighbours from the prebuilt index, filtered by the mask). The model's own
-  batched replay does that for P sets at once when it has one; any other model with the state
-  verbs of :class:`~cftgnn.models.protocol.ReplayableModel` is replayed set by set
-  (:mod:`cftgnn.models.generic`);
+  model samples neighbours from the prebuilt index, filtered by the mask). The model's
+  batched replay (:mod:`cftgnn.replay`) does that for P sets at once when it has one; any
+  other model with the state verbs of :class:`~cftgnn.models.protocol.ReplayableModel` is
+  replayed set by set (:mod:`cftgnn.oracle.backends`);
 * the **exact** backend masks ``s``; the **approximate** one (seed, "prediction^approximation")
   keeps the events before ``ε_min`` plus ``C \\ s`` and masks every other event of
   ``[ε_min, i)``.
 
 Because events before ``b0`` are never removed, both equal a fresh replay of the stream with
 the same events deleted (batches are fixed by original id, DESIGN.md §2); the tests assert it.
+
+The engine builds oracles and never runs an explainer: :func:`cftgnn.explain.explain_event`
+does that on top of it.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,28 +41,14 @@ import torch
 from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
-from cftgnn.explain.base import Explainer
-from cftgnn.explain.constraints import NO_CONSTRAINTS, Constraints
-from cftgnn.explain.oracle import Oracle, OracleMode
-from cftgnn.explain.result import ExplanationResult
-from cftgnn.models.checkpoint import load_checkpoint
-from cftgnn.models.generic import GenericReplay, ReplayBackend, replay_backend
-from cftgnn.models.masks import RemovalSets
+from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel
-
-
-@contextmanager
-def eval_mode(model: ReplayableModel | torch.nn.Module) -> Iterator[None]:
-    """Put ``model`` in eval mode (no dropout) and no-grad, restoring its mode afterwards."""
-    was_training = model.training
-    if was_training:  # train()/eval() walk every submodule: skip them when there is no change
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        if was_training:
-            model.train()
+from cftgnn.oracle.backends import GenericReplay, replay_backend
+from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
+from cftgnn.oracle.contract import Oracle, OracleMode
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.plans import ReplayBackend, ReplayPlan
+from cftgnn.training.checkpoint import load_checkpoint
 
 
 @dataclass
@@ -94,6 +81,8 @@ class ReplayEngine:
         index: A prebuilt index of ``stream`` (built when omitted).
         checkpoint_every: Keep an unperturbed snapshot every this many batches while the cursor
             moves forward, so that going back costs at most that many batches of replay.
+        backend: How removal sets are evaluated (default: :func:`replay_backend` of the
+            model, its fastest exact path).
     """
 
     def __init__(
@@ -102,9 +91,10 @@ class ReplayEngine:
         stream: EventStream,
         index: TemporalIndex | None = None,
         checkpoint_every: int = 64,
+        backend: ReplayBackend | None = None,
     ) -> None:
         self.model = model
-        self.backend: ReplayBackend = replay_backend(model)
+        self.backend: ReplayBackend = backend if backend is not None else replay_backend(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
         self.batch_size = model.batch_size
@@ -130,30 +120,6 @@ class ReplayEngine:
         """
         model = load_checkpoint(path, stream, device=device, attach=False)
         return cls(model, stream, checkpoint_every=checkpoint_every)
-
-    def explain(
-        self,
-        explainer: Explainer,
-        event_id: int,
-        k: int | None = None,
-        m_max: int = 64,
-        mode: OracleMode | str = OracleMode.APPROXIMATE,
-        constraints: Constraints = NO_CONSTRAINTS,
-    ) -> ExplanationResult:
-        """Explain one event: build its oracle and run ``explainer`` on it.
-
-        ``setup_time_s`` of the result holds the oracle's construction time and
-        ``wall_time_s`` the search's, so their sum is the cost of the explanation.
-
-        Example:
-            >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())
-            >>> explainer = CFTGNNExplainer(strategy=ClosestStrategy())
-            >>> result = engine.explain(explainer, event_id=50_000)
-        """
-        start = time.perf_counter()
-        oracle = self.explain_event(event_id, k, m_max, mode, constraints)
-        setup = time.perf_counter() - start
-        return dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
 
     # ------------------------------------------------------------------ base states
     def boundary(self, event_id: int) -> int:
@@ -191,7 +157,7 @@ class ReplayEngine:
         return self._cursor
 
     # ------------------------------------------------------------------ evaluation
-    def explain_event(
+    def oracle(
         self,
         event_id: int,
         k: int | None = None,
@@ -241,9 +207,9 @@ class EventReplay:
         self._kept = {False: span, True: span - int(approx_mask[self.start :].sum())}
         backend = engine.backend
         with eval_mode(engine.model):
-            self._plan: Any = backend.plan(self.base, self.start, self.event_id,
+            self._plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
                                            removable=self._cand)
-            self._approx_plan: Any = backend.plan(self.base, self.start, self.event_id,
+            self._approx_plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
                                                   approx_mask, removable=self._cand)
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
@@ -273,12 +239,11 @@ class EventReplay:
             removed = RemovalSets.from_sets(sets)
         with eval_mode(model):
             if reference:
-                generic = GenericReplay(model)
-                logits = generic.logits(generic.plan(self.base, self.start, self.event_id),
-                                        removed)
+                generic = GenericReplay(model).plan(self.base, self.start, self.event_id)
+                logits = generic.logits(removed)
             else:
                 plan = self._approx_plan if approximate else self._plan
-                logits = engine.backend.logits(plan, removed)
+                logits = plan.logits(removed)
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
         engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
@@ -291,7 +256,7 @@ class EventReplay:
 
         All P sets go to the engine's backend in one call, from a plan made once per
         explained event: the model's batched masked replay in one pass
-        (:meth:`TemporalModel.masked_logits`), or one replay of ``[b0, i)`` per set for a
+        (:mod:`cftgnn.replay`), or one replay of ``[b0, i)`` per set for a
         model with only the state verbs.
         """
         return self._batched(sets, approximate=False)

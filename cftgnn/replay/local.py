@@ -5,27 +5,23 @@ a few hundred events at most, touching a few hundred nodes. :func:`local_replay`
 state of just those nodes for every perturbation as one ``[P·T, d]`` block and runs the
 batches of the history once, each step vectorised over all P (messages, GRU, last-message
 aggregation), so P removal sets cost about as much as one. Long histories (the exact oracle on
-Wikipedia) use the causal-cone replay of :mod:`cftgnn.models.cone` instead, which does not
+Wikipedia) use the causal-cone replay of :mod:`cftgnn.replay.cone` instead, which does not
 recompute what a removal cannot change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.models.batched import NodeInputs
-from cftgnn.models.cone import messages, other_endpoint
-from cftgnn.models.masks import RemovalSets
 from cftgnn.models.state import State
-
-if TYPE_CHECKING:
-    from cftgnn.models.tgn import TGN
+from cftgnn.models.tgn import TGN, other_endpoint
+from cftgnn.replay.batched import NodeInputs
+from cftgnn.replay.masks import RemovalSets
 
 
 @dataclass
@@ -44,8 +40,6 @@ class LocalPlan:
         states: The local state ``(memory [T, d], last update [T], pending [T])`` before each
             step with only the plan's removals, so a replay starts at the first step that a
             removal set touches.
-        trajectory: The same history recorded for the causal-cone replay, which calls with
-            more than :attr:`TGN.local_max_sets` removal sets use (see there).
     """
 
     base: State
@@ -55,7 +49,6 @@ class LocalPlan:
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
     states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
-    trajectory: Any = None
 
 
 def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,
@@ -63,30 +56,20 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
     """The plan of ``[base.position, end)`` under ``removed``, or None when more than
     ``max_events`` events are kept (then the cone replay is the better choice)."""
     src, dst = model.stream.src, model.stream.dst
-    lo, batch = base.position, model.batch_size
+    lo = base.position
     mask = base.removed.numpy().copy()  # the base's own removals stay removed
     if removed is not None:
         mask[lo:end] = removed[lo:end]
-    pos = np.arange(lo, end, dtype=np.int64)
-    pos = pos[~mask[lo:end]]
+    # every empty batch is kept (idle=False): on a state without pending messages it is a
+    # no-op, and a replay starts at the first step a removal set touches anyway
+    steps = model.history_steps(lo, end, mask, idle=False)
+    pos = np.concatenate(steps) if steps else np.zeros(0, dtype=np.int64)
     if len(pos) > max_events:
         return None
     pending = (base.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
     nodes = np.unique(np.concatenate([pending, src[pos], dst[pos]]))
     loc = np.full(model.num_nodes, -1, dtype=np.int64)
     loc[nodes] = np.arange(len(nodes))
-    steps: list[npt.NDArray[np.int64]] = []
-    empty = np.zeros(0, dtype=np.int64)
-    nxt = lo // batch
-    groups = np.split(pos, np.flatnonzero(np.diff(pos // batch)) + 1) if len(pos) else []
-    for group in groups:
-        gb = int(group[0] // batch)
-        if gb > nxt:
-            steps.append(empty)  # applies the previous batch's messages (a no-op if none)
-        steps.append(group)
-        nxt = gb + 1
-    if nxt <= (end - 1) // batch:
-        steps.append(empty)
     plan = LocalPlan(base.clone(), int(end), mask, nodes, loc, steps, [])
     state = _base_rows(plan)
     none_removed = RemovalSets.from_sets([()])
@@ -107,7 +90,7 @@ def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets) -> NodeInput
 
     Returns:
         The node inputs under each set: the touched nodes read their replayed rows, the
-        others the base state's memory (as :func:`cftgnn.models.cone.cone_replay` returns
+        others the base state's memory (as :func:`cftgnn.replay.cone.cone_replay` returns
         them).
     """
     src, dst = model.stream.src, model.stream.dst
@@ -183,8 +166,8 @@ def _apply(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArr
     o = plan.loc[other_endpoint(src, dst, ev, plan.nodes[j])]
     dev = mem.device
     rt = torch.as_tensor(rows, device=dev)
-    new, t = messages(model, ev, mem[rt], lu[rt], mem[torch.as_tensor(p * t_nodes + o,
-                                                                        device=dev)])
+    new, t = model.message_update(ev, mem[rt], lu[rt],
+                                  mem[torch.as_tensor(p * t_nodes + o, device=dev)])
     if not store:
         mem = mem.clone()
         lu = lu.clone()

@@ -24,10 +24,10 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
-from cftgnn.explain.oracle import is_flip
-from cftgnn.explain.replay import EventReplay, ReplayEngine, naive_logit
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.resolve import resolve_device, resolve_model
+from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
+from cftgnn.training.resolve import resolve_device, resolve_model
 
 
 def _stats(values: list[float]) -> dict[str, float]:

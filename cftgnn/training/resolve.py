@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.checkpoint import load_checkpoint
+from cftgnn.training.checkpoint import load_checkpoint
 
 
 def resolve_device(device: str | torch.device) -> torch.device:

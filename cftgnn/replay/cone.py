@@ -6,7 +6,7 @@ message from an affected node, and nothing else (DESIGN.md §5, "touch only what
 for every batch, the state rows of the nodes it touches. :func:`cone_replay` then follows P
 removal sets at once, keeping perturbed rows only where a removal reaches and reading every
 other value from the recording, so a batch costs in proportion to the affected rows it
-touches, not to the batch. The result feeds :func:`cftgnn.models.batched.batched_logits`.
+touches, not to the batch. The result feeds :func:`cftgnn.replay.batched.batched_logits`.
 
 **Rows are shared between removal sets.** The state of node ``n`` after a batch is a function
 of which events in its causal past ``D(n)`` are removed: the events that reached ``n`` through
@@ -32,22 +32,18 @@ histories (Wikipedia, ``ε_min`` far back) most of the forward cone is never rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import torch
-import torch.nn.functional as F  # noqa: N812
 from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
-from cftgnn.models.batched import NodeInputs, distinct_rows
-from cftgnn.models.masks import RemovalSets
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
-
-if TYPE_CHECKING:
-    from cftgnn.models.tgn import TGN
+from cftgnn.models.tgn import TGN, other_endpoint
+from cftgnn.replay.batched import NodeInputs
+from cftgnn.replay.masks import RemovalSets
 
 Words = npt.NDArray[np.uint64]
 
@@ -267,8 +263,7 @@ class Trajectory:
         prediction of the event at :attr:`end` can read under removals from that universe."""
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
-            stream, index = model.stream, model._index
-            assert index is not None, "the model must be attached"
+            stream, index = model.stream, model.index
             link = np.array([stream.src[self.end], stream.dst[self.end]], dtype=np.int64)
             final = reachable_nodes(index, link, np.full(2, self.end), model.num_neighbors,
                                     model.embedding.num_layers, universe, self.removed)
@@ -293,42 +288,25 @@ def record_trajectory(model: TGN, base: State, end: int,
     per-event setup. Leaves ``model`` holding the recorded state at ``end``.
     """
     src, dst = model.stream.src, model.stream.dst
-    batch = model.batch_size
     records: list[BatchRecord] = []
     with torch.no_grad():
         model.restore(base)
         st = model.state
         dev = st.memory.device
         lo = base.position
-        pos = np.arange(lo, end, dtype=np.int64)
         if removed is not None:
             st.removed[lo:end] = torch.from_numpy(removed[lo:end].copy())
-            pos = pos[~removed[lo:end]]
-        groups = np.split(pos, np.flatnonzero(np.diff(pos // batch)) + 1) if len(pos) else []
-        idle = model._idle(st)
-        nxt = lo // batch  # first batch not processed yet
-
-        def apply(events: npt.NDArray[np.int64]) -> None:
+        for events in model.history_steps(lo, end, removed, model.is_idle(st)):
             pend_nodes = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
             nodes = np.unique(np.concatenate([pend_nodes, src[events], dst[events]]))
             nt = torch.as_tensor(nodes, device=dev)
             mem_pre = st.memory[nt]
-            model._apply_batch(st, torch.as_tensor(events, device=dev))
+            model.apply_batch(st, torch.as_tensor(events, device=dev))
             records.append(_batch_record(events, nodes, mem_pre, st.memory[nt],
                                          st.last_update[nt].cpu().numpy(), src, dst))
-
-        empty = np.zeros(0, dtype=np.int64)
-        for group in groups:
-            gb = int(group[0] // batch)
-            if gb > nxt and not idle:
-                apply(empty)
-            apply(group)
-            idle, nxt = False, gb + 1
-        if nxt <= (end - 1) // batch and not idle:
-            apply(empty)
         st.position = end
         final = model.snapshot()
-        final_input = model._pending_applied(final)[0]
+        final_input = model.node_input(final)
     shared = final.removed.numpy()  # the base's removals and the recording's own
     traj = Trajectory(base.position, end, records, final, final_input,
                       shared if shared.any() else None)
@@ -412,76 +390,6 @@ class _Rows:
         return out, of.reshape(-1)
 
 
-def other_endpoint(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
-                   ev: npt.NDArray[np.int64], node: npt.NDArray[np.int64]
-                   ) -> npt.NDArray[np.int64]:
-    """The endpoint of each event ``ev`` that is not ``node`` (``node`` for a self-loop)."""
-    s, d = src[ev], dst[ev]
-    return np.where(s == node, d, s)
-
-
-def messages(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor, lu_self: Tensor,
-             mem_other: Tensor) -> tuple[Tensor, Tensor]:
-    """New memory ``[M, d]`` and last-update times of nodes applying pending events ``ev``
-    (TGN's message and GRU cell on every row; see :func:`memory_update` for the batched
-    form)."""
-    evt = torch.as_tensor(ev, device=mem_self.device)
-    t = model._t[evt]
-    dt = (t - lu_self).to(mem_self.dtype)
-    msg = model.message(mem_self, mem_other, model._feat[evt], model.msg_time_enc(dt))
-    return model.gru(msg, mem_self), t
-
-
-_GRU_CHUNK = 1024  # rows per GRU step: its [chunk, 6d] intermediates stay in cache
-
-
-def memory_update(model: TGN, ev: npt.NDArray[np.int64], mem_self: Tensor,
-                  lu_self: npt.NDArray[np.float64], mem_other: Tensor,
-                  other_of: npt.NDArray[np.int64]) -> Tensor:
-    """New memory ``[M, d]`` of rows applying pending events ``ev``: TGN's message
-    ``[self, other, edge features, time encoding]`` through its GRU cell.
-
-    The GRU's input projection is split by message part: the other endpoint's memory is
-    projected once per distinct row of ``mem_other`` and the edge features and time
-    encoding once per distinct ``(event, last update)``, so that only the row's own memory
-    (and the hidden projection) is multiplied per row. The gates are the GRU cell's
-    (``r, z, n`` as in :class:`torch.nn.GRUCell`), evaluated in cache-sized chunks.
-
-    Args:
-        model: The TGN (its message must be PyG's ``IdentityMessage``).
-        ev: Pending event of each row, ``int64 [M]``.
-        mem_self: The rows' memory, ``[M, d]``.
-        lu_self: Their last-update times, ``float64 [M]``.
-        mem_other: Distinct memories of the other endpoints, ``[O, d]``.
-        other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
-    """
-    d, gru, dev = model.memory_dim, model.gru, mem_self.device
-    w_ih, w_hh, b_hh = gru.weight_ih, gru.weight_hh, gru.bias_hh
-    assert b_hh is not None and gru.bias_ih is not None
-    w_self = torch.cat([w_ih[:, :d], w_hh])  # [6d, d]: input and hidden parts of the row
-    first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
-    dt = torch.as_tensor(model.stream.t[ev[first]] - lu_self[first], device=dev)
-    rest = torch.cat([model._feat[torch.as_tensor(ev[first], device=dev)],
-                      model.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
-    y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
-    y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
-    o_t = torch.as_tensor(other_of, device=dev)
-    r_t = torch.as_tensor(rest_of, device=dev)
-    out = torch.empty_like(mem_self)
-    for lo in range(0, len(ev), _GRU_CHUNK):
-        hi = min(lo + _GRU_CHUNK, len(ev))
-        h = mem_self[lo:hi]
-        x = F.linear(h, w_self)  # [c, 6d]
-        gi = x[:, :3 * d] + y_other.index_select(0, o_t[lo:hi]) + y_rest.index_select(
-            0, r_t[lo:hi])
-        gh = x[:, 3 * d:] + b_hh
-        r = torch.sigmoid(gi[:, :d] + gh[:, :d])
-        z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
-        n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
-        out[lo:hi] = (1 - z) * n + z * h
-    return out
-
-
 def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
@@ -538,7 +446,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
         rat = torch.as_tensor(ra, device=rows.mem.device)
         mem_other, of = rows.other_memory(rep, o, rec.mem_pre, lo_)
-        rows.mem[rat] = memory_update(model, ev, rows.mem[rat], rows.lu[ra], mem_other, of)
+        rows.mem[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
         rows.lu[ra] = model.stream.t[ev]
     rows.pend[:size] = -1
 
@@ -632,5 +540,5 @@ def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, deps: Dependencies,
         rat = torch.as_tensor(ra, device=dev)
         mem_other, of = rows.other_memory(rep, o, traj.final.memory, o)
         extra = extra.clone()
-        extra[rat] = memory_update(model, ev, rows.mem[rat], rows.lu[ra], mem_other, of)
+        extra[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
     return NodeInputs(traj.final_input, extra, rows.rowmap, columns)

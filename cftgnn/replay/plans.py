@@ -1,0 +1,67 @@
+"""The typed contract between the oracle and a batched masked replay.
+
+The oracle evaluates removal sets of one explained event in two steps: once per event, a
+*backend* makes a :class:`ReplayPlan` (the work every masked replay of ``[b0, i)`` shares:
+a recorded trajectory, a local history, or just the snapshot); then, for each batch of P
+removal sets, the plan answers :meth:`ReplayPlan.logits`. Every plan is complete when it is
+made and knows how to evaluate itself, so nothing downstream switches on a plan's type.
+
+A model that brings its own batched replay implements :class:`BatchedReplay`
+(``replay_plan`` / ``masked_logits``); :class:`cftgnn.oracle.backends.NativeReplay` wraps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from torch import Tensor
+
+from cftgnn.data.stream import IntArray
+from cftgnn.models.protocol import BoolArray
+from cftgnn.replay.masks import RemovalSets
+
+
+@runtime_checkable
+class ReplayPlan(Protocol):
+    """The shared work of the masked replays of one explained event."""
+
+    def logits(self, removed: RemovalSets) -> Tensor:
+        """Logits ``float32 [P]`` of the explained event with each of the P sets removed
+        (on top of the plan's own removals)."""
+
+
+class ReplayBackend(Protocol):
+    """Makes an explained event's :class:`ReplayPlan` (one backend per model)."""
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> ReplayPlan:
+        """The plan of the masked replays of ``[start, end)`` from the snapshot ``base``.
+
+        Args:
+            base: The unperturbed snapshot at the batch boundary ``start``.
+            start: Where ``base`` stands.
+            end: The explained event's id.
+            removed: Events removed for every set (the approximate history's), ``bool [E]``.
+            removable: The events later sets may remove (the candidates), so that the plan
+                can prepare for them; sets removing other events stay correct, only slower.
+        """
+
+
+@runtime_checkable
+class BatchedReplay(Protocol):
+    """A model's own way of evaluating P removal sets at once (the fast path).
+
+    ``replay_plan`` is called once per explained event with the unperturbed state ``base``
+    at a batch boundary, ``masked_logits`` for every batch of removal sets; the result must
+    equal the generic path's (:class:`cftgnn.oracle.backends.GenericReplay`).
+    """
+
+    def replay_plan(self, base: Any, end: int, removed: BoolArray | None = None,
+                    removable: IntArray | None = None) -> Any:
+        """Work shared by every masked replay of ``[base.position, end)``."""
+
+    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+        """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
+
+
+__all__ = ["BatchedReplay", "ReplayBackend", "ReplayPlan"]

@@ -1,0 +1,117 @@
+"""TGN's batched masked replay: local replay of short histories, causal-cone replay otherwise.
+
+:class:`TGNReplay` is the backend the oracle uses for a :class:`~cftgnn.models.tgn.TGN`. Its
+plan records the explained event's history once (:func:`cftgnn.replay.cone.record_trajectory`)
+and, for a short masked history (the approximate oracle's), prepares the local replay too
+(:func:`cftgnn.replay.local.local_plan`); each call then picks one by the number of sets and
+ends in one embedding pass over the distinct embeddings
+(:func:`cftgnn.replay.batched.batched_logits`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from cftgnn.data.stream import IntArray
+from cftgnn.models.protocol import BoolArray
+from cftgnn.models.state import State
+from cftgnn.models.tgn import TGN
+from cftgnn.replay.batched import batched_logits
+from cftgnn.replay.cone import Trajectory, cone_replay, record_trajectory
+from cftgnn.replay.local import LocalPlan, local_plan, local_replay
+from cftgnn.replay.masks import RemovalSets
+
+
+@dataclass
+class TGNReplayOptions:
+    """When each replay is used, and how large a pass is.
+
+    Attributes:
+        local_max_events: Masked histories (the approximate oracle's) of at most this many
+            kept events are replayed on their touched nodes (:mod:`cftgnn.replay.local`).
+            Everything else uses the causal cone, which recomputes only what a removal
+            reaches and so stays cheap for large P on long, dense histories.
+        local_max_sets: The local replay restarts every set at the earliest step any of them
+            touches and recomputes all touched nodes, so its cost grows with P; it is used for
+            at most this many sets per call, and larger batches of a short history go
+            through the causal cone too (``python scripts/benchmark_oracle.py``: a batch of
+            64 approximate sets costs about 4-5 single calls that way, against 22-27 with the
+            local replay).
+        max_sets_per_pass: Calls with more sets than this are evaluated in passes of at most
+            this many: rows of the cone replay and embedding tables grow with P, and past a
+            few thousand sets larger passes share little more and run slower (all 43,744 sets
+            of up to three of 64 candidates of a Wikipedia event: 4.4 s in passes of 4096,
+            10.3 s in one pass).
+    """
+
+    local_max_events: int = 512
+    local_max_sets: int = 1
+    max_sets_per_pass: int = 4096
+
+
+@dataclass(frozen=True)
+class TGNPlan:
+    """A TGN replay plan: the recorded trajectory, and the local plan of a short history.
+
+    Attributes:
+        model: The TGN.
+        trajectory: The history recorded for the causal-cone replay.
+        local: The same history prepared for the local replay, or None when it is long.
+        options: The backend's options (read at every call).
+    """
+
+    model: TGN
+    trajectory: Trajectory
+    local: LocalPlan | None
+    options: TGNReplayOptions
+
+    def logits(self, removed: RemovalSets) -> Tensor:
+        """All P sets at once (in passes of at most ``max_sets_per_pass``): local or
+        causal-cone replay, then one embedding pass over their distinct embeddings."""
+        step = max(1, self.options.max_sets_per_pass)
+        if removed.num_sets > step:
+            return torch.cat([self.logits(removed.select(slice(lo, lo + step)))
+                              for lo in range(0, removed.num_sets, step)])
+        model, traj = self.model, self.trajectory
+        if self.local is not None and removed.num_sets <= self.options.local_max_sets:
+            inputs = local_replay(model, self.local, removed)
+            shared: BoolArray | None = self.local.removed
+        else:
+            inputs = cone_replay(model, traj, removed)
+            shared = traj.removed
+        return batched_logits(model, removed, shared, traj.end, inputs)
+
+
+class TGNReplay:
+    """The oracle's backend for a TGN (see the module docstring).
+
+    Args:
+        model: The TGN, attached to the explained stream.
+        options: Replay options (defaults of :class:`TGNReplayOptions`).
+    """
+
+    def __init__(self, model: TGN, options: TGNReplayOptions | None = None) -> None:
+        self.model = model
+        self.options = options if options is not None else TGNReplayOptions()
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> TGNPlan:
+        """Record ``[start, end)`` under ``removed`` with the dependency sets of the
+        ``removable`` events; a short masked history is prepared for the local replay too."""
+        state: State = base
+        model = self.model
+        local = None
+        if removed is not None:
+            local = local_plan(model, state, end, removed, self.options.local_max_events)
+        # batches of more sets than local_max_sets go through the cone replay of the same
+        # history: record it now, as per-event setup, rather than in the first such call
+        history = removed if local is None else local.removed
+        trajectory = record_trajectory(model, state, end, history, removable)
+        return TGNPlan(model, trajectory, local, self.options)
+
+
+__all__ = ["TGNPlan", "TGNReplay", "TGNReplayOptions"]

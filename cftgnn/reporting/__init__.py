@@ -1,0 +1,1 @@
+"""Reports over finished runs: run discovery, tables, plots and explanation pictures."""
