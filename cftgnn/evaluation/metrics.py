@@ -40,6 +40,8 @@ import pandas as pd
 import torch
 from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
+from cftgnn.oracle.contract import is_flip
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -148,7 +150,7 @@ def flip_mask(original: npt.ArrayLike, other: npt.ArrayLike) -> BoolArray:
         ValueError: Lengths differ or a logit is NaN.
     """
     p0, p = _logits(original, other, "other")
-    return np.asarray(p0 * p < 0.0, dtype=np.bool_)
+    return is_flip(p0, p)
 
 
 def fidelity_plus(original: npt.ArrayLike, final: npt.ArrayLike) -> float:
@@ -169,7 +171,7 @@ def fidelity_plus(original: npt.ArrayLike, final: npt.ArrayLike) -> float:
         ValueError: Lengths differ or a logit is NaN.
     """
     p0, p = _logits(original, final, "final")
-    return _mean(p0 * p < 0.0)
+    return _mean(is_flip(p0, p))
 
 
 def fidelity_minus(original: npt.ArrayLike, keep: npt.ArrayLike) -> float:
@@ -190,7 +192,7 @@ def fidelity_minus(original: npt.ArrayLike, keep: npt.ArrayLike) -> float:
         ValueError: Lengths differ or a logit is NaN.
     """
     p0, p = _logits(original, keep, "keep")
-    return _mean(p0 * p < 0.0)
+    return _mean(is_flip(p0, p))
 
 
 def characterization_score(

@@ -60,7 +60,7 @@ class SizeSearch:
 def _flip_margins(p_orig: float, logits: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Margin of each flipped logit, ``-inf`` where the logit does not flip, ``[P]``."""
     margins = -logits * np.sign(p_orig)
-    return np.where(p_orig * logits < 0, margins, -np.inf)
+    return np.where(is_flip(p_orig, logits), margins, -np.inf)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from cftgnn.errors import ExplainerError
+from cftgnn.oracle.contract import is_flip
 
 #: Version of the record layout written by :meth:`ExplanationResult.to_record`.
 #: 2: certificates, pruning, ``certify`` and constraints (:data:`RECORD_DEFAULTS_V1` fills
@@ -138,7 +139,7 @@ class ExplanationResult:
             raise ExplainerError("logits must be finite")
         if self.agreement is not None and not 0.0 <= self.agreement <= 1.0:
             raise ExplainerError(f"agreement must be in [0, 1], got {self.agreement}")
-        if self.is_counterfactual and self.original_logit * self.final_logit >= 0:
+        if self.is_counterfactual and not is_flip(self.original_logit, self.final_logit):
             raise ExplainerError("is_counterfactual contradicts the logits")
         if self.certified_minimal and not (
                 self.is_counterfactual and self.size == self.min_size_lower_bound):

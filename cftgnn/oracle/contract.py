@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -81,12 +82,32 @@ def node_score(p_orig: float, p: float) -> float:
     return max(0.0, delta(p_orig, p) / abs(p_orig))
 
 
-def is_flip(p_orig: float, p: float) -> bool:
-    """Whether ``p`` is counterfactual to ``p_orig``: ``p_orig · p < 0``.
+@overload
+def is_flip(p_orig: float, p: float) -> bool: ...
 
-    A logit of exactly 0 is not a flip, and nothing flips an original logit of 0.
+
+@overload
+def is_flip(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> npt.NDArray[np.bool_]: ...
+
+
+def is_flip(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> bool | npt.NDArray[np.bool_]:
+    """Whether ``p`` is counterfactual to ``p_orig``: ``p_orig · p < 0`` (DESIGN.md §2).
+
+    The one flip test: the oracle, the searches, the metrics, the records and the reports all
+    call it. A logit of exactly 0 is not a flip, nothing flips an original logit of 0, and a
+    NaN never flips.
+
+    Args:
+        p_orig: Original logit(s).
+        p: Logit(s) after a perturbation (broadcast against ``p_orig``).
+
+    Returns:
+        A ``bool`` for two scalars, else a ``bool`` array of the broadcast shape.
     """
-    return p_orig * p < 0
+    if np.ndim(p_orig) == 0 and np.ndim(p) == 0:
+        return bool(float(p_orig) * float(p) < 0)  # type: ignore[arg-type]
+    return np.asarray(np.asarray(p_orig, dtype=np.float64) * np.asarray(p, dtype=np.float64)
+                      < 0.0, dtype=np.bool_)
 
 
 def margin(p_orig: float, p: float) -> float:
@@ -426,7 +447,7 @@ class Oracle:
         for key, ck, value in zip(todo, clean, values.tolist(), strict=True):
             if exact and ck not in cache:
                 self._exact_sizes[len(ck)] += 1
-                if p0 * value < 0:  # is_flip
+                if is_flip(p0, value):
                     self._flip_sizes.add(len(ck))
             cache[ck] = value
             for i in missing[key]:

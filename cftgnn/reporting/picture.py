@@ -39,6 +39,7 @@ from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.records import read_fingerprint, read_records
+from cftgnn.oracle.contract import is_flip
 
 DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges
@@ -97,7 +98,7 @@ class ExplanationView:
     @property
     def flipped(self) -> bool:
         """Whether removing the explanation flips the prediction (``p0 · p < 0``)."""
-        return self.original_logit * self.final_logit < 0.0
+        return is_flip(self.original_logit, self.final_logit)
 
     @property
     def highlighted(self) -> npt.NDArray[np.int64]:

@@ -45,6 +45,7 @@ from cftgnn.evaluation.metrics import (
     summarize,
 )
 from cftgnn.evaluation.records import RecordStore, flatten, read_fingerprint, read_records
+from cftgnn.oracle.contract import is_flip
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).
@@ -346,8 +347,8 @@ def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
     series = sorted({(str(d), str(m)) for d, m in zip(records["dataset"], records["model"],
                                                        strict=True)})
     fig, axes = _panels(len(panels), width=4.6, height=3.4)
-    found = records[(records["status"] == "ok") & (records["original_logit"]
-                                                   * records["final_logit"] < 0)]
+    found = records[(records["status"] == "ok") & is_flip(records["original_logit"].to_numpy(),
+                                                          records["final_logit"].to_numpy())]
     largest = int(found["size"].max()) if len(found) else 1
     top = min(largest, max(cap, 2))
     sizes_axis = np.arange(1, top + 1)
