@@ -1,4 +1,6 @@
-"""Temporal link-prediction models (TGN, TGAT, PyG's TGN) behind one replayable interface."""
+"""Temporal models (architectures and state): TGN and TGAT behind one replayable interface,
+the state-verb protocol and the one batching rule, ``eval_mode``. Their batched masked replay
+lives in :mod:`cftgnn.replay`, training and checkpoints in :mod:`cftgnn.training`."""
 
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.protocol import ModelStateError, ReplayableModel
