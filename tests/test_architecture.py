@@ -47,7 +47,7 @@ def _imports(name: str, tree: ast.Module) -> Iterator[str]:
             base = node.module
             if node.level:  # relative import
                 pkg = name.split(".")
-                if not MODULES[name].name == "__init__.py":
+                if MODULES[name].name != "__init__.py":
                     pkg = pkg[:-1]
                 pkg = pkg[: len(pkg) - node.level + 1]
                 base = ".".join([*pkg, node.module])
