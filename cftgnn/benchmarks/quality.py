@@ -20,6 +20,7 @@ and explainer parameters.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping
@@ -42,6 +43,7 @@ from cftgnn.explain.base import Explainer
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy
+from cftgnn.oracle.auto_mode import measure_mode
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.contract import OracleMode, is_flip
 from cftgnn.oracle.engine import ReplayEngine
@@ -50,23 +52,23 @@ from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-def _resolve_auto(conf: Configuration, cfg: DictConfig, pair: str) -> Configuration:
-    """A configuration with ``mode=auto`` gets the mode ``explain.py`` would pick from the
-    ``auto_ratios`` table for ``pair`` (the benchmark times no calls: its timings would
-    compete with the configurations').
-
-    Raises:
-        ConfigError: When the table has no ratio for ``pair``.
-    """
-    if conf.mode != "auto":
-        return conf
+def _auto_mode(cfg: DictConfig, pair: str, engine: ReplayEngine, event_ids: list[int],
+               out: Path) -> str:
+    """The search mode ``explain.py``'s ``mode=auto`` picks for ``pair``: from the
+    ``auto_ratios`` table, else timed on the first events as :func:`measure_mode` does and
+    kept in ``out`` (a resumed run keeps the choice)."""
     table = auto_ratios(cfg)
-    if pair not in table:
-        raise ConfigError(f"explainers.{conf.name}: mode=auto needs auto_ratios.{pair} (the "
-                          "exact / approximate cost ratio of the oracle benchmark)")
-    ratio = table[pair]
-    mode = "exact" if ratio <= float(cfg.get("auto_threshold", 1.5)) else "approximate"
-    return replace(conf, mode=mode)
+    threshold = float(cfg.get("auto_threshold", 1.5))
+    if pair in table:
+        return "exact" if table[pair] <= threshold else "approximate"
+    path = out / "auto_mode.json"
+    if path.is_file():
+        return str(json.loads(path.read_text())["mode"])
+    choice = measure_mode(engine, event_ids, cfg.k, int(cfg.m_max), threshold=threshold,
+                          seed=int(cfg.seed))
+    path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
+                                "threshold": choice.threshold, "calls": choice.calls}))
+    return choice.mode.value
 
 
 @dataclass(frozen=True)
@@ -297,7 +299,8 @@ def to_markdown(table: pd.DataFrame, summary: Mapping[str, Any], title: str) -> 
 def _fingerprint(cfg: DictConfig, weights: str, configs: list[Configuration]) -> dict[str, Any]:
     """What decides the rows (compared when an output directory is reused)."""
     keep = ("dataset", "model", "sample", "n_events", "seed", "k", "m_max", "max_size",
-            "exhaustive_max_time_s", "certify_max_time_s", "mode", "constraints")
+            "exhaustive_max_time_s", "certify_max_time_s", "mode", "constraints",
+            "auto_threshold", "auto_ratios")
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     plain = {key: container.get(key) for key in keep}
@@ -351,7 +354,6 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed))
     out = Path(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}")
-    configs = [_resolve_auto(c, cfg, f"{stream.name}-{model_name(cfg.model)}") for c in configs]
     store = RecordStore(out, _fingerprint(cfg, weights, configs))
     done = store.done()
     todo = [int(e) for e in plan["event_id"].tolist() if int(e) not in done]
@@ -361,6 +363,11 @@ def run(cfg: DictConfig) -> pd.DataFrame:
           f"{torch.get_num_threads()} -> {out} (rerun the same command to resume)")
     engine = ReplayEngine(model, stream)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
+    if any(c.mode == "auto" for c in configs) and len(plan):
+        mode = _auto_mode(cfg, f"{names['dataset']}-{names['model']}", engine,
+                          [int(e) for e in plan["event_id"].tolist()], out)
+        print(f"mode=auto configurations search with the {mode} oracle")
+        configs = [replace(c, mode=mode) if c.mode == "auto" else c for c in configs]
     for event_id in tqdm(todo, desc="events", unit="event", disable=not cfg.progress,
                          dynamic_ncols=True):
         rows = evaluate_event(engine, event_id, configs, cfg.k, int(cfg.m_max), max_size,

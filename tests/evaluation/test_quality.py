@@ -127,14 +127,27 @@ def test_an_interrupted_run_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         quality.run(_cfg(tmp_path, "only=[greedy-recent]", "n_events=2"))
 
 
-def test_a_configuration_with_mode_auto_gets_the_mode_of_the_pair_ratio() -> None:
+def test_mode_auto_configurations_take_the_table_or_a_timed_and_kept_choice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create({"auto_threshold": 1.5, "auto_ratios": {"uci-tgn": 0.97,
-                                                                   "wikipedia-tgn": 1.91}})
-    conf = quality.Configuration.from_config("x", {"explainer": "beam", "strategy": "closest",
-                                                   "mode": "auto"}, "approximate", None)
-    assert quality._resolve_auto(conf, cfg, "uci-tgn").mode == "exact"
-    assert quality._resolve_auto(conf, cfg, "wikipedia-tgn").mode == "approximate"
-    with pytest.raises(CftgnnError, match="auto_ratios.uci-tgat"):
-        quality._resolve_auto(conf, cfg, "uci-tgat")
+    from cftgnn.oracle.auto_mode import ModeChoice
+    from cftgnn.oracle.contract import OracleMode
+
+    cfg = OmegaConf.create({"auto_threshold": 1.5, "k": None, "m_max": 64, "seed": 0,
+                            "auto_ratios": {"uci-tgn": 0.97, "wikipedia-tgn": 1.91}})
+    timed: list[str] = []
+
+    def measure(*args: object, **kwargs: object) -> ModeChoice:
+        timed.append("x")
+        return ModeChoice(OracleMode.APPROXIMATE, 3.0, 1.5, 10)
+
+    monkeypatch.setattr(quality, "measure_mode", measure)
+    engine = None  # never used: measure_mode is replaced
+    assert quality._auto_mode(cfg, "uci-tgn", engine, [1], tmp_path) == "exact"
+    assert quality._auto_mode(cfg, "wikipedia-tgn", engine, [1], tmp_path) == "approximate"
+    assert timed == []
+    assert quality._auto_mode(cfg, "uci-tgat", engine, [1], tmp_path) == "approximate"
+    assert quality._auto_mode(cfg, "uci-tgat", engine, [1], tmp_path) == "approximate"
+    assert timed == ["x"]  # timed once, then read from the run directory
+    assert (tmp_path / "auto_mode.json").is_file()
