@@ -41,7 +41,7 @@ from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
-from cftgnn.explain.result import ExplanationResult, ExplanationStatus
+from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
 from cftgnn.oracle.auto_mode import measure_mode
 from cftgnn.oracle.constraints import Constraints
@@ -223,7 +223,7 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
         One row per configuration, in order of first appearance.
     """
     out = []
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[explained(rows["status"])]
     for name, g in ok.groupby("config", sort=False):
         has = g["min_size"].notna()
         rest = ~has & g["min_certified"].astype(bool)
@@ -260,7 +260,7 @@ def _pruned_share(g: pd.DataFrame, found: pd.Series) -> float:
 def event_summary(rows: pd.DataFrame) -> dict[str, Any]:
     """What the events are like: minimum sizes, the ceiling, statuses."""
     first = rows.drop_duplicates("event_id")
-    ok = first[first["status"] == "ok"]
+    ok = first[explained(first["status"])]
     sizes = ok["min_size"].dropna().astype(int).value_counts().sort_index()
     counts = {int(str(s)): int(n) for s, n in sizes.items()}
     return {

@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
+from cftgnn.explain.result import explained
 from cftgnn.oracle.contract import is_flip
 
 FloatArray = npt.NDArray[np.float64]
@@ -487,7 +488,7 @@ def _time_column(df: pd.DataFrame) -> FloatArray:
 
 def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
     """The metric columns for one group of records."""
-    ok = g[g["status"] == "ok"] if len(g) else g
+    ok = g[explained(g["status"])] if len(g) else g
     p0 = _column(ok, "original_logit")
     flips = flip_mask(p0, _column(ok, "final_logit"))
     sp = sparsity(_column(ok, "size"), _column(ok, "num_candidates"))

@@ -46,6 +46,18 @@ class ExplanationStatus(str, Enum):
     NO_REMOVABLE = "no_removable"
 
 
+def explained(status: Any) -> Any:
+    """Which records were explained (status ``ok``), as a boolean mask.
+
+    Args:
+        status: A record's status or a column of them (``pandas.Series`` or array).
+
+    Returns:
+        ``status == "ok"`` elementwise (a Series stays a Series).
+    """
+    return status == ExplanationStatus.OK.value
+
+
 @dataclass(frozen=True)
 class ExplanationResult:
     """The explanation of one predicted event.
@@ -209,4 +221,5 @@ class ExplanationResult:
         return rec
 
 
-__all__ = ["RECORD_DEFAULTS_V1", "SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"]
+__all__ = ["RECORD_DEFAULTS_V1", "SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus",
+           "explained"]

@@ -45,6 +45,8 @@ from cftgnn.evaluation.metrics import (
     summarize,
 )
 from cftgnn.evaluation.records import RecordStore, flatten, read_fingerprint, read_records
+from cftgnn.explain.cftgnn import CFTGNNExplainer
+from cftgnn.explain.result import explained
 from cftgnn.oracle.contract import is_flip
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
@@ -285,7 +287,7 @@ def _groups(records: pd.DataFrame, keys: Sequence[str]) -> list[tuple[tuple[Any,
 
 def _ok_flips_sparsity(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Flip flags and sparsities of the explained (``status == "ok"``) rows."""
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[explained(rows["status"])]
     flips = flip_mask(ok["original_logit"].to_numpy(float), ok["final_logit"].to_numpy(float))
     sp = sparsity(ok["size"].to_numpy(float), ok["num_candidates"].to_numpy(float))
     return flips, sp
@@ -347,7 +349,7 @@ def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
     series = sorted({(str(d), str(m)) for d, m in zip(records["dataset"], records["model"],
                                                        strict=True)})
     fig, axes = _panels(len(panels), width=4.6, height=3.4)
-    found = records[(records["status"] == "ok") & is_flip(records["original_logit"].to_numpy(),
+    found = records[explained(records["status"]) & is_flip(records["original_logit"].to_numpy(),
                                                           records["final_logit"].to_numpy())]
     largest = int(found["size"].max()) if len(found) else 1
     top = min(largest, max(cap, 2))
@@ -360,7 +362,7 @@ def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
         for n, (dataset, model) in enumerate(series):
             g = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
             flips, _ = _ok_flips_sparsity(g)
-            sizes = g[g["status"] == "ok"]["size"].to_numpy(int)[flips]
+            sizes = g[explained(g["status"])]["size"].to_numpy(int)[flips]
             n_found += len(sizes)
             # a counterfactual has |s| ≥ 1; sizes ≥ top land in the last bar
             counts = np.bincount(np.minimum(sizes, top), minlength=top + 1)[1:]
@@ -387,7 +389,7 @@ def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
 
 def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
     """CF-TGNN's metrics per dataset × model × strategy × ``it_max`` (via ``summarize``)."""
-    cf = records[(records["explainer"] == "cftgnn") & records["it_max"].notna()]
+    cf = records[(records["explainer"] == CFTGNNExplainer.name) & records["it_max"].notna()]
     keys = ["dataset", "model", "strategy_name", "it_max"]
     if "settings" in config_keys(records):
         keys.append("settings")
