@@ -5,11 +5,15 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from cftgnn.data.paths import resolve_data_dir
+
+# tests/testsupport: the test-only helpers of the project's infrastructure
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session")

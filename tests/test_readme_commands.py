@@ -17,11 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from omegaconf import OmegaConf
-
-import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.cli import unknown_choice
-from cftgnn.evaluation.records import read_records
-from cftgnn.testing.commands import (
+from testsupport.commands import (
     Command,
     HydraApp,
     compose_command,
@@ -30,6 +26,10 @@ from cftgnn.testing.commands import (
     parse_arguments,
     script_commands,
 )
+
+import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
+from cftgnn.cli import unknown_choice
+from cftgnn.evaluation.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

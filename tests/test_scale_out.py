@@ -17,14 +17,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from testsupport import fake_slurm
+from testsupport.commands import Command, compose_command, hydra_app, script_commands
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs
 from cftgnn.evaluation.merge import main as merge_main
 from cftgnn.evaluation.records import read_records
-from cftgnn.testing import fake_slurm
-from cftgnn.testing.commands import Command, compose_command, hydra_app, script_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

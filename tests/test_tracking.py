@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from testsupport.wandb_log import finished_run_log
 
-from cftgnn.testing.wandb_log import finished_run_log
 from cftgnn.tracking import NullTracker, Tracker, WandbTracker, table_frame, tracking
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

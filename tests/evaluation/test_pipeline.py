@@ -273,7 +273,7 @@ def test_sharded_sweep_through_joblib_then_merge_command(tmp_path):
 
 
 def test_wandb_logger_records_config_table_and_summary_offline(tmp_path, offline_wandb):
-    from cftgnn.testing.wandb_log import finished_run_log
+    from testsupport.wandb_log import finished_run_log
 
     out = tmp_path / "run"
     table = pipeline.run(cfg_for(out, "logger=wandb", "n_events=3"))
@@ -292,7 +292,7 @@ def test_wandb_logger_records_config_table_and_summary_offline(tmp_path, offline
 
 def test_wandb_run_is_finished_as_failed_when_the_run_fails(tmp_path, offline_wandb,
                                                             monkeypatch):
-    from cftgnn.testing.wandb_log import finished_run_log
+    from testsupport.wandb_log import finished_run_log
 
     def boom(*args, **kwargs):
         raise RuntimeError("search crashed")

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from testsupport.planted import planted_stream
 
 from cftgnn.data.stream import EventStream
 from cftgnn.models import TGAT, TGN, TemporalModel
-from cftgnn.models.testing import planted_stream
 
 BATCH = 16
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 from hydra.utils import instantiate
+from testsupport.planted import planted_stream
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
-from cftgnn.models.testing import planted_stream
 from cftgnn.training.checkpoint import (
     CheckpointMismatchError,
     card_mismatch,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from testsupport.planted import planted_stream
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.models.neighbors import recent_kept_neighbors
-from cftgnn.models.testing import planted_stream
 
 
 def test_recent_kept_neighbors_matches_reduced_index() -> None:

@@ -7,10 +7,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testsupport.planted import planted_stream
 
 from cftgnn.data.stream import EventStream
 from cftgnn.models import ModelStateError, TemporalModel
-from cftgnn.models.testing import planted_stream
 from tests.models.conftest import BATCH, ModelFactory, tgn2
 
 

@@ -15,11 +15,11 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from testsupport.planted import planted_stream
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.models import TemporalModel
-from cftgnn.models.testing import planted_stream
 from cftgnn.training import loop as training
 from cftgnn.training.checkpoint import file_sha256, load_checkpoint
 from cftgnn.training.loop import Split, evaluate_test, fit, link_metrics, run, score_range
@@ -55,7 +55,7 @@ def tiny_cfg(tmp_path: Path, model: str, *overrides: str) -> object:
             "model.time_dim=4", "model.embedding_dim=8", "model.num_neighbors=3",
             "model.batch_size=25", "epochs=2", "lr=0.01", "progress=false",
             f"out_dir={tmp_path}", *overrides])
-    cfg.dataset = OmegaConf.create({"_target_": "cftgnn.models.testing.planted_stream",
+    cfg.dataset = OmegaConf.create({"_target_": "testsupport.planted.planted_stream",
                                     "num_events": 400, "feat_dim": 2})
     return cfg
 
