@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
-from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore
+from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
@@ -351,20 +351,19 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
             kept_only = set(oracle.removable.tolist()) - set(result.explanation)
             keep = oracle.exact(kept_only)
-        record = {
-            **result.to_record(),
-            "setup_time_s": setup,
-            "time_s": setup + result.wall_time_s,
-            "keep_logit": keep,
-            "group": group,
-            "screen_logit": screen_logit,
-            "dataset": names["dataset"],
-            "model": names["model"],
-            "strategy_name": explainer.strategy.name,
-            "constraints": constraints.to_json(),
-            "auto_mode_ratio": float("nan") if auto is None else auto.ratio,
-            "shard": shard,
-        }
+        record = event_record(result, EventContext(
+            setup_time_s=setup,
+            time_s=setup + result.wall_time_s,
+            keep_logit=keep,
+            group=str(group),
+            screen_logit=float(screen_logit),
+            dataset=names["dataset"],
+            model=names["model"],
+            strategy_name=explainer.strategy.name,
+            constraints=constraints.to_json(),
+            auto_mode_ratio=float("nan") if auto is None else auto.ratio,
+            shard=int(shard),
+        ))
         store.write(record)
         flips += bool(result.is_counterfactual)
         bar.set_postfix(success=f"{flips / n:.2f}", size=result.size, refresh=False)

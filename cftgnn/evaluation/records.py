@@ -19,6 +19,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cftgnn.errors import CftgnnError, ConfigError
-from cftgnn.explain.result import RECORD_DEFAULTS_V1
+from cftgnn.explain.result import RECORD_DEFAULTS_V1, ExplanationResult
 
 
 class RunDirectoryError(CftgnnError):
@@ -172,7 +173,7 @@ RECORD_SCHEMA = pa.schema([
     ("prune", pa.bool_()),
     ("certify", pa.int64()),
     ("certify_replaced", pa.bool_()),
-    # added by explain.py
+    # explain.py's per-event context (EventContext), after the result's own columns
     ("time_s", pa.float64()),
     ("keep_logit", pa.float64()),
     ("group", pa.string()),
@@ -184,6 +185,44 @@ RECORD_SCHEMA = pa.schema([
     ("auto_mode_ratio", pa.float64()),
     ("shard", pa.int64()),
 ])
+
+
+@dataclass(frozen=True)
+class EventContext:
+    """What ``explain.py`` records next to an :class:`ExplanationResult` for one event.
+
+    Attributes:
+        setup_time_s: Seconds building the event's oracle (replaces the result's own).
+        time_s: Oracle setup plus search, seconds.
+        keep_logit: Exact logit with only the explanation kept among the removable
+            candidates (NaN when the event was not explained).
+        group: Prediction group of the sample (``correct`` / ``incorrect``).
+        screen_logit: The logit the sampling pass saw.
+        dataset: Stream name.
+        model: Model name.
+        strategy_name: The selection strategy's name.
+        constraints: The user constraints, as JSON.
+        auto_mode_ratio: ``mode=auto``'s cost ratio (NaN for a fixed mode).
+        shard: Shard that explained the event.
+    """
+
+    setup_time_s: float
+    time_s: float
+    keep_logit: float
+    group: str
+    screen_logit: float
+    dataset: str
+    model: str
+    strategy_name: str
+    constraints: str
+    auto_mode_ratio: float
+    shard: int
+
+
+def event_record(result: ExplanationResult, context: EventContext) -> dict[str, Any]:
+    """One record: the result's columns, then the context's, in :data:`RECORD_SCHEMA`'s
+    order (a test keeps the two in step)."""
+    return {**result.to_record(), **asdict(context)}
 
 
 def _is_nan(value: Any) -> bool:
@@ -311,8 +350,10 @@ def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 __all__ = [
     "RECORD_SCHEMA",
+    "EventContext",
     "RecordStore",
     "RunDirectoryError",
+    "event_record",
     "fingerprint_diff",
     "flatten",
     "read_fingerprint",

@@ -88,3 +88,25 @@ def test_a_store_without_schema_infers_types(tmp_path: Path) -> None:
     store.write_rows(1, [{"event_id": 1, "found": True, "size": None}])
     assert pq.read_schema(store.records_dir / "0000000001.parquet").names == [
         "event_id", "found", "size"]
+
+
+def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
+    import dataclasses
+
+    from cftgnn.evaluation.records import EventContext, event_record
+    from cftgnn.explain.result import ExplanationResult
+
+    result = ExplanationResult(explainer="greedy", event_id=7, original_logit=1.0,
+                               candidate_ids=(1, 2), explanation=(2,), final_logit=-0.5,
+                               is_counterfactual=True, iterations=3, search_calls=4,
+                               exact_calls=1, cache_hits=0, agreement=None, agreement_n=0,
+                               wall_time_s=0.5, oracle_time_s=0.4)
+    context = EventContext(setup_time_s=0.25, time_s=1.0, keep_logit=0.5, group="correct",
+                           screen_logit=1.0, dataset="d", model="m", strategy_name="closest",
+                           constraints="{}", auto_mode_ratio=float("nan"), shard=0)
+    record = event_record(result, context)
+    assert list(record) == RECORD_SCHEMA.names
+    assert record["setup_time_s"] == 0.25  # the context's replaces the result's
+    context_names = [f.name for f in dataclasses.fields(EventContext)]
+    assert RECORD_SCHEMA.names[-(len(context_names) - 1):] == [
+        n for n in context_names if n != "setup_time_s"]
