@@ -18,7 +18,6 @@ from typing import Any
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.metrics import format_summary
 from cftgnn.evaluation.pipeline import summary_table, write_summary
 from cftgnn.evaluation.records import (
     RECORD_SCHEMA,
@@ -27,6 +26,7 @@ from cftgnn.evaluation.records import (
     read_fingerprint,
     read_records,
 )
+from cftgnn.evaluation.summaries import format_summary
 
 
 def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:

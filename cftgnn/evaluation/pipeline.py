@@ -34,9 +34,9 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
-from cftgnn.evaluation.metrics import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
+from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode

@@ -6,7 +6,7 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
 
 * ``report.md``: one row per dataset × model × explainer × strategy (× ``it_max`` when runs
   differ in it), and the same split by prediction group (correct / incorrect); every number comes
-  from :func:`cftgnn.evaluation.metrics.summarize`;
+  from :func:`cftgnn.evaluation.summaries.summarize`;
 * ``fidelity_sparsity.png``: the fidelity+–sparsity curves ``F+(x)``, one panel per dataset ×
   model;
 * ``size_hist.png``: sizes of the counterfactuals found, one panel per explainer / strategy;
@@ -42,9 +42,9 @@ from cftgnn.evaluation.metrics import (
     fidelity_sparsity_curve,
     flip_mask,
     sparsity,
-    summarize,
 )
 from cftgnn.evaluation.records import RecordStore, flatten, read_fingerprint, read_records
+from cftgnn.evaluation.summaries import summarize
 from cftgnn.explain.cftgnn import CFTGNNExplainer
 from cftgnn.explain.result import explained
 from cftgnn.oracle.contract import is_flip

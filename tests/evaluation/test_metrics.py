@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from cftgnn.evaluation.metrics import (
-    SUMMARY_COLUMNS,
     approximation_agreement,
     aufsc_minus,
     aufsc_plus,
@@ -21,10 +20,13 @@ from cftgnn.evaluation.metrics import (
     fidelity_plus,
     fidelity_sparsity_curve,
     flip_mask,
-    format_summary,
     runtime_percentiles,
     size_stats,
     sparsity,
+)
+from cftgnn.evaluation.summaries import (
+    SUMMARY_COLUMNS,
+    format_summary,
     summarize,
     summary_metrics,
 )

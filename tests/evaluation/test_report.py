@@ -19,8 +19,8 @@ import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
-from cftgnn.evaluation.metrics import summarize
 from cftgnn.evaluation.records import read_records
+from cftgnn.evaluation.summaries import summarize
 from cftgnn.reporting import picture, report
 
 ROOT = Path(__file__).resolve().parents[2]

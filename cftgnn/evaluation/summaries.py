@@ -1,0 +1,217 @@
+"""Summaries of explanation records: one row of metrics per group, and their text form.
+
+:func:`summarize` applies the pure metrics of :mod:`cftgnn.evaluation.metrics` to a table of
+records (one per explained event), per group; events whose status is not ``ok`` are counted as
+skipped and left out of the metrics. :func:`format_summary` prints such a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from cftgnn.evaluation.metrics import (
+    approximation_agreement,
+    aufsc_minus,
+    aufsc_plus,
+    cache_hit_rate,
+    characterization_score,
+    fidelity_minus,
+    fidelity_plus,
+    flip_mask,
+    runtime_percentiles,
+    size_stats,
+    sparsity,
+)
+from cftgnn.explain.result import explained
+
+_NAN = float("nan")
+FloatArray = npt.NDArray[np.float64]
+
+
+def _mean(x: np.ndarray) -> float:
+    """Mean of ``x``, NaN when empty (no warning)."""
+    return float(np.mean(x)) if len(x) else _NAN
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "events",
+    "explained",
+    "skipped",
+    "fidelity_plus",
+    "fidelity_minus",
+    "characterization",
+    "aufsc_plus",
+    "aufsc_minus",
+    "mean_size",
+    "median_size",
+    "mean_sparsity",
+    "certified",
+    "oracle_calls",
+    "cache_hit_rate",
+    "agreement",
+    "time_p50",
+    "time_p90",
+    "time_mean",
+)
+"""Metric columns of :func:`summarize`, in order (after the ``by`` columns)."""
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _column(df: pd.DataFrame, name: str) -> FloatArray:
+    """A column as floats, all NaN when absent."""
+    if name in df.columns:
+        return df[name].to_numpy(dtype=np.float64, na_value=np.nan).reshape(-1)
+    return np.full(len(df), _NAN)
+
+
+def _time_column(df: pd.DataFrame) -> FloatArray:
+    """``time_s``, else ``setup_time_s + wall_time_s``, else NaN."""
+    if "time_s" in df.columns:
+        return _column(df, "time_s")
+    if "setup_time_s" in df.columns and "wall_time_s" in df.columns:
+        return _column(df, "setup_time_s") + _column(df, "wall_time_s")
+    return np.full(len(df), _NAN)
+
+
+def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
+    """The metric columns for one group of records."""
+    ok = g[explained(g["status"])] if len(g) else g
+    p0 = _column(ok, "original_logit")
+    flips = flip_mask(p0, _column(ok, "final_logit"))
+    sp = sparsity(_column(ok, "size"), _column(ok, "num_candidates"))
+    fid_plus = fidelity_plus(p0, _column(ok, "final_logit"))
+
+    fid_minus = auf_minus = _NAN
+    if "keep_logit" in ok.columns:
+        keep = _column(ok, "keep_logit")
+        has = ~np.isnan(keep)
+        if has.any():
+            fid_minus = fidelity_minus(p0[has], keep[has])
+            auf_minus = aufsc_minus(~flip_mask(p0[has], keep[has]), sp[has])
+    sizes = size_stats(_column(ok, "size"), flips)
+    times = runtime_percentiles(_time_column(g), q=(50, 90))
+    return {
+        "events": len(g),
+        "explained": len(ok),
+        "skipped": len(g) - len(ok),
+        "fidelity_plus": fid_plus,
+        "fidelity_minus": fid_minus,
+        "characterization": characterization_score(fid_plus, fid_minus),
+        "aufsc_plus": aufsc_plus(flips, sp),
+        "aufsc_minus": auf_minus,
+        "mean_size": sizes["mean"],
+        "median_size": sizes["median"],
+        "mean_sparsity": _mean(sp[flips]),
+        "certified": _mean(_column(ok, "certified_minimal")),
+        "oracle_calls": _mean(_column(ok, "oracle_calls")),
+        "cache_hit_rate": (
+            cache_hit_rate(_column(g, "cache_hits"), _column(g, "oracle_calls"))
+            if "cache_hits" in g.columns
+            else _NAN
+        ),
+        "agreement": approximation_agreement(_column(g, "agreement"), _column(g, "agreement_n")),
+        "time_p50": times["p50"],
+        "time_p90": times["p90"],
+        "time_mean": times["mean"],
+    }
+
+
+def summarize(
+    records: pd.DataFrame | Sequence[Mapping[Any, Any]], by: Sequence[str] = ()
+) -> pd.DataFrame:
+    """One row of metrics per group of records.
+
+    Rows with ``status == "ok"`` are *explained*; the others (``"no_candidates"``,
+    ``"zero_logit"``) are *skipped*: counted, but left out of fidelity, AUFSC, size, sparsity
+    and ``oracle_calls``. A flip is recomputed from the logits (``p0 · p < 0``). Columns:
+
+    * ``events``, ``explained``, ``skipped``: row counts.
+    * ``fidelity_plus`` (:func:`fidelity_plus`), ``fidelity_minus`` (:func:`fidelity_minus`,
+      over explained rows whose ``keep_logit`` is not NaN), ``characterization``
+      (:func:`characterization_score`, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
+      fid− based columns are NaN without a ``keep_logit`` column.
+    * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
+    * ``certified``: share of explained events whose answer is a counterfactual certified
+      cardinality-minimal (DESIGN.md §7; NaN for records without the column).
+    * ``oracle_calls``: mean per explained event.
+    * ``cache_hit_rate`` (:func:`cache_hit_rate`) and ``agreement``
+      (:func:`approximation_agreement`): over all rows.
+    * ``time_p50``, ``time_p90``, ``time_mean``: seconds per event over all rows, from
+      ``time_s`` (or ``setup_time_s + wall_time_s`` when ``time_s`` is absent).
+
+    Missing optional columns (``cache_hits``, ``agreement``, ...) give NaN.
+
+    Args:
+        records: One row per explained event (a DataFrame, or a sequence of record dicts).
+        by: Columns to group by; empty for a single row over all records.
+
+    Returns:
+        The ``by`` columns followed by :data:`SUMMARY_COLUMNS`, groups in order of first
+        appearance (NaN keys form their own group).
+
+    Raises:
+        ValueError: A ``by`` column or ``status`` is missing while there are records.
+    """
+    df = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    keys = list(by)
+    columns = [*keys, *SUMMARY_COLUMNS]
+    missing = [k for k in keys if k not in df.columns]
+    if missing:
+        raise ValueError(f"group-by columns not in the records: {missing}")
+    if len(df) and "status" not in df.columns:
+        raise ValueError("records need a 'status' column")
+    if not keys:
+        return pd.DataFrame([_summarize_group(df)], columns=columns)
+    rows = []
+    for key, g in df.groupby(keys, sort=False, dropna=False):
+        values = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(keys, values, strict=True)), **_summarize_group(g)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summary_metrics(records: pd.DataFrame | Sequence[Mapping[Any, Any]]) -> dict[str, float]:
+    """The single-row :func:`summarize` as a flat ``{column: float}`` dict (for logging).
+
+    Args:
+        records: One row per explained event.
+
+    Returns:
+        Every column of :data:`SUMMARY_COLUMNS` as a float.
+    """
+    row = summarize(records).iloc[0]
+    return {name: float(row[name]) for name in SUMMARY_COLUMNS}
+
+
+def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
+    """A fixed-width text table of a summary, floats to 3 decimals.
+
+    Args:
+        df: A table such as :func:`summarize` returns.
+        index: A column naming the rows (e.g. ``"group"``); the table is then printed
+            transposed, one metric per line and one column per row of ``df``, which reads
+            better in a terminal than 18 columns side by side.
+
+    Returns:
+        The table as a string (an empty table gives its header).
+    """
+    if df.empty:
+        return "  ".join(str(c) for c in df.columns)
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float | np.floating):
+            return "nan" if np.isnan(value) else f"{value:.3f}"
+        return str(value)
+
+    text = df.map(cell)
+    if index is None:
+        return text.to_string(index=False)
+    return text.set_index(index).T.rename_axis(None, axis=1).to_string()
+
+
+__all__ = ["SUMMARY_COLUMNS", "format_summary", "summarize", "summary_metrics"]
