@@ -1,0 +1,245 @@
+"""Plots of a report: fidelity+ against sparsity, sizes found, CF-TGNN against its budget.
+
+Pure functions (records in, :class:`~matplotlib.figure.Figure` out; no pyplot, so no global
+figure state and no display) apart from :func:`save_figures`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from cftgnn.evaluation.metrics import aufsc_plus, fidelity_sparsity_curve, flip_mask, sparsity
+from cftgnn.explain.result import explained
+from cftgnn.oracle.contract import is_flip
+from cftgnn.reporting.runs import config_keys
+from cftgnn.reporting.tables import it_max_table
+
+DPI = 120
+#: Line styles and markers cycled through, so that curves lying on top of each other still show.
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_GRID = np.linspace(0.0, 1.0, 501)
+
+
+def _label(row: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """``cftgnn/closest`` (plus ``it_max=…`` when ``it_max`` is a key)."""
+    text = f"{row['explainer']}/{row['strategy_name']}"
+    if "it_max" in keys and not pd.isna(row["it_max"]):
+        text += f" it_max={int(row['it_max'])}"
+    if "settings" in keys and row["settings"]:
+        text += f" ({row['settings']})"
+    return text
+
+
+def _panels(n: int, width: float = 5.2, height: float = 3.8) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` panels (at most 3 per row); spare grid cells are removed."""
+    cols = min(max(n, 1), 3)
+    rows = max(math.ceil(n / cols), 1)
+    fig = Figure(figsize=(width * cols, height * rows + 0.6), layout="constrained")
+    grid = fig.subplots(rows, cols, squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[max(n, 1):]:
+        ax.remove()
+    return fig, axes[: max(n, 1)]
+
+
+def _groups(records: pd.DataFrame, keys: Sequence[str]) -> list[tuple[tuple[Any, ...],
+                                                                     pd.DataFrame]]:
+    """``(key values, rows)`` per group, sorted by key (NaN keys kept)."""
+    out = [(k if isinstance(k, tuple) else (k,), g)
+           for k, g in records.groupby(list(keys), sort=True, dropna=False)]
+    return out
+
+
+def _ok_flips_sparsity(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Flip flags and sparsities of the explained (``status == "ok"``) rows."""
+    ok = rows[explained(rows["status"])]
+    flips = flip_mask(ok["original_logit"].to_numpy(float), ok["final_logit"].to_numpy(float))
+    sp = sparsity(ok["size"].to_numpy(float), ok["num_candidates"].to_numpy(float))
+    return flips, sp
+
+
+def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
+    """``F+(x)`` (share of events with a counterfactual of sparsity ≤ x) per configuration.
+
+    One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``); the area
+    under each curve is the AUFSC+ of :func:`cftgnn.evaluation.metrics.aufsc_plus`, shown in
+    the legend.
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+
+    Returns:
+        The figure.
+    """
+    keys = config_keys(records)
+    panels = _groups(records, ["dataset", "model"])
+    fig, axes = _panels(len(panels))
+    for ax, ((dataset, model), rows) in zip(axes, panels, strict=True):
+        for n, (values, g) in enumerate(_groups(rows, keys[2:])):
+            flips, sp = _ok_flips_sparsity(g)
+            if len(flips) == 0:
+                continue
+            curve = fidelity_sparsity_curve(flips, sp, _GRID)
+            area = aufsc_plus(flips, sp)
+            label = _label(dict(zip(keys[2:], values, strict=True)), keys)
+            ax.step(_GRID, curve, where="post", linestyle=_STYLES[n % len(_STYLES)],
+                    linewidth=1.8, label=f"{label} (AUFSC+ {area:.2f})")
+        ax.set(xlim=(0.0, 1.0), ylim=(-0.02, 1.02), title=f"{dataset} · {model}",
+               xlabel="sparsity x = |s| / |C| (share of candidates removed)",
+               ylabel="F+(x): share flipped with sparsity ≤ x")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc="upper left")
+    fig.suptitle("Fidelity+ against sparsity (higher and further left is better)")
+    return fig
+
+
+def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
+    """Histograms of the sizes ``|s|`` of the counterfactuals found.
+
+    One panel per explainer / strategy (/ ``it_max``); one bar per size, side by side for
+    several dataset × model pairs (one colour each, in a legend below the panels). Sizes of
+    ``cap`` and more share the last bar (labelled ``≥cap``), so that a few large
+    counterfactuals do not squeeze the rest. Events without a counterfactual are left out (each
+    panel title says how many were found).
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+        cap: First size counted in the overflow bar (at least 2).
+
+    Returns:
+        The figure.
+    """
+    keys = config_keys(records)
+    panels = _groups(records, keys[2:])
+    series = sorted({(str(d), str(m)) for d, m in zip(records["dataset"], records["model"],
+                                                       strict=True)})
+    fig, axes = _panels(len(panels), width=4.6, height=3.4)
+    found = records[explained(records["status"]) & is_flip(records["original_logit"].to_numpy(),
+                                                          records["final_logit"].to_numpy())]
+    largest = int(found["size"].max()) if len(found) else 1
+    top = min(largest, max(cap, 2))
+    sizes_axis = np.arange(1, top + 1)
+    width = 0.8 / len(series)
+    colors = {s: f"C{n % 10}" for n, s in enumerate(series)}
+    ticks = [t for t in sizes_axis if t == 1 or t == top or t % max(1, top // 8) == 0]
+    for ax, (values, rows) in zip(axes, panels, strict=True):
+        n_found = 0
+        for n, (dataset, model) in enumerate(series):
+            g = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
+            flips, _ = _ok_flips_sparsity(g)
+            sizes = g[explained(g["status"])]["size"].to_numpy(int)[flips]
+            n_found += len(sizes)
+            # a counterfactual has |s| ≥ 1; sizes ≥ top land in the last bar
+            counts = np.bincount(np.minimum(sizes, top), minlength=top + 1)[1:]
+            ax.bar(sizes_axis + (n - (len(series) - 1) / 2) * width, counts, width=width,
+                   color=colors[(dataset, model)], alpha=0.85, label=f"{dataset} · {model}")
+        if n_found == 0:
+            ax.text(0.5, 0.5, "no counterfactual found", ha="center", va="center",
+                    transform=ax.transAxes, color="0.4")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"≥{t}" if t == top and largest > top else str(t)
+                            for t in ticks])
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlim=(0.4, top + 0.6),
+               title=f"{_label(dict(zip(keys[2:], values, strict=True)), keys)}"
+                     f" ({n_found} of {len(rows)} events)",
+               xlabel="explanation size |s| (events removed)", ylabel="counterfactuals")
+    if len(series) > 1:
+        handles, _ = axes[0].get_legend_handles_labels()
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(series), 6),
+                   fontsize="small", frameon=False)
+    fig.suptitle("Sizes of the counterfactuals found")
+    return fig
+
+
+def plot_it_max(records: pd.DataFrame) -> Figure:
+    """CF-TGNN's median time per event and success rate (fidelity+) against ``it_max``.
+
+    One line per dataset × model × strategy. With a single ``it_max`` value the points are
+    still drawn and the title says so.
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+
+    Returns:
+        The figure (two panels).
+    """
+    table = it_max_table(records)
+    fig = Figure(figsize=(11.0, 4.2), layout="constrained")
+    ax_t, ax_f = fig.subplots(1, 2)
+    line_keys = ["dataset", "model", "strategy_name"]
+    if "settings" in table.columns:
+        line_keys.append("settings")
+    for n, (values, g) in enumerate(_groups(table, line_keys)):
+        label = " · ".join(str(v) for v in values if str(v))
+        style = {"marker": _MARKERS[n % len(_MARKERS)], "linestyle": _STYLES[n % len(_STYLES)],
+                 "markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.8,
+                 "label": label}  # hollow markers: overlapping points stay visible
+        ax_t.plot(g["it_max"], g["time_p50"], **style)
+        ax_f.plot(g["it_max"], g["fidelity_plus"], **style)
+    ax_t.set(title="Runtime", xlabel="it_max (MCTS iterations)",
+             ylabel="median time per event (s)")
+    ax_t.set_ylim(bottom=0.0)
+    ax_f.set(title="Success rate", xlabel="it_max (MCTS iterations)",
+             ylabel="fidelity+ (share flipped)", ylim=(-0.02, 1.02))
+    budgets = sorted(table["it_max"].unique())
+    for ax in (ax_t, ax_f):
+        ax.grid(alpha=0.3)
+        if budgets:
+            ax.set_xticks(budgets)
+            ax.set_xticklabels([f"{v:g}" for v in budgets])
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "no CF-TGNN runs", ha="center", va="center",
+                    transform=ax.transAxes, color="0.4")
+    note = {0: " (no CF-TGNN runs)",
+            1: f" (only one it_max value in these runs: {budgets[0]:g})" if budgets else ""}
+    fig.suptitle("CF-TGNN against its iteration budget" + note.get(len(budgets), ""))
+    return fig
+
+
+def report_figures(records: pd.DataFrame) -> dict[str, Figure]:
+    """The report's figures by file stem (``fidelity_sparsity``, ``size_hist``, ``it_max``)."""
+    return {
+        "fidelity_sparsity": plot_fidelity_sparsity(records),
+        "size_hist": plot_size_hist(records),
+        "it_max": plot_it_max(records),
+    }
+
+
+def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
+                 dpi: int = DPI) -> list[Path]:
+    """Write each figure as ``<out>/<name>.png``.
+
+    Args:
+        figures: Figures by file stem.
+        out: Output folder (created when absent).
+        dpi: Resolution.
+
+    Returns:
+        The files written.
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, fig in figures.items():
+        path = folder / f"{name}.png"
+        fig.savefig(path, dpi=dpi)
+        files.append(path)
+    return files
+
+
+
+__all__ = ["DPI", "plot_fidelity_sparsity", "plot_it_max", "plot_size_hist", "report_figures",
+           "save_figures"]

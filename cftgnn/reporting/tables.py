@@ -1,0 +1,96 @@
+"""Tables of a report: one row of metrics per configuration, as markdown."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cftgnn.evaluation.summaries import summarize
+from cftgnn.explain.cftgnn import CFTGNNExplainer
+from cftgnn.reporting.runs import config_keys
+
+#: Summary column → table heading, in table order.
+TABLE_COLUMNS: dict[str, str] = {
+    "events": "events",
+    "fidelity_plus": "fidelity+ ↑",
+    "fidelity_minus": "fidelity− ↓",
+    "aufsc_plus": "AUFSC+ ↑",
+    "aufsc_minus": "AUFSC− ↓",
+    "characterization": "charact. ↑",
+    "mean_size": "mean size",
+    "time_p50": "median time (s)",
+    "oracle_calls": "oracle calls",
+}
+
+_KEY_HEADINGS = {"strategy_name": "strategy"}
+
+
+def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFrame:
+    """One row of metrics per configuration (and prediction group with ``by_group``).
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+        by_group: Split each configuration by its ``group`` column (correct / incorrect).
+
+    Returns:
+        The key columns followed by the :data:`TABLE_COLUMNS`, as :func:`summarize` computes
+        them, sorted by the keys.
+    """
+    keys = config_keys(records) + (["group"] if by_group else [])
+    table = summarize(records, by=keys)[[*keys, *TABLE_COLUMNS]]
+    table = table.sort_values(keys, ignore_index=True)
+    if "it_max" in keys:
+        table["it_max"] = table["it_max"].astype("Int64")  # 300, not 300.000; NaN stays missing
+    return table
+
+
+def _cell(value: Any) -> str:
+    """One table cell: floats to 3 decimals, missing values as ``–``."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool | np.bool_):
+        return str(value)
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return f"{value:.3f}"
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A GitHub-flavoured markdown table; floats to 3 decimals, NaN as ``–``.
+
+    Text columns are left-aligned, numeric ones right-aligned. Column names are translated
+    with :data:`TABLE_COLUMNS` (``strategy_name`` becomes ``strategy``).
+
+    Args:
+        table: Any table, e.g. from :func:`comparison_table`.
+
+    Returns:
+        The table, one line per row, without a trailing newline.
+    """
+    names = {**TABLE_COLUMNS, **_KEY_HEADINGS}
+    heads = [names.get(str(c), str(c)) for c in table.columns]
+    numeric = [pd.api.types.is_numeric_dtype(table[c]) for c in table.columns]
+    rule = ["---:" if num else ":---" for num in numeric]
+    lines = ["| " + " | ".join(heads) + " |", "| " + " | ".join(rule) + " |"]
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
+    """CF-TGNN's metrics per dataset × model × strategy × ``it_max`` (via ``summarize``)."""
+    cf = records[(records["explainer"] == CFTGNNExplainer.name) & records["it_max"].notna()]
+    keys = ["dataset", "model", "strategy_name", "it_max"]
+    if "settings" in config_keys(records):
+        keys.append("settings")
+    return summarize(cf, by=keys).sort_values(keys, ignore_index=True)
+
+
+
+
+__all__ = ["TABLE_COLUMNS", "comparison_table", "it_max_table", "markdown_table"]
