@@ -50,8 +50,12 @@ _NAN = float("nan")
 # --------------------------------------------------------------------------- array helpers
 
 
-def _floats(x: npt.ArrayLike | Sequence[float | None], name: str) -> FloatArray:
-    """``x`` as a flat float64 array (``None`` becomes NaN)."""
+def as_floats(x: npt.ArrayLike | Sequence[float | None], name: str) -> FloatArray:
+    """``x`` as a flat float64 array (``None`` becomes NaN).
+
+    Raises:
+        ValueError: Naming ``name`` when ``x`` is not numeric.
+    """
     try:
         return np.asarray(x, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as err:
@@ -65,7 +69,7 @@ def _flags(x: npt.ArrayLike, name: str) -> BoolArray:
         return arr
     if arr.size == 0:
         return np.zeros(0, dtype=np.bool_)
-    vals = _floats(arr, name)
+    vals = as_floats(arr, name)
     if not np.all((vals == 0.0) | (vals == 1.0)):
         raise ValueError(f"{name} must be boolean (0/1 values, no NaN)")
     return vals == 1.0
@@ -83,8 +87,8 @@ def _logits(
     original: npt.ArrayLike, other: npt.ArrayLike, other_name: str
 ) -> tuple[FloatArray, FloatArray]:
     """Both logit arrays, checked for equal length and NaN."""
-    p0 = _floats(original, "original")
-    p = _floats(other, other_name)
+    p0 = as_floats(original, "original")
+    p = as_floats(other, other_name)
     _same_length(original=p0, **{other_name: p})
     if np.isnan(p0).any() or np.isnan(p).any():
         raise ValueError(f"logits must not be NaN (original or {other_name})")
@@ -96,14 +100,14 @@ def _checked_sparsity(
 ) -> tuple[BoolArray, FloatArray]:
     """Flags and sparsities of equal length, the sparsities finite and in ``[0, 1]``."""
     f = _flags(flags, name)
-    s = _floats(sparsity_, "sparsity")
+    s = as_floats(sparsity_, "sparsity")
     _same_length(**{name: f, "sparsity": s})
     if not np.all((s >= 0.0) & (s <= 1.0)):
         raise ValueError("sparsity must lie in [0, 1] (no NaN)")
     return f, s
 
 
-def _mean(x: np.ndarray) -> float:
+def mean_or_nan(x: np.ndarray) -> float:
     """Mean of ``x``, NaN when empty (no warning)."""
     return float(np.mean(x)) if len(x) else _NAN
 
@@ -148,7 +152,7 @@ def fidelity_plus(original: npt.ArrayLike, final: npt.ArrayLike) -> float:
         ValueError: Lengths differ or a logit is NaN.
     """
     p0, p = _logits(original, final, "final")
-    return _mean(is_flip(p0, p))
+    return mean_or_nan(is_flip(p0, p))
 
 
 def fidelity_minus(original: npt.ArrayLike, keep: npt.ArrayLike) -> float:
@@ -169,7 +173,7 @@ def fidelity_minus(original: npt.ArrayLike, keep: npt.ArrayLike) -> float:
         ValueError: Lengths differ or a logit is NaN.
     """
     p0, p = _logits(original, keep, "keep")
-    return _mean(is_flip(p0, p))
+    return mean_or_nan(is_flip(p0, p))
 
 
 def characterization_score(
@@ -245,8 +249,8 @@ def sparsity(size: npt.ArrayLike, num_candidates: npt.ArrayLike) -> FloatArray:
     Raises:
         ValueError: Lengths differ, or a size is negative or NaN.
     """
-    s = _floats(size, "size")
-    c = _floats(num_candidates, "num_candidates")
+    s = as_floats(size, "size")
+    c = as_floats(num_candidates, "num_candidates")
     _same_length(size=s, num_candidates=c)
     if np.isnan(s).any() or np.isnan(c).any() or (s < 0).any() or (c < 0).any():
         raise ValueError("size and num_candidates must be non-negative numbers")
@@ -278,7 +282,7 @@ def fidelity_sparsity_curve(
         ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
     """
     f, s = _checked_sparsity(flags, sparsity, "flags")
-    x = _floats(grid, "grid")
+    x = as_floats(grid, "grid")
     if len(f) == 0:
         return np.full(len(x), _NAN)
     flagged = np.sort(s[f])
@@ -306,7 +310,7 @@ def aufsc_plus(is_cf: npt.ArrayLike, sparsity: npt.ArrayLike) -> float:
         ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
     """
     f, s = _checked_sparsity(is_cf, sparsity, "is_cf")
-    return _mean(f * (1.0 - s))
+    return mean_or_nan(f * (1.0 - s))
 
 
 def aufsc_minus(is_sufficient: npt.ArrayLike, sparsity: npt.ArrayLike) -> float:
@@ -329,7 +333,7 @@ def aufsc_minus(is_sufficient: npt.ArrayLike, sparsity: npt.ArrayLike) -> float:
         ValueError: Lengths differ, or a sparsity is outside ``[0, 1]``.
     """
     f, s = _checked_sparsity(is_sufficient, sparsity, "is_sufficient")
-    return 1.0 - _mean(f * (1.0 - s)) if len(f) else _NAN
+    return 1.0 - mean_or_nan(f * (1.0 - s)) if len(f) else _NAN
 
 
 # --------------------------------------------------------------------------- cost and size
@@ -349,7 +353,7 @@ def size_stats(size: npt.ArrayLike, is_cf: npt.ArrayLike) -> dict[str, float]:
     Raises:
         ValueError: Lengths differ.
     """
-    s = _floats(size, "size")
+    s = as_floats(size, "size")
     f = _flags(is_cf, "is_cf")
     _same_length(size=s, is_cf=f)
     cf = s[f]
@@ -360,7 +364,7 @@ def size_stats(size: npt.ArrayLike, is_cf: npt.ArrayLike) -> dict[str, float]:
         "median": float(np.median(cf)) if found else _NAN,
         "min": float(np.min(cf)) if found else _NAN,
         "max": float(np.max(cf)) if found else _NAN,
-        "mean_all": _mean(s),
+        "mean_all": mean_or_nan(s),
     }
 
 
@@ -382,13 +386,13 @@ def runtime_percentiles(
     Raises:
         ValueError: A percentile is outside ``[0, 100]``.
     """
-    t = _floats(time_s, "time_s")
+    t = as_floats(time_s, "time_s")
     t = t[~np.isnan(t)]
     qs = [float(v) for v in q]
     if any(not 0.0 <= v <= 100.0 for v in qs):
         raise ValueError(f"percentiles must lie in [0, 100] (got {qs})")
     out = {f"p{v:g}": float(np.percentile(t, v)) if len(t) else _NAN for v in qs}
-    out["mean"] = _mean(t)
+    out["mean"] = mean_or_nan(t)
     return out
 
 
@@ -408,8 +412,8 @@ def cache_hit_rate(cache_hits: npt.ArrayLike, oracle_calls: npt.ArrayLike) -> fl
     Raises:
         ValueError: Lengths differ.
     """
-    h = _floats(cache_hits, "cache_hits")
-    c = _floats(oracle_calls, "oracle_calls")
+    h = as_floats(cache_hits, "cache_hits")
+    c = as_floats(oracle_calls, "oracle_calls")
     _same_length(cache_hits=h, oracle_calls=c)
     hits, calls = float(np.nansum(h)), float(np.nansum(c))
     total = hits + calls
@@ -435,8 +439,8 @@ def approximation_agreement(
     Raises:
         ValueError: Lengths differ.
     """
-    a = _floats(agreement, "agreement")
-    n = _floats(agreement_n, "agreement_n")
+    a = as_floats(agreement, "agreement")
+    n = as_floats(agreement_n, "agreement_n")
     _same_length(agreement=a, agreement_n=n)
     use = (n > 0) & ~np.isnan(a)
     total = float(n[use].sum())
@@ -444,6 +448,9 @@ def approximation_agreement(
 
 
 __all__ = [
+    "FloatArray",
+    "as_floats",
+    "mean_or_nan",
     "aufsc_minus",
     "aufsc_plus",
     "approximation_agreement",

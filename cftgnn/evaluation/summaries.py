@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from cftgnn.evaluation.metrics import (
+    FloatArray,
     approximation_agreement,
+    as_floats,
     aufsc_minus,
     aufsc_plus,
     cache_hit_rate,
@@ -23,6 +24,7 @@ from cftgnn.evaluation.metrics import (
     fidelity_minus,
     fidelity_plus,
     flip_mask,
+    mean_or_nan,
     runtime_percentiles,
     size_stats,
     sparsity,
@@ -30,12 +32,7 @@ from cftgnn.evaluation.metrics import (
 from cftgnn.explain.result import explained
 
 _NAN = float("nan")
-FloatArray = npt.NDArray[np.float64]
 
-
-def _mean(x: np.ndarray) -> float:
-    """Mean of ``x``, NaN when empty (no warning)."""
-    return float(np.mean(x)) if len(x) else _NAN
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "events",
@@ -66,7 +63,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 def _column(df: pd.DataFrame, name: str) -> FloatArray:
     """A column as floats, all NaN when absent."""
     if name in df.columns:
-        return df[name].to_numpy(dtype=np.float64, na_value=np.nan).reshape(-1)
+        return as_floats(df[name].to_numpy(dtype=np.float64, na_value=np.nan), name)
     return np.full(len(df), _NAN)
 
 
@@ -107,9 +104,9 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "aufsc_minus": auf_minus,
         "mean_size": sizes["mean"],
         "median_size": sizes["median"],
-        "mean_sparsity": _mean(sp[flips]),
-        "certified": _mean(_column(ok, "certified_minimal")),
-        "oracle_calls": _mean(_column(ok, "oracle_calls")),
+        "mean_sparsity": mean_or_nan(sp[flips]),
+        "certified": mean_or_nan(_column(ok, "certified_minimal")),
+        "oracle_calls": mean_or_nan(_column(ok, "oracle_calls")),
         "cache_hit_rate": (
             cache_hit_rate(_column(g, "cache_hits"), _column(g, "oracle_calls"))
             if "cache_hits" in g.columns
