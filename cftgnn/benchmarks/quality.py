@@ -20,7 +20,6 @@ and explainer parameters.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -36,39 +35,23 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import auto_ratios, check_candidate_options, make_explainer
+from cftgnn.evaluation.pipeline import (
+    check_candidate_options,
+    choose_auto_mode,
+    make_explainer,
+)
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
-from cftgnn.oracle.auto_mode import measure_mode
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.contract import OracleMode, is_flip
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-
-
-def _auto_mode(cfg: DictConfig, pair: str, engine: ReplayEngine, event_ids: list[int],
-               out: Path) -> str:
-    """The search mode ``explain.py``'s ``mode=auto`` picks for ``pair``: from the
-    ``auto_ratios`` table, else timed on the first events as :func:`measure_mode` does and
-    kept in ``out`` (a resumed run keeps the choice)."""
-    table = auto_ratios(cfg)
-    threshold = float(cfg.get("auto_threshold", 1.5))
-    if pair in table:
-        return "exact" if table[pair] <= threshold else "approximate"
-    path = out / "auto_mode.json"
-    if path.is_file():
-        return str(json.loads(path.read_text())["mode"])
-    choice = measure_mode(engine, event_ids, cfg.k, int(cfg.m_max), threshold=threshold,
-                          seed=int(cfg.seed))
-    path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
-                                "threshold": choice.threshold, "calls": choice.calls}))
-    return choice.mode.value
 
 
 @dataclass(frozen=True)
@@ -364,8 +347,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     engine = ReplayEngine(model, stream)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
     if any(c.mode == "auto" for c in configs) and len(plan):
-        mode = _auto_mode(cfg, f"{names['dataset']}-{names['model']}", engine,
-                          [int(e) for e in plan["event_id"].tolist()], out)
+        mode = choose_auto_mode(cfg, engine, [int(e) for e in plan["event_id"].tolist()], out,
+                                f"{names['dataset']}-{names['model']}").mode.value
         print(f"mode=auto configurations search with the {mode} oracle")
         configs = [replace(c, mode=mode) if c.mode == "auto" else c for c in configs]
     for event_id in tqdm(todo, desc="events", unit="event", disable=not cfg.progress,

@@ -19,7 +19,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -275,33 +275,42 @@ def auto_ratios(cfg: DictConfig) -> dict[str, float]:
 
 def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
                  out: Path, pair: str) -> ModeChoice | None:
-    """With ``mode=auto``, the choice by the exact / approximate cost ratio: read from the run
-    directory when a previous part of the run made it (a resumed run keeps its mode), else
-    the ratio of ``auto_ratios`` for this ``<dataset>-<model>`` pair (measured by the oracle
-    benchmark), else measured on the run's first events; written to the run directory.
-    None for a fixed mode."""
+    """With ``mode=auto``, the choice of :func:`choose_auto_mode`, printed; None for a fixed
+    mode."""
     if str(cfg.mode) != "auto" or plan.empty:
         return None
-    path = out / AUTO_MODE_FILE
-    table = auto_ratios(cfg)
-    if path.is_file():
-        stored = json.loads(path.read_text())
-        choice = ModeChoice(OracleMode(stored["mode"]), float(stored["ratio"]),
-                            float(stored["threshold"]), int(stored["calls"]))
-    else:
-        if pair in table:
-            choice = replace(pick_mode([table[pair]], [1.0],
-                                       float(cfg.get("auto_threshold", 1.5))), calls=0)
-        else:
-            choice = measure_mode(engine, plan["event_id"].tolist(), cfg.k, int(cfg.m_max),
-                                  threshold=float(cfg.get("auto_threshold", 1.5)),
-                                  seed=int(cfg.seed))
-        path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
-                                    "threshold": choice.threshold, "calls": choice.calls},
-                                   indent=2))
+    choice = choose_auto_mode(cfg, engine, [int(e) for e in plan["event_id"].tolist()], out,
+                              pair)
     source = "auto_ratios table" if choice.calls == 0 else f"{choice.calls} timed calls"
     print(f"mode=auto: an exact call costs {choice.ratio:.2f} approximate calls ({source}; "
           f"threshold {choice.threshold}) -> {choice.mode.value} search oracle")
+    return choice
+
+
+def choose_auto_mode(cfg: DictConfig, engine: ReplayEngine, event_ids: Sequence[int],
+                     out: Path, pair: str) -> ModeChoice:
+    """``mode=auto``'s choice by the exact / approximate cost ratio, for ``explain.py`` and
+    the quality benchmark alike.
+
+    Read from ``out`` when a previous part of the run made it (a resumed run keeps its mode),
+    else the ratio of ``auto_ratios`` for this ``<dataset>-<model>`` pair (measured by the
+    oracle benchmark), else measured on the first of ``event_ids``; written to ``out``.
+    """
+    path = out / AUTO_MODE_FILE
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        return ModeChoice(OracleMode(stored["mode"]), float(stored["ratio"]),
+                          float(stored["threshold"]), int(stored["calls"]))
+    table = auto_ratios(cfg)
+    threshold = float(cfg.get("auto_threshold", 1.5))
+    if pair in table:
+        choice = replace(pick_mode([table[pair]], [1.0], threshold), calls=0)
+    else:
+        choice = measure_mode(engine, list(event_ids), cfg.k, int(cfg.m_max),
+                              threshold=threshold, seed=int(cfg.seed))
+    path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
+                                "threshold": choice.threshold, "calls": choice.calls},
+                               indent=2))
     return choice
 
 

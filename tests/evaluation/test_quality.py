@@ -142,12 +142,19 @@ def test_mode_auto_configurations_take_the_table_or_a_timed_and_kept_choice(
         timed.append("x")
         return ModeChoice(OracleMode.APPROXIMATE, 3.0, 1.5, 10)
 
-    monkeypatch.setattr(quality, "measure_mode", measure)
+    from cftgnn.evaluation import pipeline
+
+    monkeypatch.setattr(pipeline, "measure_mode", measure)
     engine = None  # never used: measure_mode is replaced
-    assert quality._auto_mode(cfg, "uci-tgn", engine, [1], tmp_path) == "exact"
-    assert quality._auto_mode(cfg, "wikipedia-tgn", engine, [1], tmp_path) == "approximate"
+
+    def mode(pair: str) -> str:  # one run directory per pair, as in a benchmark run
+        (tmp_path / pair).mkdir(exist_ok=True)
+        return pipeline.choose_auto_mode(cfg, engine, [1], tmp_path / pair, pair).mode.value
+
+    assert mode("uci-tgn") == "exact"
+    assert mode("wikipedia-tgn") == "approximate"
     assert timed == []
-    assert quality._auto_mode(cfg, "uci-tgat", engine, [1], tmp_path) == "approximate"
-    assert quality._auto_mode(cfg, "uci-tgat", engine, [1], tmp_path) == "approximate"
+    assert mode("uci-tgat") == "approximate"
+    assert mode("uci-tgat") == "approximate"
     assert timed == ["x"]  # timed once, then read from the run directory
-    assert (tmp_path / "auto_mode.json").is_file()
+    assert (tmp_path / "uci-tgat" / "auto_mode.json").is_file()
