@@ -39,6 +39,7 @@ from cftgnn.models.protocol import (
     ModelStateError,
     ReplayableModel,
     as_removed_mask,
+    attached,
     check_advance,
     kept_batches,
 )
@@ -151,16 +152,12 @@ class TemporalModel(nn.Module, ABC):
     @property
     def stream(self) -> EventStream:
         """The attached stream."""
-        if self._stream is None:
-            raise ModelStateError("model is not attached to a stream; call attach(stream)")
-        return self._stream
+        return attached(self._stream)
 
     @property
     def index(self) -> TemporalIndex:
         """The index of the attached stream (neighbour sampling reads it)."""
-        if self._index is None:
-            raise ModelStateError("model is not attached to a stream; call attach(stream)")
-        return self._index
+        return attached(self._index)
 
     @property
     def event_ids(self) -> npt.NDArray[np.int64]:
@@ -181,9 +178,7 @@ class TemporalModel(nn.Module, ABC):
     @property
     def state(self) -> State:
         """The live state (not a copy; use :meth:`snapshot` for one)."""
-        if self._state is None:
-            raise ModelStateError("model is not attached to a stream; call attach(stream)")
-        return self._state
+        return attached(self._state)
 
     @property
     def position(self) -> int:

@@ -35,7 +35,7 @@ ids. :func:`kept_batches` gives that by grouping kept events by original id.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,20 @@ BoolArray = npt.NDArray[np.bool_]
 
 class ModelStateError(CftgnnError, RuntimeError):
     """A state verb was called out of order (not attached, wrong start, closed state)."""
+
+
+_T = TypeVar("_T")
+
+
+def attached(value: _T | None) -> _T:
+    """``value`` (something set by ``attach``), or the not-attached error when it is None.
+
+    Raises:
+        ModelStateError: When the model is not attached to a stream.
+    """
+    if value is None:
+        raise ModelStateError("model is not attached to a stream; call attach(stream)")
+    return value
 
 
 @runtime_checkable
@@ -160,5 +174,5 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
     return [(int(ids[g[0]] // batch_size), g) for g in np.split(pos, cuts)]
 
 
-__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "as_removed_mask",
+__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "as_removed_mask", "attached",
            "check_advance", "kept_batches"]

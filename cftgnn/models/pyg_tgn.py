@@ -46,6 +46,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.models.protocol import (
     ModelStateError,
     as_removed_mask,
+    attached,
     check_advance,
     kept_batches,
 )
@@ -260,9 +261,7 @@ class PyGTGN(nn.Module):
     @property
     def stream(self) -> EventStream:
         """The attached stream."""
-        if self._stream is None:
-            raise ModelStateError("model is not attached to a stream; call attach(stream)")
-        return self._stream
+        return attached(self._stream)
 
     # ------------------------------------------------------------- state verbs
     @property
