@@ -24,8 +24,9 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
+from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.contract import Oracle, is_flip
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.training.resolve import resolve_device, resolve_model
 
@@ -79,6 +80,7 @@ def benchmark_oracle(
     exhaustive_max_size: int = 0,
     exhaustive_chunk: int = 4096,
     exhaustive_max_span: int | None = None,
+    population_batches: bool = True,
 ) -> dict[str, Any]:
     """Time the four ways of computing ``f(G(t_i) \\ s, ε_i)`` on the same inputs.
 
@@ -94,6 +96,12 @@ def benchmark_oracle(
     node, greedy's ``X ∪ {ε}``), whose cost ``sibling_batch_in_same_set_calls`` is given in
     mean single calls of its own sets (the first ``sets_per_event`` of them timed alone). Its
     sets are drawn from a generator of their own, so the other figures do not change.
+
+    With ``population_batches``, each event also gets an NSGA-II generation: the explainer
+    (``pop_size = P``, three generations, exact oracle) runs on the event, and its last
+    generation's offspring (the batch a population search sends) is timed again, uncached, as
+    one call, and in mean single calls of its own sets
+    (``generation_batch_in_same_set_calls``).
 
     With ``exhaustive_max_size = K > 0``, each event also evaluates **every** removal set of
     size ``≤ K`` of its candidates with the batched exact backend, in chunks of
@@ -136,6 +144,8 @@ def benchmark_oracle(
     batch_units: dict[str, list[float]] = {"exact": [], "approximate": []}
     same_sets: dict[str, list[float]] = {"exact": [], "approximate": []}
     siblings: dict[str, list[float]] = {"exact": [], "approximate": []}
+    generations: dict[str, list[float]] = {"exact": [], "approximate": []}
+    generation_sizes: list[int] = []
     sibling_rng = np.random.default_rng([seed, 1])
     exhaustive: dict[str, list[float]] = {"seconds": [], "sets": [], "events": []}
     for i in tqdm(events.tolist(), desc="benchmark events", disable=not progress):
@@ -184,6 +194,13 @@ def benchmark_oracle(
                 _, t_batch = _timed(fn, children)
                 alone = [_timed(fn, [c])[1] for c in children[:sets_per_event]]
                 siblings[mode].append(t_batch / float(np.mean(alone)))
+        if population_batches and len(cand) > 6:  # smaller: NSGA-II enumerates every subset
+            last = _last_generation(replay, cand, batch_size, seed)
+            generation_sizes.append(len(last))
+            for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):
+                _, t_batch = _timed(fn, last)
+                alone = [_timed(fn, [c])[1] for c in last[:sets_per_event]]
+                generations[mode].append(t_batch / float(np.mean(alone)))
         span = i - int(cand[0])
         if exhaustive_max_size > 0 and (exhaustive_max_span is None
                                         or span <= exhaustive_max_span):
@@ -212,6 +229,10 @@ def benchmark_oracle(
         "batch_in_same_set_calls_per_event": same_sets,
         "sibling_batch_in_same_set_calls": _medians(siblings),
         "sibling_batch_in_same_set_calls_per_event": siblings,
+        "generation_batch_in_same_set_calls": _medians(generations),
+        "generation_batch_in_same_set_calls_per_event": generations,
+        "generation_sets": {"median": float(np.median(generation_sizes))
+                            if generation_sizes else float("nan")},
         "max_abs_exact_vs_naive": max_dev,
     }
     if exhaustive_max_size > 0:
@@ -236,6 +257,22 @@ def benchmark_oracle(
         for name in ("exact", "approximate", "batched", "batched_approximate")
     }
     return res
+
+
+def _last_generation(replay: EventReplay, cand: npt.NDArray[np.int64], pop_size: int,
+                     seed: int) -> list[frozenset[int]]:
+    """The sets of the last batch NSGA-II sends (three generations, exact oracle) on this
+    event: the offspring of a generation, as the explainer evaluates them."""
+    batches: list[list[frozenset[int]]] = []
+
+    def recording(sets: Any) -> Any:
+        batches.append([frozenset(x) for x in sets])
+        return replay.exact(sets)
+
+    p0 = float(replay.exact([frozenset()])[0])
+    oracle = Oracle(replay.candidates, p0, exact=recording)
+    NSGA2Explainer(pop_size=pop_size, generations=3, seed=seed).explain(oracle)
+    return max(batches[1:] or batches, key=len) if batches else []
 
 
 def _all_small_sets(replay: EventReplay, cand: npt.NDArray[np.int64], max_size: int,
@@ -310,6 +347,14 @@ def format_table(res: dict[str, Any]) -> str:
             lines.append(f"one {mode} batch of P siblings (a parent set plus one more candidate "
                          f"each) = {np.median(sib):.1f} mean single calls on its own sets "
                          f"(median over events; max {sib.max():.1f})")
+    for mode in ("exact", "approximate"):
+        gen = np.asarray(res.get("generation_batch_in_same_set_calls_per_event", {})
+                         .get(mode, []), dtype=float)
+        if gen.size:
+            lines.append(f"one {mode} NSGA-II generation (median "
+                         f"{res['generation_sets']['median']:.0f} sets) = {np.median(gen):.1f} "
+                         f"mean single calls on its own sets (median over events; <= 8 on "
+                         f"{(gen <= 8).sum()}/{gen.size} events, max {gen.max():.1f})")
     ex = res.get("exhaustive")
     if ex and ex["seconds_per_event"]:
         single = res["per_call"]["exact"]["median_ms"]
@@ -352,6 +397,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         progress=bool(cfg.progress),
         same_sets_singles=bool(cfg.same_sets_singles),
         sibling_batches=bool(cfg.sibling_batches),
+        population_batches=bool(cfg.get("population_batches", True)),
         exhaustive_max_size=int(cfg.get("exhaustive_max_size", 0)),
         exhaustive_chunk=int(cfg.get("exhaustive_chunk", 4096)),
         exhaustive_max_span=cfg.get("exhaustive_max_span"),

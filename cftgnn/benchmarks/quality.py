@@ -143,6 +143,7 @@ def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
         "cut_short": result.cut_short,
         "final_logit": result.final_logit,
         "oracle_calls": result.oracle_calls,
+        "n_counterfactuals": result.n_counterfactuals,
         "time_s": setup + result.wall_time_s,
     }
 
@@ -197,7 +198,11 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
     * ``certified`` — share of events whose answer is certified minimal;
     * ``pruned_ge5`` — mean share of events that pruning dropped from the search's answers of
       size ``≥ 5`` (NaN when there are none, or for configurations without pruning);
-    * ``time_p50`` (seconds per event, setup + search) and ``oracle_calls`` (mean).
+    * ``time_p50`` (seconds per event, setup + search) and ``oracle_calls`` (mean);
+    * ``cf_ge3`` — share of events answered with at least 3 distinct counterfactuals among
+      the events where a counterfactual is known to exist (the exhaustive minimum, the
+      ceiling, or any configuration found one), and ``n_cf``, the mean number handed back
+      there (NaN for rows without ``n_counterfactuals``).
 
     Args:
         rows: The rows of :func:`evaluate_event` (``quality.parquet``).
@@ -207,7 +212,12 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
     """
     out = []
     ok = rows[explained(rows["status"])]
+    known = (ok["min_size"].notna() | ok["ceiling_flips"].astype(bool)
+             | ok["found"].astype(bool)).groupby(ok["event_id"]).transform("any")
     for name, g in ok.groupby("config", sort=False):
+        exists = known[g.index]
+        n_cf = (g["n_counterfactuals"].astype(float) if "n_counterfactuals" in g.columns
+                else pd.Series(math.nan, index=g.index))
         has = g["min_size"].notna()
         rest = ~has & g["min_certified"].astype(bool)
         found = g["found"].astype(bool)
@@ -226,6 +236,9 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
             "pruned_ge5": _pruned_share(g, found),
             "time_p50": float(np.median(g["time_s"])),
             "oracle_calls": g["oracle_calls"].mean(),
+            "cf_ge3": (n_cf[exists] >= 3).mean() if exists.any() and n_cf.notna().all()
+            else math.nan,
+            "n_cf": n_cf[exists].mean() if exists.any() else math.nan,
         })
     return pd.DataFrame(out)
 

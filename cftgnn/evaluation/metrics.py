@@ -16,6 +16,9 @@ Metrics and their direction:
 * ``sparsity`` ``|s| / |C|`` (lower is better, i.e. smaller explanations).
 * ``aufsc_plus`` (higher is better) and ``aufsc_minus`` (lower is better): areas under the
   fidelity–sparsity curves, which reward flipping with small explanations.
+* for explainers that hand back several counterfactuals per event: ``jaccard_diversity``
+  (higher is more diverse), ``size_range``, and ``pareto_hypervolume`` of the size–margin
+  front (higher is better); the count is the length of the list.
 * ``size_stats`` (smaller is better), ``runtime_percentiles`` (lower is better),
   ``cache_hit_rate`` (higher is cheaper), ``approximation_agreement`` (higher is better: the
   approximate oracle's flip decisions match the exact one).
@@ -36,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import torch
+from pymoo.indicators.hv import HV
 from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
 from cftgnn.oracle.contract import is_flip
@@ -447,6 +451,75 @@ def approximation_agreement(
     return float((a[use] * n[use]).sum()) / total if total > 0 else _NAN
 
 
+# --------------------------------------------------------------- several counterfactuals
+
+
+def jaccard_diversity(sets: Sequence[Sequence[int]]) -> float:
+    """Mean pairwise Jaccard distance ``1 − |a ∩ b| / |a ∪ b|`` of one event's counterfactuals.
+
+    Higher is more diverse: 0 when all share the same events, 1 when no two share one.
+
+    Args:
+        sets: The event's counterfactual removal sets (non-empty).
+
+    Returns:
+        The mean over all pairs; NaN with fewer than two sets.
+
+    Raises:
+        ValueError: A set is empty.
+    """
+    sets_f = [frozenset(int(e) for e in s) for s in sets]
+    if any(not s for s in sets_f):
+        raise ValueError("counterfactual sets must not be empty")
+    if len(sets_f) < 2:
+        return _NAN
+    dist = [1.0 - len(a & b) / len(a | b)
+            for i, a in enumerate(sets_f) for b in sets_f[i + 1 :]]
+    return float(np.mean(dist))
+
+
+def size_range(sets: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """Smallest and largest size among one event's counterfactuals (NaN, NaN when none)."""
+    sizes = [len(s) for s in sets]
+    return (float(min(sizes)), float(max(sizes))) if sizes else (_NAN, _NAN)
+
+
+def pareto_hypervolume(sizes: npt.ArrayLike, margins: npt.ArrayLike, num_removable: int,
+                       original_logit: float) -> float:
+    """Hypervolume of one event's counterfactuals in the size–margin plane (higher is better).
+
+    Each counterfactual is the point ``(|s| / |R|, margin / |p_orig|)``; the hypervolume is the
+    area they dominate (smaller size, larger margin) above the reference point ``(1, 0)``
+    (every removable event removed, no margin), computed by pymoo's ``HV`` indicator. It
+    grows with smaller and stronger counterfactuals and with how well they cover the trade-off
+    between the two. Points without a positive margin or with ``|s| ≥ |R|`` add nothing.
+
+    Args:
+        sizes: Counterfactual sizes, ``[K]``.
+        margins: Their margins (:func:`~cftgnn.oracle.contract.margin`), ``[K]``.
+        num_removable: ``|R|``.
+        original_logit: ``p_orig`` (not 0).
+
+    Returns:
+        The area; 0 for no counterfactual.
+
+    Raises:
+        ValueError: Lengths differ, ``num_removable < 1`` or ``original_logit == 0``.
+    """
+    s = as_floats(sizes, "sizes")
+    m = as_floats(margins, "margins")
+    _same_length(sizes=s, margins=m)
+    if num_removable < 1:
+        raise ValueError(f"num_removable must be >= 1, got {num_removable}")
+    if original_logit == 0:
+        raise ValueError("the hypervolume needs a non-zero original logit")
+    use = (m > 0) & (s < num_removable)
+    if not use.any():
+        return 0.0
+    points = np.column_stack([s[use] / num_removable, -m[use] / abs(original_logit)])
+    return float(HV(ref_point=np.array([1.0, 0.0]))(points))
+
+
 __all__ = [
     "FloatArray",
     "as_floats",
@@ -458,6 +531,9 @@ __all__ = [
     "characterization_score",
     "fidelity_minus",
     "fidelity_plus",
+    "jaccard_diversity",
+    "pareto_hypervolume",
+    "size_range",
     "fidelity_sparsity_curve",
     "flip_mask",
     "runtime_percentiles",

@@ -35,16 +35,18 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
+from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.explain.base import Explainer
-from cftgnn.explain.result import SCHEMA_VERSION, ExplanationStatus
+from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
+from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import OracleMode
+from cftgnn.oracle.contract import Oracle, OracleMode
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.tracking import Tracker, tracking
-from cftgnn.training.checkpoint import card_mismatch
+from cftgnn.training.checkpoint import card_mismatch, load_checkpoint
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 #: Dataset options that only say where the files are, not what the stream is.
@@ -90,6 +92,8 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "constraints": constraints_of(cfg).to_dict(),
         "shard": int(cfg.shard),
         "num_shards": int(cfg.num_shards),
+        **({"robust": _container(cfg.get("robust"))} if cfg.get("robustness", False)
+           else {}),
         # the ratio table decides only mode=auto's runs
         **({"auto_ratios": _container(cfg.get("auto_ratios"))} if str(cfg.mode) == "auto"
            else {}),
@@ -203,6 +207,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     device = resolve_device(cfg.device)  # before loading anything
     constraints = constraints_of(cfg)
     build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
+    robust = robustness_options(cfg)
     check_candidate_options(cfg)
     if str(cfg.mode) not in ("exact", "approximate", "auto"):
         raise ConfigError(f"mode must be exact, approximate or auto, got {cfg.mode!r}")
@@ -214,8 +219,17 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                                    device, cfg.seed)
     if (stale := card_mismatch(weights)) is not None:  # a warning: the run goes on
         print(f"warning: {stale}", file=sys.stderr)
+    second = None
+    if robust is not None:
+        second, second_weights = second_model(cfg, stream, device)
+        print(f"robustness: model noise against {second_weights}" if second is not None
+              else "robustness: no second checkpoint (robust.checkpoint=null): no model noise")
     out = output_dir(cfg)
-    store = RecordStore(out, fingerprint(cfg, stream, weights), schema=RECORD_SCHEMA)
+    fp = fingerprint(cfg, stream, weights)
+    if robust is not None:
+        fp["robust"]["weights_sha256"] = (None if second is None
+                                          else _file_sha256(str(second_weights)))
+    store = RecordStore(out, fp, schema=RECORD_SCHEMA)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
 
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
@@ -239,7 +253,10 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         engine = ReplayEngine(model, stream)
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
-        _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode)
+        extra = None if robust is None else Robustness(
+            robust, None if second is None else ReplayEngine(second, stream, engine.index))
+        _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode,
+                 extra)
         records = store.load()
         if not records.empty:
             records = records[records["event_id"].isin(plan["event_id"])]
@@ -342,8 +359,10 @@ def cfg_name(node: Any) -> str:
 
 def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: RecordStore,
              names: Mapping[str, str], tracker: Tracker, shard: int, already: int,
-             constraints: Constraints, auto: ModeChoice | None = None) -> None:
-    """Explain ``todo`` in stream order, writing a record after each event."""
+             constraints: Constraints, auto: ModeChoice | None = None,
+             robust: Robustness | None = None) -> None:
+    """Explain ``todo`` in stream order, writing a record after each event (with its
+    robustness columns when ``robust`` is given)."""
     flips = 0
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
                disable=not cfg.progress, dynamic_ncols=True)
@@ -373,6 +392,9 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             auto_mode_ratio=float("nan") if auto is None else auto.ratio,
             shard=int(shard),
         ))
+        if robust is not None:
+            record.update(robust.columns(oracle, result, cfg, constraints))
+            record["time_s"] += record["robustness_time_s"] or 0.0
         store.write(record)
         flips += bool(result.is_counterfactual)
         bar.set_postfix(success=f"{flips / n:.2f}", size=result.size, refresh=False)
@@ -380,6 +402,70 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         tracker.log_progress(already + n, {"progress/success_rate": flips / n,
                                            "progress/time_s": record["time_s"]})
     bar.close()
+
+
+def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:
+    """The robustness settings when ``robustness=true`` (checked before anything loads)."""
+    flag = cfg.get("robustness", False)
+    if not isinstance(flag, bool):
+        raise ConfigError(f"robustness must be true or false, got {flag!r}")
+    if not flag:
+        return None
+    opts = dict(_container(cfg.get("robust") or {}))
+    opts.pop("checkpoint", None)
+    try:
+        return RobustnessOptions(**opts)
+    except TypeError as exc:
+        raise ConfigError(f"unknown robust.* option: {exc}") from None
+
+
+def second_model(cfg: DictConfig, stream: EventStream,
+                 device: Any) -> tuple[TemporalModel | None, str | None]:
+    """The second checkpoint of model noise (``robust.checkpoint``; ``auto`` =
+    ``<checkpoint_dir>/<model>_<dataset>_seed1.pt``), or ``(None, None)`` when null.
+
+    Raises:
+        ConfigError: The checkpoint file does not exist.
+        CheckpointMismatchError: It holds another model kind or dataset.
+    """
+    choice = (cfg.get("robust") or {}).get("checkpoint", "auto")
+    if choice is None:
+        return None, None
+    path = (Path(cfg.paths.checkpoint_dir) / f"{model_name(cfg.model)}_{stream.name}_seed1.pt"
+            if choice == "auto" else Path(str(choice)))
+    if not path.is_file():
+        raise ConfigError(f"robust.checkpoint {str(path)!r} does not exist; train it with "
+                          f"`python scripts/train.py model={model_name(cfg.model)} "
+                          f"dataset={stream.name} seed=1 model_name=... ` or set "
+                          "robust.checkpoint=null (no model noise)")
+    model = load_checkpoint(path, stream, device=device, attach=False,
+                            expect_target=str(cfg.model["_target_"]))
+    return model, str(path)
+
+
+class Robustness:
+    """Robustness columns for each record of a run (:mod:`cftgnn.evaluation.robustness`).
+
+    Args:
+        options: The measures' settings.
+        second: Replay engine of the second checkpoint (None: no model noise).
+    """
+
+    def __init__(self, options: RobustnessOptions, second: ReplayEngine | None) -> None:
+        self.options = options
+        self.second = second
+
+    def columns(self, oracle: Oracle, result: ExplanationResult, cfg: DictConfig,
+                constraints: Constraints) -> dict[str, Any]:
+        """The columns of one explained event."""
+        other = None
+        if self.second is not None and result.is_counterfactual:
+            other = self.second.oracle(oracle.event_id, cfg.k, int(cfg.m_max), "exact",
+                                       constraints)
+            if not set(result.explanation) <= other.removable_ids:
+                other = None  # another candidate set: the question does not apply
+        return robustness_columns(oracle, result.explanation, result.is_counterfactual,
+                                  self.options, other)
 
 
 def summary_table(records: pd.DataFrame) -> pd.DataFrame:

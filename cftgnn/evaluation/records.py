@@ -173,6 +173,10 @@ RECORD_SCHEMA = pa.schema([
     ("prune", pa.bool_()),
     ("certify", pa.int64()),
     ("certify_replaced", pa.bool_()),
+    ("n_counterfactuals", pa.int64()),
+    ("counterfactuals", pa.list_(pa.list_(pa.int64()))),
+    ("counterfactual_logits", pa.list_(pa.float64())),
+    ("counterfactual_consequences", pa.list_(pa.int64())),
     # explain.py's per-event context (EventContext), after the result's own columns
     ("time_s", pa.float64()),
     ("keep_logit", pa.float64()),
@@ -184,6 +188,17 @@ RECORD_SCHEMA = pa.schema([
     ("constraints", pa.string()),
     ("auto_mode_ratio", pa.float64()),
     ("shard", pa.int64()),
+    # robustness=true (cftgnn.evaluation.robustness; null otherwise)
+    ("robust_impl", pa.float64()),
+    ("robust_impl_n", pa.int64()),
+    ("robust_model", pa.bool_()),
+    ("robust_model_logit0", pa.float64()),
+    ("robust_model_logit", pa.float64()),
+    ("rule_group", pa.list_(pa.int64())),
+    ("rule_r", pa.int64()),
+    ("rule_prob", pa.float64()),
+    ("rule_samples", pa.int64()),
+    ("robustness_time_s", pa.float64()),
 ])
 
 
@@ -256,7 +271,7 @@ def _plain(value: Any, kind: pa.DataType) -> Any:
     if value is None or (_is_nan(value) and not pa.types.is_floating(kind)):
         return None
     if pa.types.is_list(kind):
-        return [int(e) for e in value]
+        return [_plain(e, kind.value_type) for e in value]
     if pa.types.is_floating(kind):
         return float(value)
     if pa.types.is_integer(kind):
@@ -304,10 +319,11 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema version 2 into rows written without them.
+    """Fill the columns added by schema versions 2 and 3 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
-    or certified, every candidate was removable and ``size_before_prune`` is ``size``.
+    or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
+    counterfactuals are their one answer when it flips (consequences not measured).
     """
     if df.empty:
         return df
@@ -324,6 +340,17 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
         elif df[name].isna().any():
             fill = value[df[name].isna()] if isinstance(value, pd.Series) else value
             df.loc[df[name].isna(), name] = fill
+    if "n_counterfactuals" not in df.columns and "is_counterfactual" in df.columns:
+        # version 2 and older: the one answer, when it flips
+        cf = df["is_counterfactual"].astype(bool).tolist()
+        df["n_counterfactuals"] = [int(c) for c in cf]
+        df["counterfactuals"] = pd.Series([[list(e)] if c else []
+                                           for c, e in zip(cf, df["explanation"], strict=True)],
+                                          index=df.index, dtype=object)
+        df["counterfactual_logits"] = pd.Series(
+            [[float(p)] if c else [] for c, p in zip(cf, df["final_logit"], strict=True)],
+            index=df.index, dtype=object)
+        df["counterfactual_consequences"] = None
     return df
 
 

@@ -24,12 +24,15 @@ from cftgnn.evaluation.metrics import (
     fidelity_minus,
     fidelity_plus,
     flip_mask,
+    jaccard_diversity,
     mean_or_nan,
+    pareto_hypervolume,
     runtime_percentiles,
     size_stats,
     sparsity,
 )
 from cftgnn.explain.result import explained
+from cftgnn.oracle.contract import margin
 
 _NAN = float("nan")
 
@@ -47,6 +50,13 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "median_size",
     "mean_sparsity",
     "certified",
+    "n_counterfactuals",
+    "cf_ge3",
+    "diversity",
+    "hypervolume",
+    "robust_impl",
+    "robust_model",
+    "rule_found",
     "oracle_calls",
     "cache_hit_rate",
     "agreement",
@@ -74,6 +84,51 @@ def _time_column(df: pd.DataFrame) -> FloatArray:
     if "setup_time_s" in df.columns and "wall_time_s" in df.columns:
         return _column(df, "setup_time_s") + _column(df, "wall_time_s")
     return np.full(len(df), _NAN)
+
+
+def _several(ok: pd.DataFrame) -> dict[str, float]:
+    """``n_counterfactuals``, ``cf_ge3``, ``diversity`` and ``hypervolume`` of explained
+    records (over the events with at least one counterfactual; NaN without the columns)."""
+    names = ("n_counterfactuals", "cf_ge3", "diversity", "hypervolume")
+    if "counterfactuals" not in ok.columns or "counterfactual_logits" not in ok.columns:
+        return dict.fromkeys(names, _NAN)
+    count, div, hv = [], [], []
+    for sets, logits, p0, r in zip(ok["counterfactuals"], ok["counterfactual_logits"],
+                                   ok["original_logit"], ok["num_removable"], strict=True):
+        sets = [] if sets is None else [list(c) for c in sets]
+        if not sets:
+            continue
+        count.append(len(sets))
+        div.append(jaccard_diversity(sets))
+        hv.append(pareto_hypervolume([len(c) for c in sets],
+                                     [margin(float(p0), float(p)) for p in logits],
+                                     int(r), float(p0)))
+    n = np.asarray(count, dtype=np.float64)
+    d = np.asarray(div, dtype=np.float64)
+    return {
+        "n_counterfactuals": mean_or_nan(n),
+        "cf_ge3": mean_or_nan((n >= 3).astype(np.float64)),
+        "diversity": mean_or_nan(d[~np.isnan(d)]),
+        "hypervolume": mean_or_nan(np.asarray(hv, dtype=np.float64)),
+    }
+
+
+def _robustness(ok: pd.DataFrame) -> dict[str, float]:
+    """``robust_impl`` (mean share of noisy variants that still flip), ``robust_model``
+    (share of counterfactuals that also flip the second checkpoint) and ``rule_found`` (share
+    with a local rule), over the counterfactuals measured (NaN without the columns)."""
+    out = {"robust_impl": _NAN, "robust_model": _NAN, "rule_found": _NAN}
+    if "robust_impl" not in ok.columns:
+        return out
+    measured = ok[ok["robust_impl"].notna()]
+    out["robust_impl"] = mean_or_nan(_column(measured, "robust_impl"))
+    if "robust_model" in measured.columns:
+        model = measured["robust_model"].dropna()
+        out["robust_model"] = float(model.astype(bool).mean()) if len(model) else _NAN
+    if "rule_group" in measured.columns and len(measured):
+        out["rule_found"] = float(np.mean([g is not None and len(g) > 0
+                                           for g in measured["rule_group"]]))
+    return out
 
 
 def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
@@ -106,6 +161,8 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "median_size": sizes["median"],
         "mean_sparsity": mean_or_nan(sp[flips]),
         "certified": mean_or_nan(_column(ok, "certified_minimal")),
+        **_several(ok),
+        **_robustness(ok),
         "oracle_calls": mean_or_nan(_column(ok, "oracle_calls")),
         "cache_hit_rate": (
             cache_hit_rate(_column(g, "cache_hits"), _column(g, "oracle_calls"))
@@ -136,6 +193,14 @@ def summarize(
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
       cardinality-minimal (DESIGN.md §7; NaN for records without the column).
+    * ``n_counterfactuals`` (mean number handed back), ``cf_ge3`` (share with at least 3),
+      ``diversity`` (mean :func:`jaccard_diversity`, over events with at least 2) and
+      ``hypervolume`` (mean :func:`pareto_hypervolume`): over the explained events with at
+      least one counterfactual.
+    * ``robust_impl``, ``robust_model``, ``rule_found``: robustness of the counterfactuals
+      measured with ``robustness=true`` (:mod:`cftgnn.evaluation.robustness`): mean share of
+      noisy implementations that still flip, share that also flip a second checkpoint, share
+      with a local counterfactual rule.
     * ``oracle_calls``: mean per explained event.
     * ``cache_hit_rate`` (:func:`cache_hit_rate`) and ``agreement``
       (:func:`approximation_agreement`): over all rows.

@@ -1,5 +1,5 @@
 """Counterfactual explainers (search only): selection strategies, CF-TGNN, greedy, beam,
-exhaustive, one result type. They see the oracle (:mod:`cftgnn.oracle`), whose contract is
+exhaustive, NSGA-II and particle swarm (several counterfactuals), one result type. They see the oracle (:mod:`cftgnn.oracle`), whose contract is
 re-exported here for convenience, never a model."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
@@ -8,6 +8,8 @@ from cftgnn.explain.cftgnn import CFTGNNExplainer
 from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.greedy import GreedyExplainer
+from cftgnn.explain.nsga2 import NSGA2Explainer
+from cftgnn.explain.pso import PSOExplainer
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.explain.run import explain_event
 from cftgnn.explain.strategies import (
@@ -44,6 +46,8 @@ __all__ = [
     "ExplanationResult",
     "ExplanationStatus",
     "GreedyExplainer",
+    "NSGA2Explainer",
+    "PSOExplainer",
     "LogitFn",
     "OneBestStrategy",
     "Oracle",

@@ -44,6 +44,8 @@ class SearchOutcome:
         found: Whether the search itself found a (confirmed) counterfactual.
         trace: Optional per-iteration trace.
         cut_short: The search's call or time budget stopped it early.
+        alternatives: Further counterfactuals the search found, each ``(set, exact logit)``
+            and confirmed exactly (explainers of several answers, e.g. a Pareto set).
     """
 
     explanation: tuple[int, ...]
@@ -51,6 +53,7 @@ class SearchOutcome:
     found: bool
     trace: tuple[dict[str, Any], ...] | None = None
     cut_short: bool = False
+    alternatives: tuple[tuple[tuple[int, ...], float], ...] = ()
 
 
 class Explainer(ABC):
@@ -75,6 +78,9 @@ class Explainer(ABC):
 
     #: Short name written into results.
     name: str = "explainer"
+    #: Whether the explainer hands back several counterfactuals; their consequences
+    #: (:meth:`Oracle.consequence`) are then measured when the oracle has the measure.
+    several: bool = False
 
     def __init__(
         self,
@@ -150,6 +156,11 @@ class Explainer(ABC):
             cut_short = cut_short or smaller.cut_short
             if smaller.explanation is not None and smaller.logit is not None:
                 answer, final, found, replaced = smaller.explanation, smaller.logit, True, True
+        sets, logits = self._counterfactuals(oracle, answer, final, found, outcome.alternatives)
+        consequences = None
+        if self.several and sets and oracle.has_consequence:
+            consequences = tuple(int(c) for c in oracle.consequence([frozenset(c)
+                                                                     for c in sets]))
         bound = oracle.certificate() if ok else 0
         stats = oracle.stats - stats0
         agree, compared = oracle.agreement()
@@ -181,7 +192,33 @@ class Explainer(ABC):
             prune=self.prune,
             certify=self.certify,
             certify_replaced=replaced,
+            counterfactuals=sets,
+            counterfactual_logits=logits,
+            counterfactual_consequences=consequences,
         )
+
+    @staticmethod
+    def _counterfactuals(
+        oracle: Oracle, answer: tuple[int, ...], final: float, found: bool,
+        alternatives: tuple[tuple[tuple[int, ...], float], ...],
+    ) -> tuple[tuple[tuple[int, ...], ...], tuple[float, ...]]:
+        """The answer (when it flips), then the search's other counterfactuals, each set once;
+        an alternative that does not flip or breaks the constraints is a bug."""
+        if not found:
+            return (), ()
+        sets, logits, seen = [answer], [final], {frozenset(answer)}
+        p0 = oracle.original_logit
+        for c, p in alternatives:
+            key = frozenset(c)
+            if key in seen:
+                continue
+            if not is_flip(p0, p):
+                raise ExplainerError(f"alternative {c} does not flip (logit {p})")
+            Explainer._check_answer(oracle, tuple(c))
+            seen.add(key)
+            sets.append(tuple(c))
+            logits.append(float(p))
+        return tuple(sets), tuple(logits)
 
     @staticmethod
     def _try_ceiling(oracle: Oracle, answer: tuple[int, ...],

@@ -14,7 +14,9 @@ from cftgnn.oracle.contract import is_flip
 #: Version of the record layout written by :meth:`ExplanationResult.to_record`.
 #: 2: certificates, pruning, ``certify`` and constraints (:data:`RECORD_DEFAULTS_V1` fills
 #: them in records of version 1).
-SCHEMA_VERSION = 2
+#: 3: several counterfactuals per event (``n_counterfactuals``, ``counterfactuals`` and their
+#: logits and consequences; older records hold their one answer).
+SCHEMA_VERSION = 3
 
 #: Values of the version-2 columns for records written before them (no certificate claimed,
 #: nothing pruned or certified, no constraint). ``size_before_prune`` is the record's ``size``.
@@ -98,6 +100,12 @@ class ExplanationResult:
             answer, up to size ``K``, was checked exactly (0: off).
         certify_replaced: Whether that check found a smaller counterfactual, which became the
             answer.
+        counterfactuals: Every distinct counterfactual the explainer hands back, the answer
+            first (explainers of one answer: the answer, when it flips). Default: the answer
+            when ``is_counterfactual``, else none.
+        counterfactual_logits: The exact logit of each of them.
+        counterfactual_consequences: How many later history events each of them changes
+            (:meth:`Oracle.consequence`), or None when not measured.
         trace: Optional per-iteration trace (list of plain dicts).
     """
 
@@ -128,6 +136,9 @@ class ExplanationResult:
     prune: bool = False
     certify: int = 0
     certify_replaced: bool = False
+    counterfactuals: tuple[tuple[int, ...], ...] = ()
+    counterfactual_logits: tuple[float, ...] = ()
+    counterfactual_consequences: tuple[int, ...] | None = None
     trace: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -160,7 +171,42 @@ class ExplanationResult:
         if self.is_counterfactual and self.size < self.min_size_lower_bound:
             raise ExplainerError(f"a counterfactual of size {self.size} contradicts "
                                  f"min_size_lower_bound = {self.min_size_lower_bound}")
+        self._check_counterfactuals()
 
+    def _check_counterfactuals(self) -> None:
+        """Fill in the default list and check it: distinct sets of candidates that flip,
+        the answer first."""
+        sets = tuple(tuple(int(e) for e in c) for c in self.counterfactuals)
+        logits = tuple(float(p) for p in self.counterfactual_logits)
+        if not sets and self.is_counterfactual:
+            sets, logits = (self.explanation,), (self.final_logit,)
+        object.__setattr__(self, "counterfactuals", sets)
+        object.__setattr__(self, "counterfactual_logits", logits)
+        if len(logits) != len(sets):
+            raise ExplainerError(f"{len(sets)} counterfactuals but {len(logits)} logits")
+        if len({frozenset(c) for c in sets}) != len(sets):
+            raise ExplainerError("counterfactuals hold the same set twice")
+        if sets and set(sets[0]) != set(self.explanation):
+            raise ExplainerError("the first counterfactual must be the answer")
+        if sets and not self.is_counterfactual:
+            raise ExplainerError("counterfactuals listed but the answer does not flip")
+        cand = set(self.candidate_ids)
+        for c, p in zip(sets, logits, strict=True):
+            if not set(c) <= cand:
+                raise ExplainerError(f"counterfactual {c} holds non-candidate events")
+            if not is_flip(self.original_logit, p):
+                raise ExplainerError(f"counterfactual {c} does not flip (logit {p})")
+        cons = self.counterfactual_consequences
+        if cons is not None:
+            cons = tuple(int(x) for x in cons)
+            object.__setattr__(self, "counterfactual_consequences", cons)
+            if len(cons) != len(sets):
+                raise ExplainerError(f"{len(sets)} counterfactuals but {len(cons)} consequences")
+
+    @property
+    def n_counterfactuals(self) -> int:
+        """Number of distinct counterfactuals handed back."""
+        return len(self.counterfactuals)
     @property
     def size(self) -> int:
         """Number of removed events."""
@@ -215,6 +261,11 @@ class ExplanationResult:
             "prune": self.prune,
             "certify": self.certify,
             "certify_replaced": self.certify_replaced,
+            "n_counterfactuals": self.n_counterfactuals,
+            "counterfactuals": [list(c) for c in self.counterfactuals],
+            "counterfactual_logits": list(self.counterfactual_logits),
+            "counterfactual_consequences": (None if self.counterfactual_consequences is None
+                                            else list(self.counterfactual_consequences)),
         }
         if include_trace:
             rec["trace_json"] = json.dumps(list(self.trace or ()))

@@ -45,6 +45,10 @@ FloatArray = npt.NDArray[np.float64]
 #: A batched logit backend: P removal sets (candidate event ids) -> float logits ``[P]``.
 LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 
+#: A batched consequence measure: P removal sets -> how many later history events each one
+#: changes, ``int [P]`` (:mod:`cftgnn.replay.consequence`).
+ConsequenceFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
+
 RemovalSet = frozenset[int]
 
 
@@ -216,6 +220,8 @@ class Oracle:
         max_size: Largest explanation explainers may answer (None: no bound). Explainers
             honour it; the oracle itself still evaluates larger sets (e.g. ``R \\ s`` for
             fidelity−).
+        consequence: Optional consequence measure of removal sets (the number of later
+            history events whose input a removal changes), for explainers that weigh it.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
@@ -231,8 +237,10 @@ class Oracle:
         mode: OracleMode | str = OracleMode.EXACT,
         removable: Iterable[int] | None = None,
         max_size: int | None = None,
+        consequence: ConsequenceFn | None = None,
     ) -> None:
         self.candidates = candidates
+        self._consequence = consequence
         self.original_logit = float(original_logit)
         if not np.isfinite(self.original_logit):
             raise OracleError(f"original logit must be finite, got {original_logit!r}")
@@ -329,6 +337,27 @@ class Oracle:
     def is_counterfactual(self, removed: Iterable[int]) -> bool:
         """Whether ``removed`` flips the prediction, confirmed exactly (see :meth:`confirm`)."""
         return self.confirm(removed).is_counterfactual
+
+    @property
+    def has_consequence(self) -> bool:
+        """Whether :meth:`consequence` is available."""
+        return self._consequence is not None
+
+    def consequence(self, sets: Sequence[Iterable[int]]) -> npt.NDArray[np.int64]:
+        """How many later history events each removal set changes, ``int64 [P]``.
+
+        Not a model evaluation: no counter moves.
+
+        Raises:
+            OracleError: The oracle was built without a consequence measure.
+        """
+        if self._consequence is None:
+            raise OracleError("this oracle has no consequence measure")
+        keys = [self._validate(self._key(s)) for s in sets]
+        out = np.asarray(self._consequence(keys), dtype=np.int64).reshape(-1)
+        if out.shape != (len(keys),):
+            raise OracleError(f"consequence returned {out.shape} values for {len(keys)} sets")
+        return out
 
     def size_limit(self, size: int | None = None) -> int:
         """The largest explanation size allowed: ``min(size, max_size, |R|)``."""
@@ -457,6 +486,7 @@ class Oracle:
 
 __all__ = [
     "Confirmation",
+    "ConsequenceFn",
     "LogitFn",
     "Oracle",
     "OracleMode",

@@ -46,6 +46,7 @@ from cftgnn.models.protocol import ReplayableModel
 from cftgnn.oracle.backends import GenericReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.contract import Oracle, OracleMode
+from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.plans import ReplayBackend, ReplayPlan
 from cftgnn.training.checkpoint import load_checkpoint
@@ -200,6 +201,7 @@ class EventReplay:
         self.start = engine.boundary(self.eps_min)
         self.base = engine.base_state(self.start)
         self._cand = self.candidates.ids
+        self._reach: Reach | None = None
         start = time.perf_counter()
         approx_mask = self._mask(frozenset(), approximate=True)
         span = self.event_id - self.start
@@ -278,6 +280,21 @@ class EventReplay:
         """Approximate logits by one full masked replay per set (reference path)."""
         return self._batched(sets, approximate=True, reference=True)
 
+    def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
+        """Kept history events whose input each removal set changes, ``int64 [P]``
+        (:mod:`cftgnn.replay.consequence`): the memory cone for a model with memory, the
+        sampled one-hop neighbourhoods for a memoryless one (``memory_dim == 0``, TGAT).
+        The reach is computed on the first call."""
+        if self._reach is None:
+            model = self.engine.model
+            if getattr(model, "memory_dim", 1) == 0:
+                self._reach = neighbourhood_reach(self.engine.index, self.event_id, self._cand,
+                                                  int(getattr(model, "num_neighbors", 10)))
+            else:
+                self._reach = memory_reach(self.engine.stream, self.start, self.event_id,
+                                           self._cand, self.engine.batch_size)
+        return self._reach.consequence(sets)
+
     def oracle(
         self,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
@@ -291,7 +308,7 @@ class EventReplay:
         return Oracle(
             self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
             removable=constraints.removable(self.candidates, self.engine.stream),
-            max_size=constraints.max_size,
+            max_size=constraints.max_size, consequence=self.consequence,
         )
 
 

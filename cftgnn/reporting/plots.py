@@ -1,4 +1,5 @@
-"""Plots of a report: fidelity+ against sparsity, sizes found, CF-TGNN against its budget.
+"""Plots of a report: fidelity+ against sparsity, sizes found, CF-TGNN against its budget, and
+one event's counterfactuals in the size–margin plane (:func:`pareto_figure`).
 
 Pure functions (records in, :class:`~matplotlib.figure.Figure` out; no pyplot, so no global
 figure state and no display) apart from :func:`save_figures`.
@@ -13,14 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from cftgnn.evaluation.metrics import aufsc_plus, fidelity_sparsity_curve, flip_mask, sparsity
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.metrics import (
+    FloatArray,
+    aufsc_plus,
+    fidelity_sparsity_curve,
+    flip_mask,
+    jaccard_diversity,
+    pareto_hypervolume,
+    sparsity,
+)
+from cftgnn.explain.population import pareto_mask
 from cftgnn.explain.result import explained
-from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.contract import is_flip, margin
 from cftgnn.reporting.runs import config_keys
 from cftgnn.reporting.tables import it_max_table
 
@@ -209,6 +221,126 @@ def plot_it_max(records: pd.DataFrame) -> Figure:
     return fig
 
 
+def _consequences(value: Any, n: int) -> npt.NDArray[np.int64] | None:
+    """A record's ``counterfactual_consequences`` as ``int64 [n]``, None when not measured."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    out = np.asarray(value, dtype=np.int64).reshape(-1)
+    if len(out) != n:
+        raise ConfigError(f"the record holds {n} counterfactuals but {len(out)} consequences")
+    return out
+
+
+def _staircase(sizes: FloatArray, margins: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The non-dominated points (size minimised, margin maximised), by size: ``[F]``, ``[F]``.
+
+    Points sharing a size and margin count once."""
+    points = np.unique(np.column_stack([sizes, margins]), axis=0)
+    front = points[pareto_mask(np.column_stack([points[:, 0], -points[:, 1]]))]
+    front = front[np.argsort(front[:, 0], kind="stable")]
+    return front[:, 0], front[:, 1]
+
+
+def _stack_labels(ax: Axes, points: FloatArray, counts: npt.NDArray[np.int64],
+                  top: float) -> None:
+    """``×k`` beside each point where ``k`` counterfactuals coincide: right of the point, or
+    left of it when the label of a point just below would touch it."""
+    last_right: dict[float, float] = {}
+    for (x, y), k in sorted(zip(map(tuple, points), counts.tolist(), strict=True)):
+        right = abs(y - last_right.get(x, -math.inf)) > 0.04 * top
+        if right:
+            last_right[x] = y
+        ax.annotate(f"×{k}", (x, y), xytext=(6 if right else -6, 0), textcoords="offset points",
+                    ha="left" if right else "right", va="center", fontsize=7, color="0.3",
+                    zorder=5)
+
+
+def _pareto_title(record: pd.Series | Mapping[str, Any], n: int, diversity: float,
+                  hypervolume: float, measured: bool) -> str:
+    """``event … · dataset · model · explainer`` over the count, diversity and hypervolume."""
+    head = " · ".join(str(record[c]) for c in ("dataset", "model", "explainer")
+                      if c in record and record[c] is not None and str(record[c]))
+    div = "n/a (one counterfactual)" if math.isnan(diversity) else f"{diversity:.3f}"
+    note = "" if measured else " · consequences not measured"
+    return (f"event {int(record['event_id'])} · {head}\n{n} counterfactual"
+            f"{'' if n == 1 else 's'} · diversity (Jaccard) {div} · HV {hypervolume:.3f}{note}")
+
+
+def pareto_figure(record: pd.Series | Mapping[str, Any]) -> Figure:
+    """One event's counterfactuals in the size–margin plane.
+
+    Each counterfactual is a point at its size ``|s|`` (x) and the margin of its flip
+    (:func:`~cftgnn.oracle.contract.margin` of its exact logit, y), coloured by how many later
+    history events its removal changes (``counterfactual_consequences``; one colour when it
+    was not measured). The answer (the first counterfactual) is ringed; the non-dominated
+    points (smaller size, larger margin) are joined by a staircase. The title gives the
+    :func:`~cftgnn.evaluation.metrics.jaccard_diversity` and the
+    :func:`~cftgnn.evaluation.metrics.pareto_hypervolume` of the set.
+
+    Args:
+        record: One record (``event_id``, ``explainer``, ``original_logit``,
+            ``num_removable``, ``counterfactuals``, ``counterfactual_logits``,
+            ``counterfactual_consequences``; ``dataset`` and ``model`` when present).
+
+    Returns:
+        The figure (no pyplot; save it with ``fig.savefig``).
+
+    Raises:
+        ConfigError: The record holds no counterfactual, or its lists differ in length.
+    """
+    raw = record.get("counterfactuals")
+    sets = [] if raw is None else [[int(e) for e in c] for c in raw]
+    if not sets:
+        raise ConfigError(f"event {int(record['event_id'])} has no counterfactual to plot")
+    logits = np.asarray(record["counterfactual_logits"], dtype=np.float64).reshape(-1)
+    if len(logits) != len(sets):
+        raise ConfigError(f"the record holds {len(sets)} counterfactuals but {len(logits)} "
+                          "logits")
+    p0 = float(record["original_logit"])
+    removable = int(record["num_removable"])
+    sizes = np.array([len(c) for c in sets], dtype=np.float64)
+    margins = np.array([margin(p0, float(p)) for p in logits])
+    cons = _consequences(record.get("counterfactual_consequences"), len(sets))
+    diversity = jaccard_diversity(sets)
+    hypervolume = pareto_hypervolume(sizes, margins, removable, p0)
+
+    fig = Figure(figsize=(8.0, 5.4), layout="constrained")
+    ax = fig.subplots()
+    points, stacked = np.unique(np.column_stack([sizes, margins.round(9)]), axis=0,
+                                return_counts=True)
+    label = f"counterfactual ({len(sets)}" + (
+        f" at {len(points)} points; ×k: k stacked)" if len(points) < len(sets) else ")")
+    style: dict[str, Any] = {"s": 46, "edgecolors": "0.25", "linewidths": 0.5, "alpha": 0.85,
+                             "zorder": 3, "gid": "counterfactuals", "label": label}
+    if cons is None:
+        ax.scatter(sizes, margins, color="C0", **style)
+    else:
+        low = int(cons.min())
+        dots = ax.scatter(sizes, margins, c=cons, cmap="viridis", vmin=low,
+                          vmax=max(int(cons.max()), low + 1), **style)
+        bar = fig.colorbar(dots, ax=ax, label="later events changed")
+        bar.locator = MaxNLocator(integer=True)
+        bar.update_ticks()
+    top = max(float(margins.max()), 1e-3)  # margins are positive; guard a degenerate record
+    _stack_labels(ax, points[stacked > 1], stacked[stacked > 1], top)
+    fx, fy = _staircase(sizes, margins)
+    right = float(sizes.max()) + 1.0
+    ax.step(np.append(fx, right), np.append(fy, fy[-1]), where="post", color="C3",
+            linewidth=1.6, zorder=2, gid="front", label=f"non-dominated front ({len(fx)})")
+    ax.scatter(sizes[:1], margins[:1], s=260, facecolors="none", edgecolors="black",
+               linewidths=2.0, zorder=4, gid="answer",
+               label=f"answer: |s| = {int(sizes[0])}, margin {margins[0]:.3f}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(max(float(sizes.min()) - 1.0, 0.0), right)
+    ax.set_ylim(bottom=0.0, top=top * 1.12)
+    ax.grid(alpha=0.3)
+    ax.set(xlabel=f"counterfactual size |s| (events removed, of |R| = {removable})",
+           ylabel=f"margin of the flip (logit past 0; p_orig = {p0:.3f})")
+    ax.legend(fontsize="small", loc="best")
+    fig.suptitle(_pareto_title(record, len(sets), diversity, hypervolume, cons is not None))
+    return fig
+
+
 def report_figures(records: pd.DataFrame) -> dict[str, Figure]:
     """The report's figures by file stem (``fidelity_sparsity``, ``size_hist``, ``it_max``)."""
     return {
@@ -241,5 +373,5 @@ def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
 
 
 
-__all__ = ["DPI", "plot_fidelity_sparsity", "plot_it_max", "plot_size_hist", "report_figures",
-           "save_figures"]
+__all__ = ["DPI", "pareto_figure", "plot_fidelity_sparsity", "plot_it_max", "plot_size_hist",
+           "report_figures", "save_figures"]

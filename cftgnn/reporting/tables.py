@@ -12,7 +12,9 @@ from cftgnn.evaluation.summaries import summarize
 from cftgnn.explain.cftgnn import CFTGNNExplainer
 from cftgnn.reporting.runs import config_keys
 
-#: Summary column → table heading, in table order.
+#: Summary column → table heading, in table order. The diversity columns
+#: (``n_counterfactuals`` … ``hypervolume``, see :func:`summarize`) are over the events with at
+#: least one counterfactual; explainers of one answer show 1 CF per event and no diversity (–).
 TABLE_COLUMNS: dict[str, str] = {
     "events": "events",
     "fidelity_plus": "fidelity+ ↑",
@@ -21,6 +23,10 @@ TABLE_COLUMNS: dict[str, str] = {
     "aufsc_minus": "AUFSC− ↓",
     "characterization": "charact. ↑",
     "mean_size": "mean size",
+    "n_counterfactuals": "CFs / event",
+    "cf_ge3": "≥ 3 CFs",
+    "diversity": "diversity ↑",
+    "hypervolume": "HV ↑",
     "time_p50": "median time (s)",
     "oracle_calls": "oracle calls",
 }

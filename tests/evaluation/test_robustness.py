@@ -1,0 +1,103 @@
+"""Robustness measures on toy oracles whose answers are computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.robustness import (
+    ROBUSTNESS_COLUMNS,
+    RobustnessOptions,
+    flip_share,
+    implementation_variants,
+    local_rule,
+    robustness_columns,
+)
+from cftgnn.oracle.contract import Oracle
+from cftgnn.testing.backends import AdditiveBackend
+from cftgnn.testing.search import make_candidates, make_oracle
+
+
+def _oracle(weights: dict[int, float], base: float = 1.0) -> Oracle:
+    return make_oracle(make_candidates(sorted(weights)), AdditiveBackend(base, weights))
+
+
+def test_variants_are_every_drop_and_add_when_few() -> None:
+    got = implementation_variants([1, 2], [1, 2, 3, 4], n=10, rng=np.random.default_rng(0))
+    assert got == [frozenset({2}), frozenset({1}), frozenset({1, 2, 3}), frozenset({1, 2, 4})]
+
+
+def test_variants_sample_half_of_each_kind() -> None:
+    got = implementation_variants([1, 2, 3, 4], range(1, 21), n=6,
+                                  rng=np.random.default_rng(0))
+    assert len(got) == len(set(got)) == 6
+    assert sum(len(v) == 3 for v in got) == 3 and sum(len(v) == 5 for v in got) == 3
+
+
+def test_flip_share() -> None:
+    assert flip_share(1.0, [-1.0, 0.0, 2.0, -0.1]) == 0.5
+    assert math.isnan(flip_share(1.0, []))
+
+
+def test_implementation_noise_by_hand() -> None:
+    # s = {1, 2}: logit 1 - 1.2 = -0.2 flips; dropping either leaves 0.4 (no flip); adding
+    # 3, 4 or 5 keeps the flip: 3 of 5 variants flip
+    oracle = _oracle({1: 0.6, 2: 0.6, 3: 0.6, 4: 0.1, 5: 0.0})
+    cols = robustness_columns(oracle, (1, 2), True, RobustnessOptions())
+    assert set(cols) == set(ROBUSTNESS_COLUMNS)
+    assert cols["robust_impl"] == pytest.approx(0.6)
+    assert cols["robust_impl_n"] == 5
+    assert cols["robust_model"] is None
+
+
+def test_local_rule_found_by_hand() -> None:
+    # any 2 of {1, 2, 3} remove 1.2 and flip: the smallest group with |G| > r = 2
+    oracle = _oracle({1: 0.6, 2: 0.6, 3: 0.6, 4: 0.1, 5: 0.0})
+    rule = local_rule(oracle, (1, 2), RobustnessOptions(rule_pi=1.0),
+                      np.random.default_rng(0))
+    assert rule.group == (1, 2, 3) and rule.r == 2
+    assert rule.prob == 1.0 and rule.samples == 3
+
+
+def test_local_rule_absent_reports_last_estimate() -> None:
+    # only {1, 2} flips among pairs; groups of 3, 4, 5 events have 3, 6, 10 pairs
+    oracle = _oracle({1: 0.6, 2: 0.6, 3: 0.3, 4: 0.1, 5: 0.0})
+    rule = local_rule(oracle, (1, 2), RobustnessOptions(rule_pi=0.9),
+                      np.random.default_rng(0))
+    assert rule.group == ()
+    assert rule.samples == 10 and rule.prob == pytest.approx(0.1)
+
+
+def test_local_rule_samples_when_many_subsets() -> None:
+    weights = {e: 0.3 for e in range(1, 11)}  # any 4 events flip 1.0
+    oracle = _oracle(weights)
+    rule = local_rule(oracle, (1, 2, 3, 4), RobustnessOptions(rule_samples=3, rule_pi=1.0),
+                      np.random.default_rng(0))
+    assert rule.group == (1, 2, 3, 4, 5) and rule.samples == 3 and rule.prob == 1.0
+
+
+def test_model_noise_uses_the_second_oracles_own_prediction() -> None:
+    oracle = _oracle({1: 0.6, 2: 0.6, 3: 0.0})
+    flips = _oracle({1: 1.0, 2: 1.0, 3: 0.0}, base=-0.5)  # p0 < 0, removal makes it more so
+    same = _oracle({1: 1.0, 2: 1.0, 3: 0.0}, base=1.5)
+    opts = RobustnessOptions()
+    assert robustness_columns(oracle, (1, 2), True, opts, flips)["robust_model"] is False
+    cols = robustness_columns(oracle, (1, 2), True, opts, same)
+    assert cols["robust_model"] is True
+    assert cols["robust_model_logit0"] == 1.5 and cols["robust_model_logit"] == -0.5
+
+
+def test_no_counterfactual_measures_nothing() -> None:
+    oracle = _oracle({1: 0.1})
+    cols = robustness_columns(oracle, (1,), False, RobustnessOptions())
+    assert all(v is None for v in cols.values())
+
+
+@pytest.mark.parametrize("bad", [{"variants": 0}, {"rule_r": 0}, {"rule_pi": 0.0},
+                                 {"rule_pi": 1.5}, {"rule_samples": 0}, {"rule_max_extra": 0}])
+def test_bad_options(bad: dict[str, float]) -> None:
+    with pytest.raises(ConfigError):
+        RobustnessOptions(**bad)  # type: ignore[arg-type]
