@@ -340,17 +340,28 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
         elif df[name].isna().any():
             fill = value[df[name].isna()] if isinstance(value, pd.Series) else value
             df.loc[df[name].isna(), name] = fill
-    if "n_counterfactuals" not in df.columns and "is_counterfactual" in df.columns:
-        # version 2 and older: the one answer, when it flips
-        cf = df["is_counterfactual"].astype(bool).tolist()
-        df["n_counterfactuals"] = [int(c) for c in cf]
-        df["counterfactuals"] = pd.Series([[list(e)] if c else []
-                                           for c, e in zip(cf, df["explanation"], strict=True)],
-                                          index=df.index, dtype=object)
-        df["counterfactual_logits"] = pd.Series(
-            [[float(p)] if c else [] for c, p in zip(cf, df["final_logit"], strict=True)],
-            index=df.index, dtype=object)
-        df["counterfactual_consequences"] = None
+    if "is_counterfactual" in df.columns:
+        # rows of version 2 and older (also next to newer rows): their one answer, when it flips
+        old = (df["n_counterfactuals"].isna() if "n_counterfactuals" in df.columns
+               else pd.Series(True, index=df.index))
+        if old.any():
+            rows = df.index[old]
+            cf = df.loc[rows, "is_counterfactual"].astype(bool).tolist()
+            for name in ("n_counterfactuals", "counterfactuals", "counterfactual_logits",
+                         "counterfactual_consequences"):
+                if name not in df.columns:
+                    df[name] = pd.Series(None, index=df.index, dtype=object)
+            df["n_counterfactuals"] = df["n_counterfactuals"].astype(object)
+            df.loc[rows, "n_counterfactuals"] = [int(c) for c in cf]
+            df.loc[rows, "counterfactuals"] = pd.Series(
+                [[list(e)] if c else [] for c, e in zip(cf, df.loc[rows, "explanation"],
+                                                        strict=True)],
+                index=rows, dtype=object)
+            df.loc[rows, "counterfactual_logits"] = pd.Series(
+                [[float(p)] if c else [] for c, p in zip(cf, df.loc[rows, "final_logit"],
+                                                         strict=True)],
+                index=rows, dtype=object)
+            df["n_counterfactuals"] = df["n_counterfactuals"].astype("int64")
     return df
 
 

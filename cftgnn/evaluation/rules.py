@@ -45,6 +45,7 @@ form separate tables, labelled by what differs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -188,8 +189,8 @@ def feature_table(stream: EventStream, records: pd.DataFrame, k: int, m_max: int
     """
     index = index if index is not None else TemporalIndex(stream)
     rows = records[explained(records["status"])] if "status" in records else records
-    parts = [record_features(stream, index, r, k, m_max, constraints)
-             for r in rows.to_dict("records")]
+    parts = [record_features(stream, index, {str(c): v for c, v in r.items()}, k, m_max,
+                             constraints) for r in rows.to_dict("records")]
     if not parts:
         columns = ["event_id", "candidate", *FEATURE_NAMES, "removable", "label"]
         return pd.DataFrame({c: pd.Series(dtype=np.float64) for c in columns})
@@ -282,7 +283,6 @@ class Condition:
                 return f"happened more than {_duration(self.low)} before"
             return (f"happened between {_duration(self.low)} and {_duration(self.high)} "
                     "before")
-        span = self.text().replace(f, "").strip()
         if f == "recency_rank":
             if hi is not None and lo is None:
                 return ("are the newest candidate" if hi == 0
@@ -298,14 +298,21 @@ class Condition:
                 return f"have at least {lo} later events between their two nodes"
             return f"have {lo}..{hi} later events between their two nodes"
         if f == "hop":
-            return f"lie at hop distance {span} from u and v"
+            if hi is not None and lo is None:
+                return "touch u or v" if hi == 0 else f"lie within {hi} hops of u or v"
+            if hi is None and lo is not None:
+                return f"lie at least {lo} hops from u and v"
+            return f"lie {lo}..{hi} hops from u and v"
         if f in ("min_degree", "max_degree"):
-            which = "both endpoints have" if (f == "min_degree") == (lo is not None) \
-                else "an endpoint has"
-            if lo is not None and hi is not None:
-                which = "the less active endpoint has" if f == "min_degree" \
-                    else "the more active endpoint has"
-            return f"{which} {span} earlier events"
+            low_end = f == "min_degree"
+            if hi is not None and lo is None:
+                who = "an endpoint" if low_end else "both endpoints"
+                return f"have {who} with at most {hi} earlier events"
+            if hi is None and lo is not None:
+                who = "both endpoints" if low_end else "an endpoint"
+                return f"have {who} with at least {lo} earlier events"
+            who = "less" if low_end else "more"
+            return f"have their {who} active endpoint with {lo}..{hi} earlier events"
         return self.text()
 
 
@@ -493,8 +500,8 @@ def check_rules(rules: Sequence[Rule], table: pd.DataFrame, oracle_for: OracleFa
         ``precision``, ``mean_removed`` (events removed, mean over covered events).
     """
     checks = [RuleCheck() for _ in rules]
-    events = sorted(int(e) for e in pd.unique(table["event_id"]))
-    grouped = dict(tuple(table.groupby("event_id", sort=True)))
+    grouped = {int(e): rows for e, rows in table.groupby("event_id", sort=True)}  # type: ignore[arg-type]
+    events = sorted(grouped)
     for event_id in tqdm(events, desc=desc, unit="event", disable=not progress,
                          dynamic_ncols=True):
         rows = grouped[event_id].drop_duplicates("candidate")
@@ -592,6 +599,11 @@ class Run:
                            self.constraints.to_dict()], sort_keys=True, default=str)
 
 
+#: The record columns the rules read.
+RECORD_COLUMNS = frozenset({"event_id", "status", "candidate_ids", "explanation",
+                            "is_counterfactual", "original_logit"})
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
     """A run directory's fingerprint and explained records.
 
@@ -602,8 +614,14 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     fingerprint = read_fingerprint(p)
     if not (p / RecordStore.RECORDS).is_dir():
         raise ConfigError(f"{p} is not a run directory (no {RecordStore.RECORDS}/ folder)")
+    if "dataset" not in fingerprint or "model" not in fingerprint:
+        raise ConfigError(f"{p}/run.json is not an explanation run's (no dataset or model)")
     records = read_records(p)
     if not records.empty:
+        missing = sorted(RECORD_COLUMNS - set(records.columns))
+        if missing:
+            raise ConfigError(f"{p} is not an explanation run (its records have no "
+                              f"{', '.join(missing)})")
         records = records[explained(records["status"])].reset_index(drop=True)
     return Run(p, fingerprint, records)
 
@@ -662,44 +680,56 @@ def load_run_stream(fingerprint: Mapping[str, Any]) -> EventStream:
 FRESH = "fresh random weights"
 
 
-def load_run_model(run: Run, stream: EventStream, checkpoint_dir: str | os.PathLike[str] | None
-                   = None, device: str = "cpu") -> TemporalModel:
-    """The model of a run: its checkpoint, or its fresh weights rebuilt from its seed.
+def checkpoint_path(run: Run, checkpoint_dir: str | os.PathLike[str] | None = None
+                    ) -> Path | None:
+    """The checkpoint file of a run's model; None for fresh weights (rebuilt from its seed).
 
-    A checkpoint path that no longer exists is looked up by file name in ``checkpoint_dir``
+    A recorded path that no longer exists is looked up by file name in ``checkpoint_dir``
     (default ``<project>/checkpoints``); with a recorded ``weights_sha256`` the file there
     must have the same hash.
+
+    Raises:
+        ConfigError: The run names no model, or its checkpoint cannot be found.
+    """
+    model_fp = run.fingerprint.get("model") or {}
+    weights = str(model_fp.get("weights", ""))
+    if not model_fp.get("config") or not weights:
+        raise ConfigError(f"{run.path}/run.json names no model or weights")
+    if weights.startswith(FRESH):
+        return None
+    path = Path(weights)
+    if path.is_file():
+        return path
+    folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
+    other = folder / path.name
+    sha = model_fp.get("weights_sha256")
+    if other.is_file() and (not sha or _sha256(other) == sha):
+        return other
+    found = "holds another file of that name" if other.is_file() else "has none"
+    raise ConfigError(f"the checkpoint of {run.path} cannot be found: {weights} does not exist "
+                      f"and {folder} {found} (pass --checkpoint-dir)")
+
+
+def load_run_model(run: Run, stream: EventStream,
+                   checkpoint_dir: str | os.PathLike[str] | None = None,
+                   device: str = "cpu") -> TemporalModel:
+    """The model of a run: its checkpoint (:func:`checkpoint_path`), or its fresh weights
+    rebuilt from the run's seed as the pipeline built them.
 
     Raises:
         ConfigError: The checkpoint cannot be found.
         CheckpointMismatchError: It holds another kind of model or belongs to another dataset.
     """
-    model_fp = run.fingerprint.get("model") or {}
-    config, weights = model_fp.get("config"), str(model_fp.get("weights", ""))
-    if not config:
-        raise ConfigError(f"{run.path}/run.json names no model")
-    folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
+    path = checkpoint_path(run, checkpoint_dir)
+    config = run.fingerprint["model"]["config"]
     seed = int(run.fingerprint.get("seed", 0))
-    if weights.startswith(FRESH):
-        model, _ = resolve_model(config, stream, None, folder, device, seed)
-        return model
-    path = Path(weights)
-    if not path.is_file():
-        other = folder / path.name
-        sha = model_fp.get("weights_sha256")
-        if not other.is_file() or (sha and _sha256(other) != sha):
-            raise ConfigError(f"the checkpoint of {run.path} cannot be found: {weights} does not "
-                              f"exist and {other} "
-                              + ("is not the same file" if other.is_file() else "neither")
-                              + " (pass --checkpoint-dir)")
-        path = other
-    model, _ = resolve_model(config, stream, str(path), folder, device, seed)
+    folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
+    model, _ = resolve_model(config, stream, None if path is None else str(path), folder,
+                             device, seed)
     return model
 
 
 def _sha256(path: Path) -> str:
-    import hashlib
-
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -890,8 +920,14 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
     if all(r.records.empty for r in runs):
         raise ConfigError("no explained event (status ok) in "
                           + ", ".join(str(r.path) for r in runs))
+    for r in runs:
+        if r.records.empty:
+            print(f"note: {r.path} holds no explained event; left out", file=sys.stderr)
     results = []
-    for name, members in group_runs([r for r in runs if not r.records.empty]).items():
+    groups = group_runs([r for r in runs if not r.records.empty])
+    for members in groups.values():
+        checkpoint_path(members[0], args.checkpoint_dir)  # a missing file fails up front
+    for name, members in groups.items():
         first = members[0]
         stream = load_run_stream(first.fingerprint)
         index = TemporalIndex(stream)
@@ -932,6 +968,7 @@ __all__ = [
     "group_rules",
     "group_runs",
     "learn_rules",
+    "checkpoint_path",
     "load_run",
     "load_run_model",
     "load_run_stream",

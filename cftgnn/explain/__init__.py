@@ -1,6 +1,7 @@
 """Counterfactual explainers (search only): selection strategies, CF-TGNN, greedy, beam,
-exhaustive, NSGA-II and particle swarm (several counterfactuals), one result type. They see the oracle (:mod:`cftgnn.oracle`), whose contract is
-re-exported here for convenience, never a model."""
+exhaustive, NSGA-II and particle swarm (several counterfactuals), one result type. They see
+the oracle (:mod:`cftgnn.oracle`), whose contract is re-exported here for convenience, never
+a model."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.beam import BeamExplainer

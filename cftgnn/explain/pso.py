@@ -19,7 +19,9 @@ c2 u2 (lbest − x)``, clipped to ``±v_max``, and each bit is set with probabil
 ``sigmoid(v)``. One change to the textbook rule: velocities relax towards ``r =
 logit(density)`` instead of 0, so a bit no best position holds is set with probability
 ``density`` rather than ½ (removal sets are sparse). The first positions are the singletons
-and prefixes of :func:`~cftgnn.explain.population.initial_population`.
+and prefixes of :func:`~cftgnn.explain.population.initial_population`. A particle whose new
+position repeats another's or a set already evaluated gets one random bit flipped
+(turbulence), so that every iteration evaluates new sets.
 
 Library: pyswarms 1.3.0 (``pyswarms.discrete.BinaryPSO``) installs and runs with the
 project's numpy, but it draws from numpy's global random state (seeding it means changing the
@@ -165,6 +167,7 @@ class PSOExplainer(Explainer):
             v = np.clip(v, -self.v_max, self.v_max)
             x = rng.random((p, n)) < 1.0 / (1.0 + np.exp(-v))
             x[:, ~mutable] = False
+            self._turbulence(x, cols, archive, rng)
             f = cost(x)
             better = f < pbest_f
             pbest[better], pbest_f[better] = x[better], f[better]
@@ -176,6 +179,25 @@ class PSOExplainer(Explainer):
         (answer, _), *others = found
         return SearchOutcome(explanation=answer, iterations=done, found=True,
                              cut_short=cut_short, alternatives=tuple(others))
+
+
+    @staticmethod
+    def _turbulence(x: np.ndarray, cols: np.ndarray, archive: Archive,
+                    rng: np.random.Generator) -> None:
+        """Flip one random mutable bit of each particle whose set repeats another particle's
+        or one already evaluated (a collapsed swarm would otherwise re-evaluate the same
+        few sets; seed 004 keeps its particles apart with a diversity term instead)."""
+        seen: set[bytes] = set()
+        for row in range(len(x)):
+            for _ in range(len(cols)):
+                key = x[row].tobytes()
+                fresh = key not in seen and archive.oracle.cached_search(
+                    archive.sets(x[row : row + 1])[0]) is None
+                if fresh:
+                    break
+                j = cols[rng.integers(len(cols))]
+                x[row, j] = not x[row, j]
+            seen.add(x[row].tobytes())
 
 
 __all__ = ["PSOExplainer"]

@@ -291,7 +291,7 @@ class EventReplay:
                 self._reach = neighbourhood_reach(self.engine.index, self.event_id, self._cand,
                                                   int(getattr(model, "num_neighbors", 10)))
             else:
-                self._reach = memory_reach(self.engine.stream, self.start, self.event_id,
+                self._reach = memory_reach(self.engine.stream, self.event_id,
                                            self._cand, self.engine.batch_size)
         return self._reach.consequence(sets)
 

@@ -2,15 +2,19 @@
 
 Removing past events changes more than the explained prediction: later events of the history
 see different inputs. NSGA-II (seed 003) counts an action's consequences as a cost; here the
-consequence of a removal set ``s`` is the number of kept history events in ``[start, end)``
-whose input the removal changes. What "input" means depends on the model:
+consequence of a removal set ``s`` is the number of kept history events between the oldest
+candidate and the explained event whose input the removal changes. What "input" means depends
+on the model:
 
 * **memory models** (TGN and any model with state): an event's input is its endpoints' memory.
-  Removing ``e`` changes the memory of its endpoints from the next batch on (TGN applies a
-  batch's messages at the start of the next one), and every later event that touches a changed
-  node changes its other endpoint too: the causal cone of ``e``
-  (:func:`memory_reach`, batch by batch, over every event of a batch, as the exact replay's
-  cone does). It is conservative: a message that changes a memory by nothing still counts.
+  TGN applies a batch's messages at the start of the next batch and keeps, per node, only
+  its last message of the batch; so removing ``e`` changes a node's memory when ``e`` is (or,
+  with later candidates removed too, may become) that node's last message, and every later
+  event that reads a changed memory changes the memory of its endpoints in turn: the causal
+  cone of ``e`` (:func:`memory_reach`). It is conservative: it never misses an event whose
+  input changes, but counts one whose changed memory happens to be equal, and an earlier
+  message whose later ones are removable counts for every set. The attention over sampled
+  neighbours that TGN's embedding adds is not counted.
 * **memoryless models** (TGAT): an event's input is the sampled neighbourhood of its
   endpoints, the ``n`` most recent events of each before it. Removing ``e`` changes the
   neighbourhood of the next ``n`` events of each endpoint of ``e`` (:func:`neighbourhood_reach`;
@@ -103,24 +107,25 @@ def _reach(per_event: Words, events: IntArray, candidates: IntArray) -> Reach:
     return Reach(candidates, words, counts.astype(np.int64), cand_words)
 
 
-def memory_reach(stream: EventStream, start: int, end: int, candidates: IntArray,
+def memory_reach(stream: EventStream, end: int, candidates: IntArray,
                  batch_size: int) -> Reach:
     """The candidates whose removal changes each kept event's endpoint memory (TGN).
 
     Batches are fixed by original id (``[b·B, (b+1)·B)``): an event reads its endpoints'
-    memory as of its batch's start, and a batch's events update their endpoints' memory for
-    the next batch with what they read plus themselves when they are candidates.
+    memory as of its batch's start, and a node's memory after a batch depends on what it held
+    before plus its **last** message of the batch (TGN aggregates by the last message): the
+    last event touching it, what that event read, and the event itself. An earlier event of
+    the batch counts too when every later event of the node in the batch is a candidate
+    (removing them all makes it the last), so the reach never misses a dependency.
 
     Args:
         stream: The event stream.
-        start: First history event looked at (a batch boundary at or before the oldest
-            candidate).
-        end: The explained event's id (history is ``[start, end)``).
-        candidates: Candidate event ids, ascending, all in ``[start, end)``.
+        end: The explained event's id (history ends before it).
+        candidates: Candidate event ids, ascending, all ``< end``.
         batch_size: The model's batch size.
 
     Returns:
-        The reach of the events in ``[start, end)``.
+        The reach of the events in ``[min(candidates), end)``.
     """
     candidates = np.asarray(candidates, dtype=np.int64)
     m = len(candidates)
@@ -139,9 +144,22 @@ def memory_reach(stream: EventStream, start: int, end: int, candidates: IntArray
             u, v = stream.src[lo:hi], stream.dst[lo:hi]
             seen = mem[u] | mem[v]
             per_event[sl] = seen
-            out = seen | own[sl]
-            np.bitwise_or.at(mem, u, out)
-            np.bitwise_or.at(mem, v, out)
+            k = np.arange(hi - lo)
+            node, ev = np.concatenate([u, v]), np.concatenate([k, k])
+            order = np.lexsort((ev, node))
+            node, ev = node[order], ev[order]
+            # an incidence counts when no later incidence of its node is a kept-for-sure
+            # (non-candidate) event: suffix count of non-candidates within the node's group
+            plain = (~is_cand[sl][ev]).astype(np.int64)
+            after = np.cumsum(plain[::-1])[::-1] - plain  # non-candidates after, all groups
+            group_end = np.r_[np.flatnonzero(node[1:] != node[:-1]), len(node) - 1]
+            group_of = np.repeat(np.arange(len(group_end)),
+                                 np.diff(np.r_[-1, group_end]))
+            tail = np.cumsum(plain[::-1])[::-1]  # non-candidates from here to the very end
+            beyond = np.r_[tail[group_end[:-1] + 1], 0]  # after each group's end
+            counts = (after - beyond[group_of]) == 0
+            out = seen[ev[counts]] | own[sl][ev[counts]]
+            np.bitwise_or.at(mem, node[counts], out)
         b += batch_size
     return _reach(per_event, events, candidates)
 

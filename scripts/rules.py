@@ -1,0 +1,10 @@
+"""Regional counterfactual rules, checked on held-out events with the exact oracle:
+``python scripts/rules.py RUN [RUN ...] [--out DIR] [--max-depth 3] [--min-coverage 0.05]
+[--top 5] [--seed 0]``."""
+
+from cftgnn.cli import friendly_errors
+from cftgnn.evaluation.rules import main
+
+if __name__ == "__main__":
+    with friendly_errors():
+        main()
