@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import torch
 from hydra.utils import instantiate
 from sklearn.tree import DecisionTreeClassifier
 from tqdm.auto import tqdm
@@ -906,6 +907,8 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
     parser.add_argument("--checkpoint-dir", help="where to look for a run's checkpoint when "
                         "its recorded path is gone (default: <project>/checkpoints)")
     parser.add_argument("--device", default="cpu", help="torch device of the oracle (cpu)")
+    parser.add_argument("--num-threads", type=int, default=1,
+                        help="torch CPU threads (default 1, as explain.py)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if not args.runs:
@@ -916,7 +919,10 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
         raise ConfigError(f"--min-coverage must be in [0, 1], got {args.min_coverage}")
     if args.top < 1:
         raise ConfigError(f"--top must be >= 1, got {args.top}")
+    if args.num_threads < 1:
+        raise ConfigError(f"--num-threads must be >= 1, got {args.num_threads}")
     runs = [load_run(p) for p in args.runs]
+    torch.set_num_threads(args.num_threads)
     if all(r.records.empty for r in runs):
         raise ConfigError("no explained event (status ok) in "
                           + ", ".join(str(r.path) for r in runs))

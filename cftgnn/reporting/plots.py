@@ -341,13 +341,51 @@ def pareto_figure(record: pd.Series | Mapping[str, Any]) -> Figure:
     return fig
 
 
+def plot_robustness(records: pd.DataFrame) -> Figure:
+    """Robustness against size: the mean share of noisy implementations that still flip
+    (``robust_impl``) per counterfactual size, one line per explainer / strategy, one panel
+    per dataset × model (records measured with ``robustness=true``; the legend gives how many
+    counterfactuals each line rests on).
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+
+    Returns:
+        The figure.
+    """
+    keys = config_keys(records)
+    measured = (records[records["robust_impl"].notna()] if "robust_impl" in records.columns
+                else records.iloc[:0])
+    panels = _groups(measured, keys[:2]) if len(measured) else []
+    fig, axes = _panels(max(1, len(panels)), width=5.0, height=3.6)
+    if not panels:
+        axes[0].text(0.5, 0.5, "no robustness measured (robustness=true)", ha="center",
+                     va="center", transform=axes[0].transAxes, color="0.4")
+    for ax, (values, rows) in zip(axes, panels, strict=False):
+        for label_values, g in _groups(rows, keys[2:]):
+            by_size = g.groupby("size")["robust_impl"].mean()
+            label = _label(dict(zip(keys[2:], label_values, strict=True)), keys)
+            ax.plot(by_size.index.to_numpy(), by_size.to_numpy(), marker="o",
+                    label=f"{label} (n = {len(g)})")
+        ax.set(title=" · ".join(str(v) for v in values), xlabel="explanation size |s|",
+               ylabel="noisy variants that still flip", ylim=(-0.03, 1.03))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize="small")
+    fig.suptitle("Robustness to implementation noise against size")
+    return fig
+
+
 def report_figures(records: pd.DataFrame) -> dict[str, Figure]:
-    """The report's figures by file stem (``fidelity_sparsity``, ``size_hist``, ``it_max``)."""
-    return {
+    """The report's figures by file stem (``fidelity_sparsity``, ``size_hist``, ``it_max``,
+    and ``robustness`` when some record was measured)."""
+    figures = {
         "fidelity_sparsity": plot_fidelity_sparsity(records),
         "size_hist": plot_size_hist(records),
         "it_max": plot_it_max(records),
     }
+    if "robust_impl" in records.columns and records["robust_impl"].notna().any():
+        figures["robustness"] = plot_robustness(records)
+    return figures
 
 
 def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
@@ -373,5 +411,5 @@ def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
 
 
 
-__all__ = ["DPI", "pareto_figure", "plot_fidelity_sparsity", "plot_it_max", "plot_size_hist",
-           "report_figures", "save_figures"]
+__all__ = ["DPI", "pareto_figure", "plot_fidelity_sparsity", "plot_it_max", "plot_robustness",
+           "plot_size_hist", "report_figures", "save_figures"]

@@ -31,6 +31,13 @@ TABLE_COLUMNS: dict[str, str] = {
     "oracle_calls": "oracle calls",
 }
 
+#: Robustness columns (``robustness=true``), added after the others when any record has them.
+ROBUSTNESS_TABLE_COLUMNS: dict[str, str] = {
+    "robust_impl": "impl. noise ↑",
+    "robust_model": "model noise ↑",
+    "rule_found": "local rule",
+}
+
 _KEY_HEADINGS = {"strategy_name": "strategy"}
 
 
@@ -42,11 +49,14 @@ def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFr
         by_group: Split each configuration by its ``group`` column (correct / incorrect).
 
     Returns:
-        The key columns followed by the :data:`TABLE_COLUMNS`, as :func:`summarize` computes
-        them, sorted by the keys.
+        The key columns followed by the :data:`TABLE_COLUMNS` (and the
+        :data:`ROBUSTNESS_TABLE_COLUMNS` when some record was measured), as :func:`summarize`
+        computes them, sorted by the keys.
     """
     keys = config_keys(records) + (["group"] if by_group else [])
-    table = summarize(records, by=keys)[[*keys, *TABLE_COLUMNS]]
+    robust = ("robust_impl" in records.columns and records["robust_impl"].notna().any())
+    columns = [*TABLE_COLUMNS, *(ROBUSTNESS_TABLE_COLUMNS if robust else ())]
+    table = summarize(records, by=keys)[[*keys, *columns]]
     table = table.sort_values(keys, ignore_index=True)
     if "it_max" in keys:
         table["it_max"] = table["it_max"].astype("Int64")  # 300, not 300.000; NaN stays missing
@@ -78,7 +88,7 @@ def markdown_table(table: pd.DataFrame) -> str:
     Returns:
         The table, one line per row, without a trailing newline.
     """
-    names = {**TABLE_COLUMNS, **_KEY_HEADINGS}
+    names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **_KEY_HEADINGS}
     heads = [names.get(str(c), str(c)) for c in table.columns]
     numeric = [pd.api.types.is_numeric_dtype(table[c]) for c in table.columns]
     rule = ["---:" if num else ":---" for num in numeric]
@@ -99,4 +109,4 @@ def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 
-__all__ = ["TABLE_COLUMNS", "comparison_table", "it_max_table", "markdown_table"]
+__all__ = ["ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS", "comparison_table", "it_max_table", "markdown_table"]

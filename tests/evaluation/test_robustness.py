@@ -101,3 +101,56 @@ def test_no_counterfactual_measures_nothing() -> None:
 def test_bad_options(bad: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         RobustnessOptions(**bad)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- explain.py
+def _second_checkpoint(tmp_path):
+    """A second model of the debug stream (other fresh weights), saved as a checkpoint."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    import cftgnn.config  # noqa: F401
+    from cftgnn.training.checkpoint import save_checkpoint
+    from cftgnn.training.resolve import resolve_model
+    from tests.evaluation.test_pipeline import CONF
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=["debug=default"])
+    stream = instantiate(cfg.dataset)
+    model, _ = resolve_model(cfg.model, stream, None, cfg.paths.checkpoint_dir, "cpu", seed=7)
+    pt, _ = save_checkpoint(model, stream, tmp_path / "second.pt")
+    return pt
+
+
+def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
+    from cftgnn.evaluation import pipeline
+    from cftgnn.evaluation.records import read_records
+    from cftgnn.evaluation.summaries import summarize
+    from tests.evaluation.test_pipeline import cfg_for
+
+    pt = _second_checkpoint(tmp_path)
+    out = tmp_path / "run"
+    pipeline.run(cfg_for(out, "n_events=12", "explainer.ceiling=true", "robustness=true",
+                         f"robust.checkpoint={pt}", "robust.variants=6"))
+    records = read_records(out)
+    cf = records[records.is_counterfactual]
+    assert len(cf) > 0
+    assert cf.robust_impl.between(0, 1).all() and (cf.robust_impl_n <= 6).all()
+    assert cf.robust_model.notna().all()
+    assert records[~records.is_counterfactual].robust_impl.isna().all()
+    assert (records.time_s >= records.robustness_time_s.fillna(0)).all()
+    row = summarize(records).iloc[0]
+    assert row.robust_impl == pytest.approx(cf.robust_impl.mean())
+    assert row.robust_model == pytest.approx(cf.robust_model.astype(bool).mean())
+
+
+def test_explain_refuses_bad_robustness_options_before_loading(tmp_path):
+    from cftgnn.evaluation import pipeline
+    from tests.evaluation.test_pipeline import cfg_for
+
+    with pytest.raises(ConfigError, match="robustness must be true or false"):
+        pipeline.run(cfg_for(tmp_path, "robustness=maybe"))
+    with pytest.raises(ConfigError, match="variants"):
+        pipeline.run(cfg_for(tmp_path, "robustness=true", "robust.variants=0"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        pipeline.run(cfg_for(tmp_path, "robustness=true", "robust.checkpoint=nowhere.pt"))
