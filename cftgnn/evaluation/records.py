@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hydra.utils import instantiate
 
+from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, ExplanationResult
 
@@ -386,6 +388,24 @@ def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return fingerprint
 
 
+def load_run_stream(fingerprint: Mapping[str, Any]) -> EventStream:
+    """The event stream of a run, from the dataset config in its ``run.json``.
+
+    The data and cache folders are not part of the fingerprint; the loaders take them from
+    ``$CFTGNN_DATA_DIR`` / ``$CFTGNN_CACHE_DIR`` or their defaults.
+
+    Raises:
+        ConfigError: The stream loaded has another number of events than the run's.
+        CftgnnError: The data files cannot be found or read.
+    """
+    dataset = fingerprint["dataset"]
+    stream: EventStream = instantiate(dict(dataset["config"]))
+    if "num_events" in dataset and stream.num_events != int(dataset["num_events"]):
+        raise ConfigError(f"the {stream.name} stream loaded has {stream.num_events} events, the "
+                          f"run's had {dataset['num_events']}")
+    return stream
+
+
 __all__ = [
     "RECORD_SCHEMA",
     "EventContext",
@@ -394,6 +414,7 @@ __all__ = [
     "event_record",
     "fingerprint_diff",
     "flatten",
+    "load_run_stream",
     "read_fingerprint",
     "arrow_table",
     "column_type",

@@ -59,7 +59,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import torch
-from hydra.utils import instantiate
 from sklearn.tree import DecisionTreeClassifier
 from tqdm.auto import tqdm
 
@@ -67,7 +66,7 @@ from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.paths import project_root
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RecordStore, read_fingerprint, read_records
+from cftgnn.evaluation.records import RecordStore, load_run_stream, read_fingerprint, read_records
 from cftgnn.explain.result import explained
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.constraints import Constraints
@@ -663,21 +662,6 @@ def _difference(run: Run, others: Sequence[Run]) -> str:
     return ", ".join(parts) or run.path.name
 
 
-def load_run_stream(fingerprint: Mapping[str, Any]) -> EventStream:
-    """The event stream of a run, from the dataset config in its ``run.json`` (the data and
-    cache folders come from ``$CFTGNN_DATA_DIR`` / ``$CFTGNN_CACHE_DIR`` or the defaults).
-
-    Raises:
-        ConfigError: The stream loaded has another number of events than the run's.
-    """
-    dataset = fingerprint["dataset"]
-    stream: EventStream = instantiate(dict(dataset["config"]))
-    if "num_events" in dataset and stream.num_events != int(dataset["num_events"]):
-        raise ConfigError(f"the {stream.name} stream loaded has {stream.num_events} events, the "
-                          f"run's had {dataset['num_events']}")
-    return stream
-
-
 FRESH = "fresh random weights"
 
 
@@ -977,7 +961,6 @@ __all__ = [
     "checkpoint_path",
     "load_run",
     "load_run_model",
-    "load_run_stream",
     "main",
     "order_rules",
     "record_features",

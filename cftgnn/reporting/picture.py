@@ -28,7 +28,6 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from hydra.utils import instantiate
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -38,7 +37,7 @@ from matplotlib.patches import FancyArrowPatch
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import read_fingerprint, read_records
+from cftgnn.evaluation.records import load_run_stream, read_fingerprint, read_records
 from cftgnn.oracle.contract import is_flip
 
 DPI = 120
@@ -118,24 +117,6 @@ def find_record(records: pd.DataFrame, event_id: int, where: str = "the run") ->
         raise ConfigError(f"event {event_id} is not in the records of {where} "
                           f"({len(ids)} events: {shown or 'none'})")
     return records[records["event_id"].astype(int) == int(event_id)].iloc[0]
-
-
-def load_run_stream(fingerprint: Mapping[str, Any]) -> EventStream:
-    """The event stream of a run, from the dataset config in its ``run.json``.
-
-    The data and cache folders are not part of the fingerprint; the loaders take them from
-    ``$CFTGNN_DATA_DIR`` / ``$CFTGNN_CACHE_DIR`` or their defaults.
-
-    Raises:
-        ConfigError: The stream loaded has another number of events than the run's.
-        CftgnnError: The data files cannot be found or read.
-    """
-    dataset = fingerprint["dataset"]
-    stream: EventStream = instantiate(dict(dataset["config"]))
-    if "num_events" in dataset and stream.num_events != int(dataset["num_events"]):
-        raise ConfigError(f"the {stream.name} stream loaded has {stream.num_events} events, the "
-                          f"run's had {dataset['num_events']}")
-    return stream
 
 
 def hop_radius(fingerprint: Mapping[str, Any]) -> int:
@@ -419,7 +400,6 @@ __all__ = [
     "explanation_view",
     "find_record",
     "hop_radius",
-    "load_run_stream",
     "load_view",
     "main",
     "picture_title",

@@ -109,4 +109,5 @@ def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 
-__all__ = ["ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS", "comparison_table", "it_max_table", "markdown_table"]
+__all__ = ["ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS", "comparison_table", "it_max_table",
+           "markdown_table"]

@@ -21,6 +21,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
+from cftgnn.evaluation.records import load_run_stream
 from cftgnn.evaluation.rules import (
     Condition,
     Rule,
@@ -33,7 +34,6 @@ from cftgnn.evaluation.rules import (
     learn_rules,
     load_run,
     load_run_model,
-    load_run_stream,
     main,
     order_rules,
     split_events,
