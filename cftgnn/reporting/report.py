@@ -10,7 +10,9 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
 * ``fidelity_sparsity.png``: the fidelity+–sparsity curves ``F+(x)``, one panel per dataset ×
   model;
 * ``size_hist.png``: sizes of the counterfactuals found, one panel per explainer / strategy;
-* ``it_max.png``: CF-TGNN's runtime and success rate against its iteration budget ``it_max``.
+* ``it_max.png``: CF-TGNN's runtime and success rate against its iteration budget ``it_max``;
+* ``robustness.png`` (runs with ``robustness=true``): robustness against size per explainer;
+* the top regional rules of every ``rules.md`` (``scripts/rules.py``) found below the paths.
 
 The pieces live in :mod:`.runs` (finding and loading runs), :mod:`.tables` and
 :mod:`.plots` (pure: records in, table or figure out); this module assembles them into the
@@ -62,7 +64,7 @@ class Report:
 
 
 def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataFrame,
-                    images: Sequence[str] = ()) -> str:
+                    images: Sequence[str] = (), rules: Sequence[Path] = ()) -> str:
     """The text of ``report.md``: sources, both tables, the images.
 
     Args:
@@ -70,6 +72,8 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         table: :func:`comparison_table` of ``records``.
         groups: :func:`comparison_table` of ``records`` with ``by_group=True``.
         images: PNG file names next to ``report.md``, embedded at the end.
+        rules: ``rules.md`` files of ``scripts/rules.py`` whose tables are included (the top
+            regional rules per dataset × model), under "Regional rules".
 
     Returns:
         Markdown text ending in a newline.
@@ -92,6 +96,9 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         markdown_table(groups),
         "",
     ]
+    for path in rules:
+        body = path.read_text().split("\n", 1)[1].strip()  # without its own title
+        lines += [f"## Regional rules (`{path}`)", "", body, ""]
     if images:
         lines += ["## Plots", ""] + [f"![{Path(i).stem}]({i})" for i in images] + [""]
     if runs:
@@ -119,7 +126,8 @@ def write_report(paths: Sequence[str | os.PathLike[str]],
     groups = comparison_table(records, by_group=True)
     pngs = save_figures(report_figures(records), folder)
     md = folder / "report.md"
-    md.write_text(report_markdown(records, table, groups, [p.name for p in pngs]))
+    rules = sorted({f for p in paths for f in Path(p).rglob("rules.md")})
+    md.write_text(report_markdown(records, table, groups, [p.name for p in pngs], rules))
     return Report(table=table, groups=groups, files=[md, *pngs])
 
 

@@ -143,6 +143,18 @@ def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
     assert row.robust_impl == pytest.approx(cf.robust_impl.mean())
     assert row.robust_model == pytest.approx(cf.robust_model.astype(bool).mean())
 
+    # the report: robustness columns, the robustness plot, and rules.md found below the run
+    from cftgnn.reporting.report import write_report
+
+    (out / "rules").mkdir()
+    (out / "rules" / "rules.md").write_text("# Regional counterfactual rules\n\nplanted rule\n")
+    rep = write_report([out], tmp_path / "report")
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "impl. noise ↑" in text and "model noise ↑" in text
+    assert rep.table["robust_impl"].iloc[0] == pytest.approx(cf.robust_impl.mean())
+    assert (tmp_path / "report" / "robustness.png").is_file()
+    assert "## Regional rules" in text and "planted rule" in text
+
 
 def test_explain_refuses_bad_robustness_options_before_loading(tmp_path):
     from cftgnn.evaluation import pipeline
