@@ -223,7 +223,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     if robust is not None:
         second, second_weights = second_model(cfg, stream, device)
         print(f"robustness: model noise against {second_weights}" if second is not None
-              else "robustness: no second checkpoint (robust.checkpoint=null): no model noise")
+              else f"robustness: no second checkpoint ({second_weights}): no model noise")
     out = output_dir(cfg)
     fp = fingerprint(cfg, stream, weights)
     if robust is not None:
@@ -420,23 +420,30 @@ def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:
 
 
 def second_model(cfg: DictConfig, stream: EventStream,
-                 device: Any) -> tuple[TemporalModel | None, str | None]:
-    """The second checkpoint of model noise (``robust.checkpoint``; ``auto`` =
-    ``<checkpoint_dir>/<model>_<dataset>_seed1.pt``), or ``(None, None)`` when null.
+                 device: Any) -> tuple[TemporalModel | None, str]:
+    """The second checkpoint of model noise (``robust.checkpoint``): ``auto`` =
+    ``<checkpoint_dir>/<model>_<dataset>_seed1.pt`` when it exists (else none, as
+    ``checkpoint=auto`` falls back), a path (which must exist), or null (none).
+
+    Returns:
+        The model (None: no model noise) and a description of where it came from.
 
     Raises:
-        ConfigError: The checkpoint file does not exist.
+        ConfigError: A named checkpoint file does not exist.
         CheckpointMismatchError: It holds another model kind or dataset.
     """
     choice = (cfg.get("robust") or {}).get("checkpoint", "auto")
     if choice is None:
-        return None, None
-    path = (Path(cfg.paths.checkpoint_dir) / f"{model_name(cfg.model)}_{stream.name}_seed1.pt"
+        return None, "robust.checkpoint=null"
+    name = model_name(cfg.model)
+    path = (Path(cfg.paths.checkpoint_dir) / f"{name}_{stream.name}_seed1.pt"
             if choice == "auto" else Path(str(choice)))
     if not path.is_file():
-        raise ConfigError(f"robust.checkpoint {str(path)!r} does not exist; train it with "
-                          f"`python scripts/train.py model={model_name(cfg.model)} "
-                          f"dataset={stream.name} seed=1 model_name=... ` or set "
+        if choice == "auto":
+            return None, f"{path} absent"
+        raise ConfigError(f"robust.checkpoint {str(path)!r} does not exist; train one with "
+                          f"`python scripts/train.py model={name} dataset={stream.name} seed=1 "
+                          "out_dir=checkpoints name_suffix=_seed1` or set "
                           "robust.checkpoint=null (no model noise)")
     model = load_checkpoint(path, stream, device=device, attach=False,
                             expect_target=str(cfg.model["_target_"]))
