@@ -97,6 +97,7 @@ SWEEP_AXES = {
     "shards": {"shard"},
     "it_max": {"strategy", "explainer.it_max"},
     "presets": {"dataset", "model", "experiment"},
+    "diverse": {"dataset", "model", "explainer", "strategy", "mode"},
 }
 
 
@@ -109,6 +110,9 @@ def test_sweep_files_compose_and_name_existing_options(sweep):
     assert set(params) == SWEEP_AXES[sweep]
     for group, values in params.items():
         if group in ("shard",):
+            continue
+        if group == "mode":
+            assert str(values) in ("exact", "approximate", "auto")
             continue
         if group == "explainer.it_max":
             assert all(int(v) > 0 for v in str(values).split(","))
