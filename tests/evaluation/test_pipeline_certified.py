@@ -16,7 +16,7 @@ import cftgnn.config  # noqa: F401
 from cftgnn.errors import CftgnnError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.records import read_records, upgrade_records
-from cftgnn.explain.result import RECORD_DEFAULTS_V1
+from cftgnn.explain.result import RECORD_DEFAULTS_V1, SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -41,7 +41,7 @@ def test_exhaustive_run_records_certificates(tmp_path):
             assert rec.min_size_lower_bound == min(2, rec.num_removable) + 1
             assert len(rec.explanation) == 0
     run = json.loads((tmp_path / "run.json").read_text())
-    assert run["schema_version"] == 2 and run["explainer"]["max_size"] == 2
+    assert run["schema_version"] == SCHEMA_VERSION and run["explainer"]["max_size"] == 2
 
 
 def test_certify_and_prune_are_recorded_and_never_worse(tmp_path):

@@ -14,6 +14,8 @@ from cftgnn.explain import (
     ExhaustiveExplainer,
     Explainer,
     GreedyExplainer,
+    NSGA2Explainer,
+    PSOExplainer,
     SelectionStrategy,
 )
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
@@ -26,7 +28,8 @@ def _options(group: str) -> list[str]:
 
 
 def test_groups_present() -> None:
-    assert _options("explainer") == ["beam", "cftgnn", "exhaustive", "greedy"]
+    assert _options("explainer") == ["beam", "cftgnn", "exhaustive", "greedy", "nsga2",
+                                        "pso"]
     assert _options("strategy") == ["closest", "one_best", "random", "recent"]
 
 
@@ -40,7 +43,8 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     exp = instantiate(cfg.explainer, strategy=strat)
     assert isinstance(exp, Explainer) and exp.strategy is strat
     assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer,
-                            "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer}[explainer])
+                            "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer,
+                            "nsga2": NSGA2Explainer, "pso": PSOExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     result = exp.explain(oracle)
