@@ -56,6 +56,32 @@ class SearchOutcome:
     alternatives: tuple[tuple[tuple[int, ...], float], ...] = ()
 
 
+def call_budget(max_oracle_calls: int | None) -> int | None:
+    """A search's optional cap on oracle evaluations, checked (``>= 0``) and as an int.
+
+    Raises:
+        ExplainerError: On a negative cap.
+    """
+    if max_oracle_calls is None:
+        return None
+    if max_oracle_calls < 0:
+        raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
+    return int(max_oracle_calls)
+
+
+def time_budget(seconds: float | None, name: str = "max_time_s") -> float | None:
+    """A search's optional cap on seconds, checked (``>= 0``, not NaN) and as a float.
+
+    Raises:
+        ExplainerError: On a negative or NaN cap.
+    """
+    if seconds is None:
+        return None
+    if not seconds >= 0:
+        raise ExplainerError(f"{name} must be >= 0, got {seconds}")
+    return float(seconds)
+
+
 class Explainer(ABC):
     """Base class of all explainers.
 
@@ -93,15 +119,12 @@ class Explainer(ABC):
         self.strategy: SelectionStrategy = strategy if strategy is not None else RecentStrategy()
         if isinstance(certify, bool) or int(certify) != certify or certify < 0:
             raise ExplainerError(f"certify must be an integer >= 0, got {certify!r}")
-        if certify_max_time_s is not None and not certify_max_time_s >= 0:
-            raise ExplainerError(f"certify_max_time_s must be >= 0, got {certify_max_time_s}")
         if not isinstance(ceiling, bool):
             raise ExplainerError(f"ceiling must be true or false, got {ceiling!r}")
         self.prune = bool(prune)
         self.ceiling = ceiling
         self.certify = int(certify)
-        self.certify_max_time_s = (None if certify_max_time_s is None
-                                   else float(certify_max_time_s))
+        self.certify_max_time_s = time_budget(certify_max_time_s, "certify_max_time_s")
 
     def explain(self, oracle: Oracle) -> ExplanationResult:
         """Explain the event the oracle is bound to.
@@ -260,4 +283,4 @@ class Explainer(ABC):
         """
 
 
-__all__ = ["Explainer", "SearchOutcome"]
+__all__ = ["Explainer", "SearchOutcome", "call_budget", "time_budget"]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.base import Explainer, SearchOutcome, call_budget
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle, delta, margin
 
@@ -55,10 +55,8 @@ class BeamExplainer(Explainer):
         super().__init__(strategy, **post)
         if isinstance(width, bool) or int(width) != width or width < 1:
             raise ExplainerError(f"width must be an integer >= 1, got {width!r}")
-        if max_oracle_calls is not None and max_oracle_calls < 0:
-            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
         self.width = int(width)
-        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
+        self.max_oracle_calls = call_budget(max_oracle_calls)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         p0 = oracle.original_logit

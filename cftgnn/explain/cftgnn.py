@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.base import Explainer, SearchOutcome, call_budget
 from cftgnn.explain.greedy import descend
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
@@ -104,14 +104,12 @@ class CFTGNNExplainer(Explainer):
             raise ExplainerError(f"deep_sample_size must be >= 1, got {deep_sample_size}")
         if it_max < 0:
             raise ExplainerError(f"it_max must be >= 0, got {it_max}")
-        if max_oracle_calls is not None and max_oracle_calls < 0:
-            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
         if alpha < 0 or beta < 0:
             raise ExplainerError(f"alpha and beta must be >= 0, got {alpha}, {beta}")
         self.it_max = int(it_max)
         self.alpha = float(alpha)
         self.beta = float(beta)
-        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
+        self.max_oracle_calls = call_budget(max_oracle_calls)
         self.batch_children = bool(batch_children)
         self.backprop = BackpropRule(backprop)
         self.trace = bool(trace)

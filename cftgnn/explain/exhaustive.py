@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
@@ -60,14 +60,10 @@ class ExhaustiveExplainer(Explainer):
             raise ExplainerError(f"max_size must be an integer >= 1, got {max_size!r}")
         if chunk_size < 1:
             raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")
-        if max_oracle_calls is not None and max_oracle_calls < 0:
-            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
-        if max_time_s is not None and not max_time_s >= 0:
-            raise ExplainerError(f"max_time_s must be >= 0, got {max_time_s}")
         self.max_size = int(max_size)
         self.chunk_size = int(chunk_size)
-        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
-        self.max_time_s = None if max_time_s is None else float(max_time_s)
+        self.max_oracle_calls = call_budget(max_oracle_calls)
+        self.max_time_s = time_budget(max_time_s)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s

@@ -41,7 +41,7 @@ from pymoo.operators.crossover.hux import HalfUniformCrossover
 from pymoo.operators.mutation.bitflip import BitflipMutation
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
 from cftgnn.explain.population import Archive, initial_population
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
@@ -117,18 +117,14 @@ class NSGA2Explainer(Explainer):
             raise ExplainerError(f"init_density must be in (0, 1], got {init_density}")
         if not isinstance(recency, bool):
             raise ExplainerError(f"recency must be true or false, got {recency!r}")
-        if max_oracle_calls is not None and max_oracle_calls < 0:
-            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
-        if max_time_s is not None and not max_time_s >= 0:
-            raise ExplainerError(f"max_time_s must be >= 0, got {max_time_s}")
         self.pop_size = int(pop_size)
         self.generations = int(generations)
         self.recency = recency
         self.mutation_rate = None if mutation_rate is None else float(mutation_rate)
         self.init_density = float(init_density)
         self.seed = int(seed)
-        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
-        self.max_time_s = None if max_time_s is None else float(max_time_s)
+        self.max_oracle_calls = call_budget(max_oracle_calls)
+        self.max_time_s = time_budget(max_time_s)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
 from cftgnn.explain.population import Archive, initial_population
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
@@ -105,10 +105,6 @@ class PSOExplainer(Explainer):
             raise ExplainerError(f"v_max must be > 0, got {v_max}")
         if not 0 < density < 1:
             raise ExplainerError(f"density must be in (0, 1), got {density}")
-        if max_oracle_calls is not None and max_oracle_calls < 0:
-            raise ExplainerError(f"max_oracle_calls must be >= 0, got {max_oracle_calls}")
-        if max_time_s is not None and not max_time_s >= 0:
-            raise ExplainerError(f"max_time_s must be >= 0, got {max_time_s}")
         self.n_particles = int(n_particles)
         self.iterations = int(iterations)
         self.inertia = float(inertia)
@@ -118,8 +114,8 @@ class PSOExplainer(Explainer):
         self.density = float(density)
         self.n_counterfactuals = int(n_counterfactuals)
         self.seed = int(seed)
-        self.max_oracle_calls = None if max_oracle_calls is None else int(max_oracle_calls)
-        self.max_time_s = None if max_time_s is None else float(max_time_s)
+        self.max_oracle_calls = call_budget(max_oracle_calls)
+        self.max_time_s = time_budget(max_time_s)
 
     def _search(self, oracle: Oracle) -> SearchOutcome:
         deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s
