@@ -160,7 +160,8 @@ def local_rule(oracle: Oracle, explanation: Sequence[int], options: RobustnessOp
     """
     s = [int(e) for e in explanation]
     r = len(s) if options.rule_r is None else int(options.rule_r)
-    others = [int(c) for c in oracle.removable.tolist() if int(c) not in set(s)]
+    in_s = set(s)
+    others = [int(c) for c in oracle.removable.tolist() if int(c) not in in_s]
     if others:  # the other candidates by their own effect, largest Δ first
         alone = oracle.exact_batch([frozenset({c}) for c in others])
         p0 = oracle.original_logit

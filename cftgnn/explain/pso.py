@@ -25,8 +25,8 @@ position repeats another's or a set already evaluated gets one random bit flippe
 
 Library: pyswarms 1.3.0 (``pyswarms.discrete.BinaryPSO``) installs and runs with the
 project's numpy, but it draws from numpy's global random state (seeding it means changing the
-process-wide generator), writes a ``report.log`` into the working directory whenever an
-optimiser is built, cannot pin positions, and has had no release since 2021; so this is a
+process-wide generator), writes a ``report.log`` into the working directory as soon as it is
+imported, cannot pin positions, and has had no release since 2021; so this is a
 short vectorised implementation instead.
 
 The result holds the ``n_counterfactuals`` smallest distinct counterfactuals the swarm met

@@ -207,6 +207,7 @@ class ExplanationResult:
     def n_counterfactuals(self) -> int:
         """Number of distinct counterfactuals handed back."""
         return len(self.counterfactuals)
+
     @property
     def size(self) -> int:
         """Number of removed events."""
