@@ -4,9 +4,11 @@ Two uses: an option's effect on the answers (how many explanations change when g
 improvement test gets a tolerance, for instance), and a check that a change of the code
 leaves the records alone (the same run before and after, every result column compared).
 
-Only the events both runs explained are compared. Explanations are compared as *sets* of
-removed events (the order found is reported apart); numbers within ``atol``; the columns
-that describe the run or its timing (:data:`IGNORED`) are not compared.
+Only runs of one dataset and one model kind are compared (others are refused: their event
+ids name different events), and only the events both runs explained; runs that share no event
+end in one ``error:`` line (exit status 2), since nothing was compared. Explanations are
+compared as *sets* of removed events (the order found is reported apart); numbers within
+``atol``; the columns that describe the run or its timing (:data:`IGNORED`) are not compared.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RecordStore, read_records
+from cftgnn.evaluation.rundir import RECORDS, read_fingerprint, read_records, run_names
 
 #: Columns that name the run or time it, never compared.
 IGNORED = frozenset({
@@ -159,9 +161,53 @@ def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") ->
 
 def _run(path: str | os.PathLike[str]) -> pd.DataFrame:
     p = Path(path)
-    if not (p / RecordStore.RECORDS).is_dir() and not any(p.glob("*.parquet")):
+    if not (p / RECORDS).is_dir() and not any(p.glob("*.parquet")):
         raise ConfigError(f"{p} is not a run directory (no records/ folder)")
     return read_records(p)
+
+
+def check_comparable(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> None:
+    """Refuse two runs of different datasets or model kinds (by their ``run.json``; a
+    folder of records without one is checked by the records' ``dataset`` column in
+    :func:`check_same_events`).
+
+    Raises:
+        ConfigError: Naming both datasets or both models.
+    """
+    names = []
+    for path in (run_a, run_b):
+        names.append(run_names(read_fingerprint(path))
+                     if (Path(path) / "run.json").is_file() else None)
+    if None in names:
+        return
+    (da, ma), (db, mb) = names[0], names[1]
+    if da != db:
+        raise ConfigError(f"the runs explain different datasets ({da} in {run_a}, {db} in "
+                          f"{run_b}): their event ids name different events")
+    if ma != mb:
+        raise ConfigError(f"the runs explain different models ({ma} in {run_a}, {mb} in "
+                          f"{run_b}); compare runs of one model")
+
+
+def check_same_events(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str) -> None:
+    """Refuse records of different datasets, and runs that share no event.
+
+    Raises:
+        ConfigError: Naming what differs, or that no event is shared.
+    """
+    if "dataset" in a.columns and "dataset" in b.columns:
+        va, vb = set(a["dataset"].dropna().astype(str)), set(b["dataset"].dropna().astype(str))
+        if va and vb and va != vb:
+            raise ConfigError(f"the runs explain different datasets ({', '.join(sorted(va))} "
+                              f"in {name_a}, {', '.join(sorted(vb))} in {name_b})")
+    if a.empty or b.empty:
+        empty = name_a if a.empty else name_b
+        raise ConfigError(f"{empty} holds no readable record: nothing to compare")
+    shared = set(a["event_id"].tolist()) & set(b["event_id"].tolist()) \
+        if "event_id" in a.columns and "event_id" in b.columns else set()
+    if not shared:
+        raise ConfigError(f"the runs share no event ({len(a)} in {name_a}, {len(b)} in "
+                          f"{name_b}): nothing to compare")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -175,10 +221,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="exit status 1 when any compared column or event differs")
     args = parser.parse_args(argv)
-    c = compare_records(_run(args.run_a), _run(args.run_b), atol=args.atol)
+    check_comparable(args.run_a, args.run_b)
+    a, b = _run(args.run_a), _run(args.run_b)
+    check_same_events(a, b, args.run_a, args.run_b)
+    c = compare_records(a, b, atol=args.atol)
     print(format_comparison(c, "A", "B"))
     if args.strict and not c.identical:
         raise SystemExit(1)
 
 
-__all__ = ["IGNORED", "RunComparison", "compare_records", "format_comparison", "main"]
+__all__ = ["IGNORED", "RunComparison", "check_comparable", "check_same_events",
+           "compare_records", "format_comparison", "main"]

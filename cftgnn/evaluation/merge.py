@@ -19,24 +19,9 @@ import pandas as pd
 
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.pipeline import summary_table, write_summary
-from cftgnn.evaluation.records import (
-    RECORD_SCHEMA,
-    RecordStore,
-    fingerprint_diff,
-    read_fingerprint,
-    read_records,
-)
+from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, fingerprint_diff
+from cftgnn.evaluation.rundir import find_runs, read_fingerprint, read_records
 from cftgnn.evaluation.summaries import format_summary
-
-
-def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Run directories (folders with a ``run.json``) at or below ``paths``, sorted."""
-    runs: set[Path] = set()
-    for p in map(Path, paths):
-        if not p.exists():
-            raise ConfigError(f"{p} does not exist")
-        runs.update(f.parent for f in p.rglob(RecordStore.FINGERPRINT))
-    return sorted(runs)
 
 
 def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:

@@ -15,7 +15,6 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -39,6 +38,7 @@ from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.explain.base import Explainer
+from cftgnn.files import sha256_if_file
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
@@ -47,7 +47,13 @@ from cftgnn.oracle.contract import Oracle, OracleMode
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import card_mismatch, load_checkpoint
-from cftgnn.training.resolve import model_name, resolve_device, resolve_model
+from cftgnn.training.resolve import (
+    FRESH,
+    auto_checkpoint,
+    model_name,
+    resolve_device,
+    resolve_model,
+)
 
 #: Dataset options that only say where the files are, not what the stream is.
 _LOCATION_KEYS = ("data_dir", "cache_dir", "download")
@@ -55,13 +61,6 @@ _LOCATION_KEYS = ("data_dir", "cache_dir", "download")
 
 def _container(cfg: Any) -> Any:
     return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
-
-
-def _file_sha256(path: str) -> str | None:
-    p = Path(path)
-    if not p.is_file():
-        return None
-    return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
 def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str, Any]:
@@ -75,7 +74,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": stream.name, "num_events": stream.num_events, "config": dataset},
         "model": {"config": _container(cfg.model), "weights": weights,
-                  "weights_sha256": _file_sha256(weights)},
+                  "weights_sha256": sha256_if_file(weights)},
         "explainer": _container(cfg.explainer),
         "strategy": _container(cfg.strategy),
         "sample": _container(cfg.sample),
@@ -219,6 +218,9 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                                    device, cfg.seed)
     if (stale := card_mismatch(weights)) is not None:  # a warning: the run goes on
         print(f"warning: {stale}", file=sys.stderr)
+    fallback = fresh_fallback(cfg, weights)
+    if fallback:
+        print(f"warning: {fallback}", file=sys.stderr)
     second = None
     if robust is not None:
         second, second_weights = second_model(cfg, stream, device)
@@ -228,7 +230,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     fp = fingerprint(cfg, stream, weights)
     if robust is not None:
         fp["robust"]["weights_sha256"] = (None if second is None
-                                          else _file_sha256(str(second_weights)))
+                                          else sha256_if_file(str(second_weights)))
     store = RecordStore(out, fp, schema=RECORD_SCHEMA)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
 
@@ -266,6 +268,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                   "explain")
         table = summary_table(records)
         print(format_summary(table, index="group"))
+        if fallback:
+            print(f"note: {fallback}")
         write_summary(table, out)
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
@@ -273,6 +277,16 @@ def run(cfg: DictConfig) -> pd.DataFrame:
 
 
 AUTO_MODE_FILE = "auto_mode.json"
+
+
+def fresh_fallback(cfg: DictConfig, weights: str) -> str | None:
+    """The warning of a ``checkpoint=auto`` run that found no checkpoint and explains a model
+    with fresh random weights (run.json's ``model.weights`` says the same), else None."""
+    if str(cfg.checkpoint) != "auto" or not weights.startswith(FRESH):
+        return None
+    return (f"checkpoint=auto: {weights.removeprefix(FRESH + ', ')}; the explanations are of "
+            "an UNTRAINED model with fresh random weights (train one with scripts/train.py, or "
+            "say checkpoint=null to mean it)")
 
 
 def auto_ratios(cfg: DictConfig) -> dict[str, float]:
@@ -436,7 +450,7 @@ def second_model(cfg: DictConfig, stream: EventStream,
     if choice is None:
         return None, "robust.checkpoint=null"
     name = model_name(cfg.model)
-    path = (Path(cfg.paths.checkpoint_dir) / f"{name}_{stream.name}_seed1.pt"
+    path = (auto_checkpoint(cfg.paths.checkpoint_dir, cfg.model, stream.name, "_seed1")
             if choice == "auto" else Path(str(choice)))
     if not path.is_file():
         if choice == "auto":

@@ -6,11 +6,15 @@ A run directory holds::
     records/<event>.parquet  one file per explained event, written atomically
     summary.csv, summary.md  written at the end (derived; safe to delete)
 
-Each record is written as soon as its event is explained (to a temporary name, then renamed),
-so a run killed at any moment leaves only complete records behind. Rerunning with the same
-directory reads them, skips their events and explains the rest; a directory holding records
-under another fingerprint is refused, so records of two configurations never mix (one without
-records is simply taken over).
+Each record is written as soon as its event is explained (to a temporary name, flushed to
+the disk, then renamed), so a run killed at any moment, or a machine that loses power, leaves
+only complete records behind. Rerunning with the same directory reads every record back
+(:meth:`RecordStore.done`), skips their events and explains the rest; a record that does not
+read back (cut short by a full disk, a zero-byte file, a file of another schema) is moved aside
+as ``records/<name>.corrupt-<n>`` with one warning line, and its event is explained again.
+Readers of finished runs (:func:`read_records`) name such a file in one warning line and leave
+it out. A directory holding records under another fingerprint is refused, so records of two
+configurations never mix (one without records is simply taken over).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,15 +32,55 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hydra.utils import instantiate
 
-from cftgnn.data.stream import EventStream
-from cftgnn.errors import CftgnnError, ConfigError
+from cftgnn.errors import CftgnnError
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, ExplanationResult
+from cftgnn.files import atomic_write, replace_durably
 
 
 class RunDirectoryError(CftgnnError):
     """The output directory holds records of another configuration (or unreadable ones)."""
+
+
+class UnreadableRecordError(RunDirectoryError):
+    """A record file does not read back as one event's record (the message says why)."""
+
+
+def record_problem(path: Path) -> str | None:
+    """Why ``path`` is not a complete record of its event, or None when it is one.
+
+    Reads the file's footer and its ``event_id`` column (a few hundred records take a few
+    hundred milliseconds): a file cut short or empty has no footer, a file of another
+    schema has no integer ``event_id``, a file renamed from another event holds other ids.
+    """
+    try:
+        if path.stat().st_size == 0:
+            return "empty file"
+        pf = pq.ParquetFile(path)
+        field = pf.schema_arrow.field("event_id") if "event_id" in pf.schema_arrow.names \
+            else None
+        if field is None or not pa.types.is_integer(field.type):
+            return "not a record (no integer event_id column)"
+        ids = set(pf.read(columns=["event_id"]).column("event_id").to_pylist())
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if path.stem.isdigit() and ids != {int(path.stem)}:
+        return f"holds event ids {sorted(ids)[:3]}, not {int(path.stem)}"
+    return None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an unreadable record to ``<name>.corrupt-<n>`` (the first free ``n``), so that
+    it is kept for inspection but no longer counts as a record."""
+    n = 1
+    while (target := path.with_name(f"{path.name}.corrupt-{n}")).exists():
+        n += 1
+    os.replace(path, target)
+    return target
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -90,8 +135,8 @@ class RecordStore:
                                         "output directory") from exc
             diff = fingerprint_diff(stored, self.fingerprint)
             if diff and not self._has_records():  # nothing to protect: take the directory
-                _atomic_write(path, json.dumps(self.fingerprint, indent=2,
-                                               sort_keys=True).encode())
+                atomic_write(path, json.dumps(self.fingerprint, indent=2,
+                                              sort_keys=True).encode())
             elif diff:
                 raise RunDirectoryError(
                     f"output directory {self.root} holds records of a different configuration "
@@ -102,7 +147,7 @@ class RecordStore:
                                     "choose another out_dir")
         else:
             self.root.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
+            atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
         self.records_dir.mkdir(exist_ok=True)
 
     def _has_records(self) -> bool:
@@ -112,8 +157,24 @@ class RecordStore:
         return self.records_dir / f"{int(event_id):010d}.parquet"
 
     def done(self) -> set[int]:
-        """Event ids with a complete record."""
-        return {int(p.stem) for p in self.records_dir.glob("*.parquet")}
+        """Event ids with a complete record.
+
+        Every record file is read back (:func:`record_problem`); one that does not read is
+        moved aside (:func:`set_aside`) with one warning line naming it, so its event counts
+        as not done and is explained again.
+        """
+        ids = set()
+        for path in sorted(self.records_dir.glob("*.parquet")):
+            problem = record_problem(path)
+            if problem is None and path.stem.isdigit():
+                ids.add(int(path.stem))
+                continue
+            if problem is None:
+                continue  # not named after an event: not one of this store's records
+            moved = set_aside(path)
+            _warn(f"record {path} is unreadable ({problem}); moved to {moved.name}, its event "
+                  "is explained again")
+        return ids
 
     def write(self, record: Mapping[str, Any]) -> Path:
         """Write one event's record (keyed by its ``event_id``) atomically."""
@@ -127,9 +188,9 @@ class RecordStore:
         ``pandas.read_parquet`` or ``pyarrow.dataset``.
         """
         path = self._file(int(event_id))
-        tmp = path.with_name(f".{path.name}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer
         pq.write_table(arrow_table(rows, self.schema), tmp)
-        os.replace(tmp, path)
+        replace_durably(tmp, path)
         return path
 
     def load(self) -> pd.DataFrame:
@@ -305,19 +366,39 @@ def arrow_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = No
     return pa.table(columns)
 
 
-def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.DataFrame:
     """Records of a run directory (or of its ``records`` folder), ordered by event id.
 
     Records written before schema version 2 get its columns with their old meaning
     (:func:`upgrade_records`).
+
+    Args:
+        path: The run directory or its ``records`` folder.
+        unreadable: What a record that does not read back does (:func:`record_problem`):
+            ``"warn"`` prints one ``warning:`` line naming it and leaves it out (its event
+            then counts as not explained: rerunning the run's command explains it again);
+            ``"raise"`` raises :class:`UnreadableRecordError`.
     """
     path = Path(path)
     if (path / RecordStore.RECORDS).is_dir():
         path = path / RecordStore.RECORDS
-    files = sorted(path.glob("*.parquet"))
-    if not files:
+    frames = []
+    for f in sorted(path.glob("*.parquet")):
+        problem = record_problem(f)
+        if problem is None:
+            try:
+                frames.append(pd.read_parquet(f))
+                continue
+            except (OSError, pa.ArrowException, ValueError) as exc:
+                problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = f"record {f} is unreadable ({problem})"
+        if unreadable == "raise":
+            raise UnreadableRecordError(f"{message}; move it away or rerun the run's command, "
+                                        "which explains its event again")
+        _warn(f"{message}; left out (rerun the run's command to explain its event again)")
+    if not frames:
         return pd.DataFrame()
-    return upgrade_records(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+    return upgrade_records(pd.concat(frames, ignore_index=True))
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
@@ -367,45 +448,6 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def read_fingerprint(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """A run directory's ``run.json``.
-
-    Raises:
-        ConfigError: The directory does not exist or holds no ``run.json``.
-    """
-    path = Path(run_dir) / RecordStore.FINGERPRINT
-    if not Path(run_dir).is_dir():
-        raise ConfigError(f"{run_dir} does not exist")
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no {RecordStore.FINGERPRINT})")
-    fingerprint: dict[str, Any] = json.loads(path.read_text())
-    return fingerprint
-
-
-def load_run_stream(fingerprint: Mapping[str, Any]) -> EventStream:
-    """The event stream of a run, from the dataset config in its ``run.json``.
-
-    The data and cache folders are not part of the fingerprint; the loaders take them from
-    ``$CFTGNN_DATA_DIR`` / ``$CFTGNN_CACHE_DIR`` or their defaults.
-
-    Raises:
-        ConfigError: The stream loaded has another number of events than the run's.
-        CftgnnError: The data files cannot be found or read.
-    """
-    dataset = fingerprint["dataset"]
-    stream: EventStream = instantiate(dict(dataset["config"]))
-    if "num_events" in dataset and stream.num_events != int(dataset["num_events"]):
-        raise ConfigError(f"the {stream.name} stream loaded has {stream.num_events} events, the "
-                          f"run's had {dataset['num_events']}")
-    return stream
-
-
 __all__ = [
     "RECORD_SCHEMA",
     "EventContext",
@@ -414,8 +456,9 @@ __all__ = [
     "event_record",
     "fingerprint_diff",
     "flatten",
-    "load_run_stream",
-    "read_fingerprint",
+    "UnreadableRecordError",
+    "record_problem",
+    "set_aside",
     "arrow_table",
     "column_type",
     "read_records",

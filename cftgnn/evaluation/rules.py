@@ -45,10 +45,8 @@ form separate tables, labelled by what differs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,16 +61,20 @@ from sklearn.tree import DecisionTreeClassifier
 from tqdm.auto import tqdm
 
 from cftgnn.data.index import Candidates, TemporalIndex
-from cftgnn.data.paths import project_root
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RecordStore, load_run_stream, read_fingerprint, read_records
+from cftgnn.evaluation.rundir import (
+    Run,
+    load_run,
+    load_run_model,
+    load_run_stream,
+    run_checkpoint,
+)
 from cftgnn.explain.result import explained
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.contract import Oracle, OracleMode, is_flip
 from cftgnn.oracle.engine import ReplayEngine
-from cftgnn.training.resolve import model_name, resolve_model
 
 #: The features of a candidate event ``e`` of an explained event ``ε_i = (u, v, t_i)``.
 FEATURES: dict[str, str] = {
@@ -556,76 +558,6 @@ def order_rules(checked: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
 # --------------------------------------------------------------------------- runs
 
 
-@dataclass(frozen=True)
-class Run:
-    """One explanation run: its directory, ``run.json`` and records."""
-
-    path: Path
-    fingerprint: dict[str, Any]
-    records: pd.DataFrame
-
-    @property
-    def k(self) -> int:
-        """The run's ``k``; when null, the model's number of layers (as the pipeline)."""
-        k = self.fingerprint.get("k")
-        if k is None:
-            k = (self.fingerprint.get("model", {}).get("config") or {}).get("num_layers", 1)
-        return int(k)
-
-    @property
-    def m_max(self) -> int:
-        """The run's cap on the number of candidates."""
-        return int(self.fingerprint.get("m_max", 64))
-
-    @property
-    def constraints(self) -> Constraints:
-        """The run's constraints."""
-        return Constraints.from_config(self.fingerprint.get("constraints"))
-
-    @property
-    def names(self) -> tuple[str, str]:
-        """``(dataset, model)`` names."""
-        fp = self.fingerprint
-        dataset = str(fp.get("dataset", {}).get("name", "?"))
-        config = fp.get("model", {}).get("config") or {}
-        return dataset, model_name(config) if "_target_" in config else "?"
-
-    @property
-    def key(self) -> str:
-        """What makes two runs' oracles the same: stream, model, weights, k, m_max,
-        constraints (JSON)."""
-        fp = self.fingerprint
-        return json.dumps([fp.get("dataset"), fp.get("model"), self.k, self.m_max,
-                           self.constraints.to_dict()], sort_keys=True, default=str)
-
-
-#: The record columns the rules read.
-RECORD_COLUMNS = frozenset({"event_id", "status", "candidate_ids", "explanation",
-                            "is_counterfactual", "original_logit"})
-
-
-def load_run(path: str | os.PathLike[str]) -> Run:
-    """A run directory's fingerprint and explained records.
-
-    Raises:
-        ConfigError: Not a run directory (no ``run.json`` or no ``records/``).
-    """
-    p = Path(path)
-    fingerprint = read_fingerprint(p)
-    if not (p / RecordStore.RECORDS).is_dir():
-        raise ConfigError(f"{p} is not a run directory (no {RecordStore.RECORDS}/ folder)")
-    if "dataset" not in fingerprint or "model" not in fingerprint:
-        raise ConfigError(f"{p}/run.json is not an explanation run's (no dataset or model)")
-    records = read_records(p)
-    if not records.empty:
-        missing = sorted(RECORD_COLUMNS - set(records.columns))
-        if missing:
-            raise ConfigError(f"{p} is not an explanation run (its records have no "
-                              f"{', '.join(missing)})")
-        records = records[explained(records["status"])].reset_index(drop=True)
-    return Run(p, fingerprint, records)
-
-
 def group_runs(runs: Sequence[Run]) -> dict[str, list[Run]]:
     """Runs pooled by :attr:`Run.key`, labelled ``dataset · model`` (with what differs when
     two groups share those names), in the order first met."""
@@ -660,62 +592,6 @@ def _difference(run: Run, others: Sequence[Run]) -> str:
     if len({json.dumps(o.fingerprint.get("dataset"), sort_keys=True) for o in others}) > 1:
         parts.append(f"stream {run.path.name}")
     return ", ".join(parts) or run.path.name
-
-
-FRESH = "fresh random weights"
-
-
-def checkpoint_path(run: Run, checkpoint_dir: str | os.PathLike[str] | None = None
-                    ) -> Path | None:
-    """The checkpoint file of a run's model; None for fresh weights (rebuilt from its seed).
-
-    A recorded path that no longer exists is looked up by file name in ``checkpoint_dir``
-    (default ``<project>/checkpoints``); with a recorded ``weights_sha256`` the file there
-    must have the same hash.
-
-    Raises:
-        ConfigError: The run names no model, or its checkpoint cannot be found.
-    """
-    model_fp = run.fingerprint.get("model") or {}
-    weights = str(model_fp.get("weights", ""))
-    if not model_fp.get("config") or not weights:
-        raise ConfigError(f"{run.path}/run.json names no model or weights")
-    if weights.startswith(FRESH):
-        return None
-    path = Path(weights)
-    if path.is_file():
-        return path
-    folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
-    other = folder / path.name
-    sha = model_fp.get("weights_sha256")
-    if other.is_file() and (not sha or _sha256(other) == sha):
-        return other
-    found = "holds another file of that name" if other.is_file() else "has none"
-    raise ConfigError(f"the checkpoint of {run.path} cannot be found: {weights} does not exist "
-                      f"and {folder} {found} (pass --checkpoint-dir)")
-
-
-def load_run_model(run: Run, stream: EventStream,
-                   checkpoint_dir: str | os.PathLike[str] | None = None,
-                   device: str = "cpu") -> TemporalModel:
-    """The model of a run: its checkpoint (:func:`checkpoint_path`), or its fresh weights
-    rebuilt from the run's seed as the pipeline built them.
-
-    Raises:
-        ConfigError: The checkpoint cannot be found.
-        CheckpointMismatchError: It holds another kind of model or belongs to another dataset.
-    """
-    path = checkpoint_path(run, checkpoint_dir)
-    config = run.fingerprint["model"]["config"]
-    seed = int(run.fingerprint.get("seed", 0))
-    folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
-    model, _ = resolve_model(config, stream, None if path is None else str(path), folder,
-                             device, seed)
-    return model
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class RunOracles:
@@ -916,7 +792,7 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
     results = []
     groups = group_runs([r for r in runs if not r.records.empty])
     for members in groups.values():
-        checkpoint_path(members[0], args.checkpoint_dir)  # a missing file fails up front
+        run_checkpoint(members[0], args.checkpoint_dir)  # a missing file fails up front
     for name, members in groups.items():
         first = members[0]
         stream = load_run_stream(first.fingerprint)
@@ -958,7 +834,7 @@ __all__ = [
     "group_rules",
     "group_runs",
     "learn_rules",
-    "checkpoint_path",
+    "run_checkpoint",
     "load_run",
     "load_run_model",
     "main",

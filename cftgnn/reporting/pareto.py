@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import read_fingerprint, read_records
+from cftgnn.evaluation.rundir import read_fingerprint, read_records
 from cftgnn.reporting.picture import find_record
 from cftgnn.reporting.plots import DPI, pareto_figure
 

@@ -37,7 +37,7 @@ from matplotlib.patches import FancyArrowPatch
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import load_run_stream, read_fingerprint, read_records
+from cftgnn.evaluation.rundir import load_run_stream, read_fingerprint, read_records
 from cftgnn.oracle.contract import is_flip
 
 DPI = 120

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.merge import find_runs
-from cftgnn.evaluation.records import RecordStore, flatten, read_fingerprint, read_records
+from cftgnn.evaluation.records import flatten
+from cftgnn.evaluation.rundir import FINGERPRINT, find_runs, read_fingerprint, read_records
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).
@@ -100,7 +100,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     names = ", ".join(str(p) for p in paths)
     runs = find_runs(paths)
     if not runs:
-        raise ConfigError(f"no run directories (folders with {RecordStore.FINGERPRINT}) in "
+        raise ConfigError(f"no run directories (folders with {FINGERPRINT}) in "
                           f"{names}")
     prints = {r: read_fingerprint(r) for r in runs}
     skip = _merged_away(prints)

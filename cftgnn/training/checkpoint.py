@@ -5,7 +5,13 @@ The ``.pt`` file holds only tensors, strings and numbers, so it loads with
 trained for (dataset name, node count, edge feature size) and, when asked, that the model is of
 the expected kind, and refuses otherwise. The card records the SHA-256 of its ``.pt`` file
 (``weights_sha256``), so a card that no longer describes its weights can be told
-(:func:`card_mismatch`).
+(:func:`card_mismatch`). A file that does not load as such a checkpoint (cut short, random
+bytes, a pickle holding code: ``weights_only`` loading never runs it) is refused with one line
+naming the file and the reason (:class:`CheckpointError`).
+
+Checkpoint files are named after the model kind, the ``model=`` option that builds the model
+(:func:`model_kind`: ``pyg_tgn`` for ``PyGTGN``): ``<kind>_<dataset><suffix>.pt``
+(:func:`checkpoint_path`), by ``train.py`` and ``checkpoint=auto`` alike.
 """
 
 from __future__ import annotations
@@ -13,6 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
+import re
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +35,7 @@ from torch_geometric.nn import TGNMemory
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
+from cftgnn.files import file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.pyg_tgn import PyGTGN
 
@@ -34,13 +45,9 @@ class CheckpointMismatchError(CftgnnError, ValueError):
     another kind of model than the one asked for."""
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes (read in chunks)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+class CheckpointError(CftgnnError, ValueError):
+    """A file does not load as a checkpoint of this project (cut short, not a checkpoint,
+    a pickle that weights-only loading refuses)."""
 
 
 def stream_checksum(stream: EventStream) -> str:
@@ -64,9 +71,22 @@ def stream_fingerprint(stream: EventStream) -> dict[str, Any]:
     }
 
 
-def checkpoint_path(directory: str | os.PathLike[str], model_name: str, dataset: str) -> Path:
-    """``<directory>/<model_name>_<dataset>.pt``."""
-    return Path(directory) / f"{model_name}_{dataset}.pt"
+def checkpoint_path(directory: str | os.PathLike[str], kind: str, dataset: str,
+                    suffix: str = "") -> Path:
+    """``<directory>/<kind>_<dataset><suffix>.pt``: where ``train.py`` writes a checkpoint and
+    ``checkpoint=auto`` looks for it (``kind``: :func:`model_kind`, e.g. ``pyg_tgn``;
+    ``suffix``: e.g. ``_seed1``)."""
+    return Path(directory) / f"{kind}_{dataset}{suffix}.pt"
+
+
+def legacy_checkpoint_path(directory: str | os.PathLike[str], target: str, dataset: str,
+                           suffix: str = "") -> Path | None:
+    """The file name an older ``checkpoint=auto`` looked for (the class name in lower case,
+    ``pygtgn_uci.pt``), None where it is the same as :func:`checkpoint_path`'s."""
+    old = _class_name(target).lower()
+    if old == model_kind(target):
+        return None
+    return checkpoint_path(directory, old, dataset, suffix)
 
 
 def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.PathLike[str],
@@ -161,8 +181,11 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
             ``expect_target``, or if its dataset name, node count or edge feature size differs
             from the stream's; the message names both.
     """
-    ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
-    if not (isinstance(ckpt, dict) and {"state_dict", "config", "dataset"} <= ckpt.keys()):
+    ckpt = _read(Path(path))
+    if not (isinstance(ckpt, dict) and {"state_dict", "config", "dataset"} <= ckpt.keys()
+            and isinstance(ckpt["config"], dict) and "_target_" in ckpt["config"]
+            and isinstance(ckpt["dataset"], dict)
+            and {"name", "num_nodes", "feat_dim"} <= ckpt["dataset"].keys()):
         raise CheckpointMismatchError(
             f"{str(path)!r} is not a cftgnn checkpoint (no state_dict, config and dataset "
             "entries); write a TGN trained with PyG's modules with "
@@ -178,12 +201,43 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
             f"({ds['num_nodes']} nodes, {ds['feat_dim']} features) but the stream is "
             f"{stream.name!r} ({stream.num_nodes} nodes, {stream.feat_dim} features): "
             + "; ".join(diffs))
-    model: TemporalModel = instantiate(dict(ckpt["config"]))
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model: TemporalModel = instantiate(dict(ckpt["config"]))
+        model.load_state_dict(ckpt["state_dict"])
+    except Exception as exc:  # noqa: BLE001  (any failure to rebuild: one line naming the file)
+        if isinstance(exc, CftgnnError):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise CheckpointError(f"checkpoint {str(path)!r} does not rebuild its model "
+                              f"({reason[:300]})") from None
     model.to(device).eval()
     if attach:
         model.attach(stream)
     return model
+
+
+def _read(path: Path) -> Any:
+    """``torch.load`` with ``weights_only=True`` (a pickle's code is never run), each failure
+    as one :class:`CheckpointError` line naming the file and why."""
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {str(path)!r} is not a file")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint {str(path)!r} is empty")
+    try:
+        with warnings.catch_warnings():  # torch's note on the pickle protocol is no news
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"unsupported GLOBAL (\S+)", str(exc))
+        why = (f"it names {found.group(1)}, which safe (weights-only) loading refuses; "
+               "nothing in it was run" if found
+               else "not a torch checkpoint (its pickle does not load safely)")
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be loaded: {why}") from None
+    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile,
+            UnicodeDecodeError, AttributeError, KeyError, IndexError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(". ")[0]
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be loaded: cut short or not a "
+                              f"torch checkpoint ({first[:160]})") from None
 
 
 def card_mismatch(path: str | os.PathLike[str]) -> str | None:

@@ -1,4 +1,9 @@
-"""Build the model an entry point asks for: a committed checkpoint, or fresh weights."""
+"""Build the model an entry point asks for: a committed checkpoint, or fresh weights.
+
+The one place that turns ``checkpoint=auto`` (and ``robust.checkpoint=auto``) into a file:
+:func:`auto_checkpoint`, with the file names :func:`~cftgnn.training.checkpoint.checkpoint_path`
+gives ``train.py``'s checkpoints.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,15 @@ from hydra.utils import instantiate
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
-from cftgnn.training.checkpoint import load_checkpoint
+from cftgnn.training.checkpoint import (
+    checkpoint_path,
+    legacy_checkpoint_path,
+    load_checkpoint,
+    model_kind,
+)
+
+#: How a model's weights are described when no checkpoint gave them (also in run.json).
+FRESH = "fresh random weights"
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -40,8 +53,29 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def model_name(model_cfg: Any) -> str:
-    """The file-name stem of a model config: its class name in lower case (``tgn``)."""
-    return str(model_cfg["_target_"]).rsplit(".", 1)[-1].lower()
+    """The model kind of a model config (:func:`~cftgnn.training.checkpoint.model_kind`): the
+    ``model=`` option that builds it (``tgn``, ``tgat``, ``pyg_tgn``), the one name used in
+    file names, records and messages."""
+    return model_kind(str(model_cfg["_target_"]))
+
+
+def auto_checkpoint(checkpoint_dir: str | os.PathLike[str], model_cfg: Any, dataset: str,
+                    suffix: str = "") -> Path:
+    """The file ``checkpoint=auto`` means: ``<checkpoint_dir>/<kind>_<dataset><suffix>.pt``,
+    the name ``train.py`` writes.
+
+    Raises:
+        ConfigError: When that file is absent but one under the model's older spelling
+            (``pygtgn_uci.pt``) exists: it is not guessed to be the one meant.
+    """
+    target = str(model_cfg["_target_"])
+    path = checkpoint_path(checkpoint_dir, model_kind(target), dataset, suffix)
+    old = legacy_checkpoint_path(checkpoint_dir, target, dataset, suffix)
+    if not path.is_file() and old is not None and old.is_file():
+        raise ConfigError(f"checkpoint=auto looks for {path}, which is absent, but {old} (an "
+                          "older spelling of the model kind) exists; rename it to "
+                          f"{path.name} or pass checkpoint={old}")
+    return path
 
 
 def resolve_model(
@@ -77,7 +111,7 @@ def resolve_model(
     dev = resolve_device(device)
     path = None
     if checkpoint == "auto":
-        path = Path(checkpoint_dir) / f"{model_name(model_cfg)}_{stream.name}.pt"
+        path = auto_checkpoint(checkpoint_dir, model_cfg, stream.name)
     elif checkpoint:
         path = Path(checkpoint)
     if path is not None and path.is_file():
@@ -98,4 +132,4 @@ def resolve_model(
         model_cfg, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim
     )
     why = "checkpoint=null" if path is None else f"no checkpoint at {path}"
-    return model.to(dev), f"fresh random weights, seed {seed} ({why})"
+    return model.to(dev), f"{FRESH}, seed {seed} ({why})"

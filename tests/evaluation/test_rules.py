@@ -21,7 +21,6 @@ from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import load_run_stream
 from cftgnn.evaluation.rules import (
     Condition,
     Rule,
@@ -38,6 +37,7 @@ from cftgnn.evaluation.rules import (
     order_rules,
     split_events,
 )
+from cftgnn.evaluation.rundir import load_run_stream
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.contract import Oracle
 from cftgnn.testing import AdditiveBackend, make_oracle
