@@ -47,6 +47,8 @@ from cftgnn.replay.masks import RemovalSets
 
 Words = npt.NDArray[np.uint64]
 
+_COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
+
 
 @dataclass
 class BatchRecord:
@@ -334,6 +336,7 @@ class _Rows:
         self.pend = np.full(cap, -1, dtype=np.int64)
         self.rep = np.empty(cap, dtype=np.int64)
         self.n = np.empty(cap, dtype=np.int64)
+        self.alive = np.zeros(cap, dtype=bool)
         self.size = 0
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
@@ -360,14 +363,56 @@ class _Rows:
             self.pend = np.resize(self.pend, cap)
             self.rep = np.resize(self.rep, cap)
             self.n = np.resize(self.n, cap)
+            self.alive = np.resize(self.alive, cap)
         rows = np.arange(self.size, need, dtype=np.int64)
         rt = torch.as_tensor(rows, device=self.mem.device)
         self.mem[rt] = mem
         self.lu[rows] = lu
         self.pend[rows] = -1
         self.rep[rows], self.n[rows] = rep, n
+        self.alive[rows] = True
         self.size = need
         return rows
+
+    def drop(self, dead: npt.NDArray[np.int64]) -> None:
+        """Retire rows ``dead``: every set using one reads the recorded state again."""
+        if not len(dead):
+            return
+        kill = np.zeros(self.size, dtype=bool)
+        kill[dead] = True
+        cols = np.unique(self.columns[self.n[dead]])
+        sub = self.rowmap[:, cols]  # [P, k]
+        hit = sub >= 0
+        hit[hit] = kill[sub[hit]]
+        sub[hit] = -1
+        self.rowmap[:, cols] = sub
+        self.alive[dead] = False
+        self.pend[dead] = -1
+
+    def compact(self) -> None:
+        """Free the retired rows (and rows no set uses any more) once they are the
+        majority, so memory follows the live rows rather than every row ever made."""
+        size = self.size
+        if size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size:
+            return
+        used = self.rowmap >= 0
+        referenced = np.zeros(size, dtype=bool)
+        referenced[self.rowmap[used]] = True
+        keep = np.flatnonzero(self.alive[:size] & referenced)
+        new_id = np.full(size, -1, dtype=np.int32)
+        new_id[keep] = np.arange(len(keep), dtype=np.int32)
+        self.rowmap[used] = new_id[self.rowmap[used]]
+        kt = torch.as_tensor(keep, device=self.mem.device)
+        cap = max(256, 2 * len(keep))
+        mem = self.mem.new_empty(cap, self.mem.shape[1])
+        mem[:len(keep)] = self.mem[kt]
+        self.mem = mem
+        for name in ("lu", "pend", "rep", "n", "alive"):
+            old = getattr(self, name)
+            new = np.empty(cap, dtype=old.dtype)
+            new[:len(keep)] = old[keep]
+            setattr(self, name, new)
+        self.size = len(keep)
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
                      recorded: Tensor, recorded_row: npt.NDArray[np.int64]
@@ -390,18 +435,58 @@ class _Rows:
         return out, of.reshape(-1)
 
 
-def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets) -> NodeInputs:
+@dataclass
+class ConeStats:
+    """What the causal-cone replay computed, summed over the calls it is passed to.
+
+    Attributes:
+        calls: Calls of :func:`cone_replay`.
+        sets: Removal sets followed.
+        row_updates: Perturbed rows that went through the GRU (pending messages applied).
+        rows_made: Perturbed rows created (split off or re-created).
+        rows_pruned: Rows retired because their state equals the recorded one.
+        peak_rows: Most rows held at once in one call.
+        settled_sets: Sets whose perturbation died out before the end: no node the
+            prediction reads holds a perturbed row (their logit differs from the unperturbed
+            one only through the neighbours the removals hide).
+    """
+
+    calls: int = 0
+    sets: int = 0
+    row_updates: int = 0
+    rows_made: int = 0
+    rows_pruned: int = 0
+    peak_rows: int = 0
+    settled_sets: int = 0
+
+
+def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool = True,
+                stats: ConeStats | None = None) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
     Rows are computed only for the states the prediction can read (``need`` of
     :class:`Dependencies`); the returned inputs cover the nodes the embedding of the
     explained event can read, and refuse to answer for the other perturbed nodes.
 
+    **Perturbation pruning** (``prune``, exact): at the end of every batch, a perturbed row
+    whose whole state equals the recorded one bit for bit (memory, last-update time, and a
+    pending message built from the same sender, time and features, the sender's memory
+    being the recorded one too) is retired, and its sets read the recording again; a removal
+    whose effect has died out stops costing anything. A node whose dependency set says it
+    may differ gets a fresh copy of the recorded state as before, kept only if it then
+    differs; and a retired pair gets a row again when its recorded pending message comes
+    from a sender whose memory differs under the set. Nothing is approximated: every row
+    retired holds exactly the values the recording holds, so the logits are those of the
+    replay without pruning (up to the float rounding of evaluating the same GRU updates in
+    differently composed batches, as between any two replays).
+
     Args:
         model: The TGN the trajectory was recorded with.
         traj: The unperturbed trajectory.
         removed: The P removal sets; only events in ``[traj.start, traj.end)`` that the
             recording kept may be removed.
+        prune: Retire rows equal to the recording (see above).
+        stats: Counters to add this call's work to, or None.
 
     Returns:
         The node inputs (memory with pending messages applied) under each set: node ``n``
@@ -417,25 +502,49 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets) -> NodeInput
     sets = removed.words(deps.universe)  # [P, W]
     first = int(removed.events[0])
     loc = np.full(num_nodes, -1, dtype=np.int64)
+    counts = ConeStats(calls=1, sets=removed.num_sets)
     with torch.no_grad():
         for x, (rec, dn, dm) in enumerate(zip(traj.batches, deps.nodes, deps.masks,
                                               strict=True)):
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
-            _apply_pending(model, rows, rec, loc, src, dst)
+            counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst)
+            made = rows.size
             _split_rows(rows, rec, loc, sets, dn, dm)
+            counts.rows_made += rows.size - made
             _new_pending(rows, rec, removed.columns(rec.events), loc, deps.need > x)
+            if prune:
+                made = rows.size
+                counts.rows_pruned += _prune(model, rows, rec, loc, x, deps.need, src, dst)
+                counts.rows_made += rows.size - made
+                counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
+                rows.compact()
+            else:
+                counts.peak_rows = max(counts.peak_rows, rows.size)
             loc[rec.nodes] = -1
-        return _final_inputs(model, rows, traj, deps, src, dst)
+        out = _final_inputs(model, rows, traj, deps, src, dst)
+    if stats is not None:
+        read = (deps.columns >= 0) & (deps.need >= len(traj.batches))
+        cols = deps.columns[read]
+        live = (rows.rowmap[:, cols] >= 0).any(axis=1) if len(cols) else np.zeros(
+            removed.num_sets, dtype=bool)
+        counts.settled_sets = int((~live).sum())
+        counts.row_updates += int((rows.pend[:rows.size] >= 0).sum())
+        for name in ("calls", "sets", "row_updates", "rows_made", "rows_pruned",
+                     "settled_sets"):
+            setattr(stats, name, getattr(stats, name) + getattr(counts, name))
+        stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
+    return out
 
 
 def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64],
-                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> None:
-    """Step 1 of a batch: apply the pending messages of perturbed rows.
+                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+    """Step 1 of a batch: apply the pending messages of perturbed rows; returns their number.
 
     A node whose recorded pending message comes from a perturbed state is perturbed itself
-    (the sender's dependencies are in its own), so unperturbed nodes need nothing here.
+    (the sender's dependencies are in its own; with pruning, :func:`_prune` gives it a row
+    again), so unperturbed nodes need nothing here.
     """
     size = rows.size
     ra = np.flatnonzero(rows.pend[:size] >= 0)
@@ -449,6 +558,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
         rows.mem[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
         rows.lu[ra] = model.stream.t[ev]
     rows.pend[:size] = -1
+    return len(ra)
 
 
 def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets: Words,
@@ -506,7 +616,8 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     if size == 0:
         return
     node = rows.n[:size]
-    pos = np.where(read[node], loc[node], -1)  # position of each row's node in rec.nodes
+    # position of each live row's node in rec.nodes
+    pos = np.where(read[node] & rows.alive[:size], loc[node], -1)
     r = np.flatnonzero(pos >= 0)
     starts, ends = rec.inc_start[pos[r]], rec.inc_end[pos[r]]
     has_events = ends > starts
@@ -520,6 +631,126 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     kept = ~rem[rows.rep[r][owner], kk]
     val = np.where(kept, rec.events[kk], -1)
     rows.pend[r] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
+
+
+def _bits(t: Tensor) -> Tensor:
+    """The bit patterns of a float tensor (so that ``0.0`` and ``-0.0`` differ)."""
+    return t.view(torch.int64 if t.element_size() == 8 else torch.int32)
+
+
+def _recorded_pending(rec: BatchRecord) -> npt.NDArray[np.int64]:
+    """Pending message of each node of ``rec.nodes`` after the recorded batch (its last
+    event there, the largest), ``-1`` for nodes without an event in it, ``[V]``."""
+    out = np.full(len(rec.nodes), -1, dtype=np.int64)
+    has = rec.inc_end > rec.inc_start
+    out[has] = rec.events[rec.inc_k[rec.inc_end[has] - 1]]
+    return out
+
+
+def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
+           need: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+           dst: npt.NDArray[np.int64]) -> int:
+    """Step 4 of a batch (perturbation pruning, exact): retire the rows whose state after
+    the batch is the recorded one, and give a row back to the retired pairs that a
+    perturbed sender reaches. Returns the number of rows retired.
+
+    A row of node ``n`` may be retired when its memory equals the recorded memory bitwise,
+    its last-update time is the recorded one, and its pending message is the recorded one
+    or one with the same sender, time and edge features (the same message), the sender's
+    memory under the row's sets being the recorded one too; a row whose state after this
+    batch is never read (``need[n] < x``) is retired as well. Later batches then use the
+    recorded state for those sets, which is what the row would have produced.
+
+    Conversely, a pair ``(set, n)`` without a row whose recorded pending message comes
+    from a sender holding a perturbed memory under that set must differ in the next batch.
+    Without pruning such pairs always hold a row (the sender's dependencies are in
+    ``n``'s); after a retirement they get one again here: the recorded state and pending
+    message, one row per distinct sender row.
+    """
+    size = rows.size
+    live = np.flatnonzero(rows.alive[:size])
+    node = rows.n[live]
+    stale = need[node] < x  # never read again
+    where = loc[node]
+    check = (where >= 0) & ~stale
+    r, n, lc = live[check], node[check], where[check]
+    dev = rows.mem.device
+    rec_pend = _recorded_pending(rec)
+    mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
+    checked = np.zeros(size, dtype=bool)
+    if len(r):
+        rt, lt = torch.as_tensor(r, device=dev), torch.as_tensor(lc, device=dev)
+        mem_eq[r] = (_bits(rows.mem[rt]) == _bits(rec.mem_post[lt])).all(dim=1).cpu().numpy()
+        checked[r] = True
+    retire = np.zeros(len(r), dtype=bool)
+    if len(r):
+        same = mem_eq[r] & (rows.lu[r] == rec.lu_post[lc])
+        mine, theirs = rows.pend[r], rec_pend[lc]
+        reads_pending = need[n] > x  # the next batch applies the pending message
+        pend_ok = (mine == theirs) | ~reads_pending
+        alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
+        if alt.any():  # another event carrying the same message?
+            a = np.flatnonzero(alt)
+            ea, eb, na = mine[a], theirs[a], n[a]
+            feat = model.edge_features
+            fa = feat[torch.as_tensor(ea, device=feat.device)]
+            fb = feat[torch.as_tensor(eb, device=feat.device)]
+            same_msg = ((other_endpoint(src, dst, ea, na) == other_endpoint(src, dst, eb, na))
+                        & (model.stream.t[ea] == model.stream.t[eb])
+                        & (_bits(fa) == _bits(fb)).all(dim=1).cpu().numpy())
+            pend_ok[a] = same_msg
+        cand = np.flatnonzero(same & pend_ok)
+        sends = cand[reads_pending[cand] & (theirs[cand] >= 0)]
+        if len(sends):  # the message's sender must hold its recorded memory as well
+            o = other_endpoint(src, dst, theirs[sends], n[sends])
+            ro = rows.lookup(rows.rep[r[sends]], o)
+            ok = (ro < 0) | (checked[np.maximum(ro, 0)] & mem_eq[np.maximum(ro, 0)])
+            same[sends[~ok]] = False
+        retire[cand] = same[cand]
+    dead = np.concatenate([live[stale], r[retire]])
+    rows.drop(dead)
+    _revive(rows, rec, rec_pend, need, x, mem_eq, checked, src, dst)
+    return int(retire.sum())
+
+
+def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
+            need: npt.NDArray[np.int64], x: int, mem_eq: npt.NDArray[np.bool_],
+            checked: npt.NDArray[np.bool_], src: npt.NDArray[np.int64],
+            dst: npt.NDArray[np.int64]) -> None:
+    """Rows for the pairs without one whose recorded pending message (applied in the next
+    batch) comes from a sender with a perturbed memory (see :func:`_prune`)."""
+    size = rows.size
+    differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
+    differs[:size] = rows.alive[:size] & checked & ~mem_eq
+    if not differs.any():
+        return
+    sender_nodes = np.unique(rows.n[np.flatnonzero(differs[:size])])
+    v = np.flatnonzero((rec_pend >= 0) & (need[rec.nodes] > x) & (rows.columns[rec.nodes] >= 0))
+    if not len(v):
+        return
+    n = rec.nodes[v]
+    o = other_endpoint(src, dst, rec_pend[v], n)
+    hit = np.isin(o, sender_nodes) & (o != n)
+    v, n, o = v[hit], n[hit], o[hit]
+    if not len(v):
+        return
+    ro = rows.rowmap[:, rows.columns[o]].astype(np.int64)  # [P, J]
+    rn = rows.rowmap[:, rows.columns[n]]
+    pp, jj = np.nonzero(differs[ro] & (rn < 0))
+    if not len(pp):
+        return
+    key = ro[pp, jj]
+    order = np.lexsort((key, jj))
+    pp, jj, key = pp[order], jj[order], key[order]
+    head = np.r_[True, (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])]
+    group = np.cumsum(head) - 1
+    heads = np.flatnonzero(head)
+    lo_ = v[jj[heads]]
+    dev = rows.mem.device
+    new = rows.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
+                   rec.lu_post[lo_])
+    rows.pend[new] = rec_pend[lo_]
+    rows.rowmap[pp, rows.columns[n[jj]]] = new[group]
 
 
 def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, deps: Dependencies,

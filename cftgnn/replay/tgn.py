@@ -21,7 +21,7 @@ from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.batched import batched_logits
-from cftgnn.replay.cone import Trajectory, cone_replay, record_trajectory
+from cftgnn.replay.cone import ConeStats, Trajectory, cone_replay, record_trajectory
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 
@@ -46,11 +46,19 @@ class TGNReplayOptions:
             few thousand sets larger passes share little more and run slower (all 43,744 sets
             of up to three of 64 candidates of a Wikipedia event: 4.4 s in passes of 4096,
             10.3 s in one pass).
+        prune: Perturbation pruning in the causal-cone replay (exact, on by default): a
+            perturbed row whose state after a batch equals the recorded one bit for bit is
+            retired, so a removal whose effect has died out stops costing anything
+            (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
+        stats: Counters of the cone replay's work (rows updated, retired, sets settled),
+            summed over calls, or None (benchmarks set one).
     """
 
     local_max_events: int = 512
     local_max_sets: int = 1
     max_sets_per_pass: int = 4096
+    prune: bool = True
+    stats: ConeStats | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ class TGNPlan:
             inputs = local_replay(model, self.local, removed)
             shared: BoolArray | None = self.local.removed
         else:
-            inputs = cone_replay(model, traj, removed)
+            inputs = cone_replay(model, traj, removed, self.options.prune, self.options.stats)
             shared = traj.removed
         return batched_logits(model, removed, shared, traj.end, inputs)
 
