@@ -10,7 +10,10 @@ Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
   whose last batch was partial; it can be predicted from but not advanced further.
 * ``removed``: ``bool [E]`` on the CPU, the events skipped so far (indexed by position in the
   attached stream). Neighbour sampling reads it, so removed events are invisible to every
-  model input.
+  model input. A snapshot with nothing removed holds :func:`no_removals`, one ``False``
+  broadcast to ``[E]`` (stride 0): an unperturbed snapshot then costs ``O(N·d)`` bytes,
+  whatever the stream's length. Such a mask is read-only (writing into it raises); the live
+  state of a model always holds a dense one (:meth:`State.clone` without ``compact``).
 * ``memory``: ``float32 [N, d]``, node memory with every batch but the last applied (``d = 0``
   for memory-less models).
 * ``last_update``: ``float64 [N]``, time of the last message applied to each node.
@@ -30,6 +33,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+
+def no_removals(num_events: int) -> Tensor:
+    """A read-only ``bool [num_events]`` of ``False`` that takes one byte (stride 0)."""
+    return torch.zeros(1, dtype=torch.bool).expand(int(num_events))
 
 
 @dataclass
@@ -62,11 +70,22 @@ class State:
             pending=torch.full((num_nodes,), -1, dtype=torch.long, device=device),
         )
 
-    def clone(self) -> State:
-        """A deep copy (detached tensors), which is what a snapshot is."""
+    def clone(self, compact: bool = False) -> State:
+        """A deep copy (detached tensors), which is what a snapshot is.
+
+        Args:
+            compact: Store a mask without removals as :func:`no_removals` (one byte instead
+                of ``E``; read-only), as snapshots do. Without it the copy's mask is dense
+                and writable, as a model's live state needs.
+        """
+        removed = self.removed
+        if compact and (removed.stride(0) == 0 or not bool(removed.any())):
+            removed = no_removals(removed.shape[0])
+        else:  # dense and writable, also when copying a broadcast mask
+            removed = removed.clone(memory_format=torch.contiguous_format)
         return State(
             position=self.position,
-            removed=self.removed.clone(),
+            removed=removed,
             memory=self.memory.detach().clone(),
             last_update=self.last_update.clone(),
             pending=self.pending.clone(),

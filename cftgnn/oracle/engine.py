@@ -46,6 +46,12 @@ from cftgnn.models.protocol import ReplayableModel
 from cftgnn.oracle.backends import GenericReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.contract import Oracle, OracleMode
+from cftgnn.oracle.snapshots import (
+    DEFAULT_MEMORY_BUDGET_GB,
+    SnapshotStore,
+    budget_bytes,
+    snapshot_nbytes,
+)
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.plans import ReplayBackend, ReplayPlan
@@ -80,10 +86,17 @@ class ReplayEngine:
             every use).
         stream: The event stream whose events are explained.
         index: A prebuilt index of ``stream`` (built when omitted).
-        checkpoint_every: Keep an unperturbed snapshot every this many batches while the cursor
-            moves forward, so that going back costs at most that many batches of replay.
+        checkpoint_every: Keep unperturbed snapshots at most this densely (every this many
+            batches) while the cursor moves forward, so that going back costs at most that
+            many batches of replay when the budget allows.
         backend: How removal sets are evaluated (default: :func:`replay_backend` of the
             model, its fastest exact path).
+        memory_budget_gb: GiB (2**30 bytes) the unperturbed snapshots may take together,
+            the cursor included; None for no bound. The spacing of the snapshots is chosen
+            from it and the stream's length (:class:`SnapshotStore`): a longer stream gets
+            sparser snapshots, never more memory. Going back in the stream then costs
+            replay from the nearest kept snapshot (or from the start), never memory. A
+            budget below one snapshot keeps only the cursor.
     """
 
     def __init__(
@@ -93,6 +106,7 @@ class ReplayEngine:
         index: TemporalIndex | None = None,
         checkpoint_every: int = 64,
         backend: ReplayBackend | None = None,
+        memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
     ) -> None:
         self.model = model
         self.backend: ReplayBackend = backend if backend is not None else replay_backend(model)
@@ -104,7 +118,9 @@ class ReplayEngine:
         model.attach(stream, index=self.index)
         self._cursor: Any = model.snapshot()  # unperturbed, at a batch boundary
         self._cursor_at = 0  # its position
-        self._checkpoints: dict[int, Any] = {0: self._cursor}
+        self.snapshots = SnapshotStore(
+            budget_bytes(memory_budget_gb), snapshot_nbytes(self._cursor),
+            stream.num_events, self.batch_size, self.checkpoint_every)
 
     @classmethod
     def from_checkpoint(
@@ -113,6 +129,7 @@ class ReplayEngine:
         stream: EventStream,
         device: torch.device | str = "cpu",
         checkpoint_every: int = 64,
+        memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
     ) -> ReplayEngine:
         """Load a committed checkpoint for ``stream`` and wrap it in an engine.
 
@@ -120,7 +137,8 @@ class ReplayEngine:
             CheckpointMismatchError: If the checkpoint was trained on another dataset.
         """
         model = load_checkpoint(path, stream, device=device, attach=False)
-        return cls(model, stream, checkpoint_every=checkpoint_every)
+        return cls(model, stream, checkpoint_every=checkpoint_every,
+                   memory_budget_gb=memory_budget_gb)
 
     # ------------------------------------------------------------------ base states
     def boundary(self, event_id: int) -> int:
@@ -130,30 +148,43 @@ class ReplayEngine:
     def base_state(self, boundary: int) -> Any:
         """The unperturbed state at a batch boundary (history = ids ``< boundary``).
 
-        Moving forward advances the cursor incrementally; going back restarts from the latest
-        checkpoint at or before ``boundary``. The returned state must not be modified.
+        Moving forward advances the cursor incrementally, keeping snapshots on the way as the
+        budget allows (:class:`SnapshotStore`); going back restarts from the latest kept
+        snapshot at or before ``boundary``, or from the empty state. The returned state must
+        not be modified.
         """
         if boundary % self.batch_size or not 0 <= boundary <= self.stream.num_events:
             raise OracleError(f"{boundary} is not a batch boundary of this stream")
+        if boundary == self._cursor_at:
+            return self._cursor
         start = time.perf_counter()
         model = self.model
-        if self._cursor_at > boundary:
-            self._cursor_at = max(b for b in self._checkpoints if b <= boundary)
-            self._cursor = self._checkpoints[self._cursor_at]
+        store = self.snapshots
         with eval_mode(model):
-            model.restore(self._cursor)
-            pos = self._cursor_at
-            step = self.checkpoint_every * self.batch_size
+            if self._cursor_at > boundary:
+                back = store.latest(boundary)
+                if back is None:
+                    model.reset()  # the state before any event: nothing to keep for it
+                    pos = 0
+                else:
+                    pos, snap = back
+                    model.restore(snap)
+            else:
+                pos = self._cursor_at
+                model.restore(self._cursor)
+            step = store.spacing
             while pos < boundary:
                 nxt = min(boundary, (pos // step + 1) * step)
                 model.advance(pos, nxt)
                 self.counters.setup_events += nxt - pos
                 pos = nxt
-                if pos % step == 0 and pos not in self._checkpoints:
-                    self._checkpoints[pos] = model.snapshot()
-            if pos != self._cursor_at:
-                self._cursor = self._checkpoints.get(pos) or model.snapshot()
-                self._cursor_at = pos
+                if pos % step == 0 and pos < boundary:
+                    store.offer(pos, model.snapshot)
+            kept = store.get(pos)
+            self._cursor = kept if kept is not None else model.snapshot()
+            self._cursor_at = pos
+            if kept is None and pos % step == 0:
+                store.offer(pos, lambda: self._cursor)
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor
 

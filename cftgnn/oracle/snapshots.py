@@ -1,0 +1,181 @@
+"""Unperturbed snapshots kept within a memory budget.
+
+The replay engine carries the unperturbed model state forward in stream order and keeps
+snapshots at batch boundaries, so that an explained event whose oldest candidate lies behind
+the cursor is reached by replay from a nearby snapshot rather than from the start of the
+stream. On a stream of millions of events, one snapshot every few batches would take more
+memory than the machine has, so :class:`SnapshotStore` keeps them within a budget:
+
+* the **spacing** is chosen from the budget and the stream's length: with room for ``K``
+  snapshots besides the cursor, one every ``⌈batches / K⌉`` batches (never denser than the
+  engine's ``checkpoint_every``), so a stream of any length fits the same budget and a longer
+  stream only gets sparser snapshots (more replay when going back, never more memory);
+* when a snapshot would exceed the budget (snapshots that grow with the history, or a budget
+  below the stream's even spacing), the **least useful** one is dropped first: the one whose
+  removal merges the two shortest neighbouring gaps, that is, adds the least replay to the
+  worst way back. Dropping is always exact: a missing snapshot is replayed again.
+
+A snapshot's size is measured by :func:`snapshot_nbytes` (the bytes of the tensors and arrays
+it holds); the built-in models' unperturbed snapshots are ``O(N·d)`` whatever the stream's
+length (:class:`~cftgnn.models.state.State` stores "nothing removed" in one byte).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import numpy as np
+from torch import Tensor
+
+from cftgnn.errors import ConfigError
+
+#: The engine's default budget for unperturbed snapshots, GiB.
+DEFAULT_MEMORY_BUDGET_GB = 1.0
+
+
+def budget_bytes(memory_budget_gb: float | None) -> int | None:
+    """A budget in GiB as bytes (None stays None: no bound).
+
+    Raises:
+        ConfigError: When it is not a number ``>= 0``.
+    """
+    if memory_budget_gb is None:
+        return None
+    if isinstance(memory_budget_gb, bool) or not isinstance(memory_budget_gb, int | float) \
+            or not memory_budget_gb >= 0 or math.isinf(memory_budget_gb):
+        raise ConfigError(f"memory_budget_gb must be a number >= 0 or null, got "
+                          f"{memory_budget_gb!r}")
+    return int(memory_budget_gb * 2**30)
+
+
+def snapshot_nbytes(snapshot: Any) -> int:
+    """Bytes held by the tensors and arrays of a snapshot (its attributes or dataclass
+    fields, and lists, tuples and dicts of them); storage shared between them counts once,
+    a broadcast tensor counts its storage (one byte for an expanded scalar)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def visit(x: Any, depth: int) -> None:
+        nonlocal total
+        if isinstance(x, Tensor):
+            storage = x.untyped_storage()
+            key = (int(storage.data_ptr()), int(storage.nbytes()))
+            if key not in seen:
+                seen.add(key)
+                total += key[1]
+        elif isinstance(x, np.ndarray):
+            base = x if x.base is None else x.base
+            key = (id(base), int(getattr(base, "nbytes", x.nbytes)))
+            if key not in seen:
+                seen.add(key)
+                total += key[1]
+        elif depth > 3:
+            return
+        elif isinstance(x, list | tuple):
+            for y in x:
+                visit(y, depth + 1)
+        elif isinstance(x, dict):
+            for y in x.values():
+                visit(y, depth + 1)
+        elif is_dataclass(x) and not isinstance(x, type):
+            for f in fields(x):
+                visit(getattr(x, f.name), depth + 1)
+        elif hasattr(x, "__dict__"):
+            for y in vars(x).values():
+                visit(y, depth + 1)
+
+    visit(snapshot, 0)
+    return total
+
+
+class SnapshotStore:
+    """Unperturbed snapshots by position, within a byte budget (see the module docstring).
+
+    Args:
+        budget: Bytes the snapshots may take, the engine's cursor included (one snapshot is
+            reserved for it); None for no bound.
+        snapshot_size: Bytes of one snapshot (the first one's), to choose the spacing.
+        num_events: Events of the stream.
+        batch_size: The model's history batch size ``B``.
+        min_batches: The densest spacing, in batches (the engine's ``checkpoint_every``).
+    """
+
+    def __init__(self, budget: int | None, snapshot_size: int, num_events: int,
+                 batch_size: int, min_batches: int = 64) -> None:
+        self.budget = budget
+        self.num_events = int(num_events)
+        self._reserve = max(1, int(snapshot_size))  # the cursor's share of the budget
+        num_batches = max(1, -(-int(num_events) // int(batch_size)))
+        batches = max(1, int(min_batches))
+        capacity = self.capacity
+        if capacity is not None:
+            batches = max(batches, -(-num_batches // max(1, capacity)))
+        #: Distance between kept snapshots, in events (a multiple of the batch size).
+        self.spacing = batches * int(batch_size)
+        self._kept: dict[int, Any] = {}
+        self._size: dict[int, int] = {}
+
+    @property
+    def capacity(self) -> int | None:
+        """How many snapshots of the first one's size fit besides the cursor (None: any)."""
+        if self.budget is None:
+            return None
+        return max(0, self.budget // self._reserve - 1)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the kept snapshots (the cursor not included)."""
+        return sum(self._size.values())
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def positions(self) -> list[int]:
+        """Positions of the kept snapshots, ascending."""
+        return sorted(self._kept)
+
+    def get(self, position: int) -> Any | None:
+        """The snapshot kept at ``position``, or None."""
+        return self._kept.get(position)
+
+    def latest(self, position: int) -> tuple[int, Any] | None:
+        """The kept snapshot closest at or before ``position`` as ``(its position, it)``, or
+        None when there is none (then replay starts from the empty state)."""
+        before = [p for p in self._kept if p <= position]
+        if not before:
+            return None
+        p = max(before)
+        return p, self._kept[p]
+
+    def offer(self, position: int, make: Callable[[], Any]) -> bool:
+        """Keep the snapshot ``make()`` at ``position`` if the budget allows, dropping the
+        least useful ones first; returns whether it is kept."""
+        if position in self._kept or position <= 0:
+            return position in self._kept
+        if self.budget is not None and self.capacity == 0:
+            return False
+        snap = make()
+        size = snapshot_nbytes(snap)
+        self._reserve = max(1, size)
+        self._kept[position], self._size[position] = snap, size
+        if self.budget is not None:
+            while self._kept and self.nbytes + self._reserve > self.budget:
+                self._drop(self._least_useful())
+        return position in self._kept
+
+    def _least_useful(self) -> int:
+        """The kept position whose removal leaves the shortest merged gap (the oldest among
+        equals): dropping it adds the least replay to any way back."""
+        pos = self.positions()
+        edges = [0, *pos, self.num_events]
+        gaps = [edges[j + 2] - edges[j] for j in range(len(pos))]
+        return pos[int(np.argmin(gaps))]
+
+    def _drop(self, position: int) -> None:
+        del self._kept[position], self._size[position]
+
+
+__all__ = ["DEFAULT_MEMORY_BUDGET_GB", "SnapshotStore", "budget_bytes", "snapshot_nbytes"]

@@ -1,0 +1,135 @@
+"""The replay engine's memory budget: snapshots of a size independent of the stream's length,
+kept within the budget, and the same explanations whatever the budget and the order."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from cftgnn.data import EventStream, make_synthetic_stream
+from cftgnn.errors import ConfigError
+from cftgnn.explain import GreedyExplainer
+from cftgnn.explain.run import explain_event
+from cftgnn.models import TGAT, TGN, TemporalModel
+from cftgnn.models.base import eval_mode
+from cftgnn.oracle.engine import ReplayEngine, naive_logit
+from cftgnn.oracle.snapshots import SnapshotStore, budget_bytes, snapshot_nbytes
+
+ATOL = 1e-5
+SMALL = dict(time_dim=8, embedding_dim=16, num_heads=2, num_neighbors=5, batch_size=20)
+
+
+def make_model(name: str, stream: EventStream) -> TemporalModel:
+    torch.manual_seed(0)
+    if name == "tgat":
+        return TGAT(stream.num_nodes, stream.feat_dim, node_dim=8, num_layers=2, **SMALL)
+    return TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, num_layers=1, **SMALL)
+
+
+@pytest.fixture(scope="module")
+def stream() -> EventStream:
+    return make_synthetic_stream(25, 600, seed=3, feat_dim=2, p_tie=0.2)
+
+
+def one_snapshot_gb(model: TemporalModel) -> float:
+    return snapshot_nbytes(model.snapshot()) / 2**30
+
+
+@pytest.mark.parametrize("name", ["tgn", "tgat"])
+def test_snapshot_size_does_not_grow_with_the_stream(name):
+    sizes = []
+    for num_events in (400, 4000):
+        s = make_synthetic_stream(30, num_events, seed=1, feat_dim=2)
+        model = make_model(name, s)
+        model.attach(s)
+        with eval_mode(model):
+            model.advance(0, 200)
+        sizes.append(snapshot_nbytes(model.snapshot()))
+    assert sizes[0] == sizes[1]
+    assert sizes[1] < 4000  # the bool [E] mask of the longer stream alone would be 4000 bytes
+
+
+def test_compact_snapshot_restores_a_writable_state(stream):
+    model = make_model("tgn", stream)
+    model.attach(stream)
+    with eval_mode(model):
+        model.advance(0, 100)
+        snap = model.snapshot()
+        model.restore(snap)
+        mask = np.zeros(stream.num_events, dtype=bool)
+        mask[[101, 150]] = True
+        model.advance(100, 200, mask)  # writes the live mask, never the snapshot's
+        assert model.state.removed[[101, 150]].all()
+        assert not snap.removed.any()
+        removed_snap = model.snapshot()  # something removed: the mask is kept in full
+        assert removed_snap.removed[[101, 150]].all() and removed_snap.removed.is_contiguous()
+
+
+@pytest.mark.parametrize("name", ["tgn", "tgat"])
+def test_same_explanations_with_a_tiny_and_an_unbounded_budget(stream, name):
+    model = make_model(name, stream)
+    size = one_snapshot_gb(_attached(model, stream))
+    order = [590, 120, 455, 300, 599, 40, 301, 480]  # back and forth in the stream
+    results, replayed = {}, {}
+    for budget in (None, 0.0, 2.5 * size):
+        engine = ReplayEngine(model, stream, checkpoint_every=1, memory_budget_gb=budget)
+        out = []
+        for i in order:
+            r = explain_event(engine, GreedyExplainer(), i, m_max=12, mode="exact")
+            out.append(dataclasses.replace(r, wall_time_s=0.0, oracle_time_s=0.0,
+                                           setup_time_s=0.0))
+            if budget == 0.0:  # only the cursor
+                assert len(engine.snapshots) == 0
+            elif budget is not None:  # the cursor plus what is kept stays within the budget
+                assert engine.snapshots.nbytes + size * 2**30 <= budget * 2**30
+        results[budget] = out
+        replayed[budget] = engine.counters.setup_events
+    assert replayed[0.0] > replayed[None]  # going back replayed from the start instead
+    assert results[0.0] == results[None]
+    assert results[2.5 * size] == results[None]
+    for r in results[0.0][:3]:  # and they are right: the original logit is a fresh replay's
+        assert r.original_logit == pytest.approx(naive_logit(model, stream, r.event_id),
+                                                 abs=ATOL)
+
+
+def _attached(model: TemporalModel, stream: EventStream) -> TemporalModel:
+    model.attach(stream)
+    return model
+
+
+def test_budget_is_respected_going_back_and_forth(stream):
+    model = _attached(make_model("tgn", stream), stream)
+    size = snapshot_nbytes(model.snapshot())
+    budget_gb = 4.5 * size / 2**30  # room for the cursor and 3 snapshots of the 30 batches
+    engine = ReplayEngine(model, stream, checkpoint_every=1, memory_budget_gb=budget_gb)
+    assert engine.snapshots.spacing > model.batch_size  # the spacing adapted to the budget
+    rng = np.random.default_rng(0)
+    unbounded = ReplayEngine(make_model("tgn", stream), stream, checkpoint_every=1,
+                             memory_budget_gb=None)
+    for b in rng.integers(0, stream.num_events // 20 + 1, size=25) * 20:
+        state = engine.base_state(int(b))
+        assert engine.snapshots.nbytes + size <= budget_gb * 2**30
+        assert state.position == b
+        assert state.equals(unbounded.base_state(int(b)), atol=0.0)
+    assert len(unbounded.snapshots) > len(engine.snapshots) > 0
+
+
+def test_least_useful_snapshot_is_dropped_first():
+    store = SnapshotStore(budget=4 * 100, snapshot_size=100, num_events=1000, batch_size=10,
+                          min_batches=1)
+    assert store.capacity == 3 and store.spacing == 340  # ⌈100 batches / 3⌉ batches apart
+    blob = torch.zeros(100, dtype=torch.uint8)
+    for p in (100, 200, 600, 900):  # offered out of the even spacing: one must go
+        store.offer(p, blob.clone)
+    assert store.positions() == [200, 600, 900]  # 100 merged the shortest gap (0..200)
+    assert store.nbytes + 100 <= 400
+
+
+def test_budget_must_be_a_number():
+    assert budget_bytes(None) is None and budget_bytes(1) == 2**30
+    for bad in (-1, True, "1", float("inf"), float("nan")):
+        with pytest.raises(ConfigError):
+            budget_bytes(bad)  # type: ignore[arg-type]
