@@ -45,6 +45,7 @@ from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.contract import Oracle, OracleMode
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import card_mismatch, load_checkpoint
 from cftgnn.training.resolve import (
@@ -211,6 +212,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     if str(cfg.mode) not in ("exact", "approximate", "auto"):
         raise ConfigError(f"mode must be exact, approximate or auto, got {cfg.mode!r}")
     auto_ratios(cfg)
+    budget = cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB)
+    budget_bytes(budget)  # a bad budget fails before anything loads
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     constraints.validate(stream)  # nodes and events named exist, before the model loads
@@ -253,10 +256,11 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     run_name = "-".join([names["dataset"], names["model"], cfg_name(cfg.explainer),
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
-        engine = ReplayEngine(model, stream)
+        engine = ReplayEngine(model, stream, memory_budget_gb=budget)
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         extra = None if robust is None else Robustness(
-            robust, None if second is None else ReplayEngine(second, stream, engine.index))
+            robust, None if second is None else ReplayEngine(second, stream, engine.index,
+                                                          memory_budget_gb=budget))
         _explain(cfg, engine, todo, store, names, tracker, shard, len(done), constraints, mode,
                  extra)
         records = store.load()

@@ -4,8 +4,10 @@ kept within the budget, and the same explanations whatever the budget and the or
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -133,3 +135,41 @@ def test_budget_must_be_a_number():
     for bad in (-1, True, "1", float("inf"), float("nan")):
         with pytest.raises(ConfigError):
             budget_bytes(bad)  # type: ignore[arg-type]
+
+
+def test_pipeline_records_do_not_depend_on_the_budget(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    import cftgnn.config  # noqa: F401  (registers the resolvers)
+    from cftgnn.evaluation import pipeline
+    from cftgnn.evaluation.records import read_records
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    tiny = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=false",
+            "sample.prediction=any", "n_events=5", "mode=exact"]
+    runs = {}
+    for budget in ("null", "0"):
+        out = tmp_path / budget
+        with initialize_config_dir(str(conf), version_base="1.3"):
+            cfg = compose("explain", overrides=[*tiny, f"out_dir={out}",
+                                                f"memory_budget_gb={budget}"])
+        pipeline.run(cfg)
+        records = read_records(out)
+        runs[budget] = records[[c for c in records.columns if "time" not in c]]
+    assert len(runs["0"]) == 5
+    pd.testing.assert_frame_equal(runs["0"], runs["null"])
+
+
+def test_pipeline_refuses_a_negative_budget(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    import cftgnn.config  # noqa: F401
+    from cftgnn.evaluation import pipeline
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("explain", overrides=["debug=default", "checkpoint=null",
+                                            f"out_dir={tmp_path}", "memory_budget_gb=-1"])
+    with pytest.raises(ConfigError, match="memory_budget_gb"):
+        pipeline.run(cfg)
+    assert not any(tmp_path.iterdir())
