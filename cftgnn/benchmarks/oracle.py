@@ -271,7 +271,7 @@ def _last_generation(replay: EventReplay, cand: npt.NDArray[np.int64], pop_size:
 
     p0 = float(replay.exact([frozenset()])[0])
     oracle = Oracle(replay.candidates, p0, exact=recording)
-    NSGA2Explainer(pop_size=pop_size, generations=3, seed=seed).explain(oracle)
+    NSGA2Explainer(pop_size=pop_size, max_iterations=3, seed=seed).explain(oracle)
     return max(batches[1:] or batches, key=len) if batches else []
 
 

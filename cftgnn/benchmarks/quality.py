@@ -44,6 +44,7 @@ from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
 from cftgnn.oracle.constraints import Constraints
@@ -62,6 +63,7 @@ class Configuration:
         name: Row label.
         explainer: File name in ``conf/explainer``.
         strategy: File name in ``conf/strategy``.
+        ceiling: ``ceiling`` option (post-processing, as in ``conf/explain.yaml``).
         prune: ``prune`` option.
         certify: ``certify`` option.
         certify_max_time_s: Cap on ``certify``'s seconds per event.
@@ -74,6 +76,7 @@ class Configuration:
     name: str
     explainer: str
     strategy: str
+    ceiling: bool = False
     prune: bool = False
     certify: int = 0
     certify_max_time_s: float | None = None
@@ -89,14 +92,15 @@ class Configuration:
         Raises:
             ConfigError: On an unknown key, explainer or strategy.
         """
-        known = {"explainer", "strategy", "prune", "certify", "mode", "params"}
+        known = {"explainer", "strategy", "ceiling", "prune", "certify", "mode", "params"}
         unknown = sorted(set(cfg) - known)
         if unknown:
             raise ConfigError(f"explainers.{name}: unknown key {unknown[0]!r} (known: "
                               f"{', '.join(sorted(known))})")
         conf = cls(name=name, explainer=str(cfg.get("explainer", "")),
                    strategy=str(cfg.get("strategy", "closest")),
-                   prune=bool(cfg.get("prune", False)), certify=int(cfg.get("certify", 0)),
+                   ceiling=cfg.get("ceiling", False), prune=cfg.get("prune", False),
+                   certify=cfg.get("certify", 0),
                    certify_max_time_s=certify_max_time_s,
                    mode=str(cfg.get("mode", mode)), params=dict(cfg.get("params") or {}))
         for group, option in (("explainer", conf.explainer), ("strategy", conf.strategy)):
@@ -126,8 +130,9 @@ class Configuration:
             raise ConfigError(f"configuration {self.name!r} was not read from a config "
                               "(use Configuration.from_config)")
         explainer, strategy = self.nodes
-        return make_explainer(explainer, strategy, prune=self.prune, certify=self.certify,
-                              certify_max_time_s=self.certify_max_time_s)
+        return make_explainer(explainer, strategy, PostProcessing(
+            ceiling=self.ceiling, prune=self.prune, certify=self.certify,
+            certify_max_time_s=self.certify_max_time_s))
 
 
 def _row(result: ExplanationResult, setup: float) -> dict[str, Any]:
@@ -305,8 +310,9 @@ def _fingerprint(cfg: DictConfig, weights: str, configs: list[Configuration]) ->
             plain["dataset"].pop(key, None)
     plain["weights"] = weights
     plain["configurations"] = [
-        {"name": c.name, "explainer": c.explainer, "strategy": c.strategy, "prune": c.prune,
-         "certify": c.certify, "mode": c.mode, "params": dict(c.params)} for c in configs]
+        {"name": c.name, "explainer": c.explainer, "strategy": c.strategy,
+         "ceiling": c.ceiling, "prune": c.prune, "certify": c.certify, "mode": c.mode,
+         "params": dict(c.params)} for c in configs]
     return plain
 
 

@@ -38,6 +38,7 @@ from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.explain.base import Explainer
+from cftgnn.explain.post import PostProcessing
 from cftgnn.files import sha256_if_file
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.models.base import TemporalModel
@@ -86,9 +87,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
-        "prune": bool(cfg.get("prune", False)),
-        "certify": int(cfg.get("certify", 0)),
-        "certify_max_time_s": cfg.get("certify_max_time_s"),
+        **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
         "shard": int(cfg.shard),
         "num_shards": int(cfg.num_shards),
@@ -123,26 +122,20 @@ def constraints_of(cfg: DictConfig) -> Constraints:
 
 
 def build_explainer(cfg: DictConfig) -> Explainer:
-    """A fresh explainer of ``cfg.explainer`` with its strategy and ``prune`` / ``certify``.
+    """A fresh explainer of ``cfg.explainer`` with its strategy and the post-processing stage
+    of the top-level ``ceiling``, ``prune``, ``certify`` and ``certify_max_time_s``.
 
     Raises:
-        CftgnnError: For a bad option of the explainer or strategy (unwrapped from
-            ``instantiate``'s exception).
-        ConfigError: When ``certify`` is not an integer or ``prune`` not a boolean.
+        CftgnnError: For a bad option of the explainer, the strategy or the stage, naming it
+            (unwrapped from ``instantiate``'s exception).
     """
-    certify = cfg.get("certify", 0)
-    if isinstance(certify, bool) or not isinstance(certify, int):
-        raise ConfigError(f"certify must be an integer >= 0, got {certify!r}")
-    prune = cfg.get("prune", False)
-    if not isinstance(prune, bool):
-        raise ConfigError(f"prune must be true or false, got {prune!r}")
-    return make_explainer(cfg.explainer, cfg.strategy, prune=prune, certify=certify,
-                          certify_max_time_s=cfg.get("certify_max_time_s"))
+    return make_explainer(cfg.explainer, cfg.strategy, PostProcessing.from_config(cfg))
 
 
-def make_explainer(explainer: Any, strategy: Any, prune: bool = False, certify: int = 0,
-                   certify_max_time_s: float | None = None) -> Explainer:
-    """Instantiate an explainer config node with a strategy config node.
+def make_explainer(explainer: Any, strategy: Any,
+                   post: PostProcessing | None = None) -> Explainer:
+    """Instantiate an explainer config node with a strategy config node and a
+    post-processing stage.
 
     Raises:
         CftgnnError: For a bad option of either (unwrapped from ``instantiate``'s exception).
@@ -151,8 +144,8 @@ def make_explainer(explainer: Any, strategy: Any, prune: bool = False, certify: 
             the group and class.
     """
     made: Explainer = _construct("explainer", explainer,
-                                 strategy=_construct("strategy", strategy), prune=prune,
-                                 certify=certify, certify_max_time_s=certify_max_time_s)
+                                 strategy=_construct("strategy", strategy), post=post,
+                                 _convert_="object")  # post stays a PostProcessing
     return made
 
 

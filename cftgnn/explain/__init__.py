@@ -4,13 +4,16 @@ the oracle (:mod:`cftgnn.oracle`), whose contract is re-exported here for conven
 a model."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
-from cftgnn.explain.beam import BeamExplainer
-from cftgnn.explain.cftgnn import CFTGNNExplainer
+from cftgnn.explain.beam import BeamExplainer, BeamParams
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.cftgnn import CFTGNNExplainer, CFTGNNParams
 from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
-from cftgnn.explain.exhaustive import ExhaustiveExplainer
-from cftgnn.explain.greedy import GreedyExplainer
-from cftgnn.explain.nsga2 import NSGA2Explainer
-from cftgnn.explain.pso import PSOExplainer
+from cftgnn.explain.exhaustive import ExhaustiveExplainer, ExhaustiveParams
+from cftgnn.explain.greedy import GreedyExplainer, GreedyParams
+from cftgnn.explain.nsga2 import NSGA2Explainer, NSGA2Params
+from cftgnn.explain.params import BudgetParams, Params
+from cftgnn.explain.post import PostProcessing
+from cftgnn.explain.pso import PSOExplainer, PSOParams
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.explain.run import explain_event
 from cftgnn.explain.strategies import (
@@ -38,17 +41,27 @@ __all__ = [
     "SCHEMA_VERSION",
     "BackpropRule",
     "BeamExplainer",
+    "BeamParams",
+    "BudgetMeter",
+    "BudgetParams",
     "CFTGNNExplainer",
+    "CFTGNNParams",
     "ClosestStrategy",
     "Confirmation",
     "Constraints",
     "ExhaustiveExplainer",
+    "ExhaustiveParams",
     "Explainer",
     "ExplanationResult",
     "ExplanationStatus",
     "GreedyExplainer",
+    "GreedyParams",
     "NSGA2Explainer",
+    "NSGA2Params",
     "PSOExplainer",
+    "PSOParams",
+    "Params",
+    "PostProcessing",
     "LogitFn",
     "OneBestStrategy",
     "Oracle",

@@ -18,14 +18,25 @@ the same sets, in the same order, with the same answer (a test asserts it).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome, call_budget
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle, delta, margin
+
+
+@dataclass(frozen=True)
+class BeamParams(BudgetParams):
+    """Beam search's parameters (``conf/explainer/beam.yaml``); ``max_iterations`` caps the
+    levels, and a level whose sets would exceed ``max_oracle_calls`` is not evaluated."""
+
+    width: int = option(5, "w, sets kept per level", low=1)
 
 
 class BeamExplainer(Explainer):
@@ -33,40 +44,25 @@ class BeamExplainer(Explainer):
 
     Args:
         strategy: Orders the events each set is extended by (ties on Δ go to the earlier).
-        width: ``w``, sets kept per level.
-        max_oracle_calls: Optional cap on the search's search-mode evaluations; a level that
-            would exceed it is not evaluated (``cut_short``).
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
-
-    Raises:
-        ExplainerError: On ``width < 1`` or a negative budget.
+        post: The steps after the search.
+        **options: :class:`BeamParams` (``width``) and the budget keys.
     """
 
     name = "beam"
+    Params = BeamParams
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        width: int = 5,
-        max_oracle_calls: int | None = None,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        if isinstance(width, bool) or int(width) != width or width < 1:
-            raise ExplainerError(f"width must be an integer >= 1, got {width!r}")
-        self.width = int(width)
-        self.max_oracle_calls = call_budget(max_oracle_calls)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: BeamParams
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p0 = oracle.original_logit
         removable = np.asarray(oracle.removable, dtype=np.int64)
         limit = oracle.size_limit()
-        calls0 = oracle.stats.search_calls
         beam: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (set in order added, Δ)
         best: tuple[tuple[int, ...], float] = ((), -math.inf)
         level = 0
-        cut_short = False
         while beam and level < limit:
             children: list[tuple[int, ...]] = []
             parent_gain: list[float] = []
@@ -81,17 +77,16 @@ class BeamExplainer(Explainer):
                         parent_gain.append(gain)
             if not children:
                 break
-            if self.max_oracle_calls is not None:
-                fresh = sum(oracle.cached_search(c) is None for c in children)
-                if oracle.stats.search_calls - calls0 + fresh > self.max_oracle_calls:
-                    cut_short = True
-                    break
+            fresh = (0 if budget.max_oracle_calls is None
+                     else sum(oracle.cached_search(c) is None for c in children))
+            if not budget.proceed(level, cost=fresh):
+                break
             level += 1
             logits = oracle.batch([frozenset(c) for c in children])
             gains = np.array([delta(p0, float(p)) for p in logits])
             improving = [j for j in np.argsort(-gains, kind="stable").tolist()
                          if gains[j] > parent_gain[j]]
-            kept = improving[: self.width]
+            kept = improving[: self.params.width]
             if not kept:
                 break
             beam = [(children[j], float(gains[j])) for j in kept]
@@ -103,8 +98,7 @@ class BeamExplainer(Explainer):
                 top = max(m for m, _ in found)
                 answer = next(c for m, c in found if m == top)
                 return SearchOutcome(explanation=answer, iterations=level, found=True)
-        return SearchOutcome(explanation=best[0], iterations=level, found=False,
-                             cut_short=cut_short)
+        return SearchOutcome(explanation=best[0], iterations=level, found=False)
 
 
-__all__ = ["BeamExplainer"]
+__all__ = ["BeamExplainer", "BeamParams"]

@@ -36,13 +36,17 @@ Resolved ambiguities (DESIGN.md §3):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome, call_budget
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.greedy import descend
+from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
 from cftgnn.oracle.contract import Oracle, delta, node_score
@@ -51,84 +55,66 @@ from cftgnn.oracle.contract import Oracle, delta, node_score
 _TIE_TOL = 1e-12
 
 
+@dataclass(frozen=True)
+class CFTGNNParams(BudgetParams):
+    """CF-TGNN's parameters (``conf/explainer/cftgnn.yaml`` lists them with these defaults).
+
+    The iteration cap has the seed's name, ``it_max``; the shared key ``max_iterations``, when
+    set, replaces it. ``max_oracle_calls`` caps the search-mode evaluations of the search
+    itself (a strategy's preparation, e.g. 1-best's ``|R|`` calls, is counted in the result
+    but not charged, and so is the deep phase's descent); exact confirmations are not capped.
+    """
+
+    it_max: int = option(300, "MCTS iterations (the seed's name of max_iterations)", low=0)
+    alpha: float = option(2.0 / 3.0, "weight of the exploitation score", low=0)
+    beta: float = option(1.0 / 3.0, "weight of the UCB exploration term", low=0)
+    batch_children: bool = option(False, "evaluate all children of an expanded node in one "
+                                         "batched call (same decisions, other call counts)")
+    backprop: BackpropRule = option(BackpropRule.WEIGHTED, "score rule of backpropagation")
+    trace: bool = option(False, "record a per-iteration trace")
+    widening: float | None = option(None, "exponent a of progressive widening (null: every "
+                                          "child at once, the seed's rule)", low=0, high=1)
+    widening_k: float = option(1.0, "factor c of progressive widening", low=0, low_open=True)
+    deep_phase: bool = option(False, "no counterfactual in the tree: greedy descent from the "
+                                     "node with the largest Δ")
+    deep_sample_size: int = option(10, "l of that descent", low=1)
+
+    @property
+    def iteration_cap(self) -> int | None:
+        return self.it_max if self.max_iterations is None else self.max_iterations
+
+
 class CFTGNNExplainer(Explainer):
     """The CF-TGNN search.
 
     Args:
         strategy: Selection strategy δ for ties (default: recent).
-        it_max: Maximum number of iterations.
-        alpha: Weight of the exploitation score in the selection score.
-        beta: Weight of the exploration (UCB) term.
-        max_oracle_calls: Optional cap on search-mode backend evaluations made by the search
-            itself (a strategy's preparation, e.g. 1-best's ``|C|`` calls, is counted in the
-            result but not charged to this budget). Exact confirmations are not capped.
-        batch_children: Evaluate all children of a newly expanded node in one batched oracle
-            call (warming the cache) instead of one call per selected node. The search's
-            decisions and answer are unchanged; only call counts and speed differ.
-        backprop: Score rule for backpropagation (``"weighted"`` or ``"thesis"``).
-        trace: Record a per-iteration trace in the result.
-        widening: Exponent ``a`` of progressive widening (None: every child at once, the
-            seed's rule).
-        widening_k: Factor ``c`` of progressive widening.
-        deep_phase: Descend greedily from the most promising node when the tree found no
-            counterfactual.
-        deep_sample_size: ``l`` of that descent.
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
+        post: The steps after the search.
+        **options: :class:`CFTGNNParams` (``it_max``, ``alpha``, ``beta``, ``widening``, ...,
+            and the budget keys).
     """
 
     name = "cftgnn"
+    Params = CFTGNNParams
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        it_max: int = 300,
-        alpha: float = 2.0 / 3.0,
-        beta: float = 1.0 / 3.0,
-        max_oracle_calls: int | None = None,
-        batch_children: bool = False,
-        backprop: BackpropRule | str = BackpropRule.WEIGHTED,
-        trace: bool = False,
-        widening: float | None = None,
-        widening_k: float = 1.0,
-        deep_phase: bool = False,
-        deep_sample_size: int = 10,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        if widening is not None and not 0.0 <= widening <= 1.0:
-            raise ExplainerError(f"widening must be in [0, 1] or null, got {widening}")
-        if not widening_k > 0:
-            raise ExplainerError(f"widening_k must be > 0, got {widening_k}")
-        if deep_sample_size < 1:
-            raise ExplainerError(f"deep_sample_size must be >= 1, got {deep_sample_size}")
-        if it_max < 0:
-            raise ExplainerError(f"it_max must be >= 0, got {it_max}")
-        if alpha < 0 or beta < 0:
-            raise ExplainerError(f"alpha and beta must be >= 0, got {alpha}, {beta}")
-        self.it_max = int(it_max)
-        self.alpha = float(alpha)
-        self.beta = float(beta)
-        self.max_oracle_calls = call_budget(max_oracle_calls)
-        self.batch_children = bool(batch_children)
-        self.backprop = BackpropRule(backprop)
-        self.trace = bool(trace)
-        self.widening = None if widening is None else float(widening)
-        self.widening_k = float(widening_k)
-        self.deep_phase = bool(deep_phase)
-        self.deep_sample_size = int(deep_sample_size)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: CFTGNNParams
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
-        return _Run(self, oracle).run()
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        return _Run(self.params, self.strategy, oracle, budget).run()
 
 
 class _Run:
     """State of one CF-TGNN search (the explainer itself stays stateless and reusable)."""
 
-    def __init__(self, cfg: CFTGNNExplainer, oracle: Oracle) -> None:
+    def __init__(self, cfg: CFTGNNParams, strategy: SelectionStrategy, oracle: Oracle,
+                 budget: BudgetMeter) -> None:
         self.cfg = cfg
         self.oracle = oracle
-        self.strategy = cfg.strategy
+        self.strategy = strategy
+        self.budget = budget
         self.p0 = oracle.original_logit
         self.cand_ids = [int(e) for e in oracle.removable]
         self.size_limit = oracle.size_limit()
@@ -142,7 +128,7 @@ class _Run:
     # ------------------------------------------------------------------ main loop
     def run(self) -> SearchOutcome:
         it = 0
-        while it < self.cfg.it_max and self.root.selectable and self._budget_left() > 0:
+        while self.root.selectable and self.budget.proceed(it, cost=1):
             before = self._selectable_paths() if self.cfg.trace else set()
             node = self.select(self.root)
             self.simulate(node)
@@ -165,15 +151,7 @@ class _Run:
             iterations=it,
             found=best.counterfactual,
             trace=tuple(self.trace) if self.cfg.trace else None,
-            cut_short=(it < self.cfg.it_max and self.root.selectable
-                       and self._budget_left() <= 0),
         )
-
-    def _budget_left(self) -> float:
-        if self.cfg.max_oracle_calls is None:
-            return math.inf
-        used = self.oracle.stats.search_calls - self.calls0
-        return self.cfg.max_oracle_calls - used
 
     # ------------------------------------------------------------------ steps
     def select(self, node: SearchNode) -> SearchNode:
@@ -287,7 +265,7 @@ class _Run:
 
     def _prefetch(self, children: list[SearchNode]) -> None:
         todo = [c.removed for c in children if self.oracle.cached_search(c.removed) is None]
-        left = self._budget_left()
+        left = self.budget.calls_left()
         if left < len(todo):
             todo = todo[: int(left)]
         if todo:
@@ -310,4 +288,4 @@ class _Run:
         })
 
 
-__all__ = ["CFTGNNExplainer"]
+__all__ = ["CFTGNNExplainer", "CFTGNNParams"]

@@ -16,14 +16,30 @@ has ``cut_short = True`` and the bound covers only the sizes completed.
 
 from __future__ import annotations
 
-import time
+import math
+from dataclasses import dataclass
 from typing import Any
 
-from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
+from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
+
+
+@dataclass(frozen=True)
+class ExhaustiveParams(BudgetParams):
+    """The exhaustive search's parameters (``conf/explainer/exhaustive.yaml``).
+
+    ``max_iterations`` caps the sizes evaluated (as ``max_size`` does); ``max_oracle_calls``
+    counts **exact** evaluations here (the search calls the exact backend only).
+    """
+
+    max_size: int = option(3, "K, largest set size evaluated", low=1)
+    chunk_size: int = option(DEFAULT_CHUNK, "sets per batched exact call (bounds memory)",
+                             low=1)
 
 
 class ExhaustiveExplainer(Explainer):
@@ -32,55 +48,39 @@ class ExhaustiveExplainer(Explainer):
     Args:
         strategy: Ranks the removable events; sets of one size are enumerated in that order
             (default: recent).
-        max_size: Largest set size evaluated (``K``); the oracle's ``max_size`` constraint
-            lowers it further.
-        chunk_size: Sets per batched exact oracle call (bounds memory).
-        max_oracle_calls: Optional cap on exact backend evaluations of the search.
-        max_time_s: Optional cap on the search's seconds.
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
-
-    Raises:
-        ExplainerError: On ``max_size < 1``, ``chunk_size < 1`` or negative budgets.
+        post: The steps after the search.
+        **options: :class:`ExhaustiveParams` (``max_size``, ``chunk_size``) and the budget
+            keys.
     """
 
     name = "exhaustive"
+    Params = ExhaustiveParams
+    budget_counts_exact = True
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        max_size: int = 3,
-        chunk_size: int = DEFAULT_CHUNK,
-        max_oracle_calls: int | None = None,
-        max_time_s: float | None = None,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 1:
-            raise ExplainerError(f"max_size must be an integer >= 1, got {max_size!r}")
-        if chunk_size < 1:
-            raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")
-        self.max_size = int(max_size)
-        self.chunk_size = int(chunk_size)
-        self.max_oracle_calls = call_budget(max_oracle_calls)
-        self.max_time_s = time_budget(max_time_s)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: ExhaustiveParams
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
-        deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        p = self.params
+        sizes = p.max_size if budget.max_iterations is None else min(p.max_size,
+                                                                      budget.max_iterations)
+        left = budget.calls_left()
         result = search_by_size(
             oracle,
             self.strategy.rank(oracle.removable),
-            oracle.size_limit(self.max_size),
-            chunk_size=self.chunk_size,
-            max_calls=self.max_oracle_calls,
-            deadline=deadline,
+            oracle.size_limit(sizes),
+            chunk_size=p.chunk_size,
+            max_calls=None if math.isinf(left) else int(left),
+            deadline=budget.deadline,
         )
+        budget.cut(result.cut_short)
         return SearchOutcome(
             explanation=result.explanation or (),
             iterations=result.sizes_done + int(result.cut_short),
             found=result.explanation is not None,
-            cut_short=result.cut_short,
         )
 
 
-__all__ = ["ExhaustiveExplainer"]
+__all__ = ["ExhaustiveExplainer", "ExhaustiveParams"]

@@ -20,14 +20,30 @@ It draws from the removable events ``R`` only and stops when ``X`` reaches the o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cftgnn.errors import ExplainerError
 from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle, delta
+
+
+@dataclass(frozen=True)
+class GreedyParams(BudgetParams):
+    """Greedy's parameters (``conf/explainer/greedy.yaml``); ``max_iterations`` caps the
+    events added (default: until ``R`` is exhausted)."""
+
+    sample_size: int = option(10, "l, best-ranked events evaluated per iteration", low=1)
+    trace: bool = option(False, "record a per-iteration trace")
+    tolerance: float = option(0.0, "a gain in Δ of at most this is no improvement (0: the "
+                                   "seed's strict test)", low=0)
+    like_with_like: bool = option(False, "compare the first candidate with the search mode's "
+                                         "logit of the empty set, not the exact p_orig")
 
 
 class GreedyExplainer(Explainer):
@@ -35,46 +51,24 @@ class GreedyExplainer(Explainer):
 
     Args:
         strategy: Selection strategy δ that ranks the events to sample (default: recent).
-        sample_size: ``l``, the number of best-ranked events evaluated per iteration.
-        max_iterations: Optional cap on iterations (default: until ``C`` is exhausted).
-        trace: Record a per-iteration trace in the result.
-        tolerance: A gain in Δ of at most this counts as no improvement (default 0: the
-            seed's strict test).
-        like_with_like: Compare the first candidate with the search mode's logit of the empty
-            set (one more search-mode call in approximate mode) instead of ``p_orig``.
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
+        post: The steps after the search.
+        **options: :class:`GreedyParams` (``sample_size``, ``tolerance``, ...) and the budget
+            keys.
     """
 
     name = "greedy"
+    Params = GreedyParams
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        sample_size: int = 10,
-        max_iterations: int | None = None,
-        trace: bool = False,
-        tolerance: float = 0.0,
-        like_with_like: bool = False,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        if not tolerance >= 0:
-            raise ExplainerError(f"tolerance must be >= 0, got {tolerance}")
-        if sample_size < 1:
-            raise ExplainerError(f"sample_size must be >= 1, got {sample_size}")
-        if max_iterations is not None and max_iterations < 0:
-            raise ExplainerError(f"max_iterations must be >= 0, got {max_iterations}")
-        self.sample_size = int(sample_size)
-        self.max_iterations = max_iterations
-        self.trace = bool(trace)
-        self.tolerance = float(tolerance)
-        self.like_with_like = bool(like_with_like)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: GreedyParams
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
-        p_start = oracle(frozenset()) if self.like_with_like else oracle.original_logit
-        return descend(oracle, self.strategy, (), p_start, self.sample_size,
-                       self.max_iterations, self.tolerance, self.trace)
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        p = self.params
+        p_start = oracle(frozenset()) if p.like_with_like else oracle.original_logit
+        return descend(oracle, self.strategy, (), p_start, p.sample_size, budget,
+                       p.tolerance, p.trace)
 
 
 def descend(
@@ -83,7 +77,7 @@ def descend(
     start: tuple[int, ...],
     p_start: float,
     sample_size: int,
-    max_iterations: int | None = None,
+    budget: BudgetMeter | None = None,
     tolerance: float = 0.0,
     trace: bool = False,
 ) -> SearchOutcome:
@@ -95,7 +89,7 @@ def descend(
         start: The starting set (in the order its events were added); ``()`` for greedy.
         p_start: The logit the first candidate must improve on.
         sample_size: ``l``.
-        max_iterations: Optional cap on iterations.
+        budget: The meter asked before each iteration (None: no cap).
         tolerance: Gains of at most this are no improvement.
         trace: Record a per-iteration trace.
 
@@ -112,7 +106,8 @@ def descend(
     it = 0
     steps: list[dict[str, object]] = []
     while len(chosen) < limit:
-        if max_iterations is not None and it >= max_iterations:
+        if budget is not None and not budget.proceed(
+                it, cost=min(sample_size, len(cand) - len(chosen))):
             break
         it += 1
         remaining = cand[~np.isin(cand, chosen)]
@@ -146,4 +141,4 @@ def descend(
     )
 
 
-__all__ = ["GreedyExplainer", "descend"]
+__all__ = ["GreedyExplainer", "GreedyParams", "descend"]

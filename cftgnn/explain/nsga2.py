@@ -30,7 +30,8 @@ result's ``counterfactuals``.
 
 from __future__ import annotations
 
-import time
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,8 +42,11 @@ from pymoo.operators.crossover.hux import HalfUniformCrossover
 from pymoo.operators.mutation.bitflip import BitflipMutation
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.population import Archive, initial_population
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
 
@@ -68,113 +72,101 @@ class _RemovalProblem(Problem):
         out["G"] = np.column_stack([ev.violation, size - self.limit])
 
 
+@dataclass(frozen=True)
+class NSGA2Params(BudgetParams):
+    """NSGA-II's parameters (``conf/explainer/nsga2.yaml``).
+
+    ``max_iterations`` counts the generations after the first population (default 30); the
+    run stops before a generation whose ``pop_size`` sets would exceed ``max_oracle_calls``,
+    or once ``max_time_s`` has passed (checked between generations). At least one of the
+    three caps must be set.
+    """
+
+    max_iterations: int | None = option(30, "generations after the first population", low=0)
+    pop_size: int = option(64, "sets per generation (one batched oracle call each)", low=4)
+    recency: bool = option(False, "add objective (d): mean recency rank of the removed events")
+    mutation_rate: float | None = option(None, "per-bit flip probability (null: 1 / |R|)",
+                                         low=0, high=1, low_open=True)
+    init_density: float = option(0.05, "share of events removed by the first population's "
+                                       "random sets", low=0, high=1, low_open=True)
+    seed: int = option(0, "seed of pymoo's generator")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_a_cap(self)
+
+
+def require_a_cap(params: BudgetParams) -> None:
+    """A population search needs a cap to stop at.
+
+    Raises:
+        ExplainerError: When ``max_iterations``, ``max_oracle_calls`` and ``max_time_s`` are
+            all null.
+    """
+    if (params.max_iterations is None and params.max_oracle_calls is None
+            and params.max_time_s is None):
+        raise ExplainerError("max_iterations, max_oracle_calls and max_time_s are all null: "
+                             "set at least one of them")
+
+
 class NSGA2Explainer(Explainer):
     """NSGA-II over removal sets: a Pareto set of counterfactuals (size, margin, consequence).
 
     Args:
         strategy: Orders the singletons and prefixes of the first population.
-        pop_size: Sets per generation (one batched oracle call each).
-        generations: Generations after the first population.
-        recency: Add the recency objective (d).
-        mutation_rate: Per-bit flip probability of the mutation (default ``1 / |R|``).
-        init_density: Share of removed events in the first population's random sets.
-        seed: Seed of pymoo's random generator (runs with one seed are reproducible).
-        max_oracle_calls: Optional cap on search-mode evaluations; the run stops before a
-            generation that would exceed it (``cut_short``).
-        max_time_s: Optional cap on the search's seconds, checked between generations.
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
-
-    Raises:
-        ExplainerError: On a population below 4, negative generations, rates outside
-            ``(0, 1]`` or negative budgets.
+        post: The steps after the search.
+        **options: :class:`NSGA2Params` (``pop_size``, ``recency``, ...) and the budget keys.
     """
 
     name = "nsga2"
     several = True
+    Params = NSGA2Params
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        pop_size: int = 64,
-        generations: int = 30,
-        recency: bool = False,
-        mutation_rate: float | None = None,
-        init_density: float = 0.05,
-        seed: int = 0,
-        max_oracle_calls: int | None = None,
-        max_time_s: float | None = None,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        if isinstance(pop_size, bool) or int(pop_size) != pop_size or pop_size < 4:
-            raise ExplainerError(f"pop_size must be an integer >= 4, got {pop_size!r}")
-        if isinstance(generations, bool) or int(generations) != generations or generations < 0:
-            raise ExplainerError(f"generations must be an integer >= 0, got {generations!r}")
-        if mutation_rate is not None and not 0 < mutation_rate <= 1:
-            raise ExplainerError(f"mutation_rate must be in (0, 1], got {mutation_rate}")
-        if not 0 < init_density <= 1:
-            raise ExplainerError(f"init_density must be in (0, 1], got {init_density}")
-        if not isinstance(recency, bool):
-            raise ExplainerError(f"recency must be true or false, got {recency!r}")
-        self.pop_size = int(pop_size)
-        self.generations = int(generations)
-        self.recency = recency
-        self.mutation_rate = None if mutation_rate is None else float(mutation_rate)
-        self.init_density = float(init_density)
-        self.seed = int(seed)
-        self.max_oracle_calls = call_budget(max_oracle_calls)
-        self.max_time_s = time_budget(max_time_s)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: NSGA2Params
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
-        deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        p = self.params
         ranked = self.strategy.rank(oracle.removable)
         archive = Archive(oracle, ranked)
         limit = oracle.size_limit()
         n = len(ranked)
-        if 2 ** n - 1 <= self.pop_size:  # every subset in one batch: the exact Pareto set
+        if 2 ** n - 1 <= p.pop_size:  # every subset in one batch: the exact Pareto set
             every = (np.arange(1, 2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
             x = every.astype(bool)
             archive.evaluate(x[x.sum(axis=1) <= limit])
-            return self._outcome(archive, generations=0, cut_short=False)
-        rng = np.random.default_rng(self.seed)
-        problem = _RemovalProblem(archive, limit, self.recency)
+            return self._outcome(archive, generations=0)
+        rng = np.random.default_rng(p.seed)
+        problem = _RemovalProblem(archive, limit, p.recency)
         algorithm = NSGA2(
-            pop_size=self.pop_size,
-            sampling=initial_population(n, self.pop_size, limit, self.init_density, rng),
+            pop_size=p.pop_size,
+            sampling=initial_population(n, p.pop_size, limit, p.init_density, rng),
             crossover=HalfUniformCrossover(),
-            mutation=BitflipMutation(prob=1.0, prob_var=self.mutation_rate or 1.0 / n),
+            mutation=BitflipMutation(prob=1.0, prob_var=p.mutation_rate or 1.0 / n),
             eliminate_duplicates=True,
         )
-        algorithm.setup(problem, seed=self.seed, termination=("n_gen", self.generations + 1),
+        cap = budget.max_iterations
+        algorithm.setup(problem, seed=p.seed,
+                        termination=("n_gen", (sys.maxsize if cap is None else cap) + 1),
                         verbose=False)
-        calls0 = oracle.stats.search_calls
-        done = 0
-        cut_short = False
+        done = 0  # the first population, then generations
         while algorithm.has_next():
-            if done and self._over_budget(oracle, calls0, deadline):
-                cut_short = True
+            if done and not budget.proceed(done - 1, cost=p.pop_size):
                 break
             algorithm.next()
             done += 1
-        return self._outcome(archive, generations=max(0, done - 1), cut_short=cut_short)
+        return self._outcome(archive, generations=max(0, done - 1))
 
-    def _over_budget(self, oracle: Oracle, calls0: int, deadline: float | None) -> bool:
-        if deadline is not None and time.perf_counter() >= deadline:
-            return True
-        if self.max_oracle_calls is None:
-            return False
-        return oracle.stats.search_calls - calls0 + self.pop_size > self.max_oracle_calls
-
-    def _outcome(self, archive: Archive, generations: int, cut_short: bool) -> SearchOutcome:
-        front = archive.pareto(self.recency)
+    def _outcome(self, archive: Archive, generations: int) -> SearchOutcome:
+        front = archive.pareto(self.params.recency)
         if not front:
             best = archive.closest()
-            return SearchOutcome(explanation=best, iterations=generations, found=False,
-                                 cut_short=cut_short)
+            return SearchOutcome(explanation=best, iterations=generations, found=False)
         (answer, _), *others = front
         return SearchOutcome(explanation=answer, iterations=generations, found=True,
-                             cut_short=cut_short, alternatives=tuple(others))
+                             alternatives=tuple(others))
 
 
-__all__ = ["NSGA2Explainer"]
+__all__ = ["NSGA2Explainer", "NSGA2Params", "require_a_cap"]

@@ -36,16 +36,46 @@ The result holds the ``n_counterfactuals`` smallest distinct counterfactuals the
 from __future__ import annotations
 
 import math
-import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cftgnn.errors import ExplainerError
-from cftgnn.explain.base import Explainer, SearchOutcome, call_budget, time_budget
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.nsga2 import require_a_cap
+from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.population import Archive, initial_population
+from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.contract import Oracle
+
+
+@dataclass(frozen=True)
+class PSOParams(BudgetParams):
+    """The swarm's parameters (``conf/explainer/pso.yaml``).
+
+    ``max_iterations`` counts the iterations after the first positions (default 30); the run
+    stops before an iteration whose ``n_particles`` sets would exceed ``max_oracle_calls``
+    (the first positions count), or once ``max_time_s`` has passed (checked between
+    iterations). At least one of the three caps must be set.
+    """
+
+    max_iterations: int | None = option(30, "iterations after the first positions", low=0)
+    n_particles: int = option(64, "swarm size (sets per batched oracle call)", low=3)
+    inertia: float = option(0.7, "w", low=0, high=1, high_open=True)
+    cognitive: float = option(1.5, "c1, pull towards the particle's own best", low=0)
+    social: float = option(1.5, "c2, pull towards the best of its ring neighbourhood", low=0)
+    v_max: float = option(4.0, "velocity clip", low=0, low_open=True)
+    density: float = option(0.03, "probability of setting a bit no best position holds",
+                            low=0, high=1, low_open=True, high_open=True)
+    n_counterfactuals: int = option(5, "counterfactuals handed back (the smallest distinct "
+                                       "ones)", low=1)
+    seed: int = option(0, "seed of the swarm's generator")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_a_cap(self)
 
 
 class PSOExplainer(Explainer):
@@ -53,78 +83,27 @@ class PSOExplainer(Explainer):
 
     Args:
         strategy: Orders the candidates (the first positions' singletons and prefixes).
-        n_particles: Swarm size (sets per batched oracle call).
-        iterations: Iterations after the first positions.
-        inertia: ``w``.
-        cognitive: ``c1``, pull towards the particle's own best.
-        social: ``c2``, pull towards the best of its ring neighbourhood.
-        v_max: Velocity clip (a bit's probability stays in ``[σ(−v_max), σ(v_max)]``).
-        density: Probability that a bit no best position holds is set (and the share of
-            removed events in the first random positions).
-        n_counterfactuals: Counterfactuals handed back (the smallest distinct ones).
-        seed: Seed of the swarm's generator (runs with one seed are reproducible).
-        max_oracle_calls: Optional cap on search-mode evaluations (``cut_short``).
-        max_time_s: Optional cap on the search's seconds, checked between iterations.
-        **post: ``prune``, ``certify``, ``certify_max_time_s``, ``ceiling`` (see
-            :class:`Explainer`).
-
-    Raises:
-        ExplainerError: On a swarm below 3 particles, negative iterations, coefficients out of
-            range or negative budgets.
+        post: The steps after the search.
+        **options: :class:`PSOParams` (``n_particles``, ``inertia``, ...) and the budget keys.
     """
 
     name = "pso"
     several = True
+    Params = PSOParams
 
-    def __init__(
-        self,
-        strategy: SelectionStrategy | None = None,
-        n_particles: int = 64,
-        iterations: int = 30,
-        inertia: float = 0.7,
-        cognitive: float = 1.5,
-        social: float = 1.5,
-        v_max: float = 4.0,
-        density: float = 0.03,
-        n_counterfactuals: int = 5,
-        seed: int = 0,
-        max_oracle_calls: int | None = None,
-        max_time_s: float | None = None,
-        **post: Any,
-    ) -> None:
-        super().__init__(strategy, **post)
-        for name, value, low in (("n_particles", n_particles, 3), ("iterations", iterations, 0),
-                                 ("n_counterfactuals", n_counterfactuals, 1)):
-            if isinstance(value, bool) or int(value) != value or value < low:
-                raise ExplainerError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not 0 <= inertia < 1:
-            raise ExplainerError(f"inertia must be in [0, 1), got {inertia}")
-        if cognitive < 0 or social < 0:
-            raise ExplainerError(f"cognitive and social must be >= 0, got {cognitive}, {social}")
-        if not v_max > 0:
-            raise ExplainerError(f"v_max must be > 0, got {v_max}")
-        if not 0 < density < 1:
-            raise ExplainerError(f"density must be in (0, 1), got {density}")
-        self.n_particles = int(n_particles)
-        self.iterations = int(iterations)
-        self.inertia = float(inertia)
-        self.cognitive = float(cognitive)
-        self.social = float(social)
-        self.v_max = float(v_max)
-        self.density = float(density)
-        self.n_counterfactuals = int(n_counterfactuals)
-        self.seed = int(seed)
-        self.max_oracle_calls = call_budget(max_oracle_calls)
-        self.max_time_s = time_budget(max_time_s)
+    def __init__(self, strategy: SelectionStrategy | None = None,
+                 post: PostProcessing | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.params: PSOParams
 
-    def _search(self, oracle: Oracle) -> SearchOutcome:
-        deadline = None if self.max_time_s is None else time.perf_counter() + self.max_time_s
-        rng = np.random.default_rng(self.seed)
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        prm = self.params
+        rng = np.random.default_rng(prm.seed)
         ranked = self.strategy.rank(np.asarray(oracle.candidates.ids, dtype=np.int64))
         mutable = np.isin(ranked, oracle.removable)  # protected candidates: pinned to 0
         cols = np.flatnonzero(mutable)
         archive = Archive(oracle, ranked)
-        n, p = len(ranked), self.n_particles
+        n, p = len(ranked), prm.n_particles
         limit = oracle.size_limit()
         scale = abs(oracle.original_logit)
 
@@ -136,31 +115,24 @@ class PSOExplainer(Explainer):
             return np.asarray(size / len(cols) + np.where(feasible, 0.0, miss))
 
         x = np.zeros((p, n), dtype=bool)
-        first = initial_population(len(cols), p, limit, self.density, rng)
+        first = initial_population(len(cols), p, limit, prm.density, rng)
         x[: len(first), cols] = first
         if len(first) < p:  # a tiny space: the rest start as random copies
             x[len(first):] = x[rng.integers(len(first), size=p - len(first))]
-        rest = math.log(self.density / (1.0 - self.density))
-        v = np.where(x, self.v_max / 2, rest)
-        calls0 = oracle.stats.search_calls  # the budget counts the first positions too
-        f = cost(x)
+        rest = math.log(prm.density / (1.0 - prm.density))
+        v = np.where(x, prm.v_max / 2, rest)
+        f = cost(x)  # the budget counts the first positions too
         pbest, pbest_f = x.copy(), f.copy()
         ring = (np.arange(p)[:, None] + np.array([-1, 0, 1])[None, :]) % p
         done = 0
-        cut_short = False
-        for _ in range(self.iterations):
-            if (deadline is not None and time.perf_counter() >= deadline) or (
-                    self.max_oracle_calls is not None
-                    and oracle.stats.search_calls - calls0 + p > self.max_oracle_calls):
-                cut_short = True
-                break
+        while budget.proceed(done, cost=p):
             best_nb = ring[np.arange(p), np.argmin(pbest_f[ring], axis=1)]
             lbest = pbest[best_nb]
             u1, u2 = rng.random((p, n)), rng.random((p, n))
             xf = x.astype(np.float64)
-            v = (rest + self.inertia * (v - rest) + self.cognitive * u1 * (pbest - xf)
-                 + self.social * u2 * (lbest - xf))
-            v = np.clip(v, -self.v_max, self.v_max)
+            v = (rest + prm.inertia * (v - rest) + prm.cognitive * u1 * (pbest - xf)
+                 + prm.social * u2 * (lbest - xf))
+            v = np.clip(v, -prm.v_max, prm.v_max)
             x = rng.random((p, n)) < 1.0 / (1.0 + np.exp(-v))
             x[:, ~mutable] = False
             self._turbulence(x, cols, archive, rng)
@@ -168,13 +140,12 @@ class PSOExplainer(Explainer):
             better = f < pbest_f
             pbest[better], pbest_f[better] = x[better], f[better]
             done += 1
-        found = archive.smallest(self.n_counterfactuals)
+        found = archive.smallest(prm.n_counterfactuals)
         if not found:
-            return SearchOutcome(explanation=archive.closest(), iterations=done, found=False,
-                                 cut_short=cut_short)
+            return SearchOutcome(explanation=archive.closest(), iterations=done, found=False)
         (answer, _), *others = found
         return SearchOutcome(explanation=answer, iterations=done, found=True,
-                             cut_short=cut_short, alternatives=tuple(others))
+                             alternatives=tuple(others))
 
 
     @staticmethod
@@ -196,4 +167,4 @@ class PSOExplainer(Explainer):
             seen.add(x[row].tobytes())
 
 
-__all__ = ["PSOExplainer"]
+__all__ = ["PSOExplainer", "PSOParams"]

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError
+from cftgnn.explain.params import bounds, check_value
 from cftgnn.oracle.contract import Oracle, delta
 
 IntArray = npt.NDArray[np.int64]
@@ -97,7 +98,7 @@ class RandomStrategy(SelectionStrategy):
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
-        self.seed = int(seed)
+        self.seed: int = check_value("seed", int, seed, bounds(low=0))
         self._rng = np.random.default_rng(self.seed)
 
     def prepare(self, oracle: Oracle) -> None:

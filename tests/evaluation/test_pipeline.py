@@ -170,13 +170,14 @@ UNLOADABLE = ["dataset=uci", "dataset.data_dir=/nonexistent", "dataset.cache_dir
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["explainer.it_max=-1"], "it_max must be >= 0, got -1"),
-    (["explainer.backprop=sideways"], "explainer options refused by CFTGNNExplainer: "
-                                      "'sideways' is not a valid"),
-    (["+explainer.colour=red"], "explainer options refused by CFTGNNExplainer: .*'colour'"),
-    (["explainer.max_oracle_calls=-1"], "max_oracle_calls must be >= 0"),
-    (["strategy=random", "strategy.seed=-1"], "strategy options refused by RandomStrategy"),
-    (["strategy=random", "strategy.seed=abc"], "strategy options refused by RandomStrategy"),
+    (["explainer.it_max=-1"], "it_max must be an integer >= 0, got -1"),
+    (["explainer.backprop=sideways"], r"backprop must be one of weighted \| thesis, got "
+                                      "'sideways'"),
+    (["+explainer.colour=red"], "unknown option colour of CFTGNNParams"),
+    (["explainer.max_oracle_calls=-1"], "max_oracle_calls must be an integer >= 0 or null"),
+    (["explainer.max_time_s=nan"], "max_time_s must be a number >= 0 or null, got nan"),
+    (["strategy=random", "strategy.seed=-1"], "seed must be an integer >= 0, got -1"),
+    (["strategy=random", "strategy.seed=abc"], "seed must be an integer >= 0, got 'abc'"),
     (["+strategy.depth=2"], "strategy options refused by ClosestStrategy: .*'depth'"),
     (["constraints.max_size=0"], "constraints.max_size must be >= 1"),
     (["constraints.hops=[2]"], r"constraints.hops must be \[lo, hi\]"),
@@ -226,11 +227,20 @@ def test_explicit_events(tmp_path):
     (["debug=default", "checkpoint=checkpoints/tgn_uci.pt"], "error: checkpoint"),
     (["debug=default", "model=tgat", "checkpoint=checkpoints/tgn_uci.pt"],
      "error: checkpoint 'checkpoints/tgn_uci.pt' holds a tgn model but model=tgat"),
-    (["debug=default", "explainer.it_max=-1"], "error: it_max must be >= 0, got -1"),
+    (["debug=default", "explainer.it_max=-1"], "error: it_max must be an integer >= 0, got -1"),
     (["debug=default", "m_max=0"], "error: m_max must be an integer >= 1, got 0"),
     (["debug=default", "k=0"], "error: k must be null or an integer >= 1, got 0"),
     (["debug=default", "strategy=random", "strategy.seed=-1"],
-     "error: strategy options refused by RandomStrategy: "),
+     "error: seed must be an integer >= 0, got -1"),
+    # a non-integer count is refused, never truncated (explainer, strategy, post-processing)
+    (["debug=default", "checkpoint=null", "explainer.it_max=1.5"],
+     "error: it_max must be an integer >= 0, got 1.5"),
+    (["debug=default", "checkpoint=null", "explainer=nsga2", "explainer.max_iterations=2.5"],
+     "error: max_iterations must be an integer >= 0 or null, got 2.5"),
+    (["debug=default", "checkpoint=null", "strategy=random", "strategy.seed=1.5"],
+     "error: seed must be an integer >= 0, got 1.5"),
+    (["debug=default", "checkpoint=null", "certify=1.5"],
+     "error: certify must be an integer >= 0, got 1.5"),
     (["debug=default", "constraints.hops=[2]"], "error: constraints.hops must be [lo, hi]"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, message):

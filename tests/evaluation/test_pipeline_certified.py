@@ -113,7 +113,7 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, overrides, me
     (["constraints.nodes=[100000]"], "error: constraints.nodes: unknown node 100000"),
     (["explainer=exhaustive", "explainer.max_size=0"], "error: max_size must be"),
     (["certify=-2"], "error: certify must be"),
-    (["explainer.it_max=-1"], "error: it_max must be >= 0"),
+    (["explainer.it_max=-1"], "error: it_max must be an integer >= 0"),
 ])
 def test_cli_bad_input_is_one_line_and_nothing_recorded_is_lost(tmp_path, args, message):
     pipeline.run(cfg_for(tmp_path, "explainer=greedy", "n_events=2"))

@@ -102,7 +102,7 @@ def test_a_searched_result_round_trips(tmp_path: Path):
     backend = HashedBackend(1.0, spread=1.0, seed=3)
     oracle = Oracle(make_candidates(range(6), event_id=10), 1.0, exact=backend,
                     consequence=lambda sets: [sum(s) for s in sets])
-    r = NSGA2Explainer(pop_size=64, generations=0).explain(oracle)
+    r = NSGA2Explainer(pop_size=64, max_iterations=0).explain(oracle)
     assert r.n_counterfactuals > 1
     store = RecordStore(tmp_path, {"x": 1}, schema=RECORD_SCHEMA)
     store.write(r.to_record())

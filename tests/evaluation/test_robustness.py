@@ -130,7 +130,7 @@ def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
 
     pt = _second_checkpoint(tmp_path)
     out = tmp_path / "run"
-    pipeline.run(cfg_for(out, "n_events=12", "explainer.ceiling=true", "robustness=true",
+    pipeline.run(cfg_for(out, "n_events=12", "ceiling=true", "robustness=true",
                          f"robust.checkpoint={pt}", "robust.variants=6"))
     records = read_records(out)
     cf = records[records.is_counterfactual]

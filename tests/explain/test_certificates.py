@@ -31,6 +31,7 @@ from cftgnn.explain import (
     prune,
     search_by_size,
 )
+from cftgnn.explain.post import PostProcessing
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,
@@ -118,27 +119,26 @@ def test_exhaustive_budget_cuts_short_and_voids_the_claim() -> None:
 
 @pytest.mark.parametrize("kwargs", [{"max_size": 0}, {"max_size": -1}, {"max_size": 1.5},
                                     {"chunk_size": 0}, {"max_oracle_calls": -1},
-                                    {"certify": -1}, {"max_time_s": -1.0}])
+                                    {"max_time_s": -1.0}, {"max_size": 1.5},
+                                    {"prune": True}])
 def test_exhaustive_rejects_bad_options(kwargs: dict[str, float]) -> None:
     with pytest.raises(ExplainerError):
         ExhaustiveExplainer(**kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("cls", [CFTGNNExplainer, GreedyExplainer])
-def test_certify_must_be_non_negative(cls: type[Explainer]) -> None:
+@pytest.mark.parametrize("certify", [-1, 1.5, True])
+def test_certify_must_be_a_non_negative_integer(certify: object) -> None:
     with pytest.raises(ExplainerError, match="certify"):
-        cls(certify=-1)
+        PostProcessing(certify=certify)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- certificates
 def _explainers(certify: int = 0, prune_: bool = False) -> dict[str, Callable[[], Explainer]]:
+    post = PostProcessing(certify=certify, prune=prune_)
     return {
-        "cftgnn": lambda: CFTGNNExplainer(RandomStrategy(1), it_max=25, certify=certify,
-                                          prune=prune_),
-        "greedy": lambda: GreedyExplainer(RandomStrategy(1), sample_size=3, certify=certify,
-                                          prune=prune_),
-        "exhaustive": lambda: ExhaustiveExplainer(RandomStrategy(1), max_size=2,
-                                                  certify=certify, prune=prune_),
+        "cftgnn": lambda: CFTGNNExplainer(RandomStrategy(1), post, it_max=25),
+        "greedy": lambda: GreedyExplainer(RandomStrategy(1), post, sample_size=3),
+        "exhaustive": lambda: ExhaustiveExplainer(RandomStrategy(1), post, max_size=2),
     }
 
 
@@ -187,7 +187,7 @@ def test_certify_replaces_a_larger_answer() -> None:
     plain = GreedyExplainer(RecentStrategy(), sample_size=1).explain(_oracle(backend, [1, 2, 3,
                                                                                       4]))
     assert plain.is_counterfactual and plain.size > 1 and not plain.certified_minimal
-    result = GreedyExplainer(RecentStrategy(), sample_size=1, certify=1).explain(
+    result = GreedyExplainer(RecentStrategy(), PostProcessing(certify=1), sample_size=1).explain(
         _oracle(backend, [1, 2, 3, 4]))
     assert result.explanation == (1,) and result.certify_replaced and result.certified_minimal
     assert result.size_before_prune == plain.size
@@ -217,7 +217,7 @@ def test_prune_option_shrinks_greedy_answers() -> None:
     backend = AdditiveBackend(1.0, {1: 0.7, 2: 0.05, 3: 0.05, 4: 0.35})
     ids = [1, 2, 3, 4]
     plain = GreedyExplainer(RecentStrategy(), sample_size=1).explain(_oracle(backend, ids))
-    result = GreedyExplainer(RecentStrategy(), sample_size=1, prune=True).explain(
+    result = GreedyExplainer(RecentStrategy(), PostProcessing(prune=True), sample_size=1).explain(
         _oracle(backend, ids))
     assert plain.size == 4 and result.size_before_prune == 4
     assert F(result.explanation) == F({1, 4}) and result.is_counterfactual and result.prune
@@ -245,11 +245,11 @@ def test_no_removable_status() -> None:
 
 def test_certify_time_budget_cuts_short() -> None:
     backend = HashedBackend(5.0, spread=0.1, seed=2)  # nothing flips
-    result = GreedyExplainer(certify=3, certify_max_time_s=0.0).explain(
+    result = GreedyExplainer(post=PostProcessing(certify=3, certify_max_time_s=0.0)).explain(
         _oracle(backend, list(range(8)), mode="approximate"))
     assert result.cut_short and result.min_size_lower_bound == 1  # nothing exact was done
     with pytest.raises(ExplainerError):
-        GreedyExplainer(certify=1, certify_max_time_s=-1.0)
+        PostProcessing(certify=1, certify_max_time_s=-1.0)
 
 
 def test_a_deadline_is_kept_within_about_one_small_chunk() -> None:
@@ -282,35 +282,37 @@ def test_ceiling_answers_every_removable_event_when_the_search_finds_nothing(
     ids = [1, 2, 3, 4]
     plain = cls(RecentStrategy()).explain(_oracle(backend, ids))
     assert not plain.is_counterfactual
-    result = cls(RecentStrategy(), ceiling=True).explain(_oracle(backend, ids))
+    result = cls(RecentStrategy(), PostProcessing(ceiling=True)).explain(_oracle(backend, ids))
     assert result.is_counterfactual and F(result.explanation) == F(ids)
     assert result.final_logit == backend.logit(F(ids)) and result.size_before_prune == 4
-    pruned = cls(RecentStrategy(), ceiling=True, prune=True).explain(_oracle(backend, ids))
+    pruned = cls(RecentStrategy(), PostProcessing(ceiling=True, prune=True)).explain(
+        _oracle(backend, ids))
     assert pruned.is_counterfactual and pruned.size_before_prune == 4
 
 
 def test_ceiling_is_not_used_when_the_search_found_one_or_the_ceiling_does_not_flip() -> None:
     found = AdditiveBackend(1.0, {1: 1.5, 2: 0.1})
-    result = GreedyExplainer(RecentStrategy(), ceiling=True).explain(_oracle(found, [1, 2]))
+    result = GreedyExplainer(RecentStrategy(), PostProcessing(ceiling=True)).explain(
+        _oracle(found, [1, 2]))
     assert result.explanation == (1,) and result.size_before_prune == 1
     # nothing flips, the ceiling {1, 2} included: the search's own answer stands
     none = AdditiveBackend(1.0, {1: 0.2, 2: 0.3})
     oracle = _oracle(none, [1, 2])
-    result = GreedyExplainer(RecentStrategy(), ceiling=True).explain(oracle)
+    result = GreedyExplainer(RecentStrategy(), PostProcessing(ceiling=True)).explain(oracle)
     assert not result.is_counterfactual and result.explanation != (1, 2)
 
 
 def test_ceiling_respects_max_size_and_protected_events() -> None:
     backend = _interaction_only()
     ids = [1, 2, 3, 4]
-    capped = GreedyExplainer(RecentStrategy(), ceiling=True).explain(
+    capped = GreedyExplainer(RecentStrategy(), PostProcessing(ceiling=True)).explain(
         _oracle(backend, ids, max_size=3))
     assert not capped.is_counterfactual  # the ceiling needs 4 events
-    protected = GreedyExplainer(RecentStrategy(), ceiling=True).explain(
+    protected = GreedyExplainer(RecentStrategy(), PostProcessing(ceiling=True)).explain(
         _oracle(backend, ids, removable=[1, 2, 3]))
     assert not protected.is_counterfactual and 4 not in protected.explanation
 
 
 def test_ceiling_must_be_a_boolean() -> None:
     with pytest.raises(ExplainerError, match="ceiling"):
-        GreedyExplainer(ceiling="yes")  # type: ignore[arg-type]
+        PostProcessing(ceiling="yes")  # type: ignore[arg-type]

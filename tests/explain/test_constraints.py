@@ -20,6 +20,7 @@ from cftgnn.explain import (
     GreedyExplainer,
     OneBestStrategy,
     Oracle,
+    PostProcessing,
     RandomStrategy,
 )
 from cftgnn.testing import HashedBackend, brute_force_minimal, make_candidates
@@ -100,8 +101,10 @@ def test_oracle_refuses_protected_events() -> None:
 
 EXPLAINERS: dict[str, Callable[[], Explainer]] = {
     "cftgnn": lambda: CFTGNNExplainer(RandomStrategy(2), it_max=40),
-    "cftgnn_one_best": lambda: CFTGNNExplainer(OneBestStrategy(), it_max=40, prune=True),
-    "greedy": lambda: GreedyExplainer(ClosestStrategy(), sample_size=4, prune=True, certify=2),
+    "cftgnn_one_best": lambda: CFTGNNExplainer(OneBestStrategy(), PostProcessing(prune=True),
+                                               it_max=40),
+    "greedy": lambda: GreedyExplainer(ClosestStrategy(), PostProcessing(prune=True, certify=2),
+                                      sample_size=4),
     "exhaustive": lambda: ExhaustiveExplainer(OneBestStrategy(), max_size=3),
 }
 

@@ -55,5 +55,6 @@ def test_cftgnn_defaults_match_design() -> None:
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("explain")
     exp = instantiate(cfg.explainer)
-    assert exp.alpha == pytest.approx(2 / 3) and exp.beta == pytest.approx(1 / 3)
-    assert exp.it_max == 300 and exp.backprop.value == "weighted"
+    p = exp.params
+    assert p.alpha == pytest.approx(2 / 3) and p.beta == pytest.approx(1 / 3)
+    assert p.it_max == 300 and p.iteration_cap == 300 and p.backprop.value == "weighted"

@@ -136,7 +136,7 @@ def test_nsga2_small_space_returns_the_true_pareto_set(seed, consequence, mode):
     p0 = oracle.original_logit
     truth = front(flips(backend, every_subset(SIX), p0, 6), p0, consequence)
     assert truth
-    result = NSGA2Explainer(pop_size=64, generations=10, seed=seed).explain(oracle)
+    result = NSGA2Explainer(pop_size=64, max_iterations=10, seed=seed).explain(oracle)
     check_counterfactuals(result, backend, consequence, pareto=True)
     assert {F(c) for c in result.counterfactuals} == truth
     assert oracle.stats.search_batches == 1 and result.iterations == 0  # one batch of all
@@ -153,7 +153,7 @@ def test_nsga2_ga_finds_the_true_minimum_and_a_pareto_set_of_what_it_met(seed, c
     oracle = make(backend, TEN, consequence)
     p0 = oracle.original_logit
     truth = front(flips(backend, every_subset(TEN), p0, 10), p0, consequence)
-    result = NSGA2Explainer(pop_size=32, generations=25, seed=seed).explain(oracle)
+    result = NSGA2Explainer(pop_size=32, max_iterations=25, seed=seed).explain(oracle)
     check_counterfactuals(result, backend, consequence, pareto=True)
     assert result.iterations == 25 and not result.cut_short
     # the true front's smallest members are found; the answer has the largest margin
@@ -169,7 +169,7 @@ def test_nsga2_ga_finds_the_true_minimum_and_a_pareto_set_of_what_it_met(seed, c
 def test_nsga2_non_monotone_ga_case_is_a_pareto_set_of_what_it_met():
     backend = hashed(11)
     oracle = make(backend, TEN, toy_consequence)
-    result = NSGA2Explainer(pop_size=24, generations=8, seed=5).explain(oracle)
+    result = NSGA2Explainer(pop_size=24, max_iterations=8, seed=5).explain(oracle)
     check_counterfactuals(result, backend, toy_consequence, pareto=True)
     p0 = oracle.original_logit
     met = front(flips(backend, set(backend.log), p0, 10), p0, toy_consequence)
@@ -178,16 +178,16 @@ def test_nsga2_non_monotone_ga_case_is_a_pareto_set_of_what_it_met():
 
 def test_nsga2_recency_objective_still_gives_flips():
     backend = pairs()
-    result = NSGA2Explainer(pop_size=32, generations=15, seed=0, recency=True).explain(
+    result = NSGA2Explainer(pop_size=32, max_iterations=15, seed=0, recency=True).explain(
         make(backend, TEN))
     check_counterfactuals(result, backend, None, pareto=False)
     assert result.size == 2
 
 
 @pytest.mark.parametrize("explainer, ids", [
-    (lambda seed: NSGA2Explainer(pop_size=16, generations=6, seed=seed), TEN),
-    (lambda seed: NSGA2Explainer(pop_size=64, generations=6, seed=seed), SIX),  # exhaustive
-    (lambda seed: PSOExplainer(n_particles=16, iterations=8, seed=seed, n_counterfactuals=4),
+    (lambda seed: NSGA2Explainer(pop_size=16, max_iterations=6, seed=seed), TEN),
+    (lambda seed: NSGA2Explainer(pop_size=64, max_iterations=6, seed=seed), SIX),  # exhaustive
+    (lambda seed: PSOExplainer(n_particles=16, max_iterations=8, seed=seed, n_counterfactuals=4),
      TEN),
 ], ids=["nsga2", "nsga2-exhaustive", "pso"])
 def test_seeded_runs_are_reproducible(explainer, ids):
@@ -203,9 +203,9 @@ def test_seeded_runs_are_reproducible(explainer, ids):
 
 
 @pytest.mark.parametrize("explainer", [
-    NSGA2Explainer(pop_size=64, generations=5),  # |R| = 6: exhaustive
-    NSGA2Explainer(pop_size=16, generations=10, seed=2),
-    PSOExplainer(n_particles=16, iterations=10, n_counterfactuals=10, seed=2),
+    NSGA2Explainer(pop_size=64, max_iterations=5),  # |R| = 6: exhaustive
+    NSGA2Explainer(pop_size=16, max_iterations=10, seed=2),
+    PSOExplainer(n_particles=16, max_iterations=10, n_counterfactuals=10, seed=2),
 ], ids=["nsga2-exhaustive", "nsga2", "pso"])
 @pytest.mark.parametrize("ids", [SIX, TEN], ids=["six", "ten"])
 def test_protected_events_and_max_size_are_honoured(explainer, ids):
@@ -233,7 +233,7 @@ def test_nsga2_ga_with_max_size_one_and_a_small_first_population():
     # |R| = 10 > pop_size: the GA runs, but only singletons are feasible
     w = {e: 0.5 for e in TEN} | {6: 3.5, 8: 4.0}
     backend = AdditiveBackend(3.0, w)
-    result = NSGA2Explainer(pop_size=16, generations=5, seed=0).explain(
+    result = NSGA2Explainer(pop_size=16, max_iterations=5, seed=0).explain(
         make(backend, TEN, max_size=1))
     check_counterfactuals(result, backend, None, pareto=True)
     assert result.counterfactuals == ((8,),)  # {6} flips too but {8} dominates it
@@ -241,8 +241,8 @@ def test_nsga2_ga_with_max_size_one_and_a_small_first_population():
 
 def test_nsga2_consequences_are_measured_only_with_a_measure():
     backend = hashed(3)
-    plain = NSGA2Explainer(pop_size=64, generations=0).explain(make(backend, SIX))
-    measured = NSGA2Explainer(pop_size=64, generations=0).explain(
+    plain = NSGA2Explainer(pop_size=64, max_iterations=0).explain(make(backend, SIX))
+    measured = NSGA2Explainer(pop_size=64, max_iterations=0).explain(
         make(backend, SIX, toy_consequence))
     assert plain.counterfactual_consequences is None
     assert measured.counterfactual_consequences == tuple(
@@ -256,9 +256,9 @@ def test_nsga2_consequences_are_measured_only_with_a_measure():
 
 
 @pytest.mark.parametrize("explainer", [
-    NSGA2Explainer(pop_size=64, generations=3),
-    NSGA2Explainer(pop_size=8, generations=3),
-    PSOExplainer(n_particles=8, iterations=3),
+    NSGA2Explainer(pop_size=64, max_iterations=3),
+    NSGA2Explainer(pop_size=8, max_iterations=3),
+    PSOExplainer(n_particles=8, max_iterations=3),
 ], ids=["nsga2-exhaustive", "nsga2", "pso"])
 @pytest.mark.parametrize("ids", [SIX, TEN], ids=["six", "ten"])
 def test_no_counterfactual_exists(explainer, ids):
@@ -276,7 +276,7 @@ def test_nsga2_makes_one_search_batch_per_generation(mode):
     approx = ShiftedBackend(backend, shift=-0.05, noise=0.1) if mode == "approximate" else None
     oracle = make(backend, TEN, toy_consequence, approximate=approx)
     generations = 6
-    result = NSGA2Explainer(pop_size=20, generations=generations, seed=1).explain(oracle)
+    result = NSGA2Explainer(pop_size=20, max_iterations=generations, seed=1).explain(oracle)
     stats = oracle.stats
     assert 1 < stats.search_batches <= generations + 1
     if mode == "approximate":
@@ -291,14 +291,14 @@ def test_nsga2_makes_one_search_batch_per_generation(mode):
 def test_pso_makes_one_search_batch_per_iteration():
     backend = hashed(2)
     oracle = make(backend, TEN)
-    result = PSOExplainer(n_particles=12, iterations=7, seed=0).explain(oracle)
+    result = PSOExplainer(n_particles=12, max_iterations=7, seed=0).explain(oracle)
     assert oracle.stats.search_batches <= 8 and result.iterations == 7
     assert result.search_calls <= 12 * 8
 
 
 @pytest.mark.parametrize("explainer", [
-    NSGA2Explainer(pop_size=16, generations=50, seed=0, max_oracle_calls=40),
-    PSOExplainer(n_particles=16, iterations=50, seed=0, max_oracle_calls=40),
+    NSGA2Explainer(pop_size=16, max_iterations=50, seed=0, max_oracle_calls=40),
+    PSOExplainer(n_particles=16, max_iterations=50, seed=0, max_oracle_calls=40),
 ], ids=["nsga2", "pso"])
 def test_call_budget_cuts_the_search_short(explainer):
     # the budget counts backend evaluations (cache hits are free); a hashed oracle keeps
@@ -313,7 +313,7 @@ def test_call_budget_cuts_the_search_short(explainer):
 def test_pso_returns_the_n_smallest_counterfactuals_it_met(n, seed):
     backend = hashed(seed + 20)
     oracle = make(backend, TEN, toy_consequence)
-    result = PSOExplainer(n_particles=20, iterations=15, n_counterfactuals=n,
+    result = PSOExplainer(n_particles=20, max_iterations=15, n_counterfactuals=n,
                           seed=seed).explain(oracle)
     check_counterfactuals(result, backend, toy_consequence, pareto=False)
     p0 = oracle.original_logit
@@ -327,15 +327,15 @@ def test_pso_finds_the_single_flip_first():
     backend = pairs()
     # one strong event makes the minimum a singleton the first positions hold
     backend.weights[5] = 3.5
-    result = PSOExplainer(n_particles=16, iterations=5, seed=0).explain(make(backend, TEN))
+    result = PSOExplainer(n_particles=16, max_iterations=5, seed=0).explain(make(backend, TEN))
     assert result.explanation == (5,) and result.counterfactuals[0] == (5,)
     check_counterfactuals(result, backend, None, pareto=False)
 
 
 # ---------------------------------------------------------------------------- options
 @pytest.mark.parametrize("kwargs", [
-    {"pop_size": 3}, {"pop_size": 4.5}, {"pop_size": True}, {"generations": -1},
-    {"generations": 1.5}, {"mutation_rate": 0.0}, {"mutation_rate": 1.5},
+    {"pop_size": 3}, {"pop_size": 4.5}, {"pop_size": True}, {"max_iterations": -1},
+    {"max_iterations": 1.5}, {"mutation_rate": 0.0}, {"mutation_rate": 1.5},
     {"init_density": 0.0}, {"init_density": 1.2}, {"recency": "yes"},
     {"max_oracle_calls": -1}, {"max_time_s": -0.5}, {"max_time_s": float("nan")},
     {"certify": -1},
@@ -346,7 +346,7 @@ def test_nsga2_rejects_invalid_options(kwargs):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"n_particles": 2}, {"n_particles": 3.5}, {"iterations": -1}, {"n_counterfactuals": 0},
+    {"n_particles": 2}, {"n_particles": 3.5}, {"max_iterations": -1}, {"n_counterfactuals": 0},
     {"n_counterfactuals": False}, {"inertia": 1.0}, {"inertia": -0.1}, {"cognitive": -1.0},
     {"social": -0.5}, {"v_max": 0.0}, {"density": 0.0}, {"density": 1.0},
     {"max_oracle_calls": -1}, {"max_time_s": -1.0}, {"ceiling": 1},
@@ -357,17 +357,17 @@ def test_pso_rejects_invalid_options(kwargs):
 
 
 def test_valid_edge_options_are_accepted():
-    NSGA2Explainer(pop_size=4, generations=0, mutation_rate=1.0, init_density=1.0,
+    NSGA2Explainer(pop_size=4, max_iterations=0, mutation_rate=1.0, init_density=1.0,
                    max_oracle_calls=0, max_time_s=0.0)
-    PSOExplainer(n_particles=3, iterations=0, inertia=0.0, cognitive=0.0, social=0.0,
+    PSOExplainer(n_particles=3, max_iterations=0, inertia=0.0, cognitive=0.0, social=0.0,
                  n_counterfactuals=1)
 
 
 def test_a_zero_time_budget_still_evaluates_the_first_population():
     backend = pairs()
     backend.weights[3] = 3.5
-    for explainer in (NSGA2Explainer(pop_size=16, generations=20, max_time_s=0.0),
-                      PSOExplainer(n_particles=16, iterations=20, max_time_s=0.0)):
+    for explainer in (NSGA2Explainer(pop_size=16, max_iterations=20, max_time_s=0.0),
+                      PSOExplainer(n_particles=16, max_iterations=20, max_time_s=0.0)):
         result = explainer.explain(make(backend, TEN))
         assert result.cut_short and result.iterations == 0
         assert result.explanation == (3,)  # the singletons are in the first population

@@ -274,7 +274,7 @@ def test_engine_consequences_respect_constraints(stream):
     oracle = replay.oracle("exact", Constraints(events=(protected,), max_size=3))
     with pytest.raises(OracleError, match="protected"):
         oracle.consequence([F({protected})])
-    result = NSGA2Explainer(pop_size=8, generations=2, seed=0).explain(oracle)
+    result = NSGA2Explainer(pop_size=8, max_iterations=2, seed=0).explain(oracle)
     assert all(protected not in c for c in result.counterfactuals)
     if result.is_counterfactual:
         assert result.counterfactual_consequences == tuple(

@@ -1,0 +1,208 @@
+"""Typed, validated declarations of explainer parameters: one frozen dataclass per explainer.
+
+Each explainer declares its parameters once, as a frozen dataclass deriving from
+:class:`Params` (:class:`BudgetParams` for searches, which every explainer is). A field is an
+:func:`option`: its default, its range or choices and a one-line description. Validation runs
+in ``__post_init__`` from the field's type and metadata, so every parameter is checked the same
+way and a bad value raises :class:`~cftgnn.errors.ExplainerError` naming the option:
+
+* ``int`` fields take integers only; an integral float (Hydra's ``1e3``) is taken as that
+  integer, any other number (``1.5``) is refused, never truncated; ``bool`` is refused;
+* ``float`` fields take any real number (not ``bool``), and ``NaN`` fails every range;
+* ``bool`` fields take ``True`` / ``False`` only;
+* enum fields take a member or its value;
+* ``X | None`` fields take ``None`` as well.
+
+Defaults are written once, here. The YAML files of ``conf/explainer/`` list every key with the
+same default (a test asserts YAML == declaration for every key and every explainer) rather than
+only what differs, because Hydra overrides only keys the config holds (``explainer.x=1`` of a
+key not listed needs a ``+``), and the YAML comments are where users read the options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from cftgnn.errors import ExplainerError
+
+P = TypeVar("P", bound="Params")
+
+
+def option(default: Any, doc: str, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False) -> Any:
+    """A parameter field: its default, a one-line description and its range.
+
+    Args:
+        default: The default value.
+        doc: What the parameter does (shown by :func:`describe`).
+        low: Smallest value allowed (``None``: no bound).
+        high: Largest value allowed (``None``: no bound).
+        low_open: ``low`` itself is refused.
+        high_open: ``high`` itself is refused.
+    """
+    return field(default=default, metadata={"doc": doc, **bounds(low, high, low_open,
+                                                                  high_open)})
+
+
+def bounds(low: float | None = None, high: float | None = None, low_open: bool = False,
+           high_open: bool = False) -> dict[str, Any]:
+    """A range as the metadata :func:`check_value` reads (see :func:`option`)."""
+    return {"low": low, "high": high, "low_open": low_open, "high_open": high_open}
+
+
+def _range_text(meta: Mapping[str, Any]) -> str:
+    low, high = meta.get("low"), meta.get("high")
+    low_open, high_open = meta.get("low_open", False), meta.get("high_open", False)
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def _in_range(value: float, meta: Mapping[str, Any]) -> bool:
+    low, high = meta.get("low"), meta.get("high")
+    if math.isnan(value):
+        return low is None and high is None
+    if low is not None and not (value > low if meta.get("low_open") else value >= low):
+        return False
+    return high is None or (value < high if meta.get("high_open") else value <= high)
+
+
+def _split_optional(kind: Any) -> tuple[Any, bool]:
+    """``X | None`` -> ``(X, True)``; ``X`` -> ``(X, False)``."""
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(kind)) == 2:
+            return args[0], True
+    return kind, False
+
+
+def check_value(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> Any:
+    """``value`` checked against a field's type and range, as that type.
+
+    Raises:
+        ExplainerError: Naming ``name``, the rule and the value.
+    """
+    kind, optional = _split_optional(kind)
+    rng = _range_text(meta)
+    if value is None:
+        if optional:
+            return None
+        raise ExplainerError(f"{name} must be set (not null)")
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ExplainerError(f"{name} must be true or false, got {value!r}")
+        return value
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value)
+        except ValueError:
+            names = " | ".join(str(m.value) for m in kind)
+            raise ExplainerError(f"{name} must be one of {names}, got {value!r}") from None
+    if kind is int:
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole:
+            raise ExplainerError(f"{name} must be an integer{' ' + rng if rng else ''}"
+                                 f"{' or null' if optional else ''}, got {value!r}")
+        value = int(value)
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ExplainerError(f"{name} must be a number{' ' + rng if rng else ''}"
+                                 f"{' or null' if optional else ''}, got {value!r}")
+        value = float(value)
+    elif kind is str:
+        return str(value)
+    else:  # pragma: no cover - a declaration error, not a user's
+        raise TypeError(f"unsupported parameter type {kind!r} of {name}")
+    if not _in_range(value, meta):
+        kind_name = "an integer" if kind is int else "a number"
+        raise ExplainerError(f"{name} must be {kind_name} {rng}"
+                             f"{' or null' if optional else ''}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every parameter declaration: checks and converts each field on creation."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = check_value(f.name, hints[f.name], getattr(self, f.name), f.metadata)
+            object.__setattr__(self, f.name, value)
+
+    @classmethod
+    def from_options(cls: type[P], options: Mapping[str, Any]) -> P:
+        """The declaration of ``options``; an unknown key is refused by name.
+
+        Raises:
+            ExplainerError: On an unknown option or a bad value.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ExplainerError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                                 f"{', '.join(unknown)} of {cls.__name__} (known: "
+                                 f"{', '.join(sorted(known))})")
+        return cls(**dict(options))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every option with its default (enum members as their values)."""
+        return {f.name: (f.default.value if isinstance(f.default, enum.Enum) else f.default)
+                for f in dataclasses.fields(cls)}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as plain values."""
+        return {f.name: (v.value if isinstance(v := getattr(self, f.name), enum.Enum) else v)
+                for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class BudgetParams(Params):
+    """The budget every explainer exposes under the same three names (unset: no cap).
+
+    Reaching ``max_iterations`` ends a search as configured; running out of
+    ``max_oracle_calls`` or ``max_time_s`` cuts it short (the result's ``cut_short``).
+    :class:`~cftgnn.explain.budget.BudgetMeter` enforces all three.
+
+    Attributes:
+        max_iterations: Iterations of the search's main loop (CF-TGNN: MCTS iterations, greedy:
+            events added, beam: levels, exhaustive: set sizes, NSGA-II: generations after the
+            first population, swarm: iterations after the first positions).
+        max_oracle_calls: Search-mode backend evaluations the search itself may make (a
+            strategy's preparation is counted in the result but not charged).
+        max_time_s: Seconds of the search (checked between iterations).
+    """
+
+    #: The field holding the iteration cap (CF-TGNN also takes the seed's name, ``it_max``).
+    ITERATION_KEY: ClassVar[str] = "max_iterations"
+
+    max_iterations: int | None = option(None, "iterations of the search's main loop", low=0)
+    max_oracle_calls: int | None = option(None, "search-mode oracle evaluations of the search",
+                                          low=0)
+    max_time_s: float | None = option(None, "seconds of the search", low=0)
+
+    @property
+    def iteration_cap(self) -> int | None:
+        """The search's iteration cap (None: none)."""
+        return self.max_iterations
+
+
+def describe(params: type[Params]) -> list[tuple[str, Any, str]]:
+    """``(name, default, description)`` of each option of a declaration, in order."""
+    return [(f.name, params.defaults()[f.name], str(f.metadata.get("doc", "")))
+            for f in dataclasses.fields(params)]
+
+
+__all__ = ["BudgetParams", "Params", "bounds", "check_value", "describe", "option"]
