@@ -31,9 +31,14 @@ _NEEDED = ("dataset", "model", "explainer", "strategy_name", "status", "group")
 
 
 def _it_max(fingerprint: Mapping[str, Any]) -> float:
-    """``explainer.it_max`` of a run's fingerprint, NaN when the explainer has none."""
-    value = (fingerprint.get("explainer") or {}).get("it_max")
-    return float(value) if value is not None else math.nan
+    """The iteration cap of a run whose explainer names it ``it_max`` (CF-TGNN's seed name;
+    the shared budget key ``max_iterations`` replaces it when set), NaN for other explainers.
+    Read from the run's config, so no explainer class is needed."""
+    options = fingerprint.get("explainer") or {}
+    if options.get("it_max") is None:
+        return math.nan
+    value = options.get("max_iterations")
+    return float(options["it_max"] if value is None else value)
 
 
 def _merged_away(prints: Mapping[Path, Mapping[str, Any]]) -> set[Path]:
