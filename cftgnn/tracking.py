@@ -3,8 +3,11 @@
 The entry points talk to a :class:`Tracker` only. :class:`NullTracker` (``logger=none``) does
 nothing and never imports wandb, so the package works without it; :class:`WandbTracker`
 (``logger=wandb``) imports wandb lazily in :meth:`WandbTracker.start` and logs offline unless told
-otherwise. Use :func:`tracking` (or :meth:`Tracker.session`) so a run is always finished, and marked
-failed when the body raises::
+otherwise. An online run that cannot log in or reach the server (no API key, no network, a
+server that does not answer within :data:`CONNECT_TIMEOUT_S` / :data:`INIT_TIMEOUT_S`) falls
+back to offline with one ``warning:`` line on stderr, so the run goes on and can be uploaded
+later with ``wandb sync`` (:func:`online_problem`). Use :func:`tracking` (or
+:meth:`Tracker.session`) so a run is always finished, and marked failed when the body raises::
 
     tracker = instantiate(cfg.logger)
     with tracking(tracker, OmegaConf.to_container(cfg, resolve=True), name="uci-greedy"):
@@ -17,11 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import netrc
 import os
+import socket
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import pandas as pd
 
@@ -39,6 +46,53 @@ __all__ = [
 
 #: Modes ``wandb.init`` accepts. ``offline`` writes only local files; ``disabled`` writes nothing.
 WANDB_MODES: tuple[str, ...] = ("online", "offline", "disabled", "shared")
+
+#: Seconds to wait for a TCP connection to the W&B server before logging offline instead.
+CONNECT_TIMEOUT_S = 3.0
+#: Seconds ``wandb.init`` may take online before the run logs offline instead.
+INIT_TIMEOUT_S = 20.0
+#: The W&B server when ``WANDB_BASE_URL`` does not name another.
+DEFAULT_BASE_URL = "https://api.wandb.ai"
+
+
+def _has_api_key(host: str) -> bool:
+    """Whether W&B credentials exist without asking anyone: ``WANDB_API_KEY``, an identity
+    token file, or a ``netrc`` entry for ``host`` (where ``wandb login`` writes it)."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return True
+    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        return netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def online_problem(base_url: str | None = None,
+                   timeout: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why an online W&B run cannot start here, checked in at most ``timeout`` seconds, or
+    None when it may: no credentials, or no TCP connection to the server.
+
+    Args:
+        base_url: The server (default ``$WANDB_BASE_URL``, else :data:`DEFAULT_BASE_URL`).
+        timeout: Seconds to wait for the connection.
+    """
+    url = urlparse(base_url or os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL)
+    host = url.hostname or ""
+    if not _has_api_key(host):
+        return "no W&B API key (run `wandb login` or set WANDB_API_KEY)"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        return f"cannot reach {host}:{port} ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+def _warn_offline(reason: str) -> None:
+    print(f"warning: W&B online logging is unavailable: {reason}; logging offline instead "
+          "(upload later with `wandb sync <run folder>`)", file=sys.stderr)
+
 
 #: The W&B metric against which :meth:`WandbTracker.log_progress` values are plotted.
 PROGRESS_STEP = "progress/step"
@@ -324,19 +378,37 @@ class WandbTracker(Tracker):
             raise ImportError("logger=wandb needs the wandb package: pip install wandb") from exc
         if dir is not None:
             Path(dir).mkdir(parents=True, exist_ok=True)
-        self._run = wandb.init(
-            project=self.project,
-            entity=self.entity,
-            mode=self.mode,  # type: ignore[arg-type]  # validated against WANDB_MODES
-            config=dict(config),
-            name=name,
-            group=group,
-            dir=dir,
-            tags=list(self.tags),
-            job_type=self.job_type,
-            notes=self.notes,
-            reinit="create_new",
-        )
+        mode = self.mode
+        if mode in ("online", "shared") and (problem := online_problem()) is not None:
+            _warn_offline(problem)
+            mode = "offline"
+
+        def init(mode: str) -> Run:
+            return wandb.init(
+                project=self.project,
+                entity=self.entity,
+                mode=mode,  # type: ignore[arg-type]  # validated against WANDB_MODES
+                config=dict(config),
+                name=name,
+                group=group,
+                dir=dir,
+                tags=list(self.tags),
+                job_type=self.job_type,
+                notes=self.notes,
+                reinit="create_new",
+                settings=wandb.Settings(init_timeout=INIT_TIMEOUT_S),
+            )
+
+        try:
+            self._run = init(mode)
+        except Exception as exc:  # noqa: BLE001  (login refused, server error, timeout)
+            if mode not in ("online", "shared"):
+                raise
+            _warn_offline(str(exc).strip().splitlines()[0] if str(exc).strip()
+                          else type(exc).__name__)
+            mode = "offline"
+            self._run = init(mode)
+        self.mode = mode
         self._finished = False
         self._run.define_metric(PROGRESS_STEP, hidden=True)
 

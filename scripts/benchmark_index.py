@@ -1,5 +1,7 @@
 """Median candidate-set query time: ``python scripts/benchmark_index.py dataset=wikipedia``."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from pathlib import Path
 
 import hydra

@@ -1,5 +1,7 @@
 """Oracle cost, side by side: ``python scripts/benchmark_oracle.py dataset=wikipedia model=tgn``."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from pathlib import Path
 
 import hydra

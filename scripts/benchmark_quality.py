@@ -1,6 +1,8 @@
 """Explanation quality against the true minimum: ``python scripts/benchmark_quality.py``
 (options: conf/benchmark_quality.yaml)."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from pathlib import Path
 
 import hydra

@@ -3,6 +3,8 @@
 Usage: ``python scripts/dataset_info.py dataset=uci`` (or wikipedia, synthetic).
 """
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from pathlib import Path
 
 import hydra

@@ -1,5 +1,7 @@
 """Explain a sample of predictions: ``python scripts/explain.py`` (options: conf/explain.yaml)."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from pathlib import Path
 
 import hydra
@@ -10,13 +12,16 @@ from cftgnn.cli import friendly_errors, main_guard
 from cftgnn.evaluation.pipeline import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+#: What Ctrl-C tells the user.
+RESUME = ("the records written so far are kept; to resume, rerun the same command with the "
+          "same out_dir or hydra.run.dir (the 'records:' line above names it)")
 
 
 @hydra.main(config_path="../conf", config_name="explain", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    with friendly_errors():
+    with friendly_errors(on_interrupt=RESUME):
         run(cfg)
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF)
+    main_guard(main, CONF, on_interrupt=RESUME)

@@ -1,5 +1,7 @@
 """Draw one explained event: ``python scripts/show_explanation.py RUN_DIR EVENT_ID [--out PNG]``."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from cftgnn.cli import friendly_errors
 from cftgnn.reporting.picture import main
 

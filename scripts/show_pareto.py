@@ -1,5 +1,7 @@
 """One event's counterfactuals: ``python scripts/show_pareto.py RUN_DIR EVENT_ID [--out PNG]``."""
 
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
 from cftgnn.cli import friendly_errors
 from cftgnn.reporting.pareto import main
 

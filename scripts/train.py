@@ -4,7 +4,7 @@ The checkpoint and its card go into the run's own directory (``outputs/train/...
 ``out_dir``); replacing an existing one, e.g. under ``checkpoints/``, takes ``overwrite=true``.
 """
 
-from __future__ import annotations
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
 
 from pathlib import Path
 
@@ -16,14 +16,17 @@ from cftgnn.cli import friendly_errors, main_guard
 from cftgnn.training.loop import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+#: What Ctrl-C tells the user.
+RESUME = ("no checkpoint was written (it is saved when training ends); rerun the command "
+          "to train again")
 
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; all work happens in :func:`cftgnn.training.loop.run`."""
-    with friendly_errors():
+    with friendly_errors(on_interrupt=RESUME):
         run(cfg)
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF)
+    main_guard(main, CONF, on_interrupt=RESUME)

@@ -33,14 +33,15 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
+from cftgnn.evaluation.options import check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
-from cftgnn.files import sha256_if_file
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
+from cftgnn.files import check_writable_dir, sha256_if_file
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
@@ -196,6 +197,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         CftgnnError: For bad input (unknown event ids, a checkpoint of another dataset, an
             output directory of another configuration, ...); nothing is written then.
     """
+    check_explain_options(cfg)  # types, ranges and enum values, before anything loads
+    check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
     shard, num_shards = _check_shard(cfg)
     device = resolve_device(cfg.device)  # before loading anything
     constraints = constraints_of(cfg)

@@ -1,0 +1,50 @@
+"""``explain.py``'s top-level options, checked before anything loads (types, ranges, enum
+values; the explainer's own parameters are checked by the explainer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.sampling import PredictionGroup
+from cftgnn.options import boolean, choice, integer, integer_list, number, text
+
+
+def check_explain_options(cfg: Any) -> None:
+    """Refuse any top-level option of ``conf/explain.yaml`` of the wrong type or range.
+
+    Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
+    ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
+    ``sample.prediction`` one of :class:`~cftgnn.evaluation.sampling.PredictionGroup`'s
+    values; ``sample.range`` two numbers ``0 <= start < end <= 1``.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=0)
+    integer_list(cfg, "events", optional=True)
+    integer(cfg, "seed")
+    integer(cfg, "shard", minimum=0)
+    integer(cfg, "num_shards", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    choice(cfg, "sample.prediction", [g.value for g in PredictionGroup])
+    share = cfg.sample.range
+    if (not hasattr(share, "__len__") or isinstance(share, str) or len(share) != 2
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)
+            or not 0 <= share[0] < share[1] <= 1):
+        raise ConfigError(f"sample.range must be [start, end] with 0 <= start < end <= 1, got "
+                          f"{share!r}")
+    number(cfg, "sample.min_abs_logit", minimum=0)
+    number(cfg, "sample.max_abs_logit", minimum=0, optional=True)
+    choice(cfg, "mode", ["approximate", "exact", "auto"])
+    number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
+    boolean(cfg, "progress")
+    boolean(cfg, "robustness")
+    text(cfg, "checkpoint", optional=True)
+    text(cfg, "out_dir", optional=True)
+    text(cfg, "group", optional=True)
+
+
+__all__ = ["check_explain_options"]

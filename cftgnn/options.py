@@ -1,0 +1,128 @@
+"""Checks of top-level config values, each failing in one :class:`ConfigError` line that names
+the option, what it must be and what it got.
+
+Hydra passes command-line values through as YAML reads them (``n_events=abc`` is the string
+``"abc"``, ``n_events=1.5`` a float), so every count is checked to be an integer, never
+truncated, before any work starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from cftgnn.errors import ConfigError
+
+
+def _get(cfg: Mapping[str, Any] | Any, key: str) -> Any:
+    value = OmegaConf.select(cfg, key) if OmegaConf.is_config(cfg) else cfg.get(key)
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def is_integer(value: Any) -> bool:
+    """An int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def integer(cfg: Any, key: str, minimum: int | None = None, optional: bool = False) -> int | None:
+    """``cfg.<key>`` as an integer ``>= minimum`` (null allowed when ``optional``).
+
+    Raises:
+        ConfigError: For a non-integer (``1.5``, ``abc``, ``true``) or a value below
+            ``minimum``.
+    """
+    value = _get(cfg, key)
+    if value is None and optional:
+        return None
+    bound = "" if minimum is None else f" >= {minimum}"
+    if not is_integer(value) or (minimum is not None and value < minimum):
+        null = "null or " if optional else ""
+        raise ConfigError(f"{key} must be {null}an integer{bound}, got {value!r}")
+    return int(value)
+
+
+def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | None = None,
+           optional: bool = False, strict_minimum: bool = False) -> float | None:
+    """``cfg.<key>`` as a number within bounds (null allowed when ``optional``).
+
+    Raises:
+        ConfigError: For a value that is not a number or out of bounds.
+    """
+    value = _get(cfg, key)
+    if value is None and optional:
+        return None
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    if ok and minimum is not None:
+        ok = value > minimum if strict_minimum else value >= minimum
+    if ok and maximum is not None:
+        ok = value <= maximum
+    if not ok:
+        bounds = []
+        if minimum is not None:
+            bounds.append(f"{'>' if strict_minimum else '>='} {minimum}")
+        if maximum is not None:
+            bounds.append(f"<= {maximum}")
+        null = "null or " if optional else ""
+        within = f" {' and '.join(bounds)}" if bounds else ""
+        raise ConfigError(f"{key} must be {null}a number{within}, got {value!r}")
+    return float(value)
+
+
+def boolean(cfg: Any, key: str) -> bool:
+    """``cfg.<key>`` as ``true`` / ``false``.
+
+    Raises:
+        ConfigError: For anything else.
+    """
+    value = _get(cfg, key)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def choice(cfg: Any, key: str, options: Collection[str]) -> str:
+    """``cfg.<key>``, one of ``options``.
+
+    Raises:
+        ConfigError: Naming the options.
+    """
+    value = _get(cfg, key)
+    if not isinstance(value, str) or value not in options:
+        raise ConfigError(f"{key} must be one of {', '.join(options)}, got {value!r}")
+    return value
+
+
+def text(cfg: Any, key: str, optional: bool = False) -> str | None:
+    """``cfg.<key>`` as a string (null allowed when ``optional``).
+
+    Raises:
+        ConfigError: For a list, a mapping or (unless ``optional``) null.
+    """
+    value = _get(cfg, key)
+    if value is None and optional:
+        return None
+    if isinstance(value, list | dict) or value is None:
+        raise ConfigError(f"{key} must be {'null or ' if optional else ''}a text, got {value!r}")
+    return str(value)
+
+
+def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
+    """``cfg.<key>`` as a list of integers (null allowed when ``optional``).
+
+    Raises:
+        ConfigError: Naming the first entry that is not an integer.
+    """
+    value = _get(cfg, key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{key} must be a list of integers such as [1,2], got {value!r}")
+    for item in value:
+        if not is_integer(item):
+            raise ConfigError(f"{key} must be a list of integers, got {item!r} in {list(value)}")
+    return [int(v) for v in value]
+
+
+__all__ = ["boolean", "choice", "integer", "integer_list", "is_integer", "number", "text"]
