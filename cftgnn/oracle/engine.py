@@ -244,6 +244,7 @@ class EventReplay:
                                            removable=self._cand)
             self._approx_plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
                                                   approx_mask, removable=self._cand)
+        engine.snapshots.make_room(snapshot_nbytes((self._plan, self._approx_plan)))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 

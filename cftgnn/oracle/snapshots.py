@@ -10,8 +10,11 @@ memory than the machine has, so :class:`SnapshotStore` keeps them within a budge
   snapshots besides the cursor, one every ``⌈batches / K⌉`` batches (never denser than the
   engine's ``checkpoint_every``), so a stream of any length fits the same budget and a longer
   stream only gets sparser snapshots (more replay when going back, never more memory);
-* when a snapshot would exceed the budget (snapshots that grow with the history, or a budget
-  below the stream's even spacing), the **least useful** one is dropped first: the one whose
+* the explained event's replay plans (the recorded history from its base state, which grows
+  with how far back its oldest candidate lies) share the budget: they are needed, so
+  snapshots make room for them (:meth:`SnapshotStore.make_room`);
+* when a snapshot would exceed the budget (snapshots that grow with the history, plans, or a
+  budget below the stream's even spacing), the **least useful** one is dropped first: the one whose
   removal merges the two shortest neighbouring gaps, that is, adds the least replay to the
   worst way back. Dropping is always exact: a missing snapshot is replayed again.
 
@@ -28,6 +31,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from cftgnn.errors import ConfigError
@@ -52,9 +56,11 @@ def budget_bytes(memory_budget_gb: float | None) -> int | None:
 
 
 def snapshot_nbytes(snapshot: Any) -> int:
-    """Bytes held by the tensors and arrays of a snapshot (its attributes or dataclass
-    fields, and lists, tuples and dicts of them); storage shared between them counts once,
-    a broadcast tensor counts its storage (one byte for an expanded scalar)."""
+    """Bytes held by the tensors and arrays of a snapshot or a replay plan (its attributes
+    or dataclass fields, and lists, tuples and dicts of them, a few levels deep; modules,
+    whose parameters and attached stream belong to the model, are not counted); storage
+    shared between them counts once, a broadcast tensor counts its storage (one byte for
+    an expanded scalar)."""
     seen: set[tuple[int, int]] = set()
     total = 0
 
@@ -72,7 +78,7 @@ def snapshot_nbytes(snapshot: Any) -> int:
             if key not in seen:
                 seen.add(key)
                 total += key[1]
-        elif depth > 3:
+        elif depth > 8 or isinstance(x, torch.nn.Module):
             return
         elif isinstance(x, list | tuple):
             for y in x:
@@ -117,6 +123,7 @@ class SnapshotStore:
         self.spacing = batches * int(batch_size)
         self._kept: dict[int, Any] = {}
         self._size: dict[int, int] = {}
+        self._plans = 0  # bytes of the current explained event's replay plans
 
     @property
     def capacity(self) -> int | None:
@@ -150,6 +157,20 @@ class SnapshotStore:
         p = max(before)
         return p, self._kept[p]
 
+    def make_room(self, plan_bytes: int) -> None:
+        """Account for the replay plans of the explained event (``plan_bytes``, replacing
+        the previous event's): drop the least useful snapshots until the snapshots, the
+        cursor and the plans fit the budget (the plans are needed; snapshots only save
+        replay)."""
+        self._plans = max(0, int(plan_bytes))
+        self._fit()
+
+    def _fit(self) -> None:
+        if self.budget is None:
+            return
+        while self._kept and self.nbytes + self._reserve + self._plans > self.budget:
+            self._drop(self._least_useful())
+
     def offer(self, position: int, make: Callable[[], Any]) -> bool:
         """Keep the snapshot ``make()`` at ``position`` if the budget allows, dropping the
         least useful ones first; returns whether it is kept."""
@@ -161,9 +182,7 @@ class SnapshotStore:
         size = snapshot_nbytes(snap)
         self._reserve = max(1, size)
         self._kept[position], self._size[position] = snap, size
-        if self.budget is not None:
-            while self._kept and self.nbytes + self._reserve > self.budget:
-                self._drop(self._least_useful())
+        self._fit()
         return position in self._kept
 
     def _least_useful(self) -> int:

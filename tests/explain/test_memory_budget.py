@@ -173,3 +173,40 @@ def test_pipeline_refuses_a_negative_budget(tmp_path):
     with pytest.raises(ConfigError, match="memory_budget_gb"):
         pipeline.run(cfg)
     assert not any(tmp_path.iterdir())
+
+
+def test_shared_trajectory_records_the_same_rows_in_less_memory(stream):
+    from cftgnn.replay.cone import record_trajectory
+    from cftgnn.replay.record import record_shared_trajectory
+
+    model = _attached(make_model("tgn", stream), stream)
+    with eval_mode(model):
+        model.advance(0, 100)
+        base = model.snapshot()
+        full = record_trajectory(model, base, 587)
+        shared = record_shared_trajectory(model, base, 587)
+    assert len(full.batches) == len(shared.batches) > 10
+    for a, b in zip(full.batches, shared.batches, strict=True):
+        rows = torch.arange(len(a.nodes))
+        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.lu_post, b.lu_post)
+        assert torch.equal(a.mem_pre, b.mem_pre[rows]) and torch.equal(a.mem_post,
+                                                                       b.mem_post[rows])
+        assert torch.equal(a.mem_post[rows, 0], b.mem_post[rows, 0])
+    assert torch.equal(full.final_input, shared.final_input)
+    def rows_nbytes(traj: object) -> int:
+        return snapshot_nbytes([(r.mem_pre, r.mem_post) for r in traj.batches])  # type: ignore
+
+    assert rows_nbytes(shared) < 0.75 * rows_nbytes(full)  # d = 16; more with a larger d
+
+
+def test_plans_take_their_room_from_the_snapshots():
+    store = SnapshotStore(budget=6 * 100, snapshot_size=100, num_events=1000, batch_size=10,
+                          min_batches=1)
+    blob = torch.zeros(100, dtype=torch.uint8)
+    for p in range(store.spacing, 1001, store.spacing):
+        store.offer(p, blob.clone)
+    assert len(store) == 5
+    store.make_room(250)  # the plans need 2.5 snapshots: 3 go
+    assert len(store) == 2 and store.nbytes + 100 + 250 <= 600
+    store.offer(300, blob.clone)  # one more is kept only in place of another
+    assert len(store) == 2 and store.nbytes + 100 + 250 <= 600
