@@ -38,6 +38,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
@@ -389,11 +390,18 @@ class _Rows:
         self.alive[dead] = False
         self.pend[dead] = -1
 
-    def compact(self) -> None:
+    def nbytes(self) -> int:
+        """Bytes held: the row map and every allocated row."""
+        cap = len(self.pend)
+        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 1
+        return int(self.rowmap.nbytes) + cap * row
+
+    def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
-        majority, so memory follows the live rows rather than every row ever made."""
+        majority (or, with ``force``, now), so memory follows the live rows rather than
+        every row ever made."""
         size = self.size
-        if size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size:
+        if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
             return
         used = self.rowmap >= 0
         referenced = np.zeros(size, dtype=bool)
@@ -435,6 +443,11 @@ class _Rows:
         return out, of.reshape(-1)
 
 
+class ConeBudgetExceeded(RuntimeError):
+    """The rows of a call of several sets outgrew its memory budget (the caller splits
+    the sets and tries again)."""
+
+
 @dataclass
 class ConeStats:
     """What the causal-cone replay computed, summed over the calls it is passed to.
@@ -446,6 +459,7 @@ class ConeStats:
         rows_made: Perturbed rows created (split off or re-created).
         rows_pruned: Rows retired because their state equals the recorded one.
         peak_rows: Most rows held at once in one call.
+        peak_bytes: Most bytes held at once by the rows and their map in one call.
         settled_sets: Sets whose perturbation died out before the end: no node the
             prediction reads holds a perturbed row (their logit differs from the unperturbed
             one only through the neighbours the removals hide).
@@ -457,11 +471,12 @@ class ConeStats:
     rows_made: int = 0
     rows_pruned: int = 0
     peak_rows: int = 0
+    peak_bytes: int = 0
     settled_sets: int = 0
 
 
 def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool = True,
-                stats: ConeStats | None = None) -> NodeInputs:
+                stats: ConeStats | None = None, max_bytes: int | None = None) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
     Rows are computed only for the states the prediction can read (``need`` of
@@ -487,6 +502,10 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
             recording kept may be removed.
         prune: Retire rows equal to the recording (see above).
         stats: Counters to add this call's work to, or None.
+        max_bytes: Memory budget of the rows and their map: when a call of several sets
+            outgrows it (after freeing retired rows), :class:`ConeBudgetExceeded` is
+            raised for the caller to split the sets. One set is never refused: it holds at
+            most one live row per node.
 
     Returns:
         The node inputs (memory with pending messages applied) under each set: node ``n``
@@ -522,6 +541,12 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
                 rows.compact()
             else:
                 counts.peak_rows = max(counts.peak_rows, rows.size)
+            if max_bytes is not None and removed.num_sets > 1 and rows.nbytes() > max_bytes:
+                rows.compact(force=True)
+                if rows.nbytes() > max_bytes:
+                    raise ConeBudgetExceeded(f"{rows.nbytes()} bytes of rows for "
+                                             f"{removed.num_sets} sets")
+            counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
             loc[rec.nodes] = -1
         out = _final_inputs(model, rows, traj, deps, src, dst)
     if stats is not None:
@@ -535,6 +560,7 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
                      "settled_sets"):
             setattr(stats, name, getattr(stats, name) + getattr(counts, name))
         stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
+        stats.peak_bytes = max(stats.peak_bytes, counts.peak_bytes)
     return out
 
 
@@ -680,7 +706,14 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
     checked = np.zeros(size, dtype=bool)
     if len(r):
         rt, lt = torch.as_tensor(r, device=dev), torch.as_tensor(lc, device=dev)
-        mem_eq[r] = (_bits(rows.mem[rt]) == _bits(rec.mem_post[lt])).all(dim=1).cpu().numpy()
+        # the first coordinate tells most differing rows apart; compare the rest after it
+        eq = (_bits(rows.mem[rt, 0]) == _bits(rec.mem_post[lt, 0])).cpu().numpy()
+        e = np.flatnonzero(eq)
+        if len(e):
+            et = torch.as_tensor(e, device=dev)
+            eq[e] = (_bits(rows.mem[rt[et]]) == _bits(rec.mem_post[lt[et]])).all(
+                dim=1).cpu().numpy()
+        mem_eq[r] = eq
         checked[r] = True
     retire = np.zeros(len(r), dtype=bool)
     if len(r):
@@ -709,8 +742,66 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
         retire[cand] = same[cand]
     dead = np.concatenate([live[stale], r[retire]])
     rows.drop(dead)
+    merged = _merge(model, rows, r[~retire], need, x, mem_eq, checked, src, dst)
     _revive(rows, rec, rec_pend, need, x, mem_eq, checked, src, dst)
-    return int(retire.sum())
+    return int(retire.sum()) + merged
+
+
+def _merge(model: TGN, rows: _Rows, r: npt.NDArray[np.int64], need: npt.NDArray[np.int64],
+           x: int, mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+           src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+    """Merge rows ``r`` of one node whose states after the batch are equal bit for bit
+    (memory, last-update time, pending event, and the sender's memory): their sets then
+    share one row, as sets agreeing on the node's causal past do. Exact, like retiring a
+    row: the state a row stands for is a function of those values only. Returns the
+    number of rows merged away."""
+    size = rows.size
+    # memory identity: -1 the recorded memory, else one id per distinct memory of a node
+    mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
+    mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
+    n = rows.n[r]
+    _, inv_n, count = np.unique(n, return_inverse=True, return_counts=True)
+    multi = count[inv_n.reshape(-1)] > 1  # only nodes with several rows can merge
+    r, n = r[multi], n[multi]
+    if len(r) < 2:
+        return 0
+    dev = rows.mem.device
+    d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
+    rd = torch.as_tensor(r[d], device=dev)
+    lead = _bits(rows.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
+    first, inv = distinct_rows(np.column_stack([n[d], lead]))
+    cnt = np.bincount(inv, minlength=len(first))
+    grp = np.flatnonzero(cnt[inv] > 1)
+    if len(grp):
+        # equal leading coordinates are not proof: compare the whole memory with the
+        # group's first row
+        gt = torch.as_tensor(r[d[grp]], device=dev)
+        ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
+        same = (_bits(rows.mem[gt]) == _bits(rows.mem[ht])).all(dim=1).cpu().numpy()
+        mem_id[r[d[grp[same]]]] = inv[grp[same]]
+    pend = rows.pend[r]
+    sid = np.full(len(r), -1, dtype=np.int64)
+    s_ = np.flatnonzero((pend >= 0) & (need[n] > x))
+    if len(s_):
+        ro = rows.lookup(rows.rep[r[s_]], other_endpoint(src, dst, pend[s_], n[s_]))
+        sid[s_] = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
+    key = np.stack([n, mem_id[r], rows.lu[r].view(np.int64), pend, sid], axis=1)
+    head, group = distinct_rows(key)
+    if len(head) == len(r):
+        return 0
+    target = r[head[group]]  # [R]
+    moved = np.flatnonzero(target != r)
+    remap = np.arange(size, dtype=np.int64)
+    remap[r[moved]] = target[moved]
+    cols = np.unique(rows.columns[n[moved]])
+    sub = rows.rowmap[:, cols]
+    use = sub >= 0
+    sub[use] = remap[sub[use]]
+    rows.rowmap[:, cols] = sub
+    gone = r[moved]
+    rows.alive[gone] = False
+    rows.pend[gone] = -1
+    return len(moved)
 
 
 def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],

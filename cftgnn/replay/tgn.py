@@ -11,7 +11,7 @@ ends in one embedding pass over the distinct embeddings
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,7 +22,7 @@ from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.batched import batched_logits
-from cftgnn.replay.cone import ConeStats, Trajectory, cone_replay
+from cftgnn.replay.cone import ConeBudgetExceeded, ConeStats, Trajectory, cone_replay
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.record import record_shared_trajectory
@@ -54,6 +54,13 @@ class TGNReplayOptions:
             (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
         stats: Counters of the cone replay's work (rows updated, retired, sets settled),
             summed over calls, or None (benchmarks set one).
+        memory_budget_mib: Memory budget of one pass, MiB, or None for none. A pass of P
+            sets holds a row map of P entries per node its cone may reach and the
+            perturbed rows it keeps, checked after every batch, plus the embedding tables
+            of its sets (estimated): a pass that would outgrow the budget is split into
+            halves, and later passes of the plan start from the size that fitted, so the
+            exhaustive search and every batched call stay within it whatever the cone
+            size. One set is always evaluated (it holds at most one row per node).
     """
 
     local_max_events: int = 512
@@ -61,6 +68,7 @@ class TGNReplayOptions:
     max_sets_per_pass: int = 4096
     prune: bool = True
     stats: ConeStats | None = None
+    memory_budget_mib: float | None = 1024.0
 
 
 @dataclass(frozen=True)
@@ -78,20 +86,46 @@ class TGNPlan:
     trajectory: Trajectory
     local: LocalPlan | None
     options: TGNReplayOptions
+    fitted: list[int] = field(default_factory=list)  # the pass size that fitted the budget
+
+    def _pass_size(self) -> int:
+        """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
+        opts = self.options
+        step = max(1, opts.max_sets_per_pass)
+        if opts.memory_budget_mib is None:
+            return step
+        budget = opts.memory_budget_mib * 2**20
+        model = self.model
+        deps = self.trajectory.deps
+        columns = deps.num_columns if deps is not None else model.num_nodes
+        k, layers = model.num_neighbors, model.embedding.num_layers
+        # per set: its row-map entries, and the embedding tables of its two endpoints'
+        # computation trees (one row of the memory size per tree node)
+        tree = sum(k ** layer for layer in range(layers + 1))
+        per_set = 4 * columns + 2 * tree * model.memory_dim * 4
+        step = min(step, max(1, int(budget // (2 * per_set))))
+        return min([step, *self.fitted])
 
     def logits(self, removed: RemovalSets) -> Tensor:
-        """All P sets at once (in passes of at most ``max_sets_per_pass``): local or
-        causal-cone replay, then one embedding pass over their distinct embeddings."""
-        step = max(1, self.options.max_sets_per_pass)
+        """All P sets at once (in passes of at most ``max_sets_per_pass``, fewer where the
+        memory budget asks for it): local or causal-cone replay, then one embedding pass
+        over their distinct embeddings."""
+        step = self._pass_size()
         if removed.num_sets > step:
             return torch.cat([self.logits(removed.select(slice(lo, lo + step)))
                               for lo in range(0, removed.num_sets, step)])
-        model, traj = self.model, self.trajectory
-        if self.local is not None and removed.num_sets <= self.options.local_max_sets:
+        model, traj, opts = self.model, self.trajectory, self.options
+        if self.local is not None and removed.num_sets <= opts.local_max_sets:
             inputs = local_replay(model, self.local, removed)
             shared: BoolArray | None = self.local.removed
         else:
-            inputs = cone_replay(model, traj, removed, self.options.prune, self.options.stats)
+            budget = (None if opts.memory_budget_mib is None
+                      else int(opts.memory_budget_mib * 2**20) // 2)
+            try:
+                inputs = cone_replay(model, traj, removed, opts.prune, opts.stats, budget)
+            except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
+                self.fitted[:] = [max(1, removed.num_sets // 2)]
+                return self.logits(removed)
             shared = traj.removed
         return batched_logits(model, removed, shared, traj.end, inputs)
 
