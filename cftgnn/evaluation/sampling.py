@@ -25,7 +25,7 @@ import pandas as pd
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
 from cftgnn.models.base import TemporalModel, eval_mode
-from cftgnn.training.loop import score_range
+from cftgnn.training.loop import score_batches
 
 
 class SamplingError(CftgnnError):
@@ -63,23 +63,43 @@ def event_range(stream: EventStream, share: Sequence[float]) -> tuple[int, int]:
     return lo, hi
 
 
-def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int) -> npt.NDArray[
-        np.float64]:
+def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
+                  keep: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
     """The model's logit of every event in ``[lo, hi)`` from one streaming pass, ``[hi - lo]``.
 
     The model is attached to ``stream`` (which resets it), advanced over the history before
-    the batch holding ``lo`` and then scored batch by batch; callers attach it again before
-    other use.
+    the batch holding ``lo`` and then scored batch by batch
+    (:func:`~cftgnn.training.loop.score_batches`); callers attach it again before other use.
+    The pass keeps nothing but the answer: the logits are stored in the model's own
+    precision (``float32``, 4 bytes per event of the range) as they stream by, and with
+    ``keep`` only those of the events asked for.
+
+    Args:
+        model: The model.
+        stream: The stream.
+        lo: First event scored.
+        hi: End of the range (exclusive).
+        keep: Event ids in ``[lo, hi)``, ascending: return only their logits,
+            ``[len(keep)]`` (None: every event's).
     """
     if not 0 <= lo < hi <= stream.num_events:
         raise SamplingError(f"cannot screen events [{lo}, {hi}) of a stream of "
                             f"{stream.num_events} events")
+    ids = None if keep is None else np.asarray(keep, dtype=np.int64).reshape(-1)
+    out = np.empty(hi - lo if ids is None else len(ids), dtype=np.float32)
     model.attach(stream)
     start = lo - lo % model.batch_size
     with eval_mode(model):
         model.advance(0, start)
-        pos, _, _ = score_range(model, start, hi, seed=0, negatives=False)
-    return pos[lo - start:]
+        for a, logits in score_batches(model, start, hi):
+            b = a + len(logits)
+            if ids is None:
+                first = max(a, lo)
+                out[first - lo:b - lo] = logits[first - a:]
+            else:
+                j0, j1 = np.searchsorted(ids, [a, b])
+                out[j0:j1] = logits[ids[j0:j1] - a]
+    return out.astype(np.float64)
 
 
 def quota(prediction: PredictionGroup | str, n: int) -> list[tuple[PredictionGroup, int]]:
@@ -183,8 +203,7 @@ def plan_events(
         ids = explicit_events(events, stream)
         if len(ids) == 0:
             return sample_events(np.zeros(0), 0, 0)
-        logits = screen_logits(model, stream, int(ids[0]), int(ids[-1]) + 1)
-        values = logits[ids - ids[0]]
+        values = screen_logits(model, stream, int(ids[0]), int(ids[-1]) + 1, keep=ids)
         return pd.DataFrame({
             "event_id": ids,
             "group": np.where(values > 0, PredictionGroup.CORRECT.value,

@@ -22,6 +22,7 @@ import copy
 import importlib.metadata
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -123,23 +124,45 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: boo
         each, and the negative destinations (both empty without ``negatives``).
     """
     stream = model.stream
+    negs = (negative_destinations(stream, lo, hi, seed) if negatives
+            else np.zeros(0, dtype=np.int64))
+    pos, neg = [], []
+    for _, logits in score_batches(model, lo, hi, negs if negatives else None, progress):
+        pos.append(logits[: len(logits) // (2 if negatives else 1)])
+        neg.append(logits[len(pos[-1]):])
+    return (np.concatenate(pos).astype(np.float64) if pos else np.zeros(0),
+            np.concatenate(neg).astype(np.float64) if neg else np.zeros(0), negs)
+
+
+def score_batches(model: TemporalModel, lo: int, hi: int,
+                  negs: npt.NDArray[np.int64] | None = None, progress: bool = False
+                  ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+    """Score the events ``[lo, hi)`` batch by batch, advancing the model over each batch
+    after scoring it (the scoring rule of :func:`score_range`, streamed: nothing is kept).
+
+    Args:
+        model: An attached model at position ``lo`` (a batch boundary).
+        lo: First event scored.
+        hi: End of the scored range (exclusive).
+        negs: Negative destination of each event, ``int64 [hi - lo]``, or None for none.
+        progress: Show a progress bar.
+
+    Yields:
+        ``(a, logits)``: the batch's first event and its logits, ``float32 [b - a]``, then
+        those of its negatives when ``negs`` is given.
+    """
+    stream = model.stream
     with eval_mode(model):
-        negs = (negative_destinations(stream, lo, hi, seed) if negatives
-                else np.zeros(0, dtype=np.int64))
-        pos, neg = [], []
         bounds = range(lo, hi, model.batch_size)
         for a in tqdm(bounds, desc="scoring", leave=False, disable=not progress, mininterval=5):
             b = min(a - a % model.batch_size + model.batch_size, hi)
             src, dst, t, own = stream.src[a:b], stream.dst[a:b], stream.t[a:b], np.arange(a, b)
-            if negatives:
+            if negs is not None:
                 src, t, own = np.r_[src, src], np.r_[t, t], np.r_[own, own]
                 dst = np.r_[dst, negs[a - lo:b - lo]]
             logits = model.predict(src, dst, t, before=own).cpu().numpy()
-            pos.append(logits[: b - a])
-            neg.append(logits[b - a:])
             model.advance(a, b)
-    return (np.concatenate(pos).astype(np.float64) if pos else np.zeros(0),
-            np.concatenate(neg).astype(np.float64) if neg else np.zeros(0), negs)
+            yield a, logits
 
 
 def link_metrics(pos: npt.NDArray[np.float64], neg: npt.NDArray[np.float64]) -> dict[str, float]:

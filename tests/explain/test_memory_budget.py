@@ -210,3 +210,18 @@ def test_plans_take_their_room_from_the_snapshots():
     assert len(store) == 2 and store.nbytes + 100 + 250 <= 600
     store.offer(300, blob.clone)  # one more is kept only in place of another
     assert len(store) == 2 and store.nbytes + 100 + 250 <= 600
+
+
+def test_screening_streams_the_same_logits(stream):
+    from cftgnn.evaluation.sampling import screen_logits
+    from cftgnn.training.loop import score_range
+
+    model = make_model("tgn", stream)
+    full = screen_logits(model, stream, 130, 470)
+    model.attach(stream)
+    with eval_mode(model):
+        model.advance(0, 120)
+        ref, _, _ = score_range(model, 120, 470, seed=0, negatives=False)
+    assert np.array_equal(full, ref[10:])
+    keep = np.array([130, 131, 200, 469])
+    assert np.array_equal(screen_logits(model, stream, 130, 470, keep=keep), full[keep - 130])
