@@ -190,13 +190,13 @@ def _edited_run(source: Path, dest: Path, **changes: str) -> Path:
     return dest
 
 
-def test_compare_refuses_other_datasets_and_models_in_one_line(reference, tmp_path):
+def test_compare_refuses_other_datasets_and_models_in_one_line(reference, tmp_path, capsys):
     other_data = _edited_run(reference, tmp_path / "data", dataset="uci")
-    done = script("compare_runs.py", str(reference), str(other_data))
-    assert done.returncode == 2 and "different datasets" in one_line(done.stderr)
+    assert "different datasets" in refused(capsys, compare.main,
+                                           [str(reference), str(other_data)])
     other_model = _edited_run(reference, tmp_path / "model", target="cftgnn.models.TGAT")
-    done = script("compare_runs.py", str(reference), str(other_model))
-    assert done.returncode == 2 and "different models" in one_line(done.stderr)
+    assert "different models" in refused(capsys, compare.main,
+                                         [str(reference), str(other_model)])
 
 
 def test_compare_of_runs_sharing_no_event_fails_instead_of_reporting_equal(
