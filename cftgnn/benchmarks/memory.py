@@ -1,0 +1,165 @@
+"""Memory and time on long streams, side by side (``scripts/benchmark_memory.py``).
+
+For each seeded synthetic stream (``[num_events, num_nodes]``) and each engine memory budget,
+one child process does what ``scripts/explain.py`` does with fresh weights: build the stream
+and its index, the sampling pass over ``sample_range``, then explain the sampled events in
+stream order through a :class:`~cftgnn.oracle.engine.ReplayEngine` with that budget. The
+parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
+``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
+and each event's explanation, and the table says whether the explanations equal those of the
+first budget's run on the same stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from cftgnn.errors import ConfigError
+
+
+def _peak_gib() -> float:
+    """This process's peak RSS so far, GiB (``ru_maxrss`` is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def measure(job: dict[str, Any]) -> dict[str, Any]:
+    """One configuration, in the calling process (the child): phases, times, explanations."""
+    from cftgnn.data.index import TemporalIndex
+    from cftgnn.data.synthetic import make_synthetic_stream
+    from cftgnn.evaluation.pipeline import make_explainer
+    from cftgnn.evaluation.sampling import plan_events
+    from cftgnn.oracle.engine import ReplayEngine
+    from cftgnn.training.resolve import resolve_model
+
+    torch.set_num_threads(int(job["num_threads"]))
+    out: dict[str, Any] = {"peak_start_gib": _peak_gib()}
+    t0 = time.perf_counter()
+    stream = make_synthetic_stream(num_nodes=int(job["num_nodes"]),
+                                   num_events=int(job["num_events"]), seed=int(job["seed"]))
+    index = TemporalIndex(stream)
+    out["load_index_s"] = time.perf_counter() - t0
+    out["peak_load_gib"] = _peak_gib()
+    model, _ = resolve_model(job["model"], stream, None, ".", "cpu", int(job["seed"]))
+    t0 = time.perf_counter()
+    plan = plan_events(model, stream, int(job["n_events"]), job["sample_range"],
+                       job["prediction"], 0.0, None, int(job["seed"]))
+    out["sampling_s"] = time.perf_counter() - t0
+    out["peak_sampling_gib"] = _peak_gib()
+    engine = ReplayEngine(model, stream, index, memory_budget_gb=job["budget"])
+    times, records = [], []
+    for event_id in plan["event_id"].tolist():
+        t0 = time.perf_counter()
+        oracle = engine.oracle(int(event_id), job["k"], int(job["m_max"]), job["mode"])
+        explainer = make_explainer(job["explainer"], job["strategy"])
+        result = explainer.explain(oracle)
+        del oracle
+        times.append(time.perf_counter() - t0)
+        records.append([int(event_id), list(result.explanation), result.original_logit,
+                        result.final_logit, bool(result.is_counterfactual)])
+    out.update(event_s=times, records=records, snapshots=len(engine.snapshots),
+               snapshot_spacing=engine.snapshots.spacing,
+               setup_events=engine.counters.setup_events, peak_gib=_peak_gib())
+    return out
+
+
+def run_child(job: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
+    """Run :func:`measure` in a child process; adds ``peak_rss_gib`` from the kernel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        spec.write_text(json.dumps(job))
+        cmd = [sys.executable, "-m", "cftgnn.benchmarks.memory", str(spec), str(result)]
+        proc = subprocess.Popen(cmd)
+        start = time.monotonic()
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                return {"error": f"timed out after {timeout_s:.0f} s",
+                        "peak_rss_gib": usage.ru_maxrss / 2**20}
+            time.sleep(0.5)
+        peak = usage.ru_maxrss / 2**20
+        if os.waitstatus_to_exitcode(status) != 0 or not result.is_file():
+            return {"error": f"exit status {os.waitstatus_to_exitcode(status)}",
+                    "peak_rss_gib": peak}
+        out: dict[str, Any] = json.loads(result.read_text())
+        out["peak_rss_gib"] = peak
+        out["wall_s"] = time.monotonic() - start
+        return out
+
+
+def _fmt_budget(budget: float | None) -> str:
+    return "none" if budget is None else f"{budget:g} GiB"
+
+
+def run(cfg: DictConfig) -> list[dict[str, Any]]:
+    """Every (stream, budget) configuration in its own process; prints a table."""
+    streams = OmegaConf.to_container(cfg.streams)
+    budgets = OmegaConf.to_container(cfg.budgets)
+    if not isinstance(streams, list) or not all(
+            isinstance(s, list) and len(s) == 2 for s in streams):
+        raise ConfigError("streams must be a list of [num_events, num_nodes]")
+    if not isinstance(budgets, list) or not budgets:
+        raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")
+    base = {
+        "model": OmegaConf.to_container(cfg.model, resolve=True),
+        "explainer": OmegaConf.to_container(cfg.explainer, resolve=True),
+        "strategy": OmegaConf.to_container(cfg.strategy, resolve=True),
+        "n_events": int(cfg.n_events), "sample_range": list(cfg.sample_range),
+        "prediction": str(cfg.prediction), "mode": str(cfg.mode), "m_max": int(cfg.m_max),
+        "k": cfg.k, "seed": int(cfg.seed), "num_threads": int(cfg.num_threads),
+    }
+    rows: list[dict[str, Any]] = []
+    model_name = str(cfg.model["_target_"]).rsplit(".", 1)[-1]
+    explainer_name = str(cfg.explainer["_target_"]).rsplit(".", 1)[-1]
+    print(f"synthetic streams, fresh {model_name} weights, explainer {explainer_name}, "
+          f"n_events={cfg.n_events}, "
+          f"mode={cfg.mode}, {cfg.num_threads} torch thread(s)")
+    header = (f"{'events':>10} {'nodes':>7} {'budget':>8} {'load+index':>10} "
+              f"{'sampling':>9} {'per event s (median, min-max)':>30} {'peak RSS':>9} "
+              f"{'snapshots':>9}  records")
+    print(header)
+    for num_events, num_nodes in streams:
+        first: list[Any] | None = None
+        for budget in budgets:
+            job = {**base, "num_events": int(num_events), "num_nodes": int(num_nodes),
+                   "budget": None if budget is None else float(budget)}
+            res = run_child(job, cfg.timeout_s)
+            row = {"num_events": num_events, "num_nodes": num_nodes, "budget": budget, **res}
+            rows.append(row)
+            if "error" in res:
+                print(f"{num_events:>10,} {num_nodes:>7,} {_fmt_budget(budget):>8} "
+                      f"{res['error']} (peak RSS {res['peak_rss_gib']:.2f} GiB)", flush=True)
+                continue
+            same = "-"
+            if first is None:
+                first = res["records"]
+            else:
+                same = "same" if res["records"] == first else "DIFFER"
+            ev = np.array(res["event_s"]) if res["event_s"] else np.zeros(1)
+            print(f"{num_events:>10,} {num_nodes:>7,} {_fmt_budget(budget):>8} "
+                  f"{res['load_index_s']:>9.1f}s {res['sampling_s']:>8.1f}s "
+                  f"{np.median(ev):>12.2f} ({ev.min():.2f}-{ev.max():.2f}) "
+                  f"{res['peak_rss_gib']:>7.2f}Gi {res['snapshots']:>9}  {same}", flush=True)
+    if cfg.out:
+        Path(str(cfg.out)).write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+if __name__ == "__main__":  # the child: python -m cftgnn.benchmarks.memory job.json out.json
+    spec_path, out_path = sys.argv[1], sys.argv[2]
+    Path(out_path).write_text(json.dumps(measure(json.loads(Path(spec_path).read_text()))))
