@@ -23,8 +23,10 @@ import json
 import math
 import os
 import sys
+import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cftgnn.errors import CftgnnError
-from cftgnn.explain.result import RECORD_DEFAULTS_V1, ExplanationResult
+from cftgnn.explain.result import RESULT_COLUMNS, ExplanationResult, column_types
 from cftgnn.files import atomic_write, replace_durably
 
 
@@ -198,73 +200,6 @@ class RecordStore:
         return read_records(self.records_dir)
 
 
-#: The columns of an explanation record, with their types: the fields of
-#: :meth:`~cftgnn.explain.result.ExplanationResult.to_record`, then what ``explain.py`` adds.
-#: Every record file of an explanation run holds all of them (null where a value is absent,
-#: e.g. ``agreement`` when no set was evaluated both ways), so a run directory reads as one
-#: dataset whatever mix of statuses it holds.
-RECORD_SCHEMA = pa.schema([
-    ("schema_version", pa.int64()),
-    ("explainer", pa.string()),
-    ("event_id", pa.int64()),
-    ("status", pa.string()),
-    ("oracle_mode", pa.string()),
-    ("strategy", pa.string()),
-    ("original_logit", pa.float64()),
-    ("final_logit", pa.float64()),
-    ("is_counterfactual", pa.bool_()),
-    ("explanation", pa.list_(pa.int64())),
-    ("candidate_ids", pa.list_(pa.int64())),
-    ("size", pa.int64()),
-    ("num_candidates", pa.int64()),
-    ("sparsity", pa.float64()),
-    ("iterations", pa.int64()),
-    ("oracle_calls", pa.int64()),
-    ("search_calls", pa.int64()),
-    ("exact_calls", pa.int64()),
-    ("cache_hits", pa.int64()),
-    ("agreement", pa.float64()),
-    ("agreement_n", pa.int64()),
-    ("wall_time_s", pa.float64()),
-    ("oracle_time_s", pa.float64()),
-    ("setup_time_s", pa.float64()),
-    ("min_size_lower_bound", pa.int64()),
-    ("certified_minimal", pa.bool_()),
-    ("cut_short", pa.bool_()),
-    ("num_removable", pa.int64()),
-    ("size_before_prune", pa.int64()),
-    ("prune", pa.bool_()),
-    ("certify", pa.int64()),
-    ("certify_replaced", pa.bool_()),
-    ("n_counterfactuals", pa.int64()),
-    ("counterfactuals", pa.list_(pa.list_(pa.int64()))),
-    ("counterfactual_logits", pa.list_(pa.float64())),
-    ("counterfactual_consequences", pa.list_(pa.int64())),
-    # explain.py's per-event context (EventContext), after the result's own columns
-    ("time_s", pa.float64()),
-    ("keep_logit", pa.float64()),
-    ("group", pa.string()),
-    ("screen_logit", pa.float64()),
-    ("dataset", pa.string()),
-    ("model", pa.string()),
-    ("strategy_name", pa.string()),
-    ("constraints", pa.string()),
-    ("auto_mode_ratio", pa.float64()),
-    ("shard", pa.int64()),
-    # robustness=true (cftgnn.evaluation.robustness; null otherwise)
-    ("robust_impl", pa.float64()),
-    ("robust_impl_n", pa.int64()),
-    ("robust_model", pa.bool_()),
-    ("robust_model_logit0", pa.float64()),
-    ("robust_model_logit", pa.float64()),
-    ("rule_group", pa.list_(pa.int64())),
-    ("rule_r", pa.int64()),
-    ("rule_prob", pa.float64()),
-    ("rule_samples", pa.int64()),
-    ("robustness_time_s", pa.float64()),
-])
-
-
 @dataclass(frozen=True)
 class EventContext:
     """What ``explain.py`` records next to an :class:`ExplanationResult` for one event.
@@ -292,9 +227,48 @@ class EventContext:
     dataset: str
     model: str
     strategy_name: str
-    constraints: str
+    constraints: str = field(metadata={"since": 2, "old": "{}"})  # "{}": no constraint
     auto_mode_ratio: float
     shard: int
+
+
+def arrow_type(kind: Any) -> pa.DataType:
+    """The arrow type of a record column's Python type: ``int`` -> ``int64``, ``float`` ->
+    ``float64``, ``bool``, ``str`` and enums -> ``string``, ``tuple[X, ...]`` -> ``list<X>``;
+    ``X | None`` is ``X`` (every column is nullable)."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if type(None) in typing.get_args(kind) or typing.get_origin(kind) is tuple:
+        inner = arrow_type(args[0])
+        return inner if type(None) in typing.get_args(kind) else pa.list_(inner)
+    simple = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
+    if kind in simple:
+        return simple[kind]
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return pa.string()
+    raise TypeError(f"no arrow type for record column type {kind!r}")
+
+
+#: Columns of ``robustness=true`` (:mod:`cftgnn.evaluation.robustness`; null otherwise).
+ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("robust_impl", pa.float64()), ("robust_impl_n", pa.int64()),
+    ("robust_model", pa.bool_()), ("robust_model_logit0", pa.float64()),
+    ("robust_model_logit", pa.float64()), ("rule_group", pa.list_(pa.int64())),
+    ("rule_r", pa.int64()), ("rule_prob", pa.float64()), ("rule_samples", pa.int64()),
+    ("robustness_time_s", pa.float64()),
+)
+
+#: The columns of an explanation record, with their types, derived from the declarations:
+#: the result's (:data:`~cftgnn.explain.result.RESULT_COLUMNS`, typed by
+#: :class:`ExplanationResult`'s annotations), then :class:`EventContext`'s fields that are not
+#: result columns (``setup_time_s`` replaces the result's), then :data:`ROBUSTNESS_COLUMNS`.
+#: Every record file of an explanation run holds all of them (null where a value is absent,
+#: e.g. ``agreement`` when no set was evaluated both ways), so a run directory reads as one
+#: dataset whatever mix of statuses it holds.
+RECORD_SCHEMA = pa.schema(
+    [(c.name, arrow_type(column_types()[c.name])) for c in RESULT_COLUMNS]
+    + [(name, arrow_type(kind)) for name, kind in typing.get_type_hints(EventContext).items()
+       if name not in column_types()]
+    + list(ROBUSTNESS_COLUMNS))
 
 
 def event_record(result: ExplanationResult, context: EventContext) -> dict[str, Any]:
@@ -411,10 +385,10 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     df = df.copy()
-    fills: dict[str, Any] = {**RECORD_DEFAULTS_V1,
-                             "num_removable": df.get("num_candidates"),
-                             "size_before_prune": df.get("size"),
-                             "constraints": "{}"}
+    fills: dict[str, Any] = {c.name: df.get(c.old_from) if c.old_from else c.old
+                             for c in RESULT_COLUMNS if c.since == 2}
+    fills.update({f.name: f.metadata["old"] for f in fields(EventContext)
+                  if f.metadata.get("since") == 2})
     for name, value in fills.items():
         if value is None:
             continue
@@ -430,8 +404,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
         if old.any():
             rows = df.index[old]
             cf = df.loc[rows, "is_counterfactual"].astype(bool).tolist()
-            for name in ("n_counterfactuals", "counterfactuals", "counterfactual_logits",
-                         "counterfactual_consequences"):
+            for name in (c.name for c in RESULT_COLUMNS if c.since == 3):
                 if name not in df.columns:
                     df[name] = pd.Series(None, index=df.index, dtype=object)
             df["n_counterfactuals"] = df["n_counterfactuals"].astype(object)
@@ -450,6 +423,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
 
 __all__ = [
     "RECORD_SCHEMA",
+    "ROBUSTNESS_COLUMNS",
     "EventContext",
     "RecordStore",
     "RunDirectoryError",
@@ -460,6 +434,7 @@ __all__ = [
     "record_problem",
     "set_aside",
     "arrow_table",
+    "arrow_type",
     "column_type",
     "read_records",
     "upgrade_records",

@@ -1,11 +1,25 @@
-"""The one result type every explainer returns, and its flat record form."""
+"""The one result type every explainer returns, its flat record form and the record's
+declaration.
+
+:data:`RESULT_COLUMNS` declares a record's result columns once, in order, with the schema
+version that added each and its value in older rows. Everything else is derived from it and
+from :class:`ExplanationResult`'s annotations: :meth:`ExplanationResult.to_record`,
+:meth:`ExplanationResult.from_record`, :func:`column_types` (which
+:mod:`cftgnn.evaluation.records` turns into the parquet schema ``RECORD_SCHEMA``),
+:data:`RECORD_DEFAULTS_V1` and the version upgrade of old rows
+(:func:`cftgnn.evaluation.records.upgrade_records`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cache
 from typing import Any
 
 from cftgnn.errors import ExplainerError
@@ -18,17 +32,54 @@ from cftgnn.oracle.contract import is_flip
 #: logits and consequences; older records hold their one answer).
 SCHEMA_VERSION = 3
 
-#: Values of the version-2 columns for records written before them (no certificate claimed,
-#: nothing pruned or certified, no constraint). ``size_before_prune`` is the record's ``size``.
-RECORD_DEFAULTS_V1: dict[str, Any] = {
-    "min_size_lower_bound": 0,
-    "certified_minimal": False,
-    "cut_short": False,
-    "prune": False,
-    "certify": 0,
-    "certify_replaced": False,
-    "num_removable": None,  # the record's num_candidates
-}
+
+@dataclass(frozen=True)
+class Column:
+    """One result column of a record. Its type is the annotation of the
+    :class:`ExplanationResult` attribute (or property) of that name.
+
+    Attributes:
+        name: Column name (an attribute or property of :class:`ExplanationResult`).
+        since: Schema version that added the column.
+        old: Its value in rows written before ``since`` (when ``old_from`` is None).
+        old_from: Or: the older column whose value it takes in those rows.
+    """
+
+    name: str
+    since: int = 1
+    old: Any = None
+    old_from: str | None = None
+
+
+#: The result columns of a record, in order: the one declaration of the record layout.
+#: Columns of version 3 read, in older rows, as the row's one answer when it flips
+#: (``upgrade_records``).
+RESULT_COLUMNS: tuple[Column, ...] = (
+    Column("schema_version"), Column("explainer"), Column("event_id"), Column("status"),
+    Column("oracle_mode"), Column("strategy"), Column("original_logit"),
+    Column("final_logit"), Column("is_counterfactual"), Column("explanation"),
+    Column("candidate_ids"), Column("size"), Column("num_candidates"), Column("sparsity"),
+    Column("iterations"), Column("oracle_calls"), Column("search_calls"),
+    Column("exact_calls"), Column("cache_hits"), Column("agreement"), Column("agreement_n"),
+    Column("wall_time_s"), Column("oracle_time_s"), Column("setup_time_s"),
+    # version 2: no certificate claimed for older rows, nothing pruned or certified
+    Column("min_size_lower_bound", 2, old=0),
+    Column("certified_minimal", 2, old=False),
+    Column("cut_short", 2, old=False),
+    Column("num_removable", 2, old_from="num_candidates"),
+    Column("size_before_prune", 2, old_from="size"),
+    Column("prune", 2, old=False),
+    Column("certify", 2, old=0),
+    Column("certify_replaced", 2, old=False),
+    # version 3: several counterfactuals per event
+    Column("n_counterfactuals", 3), Column("counterfactuals", 3),
+    Column("counterfactual_logits", 3), Column("counterfactual_consequences", 3),
+)
+
+#: Values of the version-2 result columns for records written before them (no certificate
+#: claimed, nothing pruned or certified); None where the value is another column's
+#: (``num_removable`` is the record's ``num_candidates``, ``size_before_prune`` its ``size``).
+RECORD_DEFAULTS_V1: dict[str, Any] = {c.name: c.old for c in RESULT_COLUMNS if c.since == 2}
 
 
 class ExplanationStatus(str, Enum):
@@ -204,6 +255,16 @@ class ExplanationResult:
                 raise ExplainerError(f"{len(sets)} counterfactuals but {len(cons)} consequences")
 
     @property
+    def schema_version(self) -> int:
+        """The record layout :meth:`to_record` writes (:data:`SCHEMA_VERSION`)."""
+        return SCHEMA_VERSION
+
+    @property
+    def num_candidates(self) -> int:
+        """``|C|``."""
+        return len(self.candidate_ids)
+
+    @property
     def n_counterfactuals(self) -> int:
         """Number of distinct counterfactuals handed back."""
         return len(self.counterfactuals)
@@ -224,54 +285,100 @@ class ExplanationResult:
         return self.size / len(self.candidate_ids) if self.candidate_ids else 0.0
 
     def to_record(self, include_trace: bool = False) -> dict[str, Any]:
-        """A flat dict of plain values (lists as lists), writable as one parquet row.
+        """A flat dict of plain values (lists as lists), writable as one parquet row: the
+        columns of :data:`RESULT_COLUMNS`, in order.
 
         Args:
             include_trace: Add the trace as a JSON string under ``"trace_json"``.
         """
-        rec: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "explainer": self.explainer,
-            "event_id": self.event_id,
-            "status": self.status.value,
-            "oracle_mode": self.oracle_mode,
-            "strategy": self.strategy,
-            "original_logit": self.original_logit,
-            "final_logit": self.final_logit,
-            "is_counterfactual": self.is_counterfactual,
-            "explanation": list(self.explanation),
-            "candidate_ids": list(self.candidate_ids),
-            "size": self.size,
-            "num_candidates": len(self.candidate_ids),
-            "sparsity": self.sparsity,
-            "iterations": self.iterations,
-            "oracle_calls": self.oracle_calls,
-            "search_calls": self.search_calls,
-            "exact_calls": self.exact_calls,
-            "cache_hits": self.cache_hits,
-            "agreement": self.agreement,
-            "agreement_n": self.agreement_n,
-            "wall_time_s": self.wall_time_s,
-            "oracle_time_s": self.oracle_time_s,
-            "setup_time_s": self.setup_time_s,
-            "min_size_lower_bound": self.min_size_lower_bound,
-            "certified_minimal": self.certified_minimal,
-            "cut_short": self.cut_short,
-            "num_removable": self.num_removable,
-            "size_before_prune": self.size_before_prune,
-            "prune": self.prune,
-            "certify": self.certify,
-            "certify_replaced": self.certify_replaced,
-            "n_counterfactuals": self.n_counterfactuals,
-            "counterfactuals": [list(c) for c in self.counterfactuals],
-            "counterfactual_logits": list(self.counterfactual_logits),
-            "counterfactual_consequences": (None if self.counterfactual_consequences is None
-                                            else list(self.counterfactual_consequences)),
-        }
+        rec = {c.name: _plain(getattr(self, c.name)) for c in RESULT_COLUMNS}
         if include_trace:
             rec["trace_json"] = json.dumps(list(self.trace or ()))
         return rec
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ExplanationResult:
+        """The result a record holds (a dict of :meth:`to_record`, or a row of
+        ``read_records``, whose older rows are upgraded): the inverse of :meth:`to_record`.
 
-__all__ = ["RECORD_DEFAULTS_V1", "SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus",
-           "explained"]
+        Columns derived from others (``size``, ``num_candidates``, ``sparsity``,
+        ``oracle_calls``, ``n_counterfactuals``) are checked against the result; a
+        ``trace_json`` column becomes the trace.
+
+        Raises:
+            ExplainerError: A column is missing, or the record contradicts itself.
+        """
+        kinds = column_types()
+        names = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for c in RESULT_COLUMNS:
+            if c.name not in names:
+                continue
+            if c.name not in record:
+                raise ExplainerError(f"record lacks column {c.name!r} (records older than "
+                                     "schema version 2 read through read_records, which "
+                                     "upgrades them)")
+            values[c.name] = _from_plain(record[c.name], kinds[c.name])
+        trace = record.get("trace_json")
+        if isinstance(trace, str):
+            values["trace"] = tuple(json.loads(trace))
+        result = cls(**values)
+        for c in RESULT_COLUMNS:
+            if c.name in names or c.name == "schema_version" or c.name not in record:
+                continue
+            want, got = getattr(result, c.name), record[c.name]
+            if not (math.isclose(float(got), want, rel_tol=1e-12) if isinstance(want, float)
+                    else int(got) == want):
+                raise ExplainerError(f"record of event {result.event_id}: {c.name} = {got} "
+                                     f"contradicts its other columns ({want})")
+        return result
+
+
+def _plain(value: Any) -> Any:
+    """A result attribute as a plain record value (tuples as lists, enums as values)."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _from_plain(value: Any, kind: Any) -> Any:
+    """A record value (plain, numpy or pandas) as the attribute type ``kind``."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if type(None) in typing.get_args(kind):  # X | None
+        return None if _missing(value) else _from_plain(value, args[0])
+    if typing.get_origin(kind) is tuple:
+        return tuple(_from_plain(v, args[0]) for v in value)
+    if kind is bool:
+        return bool(value)
+    if kind is int:
+        return int(value)
+    if kind is float:
+        return float(value)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return kind(value)
+    return str(value)
+
+
+@cache
+def column_types() -> dict[str, Any]:
+    """Each result column's Python type: the annotation of the :class:`ExplanationResult`
+    attribute, or the return annotation of the property, of that name (e.g.
+    ``tuple[int, ...]``, ``float | None``)."""
+    hints = typing.get_type_hints(ExplanationResult)
+    out: dict[str, Any] = {}
+    for c in RESULT_COLUMNS:
+        prop = getattr(ExplanationResult, c.name, None)
+        out[c.name] = (typing.get_type_hints(prop.fget)["return"]
+                       if isinstance(prop, property) and prop.fget is not None
+                       else hints[c.name])
+    return out
+
+
+__all__ = ["RECORD_DEFAULTS_V1", "RESULT_COLUMNS", "SCHEMA_VERSION", "Column",
+           "ExplanationResult", "ExplanationStatus", "column_types", "explained"]
