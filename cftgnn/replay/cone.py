@@ -530,9 +530,10 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
             loc[rec.nodes] = np.arange(len(rec.nodes))
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst)
             made = rows.size
-            _split_rows(rows, rec, loc, sets, dn, dm)
+            rem = removed.columns(rec.events)  # [P, K]
+            _split_rows(rows, rec, loc, sets, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
-            _new_pending(rows, rec, removed.columns(rec.events), loc, deps.need > x)
+            _new_pending(rows, rec, rem, loc, deps.need > x)
             if prune:
                 made = rows.size
                 counts.rows_pruned += _prune(model, rows, rec, loc, x, deps.need, src, dst)
@@ -588,13 +589,19 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
 
 
 def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets: Words,
-                nodes: npt.NDArray[np.int64], masks: Words) -> None:
+                nodes: npt.NDArray[np.int64], masks: Words,
+                rem: npt.NDArray[np.bool_] | None = None) -> None:
     """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
     batch the row of its new key ``(node, set ∩ D(node))``.
 
     Keys only refine (``D`` grows), so the sets of one new key all held the same old row:
     the first new key of an old row keeps it, the others get copies, and pairs that were
     unperturbed start from the recorded state after this batch's pending messages.
+
+    With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
+    pair gets a row only when its set removes the node's recorded pending message of this
+    batch: otherwise its state after the batch is the recorded one unless its pending
+    message's sender differs, and :func:`_prune` gives it a row then.
     """
     if len(nodes) == 0:
         return
@@ -618,6 +625,11 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
     g_row[keep] = g_old[keep]
     rows.rep[g_old[keep]] = g_p[keep]
     fresh = np.flatnonzero(g_row < 0)
+    if rem is not None and len(fresh):
+        unperturbed = g_old[fresh] < 0
+        lf = loc[g_n[fresh]]
+        last = rec.inc_k[rec.inc_end[lf] - 1]  # index of the node's last event of the batch
+        fresh = fresh[~unperturbed | rem[g_p[fresh], last]]
     if len(fresh):
         dev = rows.mem.device
         old = g_old[fresh]

@@ -1,0 +1,25 @@
+"""The exact exhaustive search on every event of a sample, ranked by cost:
+``python scripts/benchmark_tail.py dataset=uci model=tgn max_size=3``."""
+
+import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.benchmarks.tail import run
+from cftgnn.cli import friendly_errors, main_guard
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+@hydra.main(config_path="../conf", config_name="benchmark_tail", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    with friendly_errors():
+        run(cfg)
+
+
+if __name__ == "__main__":
+    main_guard(main, CONF)
