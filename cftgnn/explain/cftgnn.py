@@ -2,8 +2,11 @@
 
 Each iteration selects a node (UCB descent, ties broken by the strategy δ), simulates it (one
 oracle call, or a cache hit), expands it (own score, counterfactual check, children) and
-backpropagates from the selected node to the root. The search stops after ``it_max`` iterations,
-when the search-call budget is spent, or when the root is no longer selectable (tree exhausted).
+backpropagates from the selected node to the root. The search stops after ``it_max`` iterations
+(``max_iterations`` when set), when the budget's oracle calls or seconds are spent (the
+:class:`~cftgnn.explain.budget.BudgetMeter` asks before each iteration; a batched prefetch of
+children is truncated to the calls left), or when the root is no longer selectable (tree
+exhausted).
 
 Resolved ambiguities (DESIGN.md §3):
 
