@@ -837,12 +837,22 @@ def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
     v, n, o = v[hit], n[hit], o[hit]
     if not len(v):
         return
-    ro = rows.rowmap[:, rows.columns[o]].astype(np.int64)  # [P, J]
-    rn = rows.rowmap[:, rows.columns[n]]
-    pp, jj = np.nonzero(differs[ro] & (rn < 0))
+    # the sets under which each sender differs, then the receivers of each such sender
+    senders, of = np.unique(o, return_inverse=True)
+    pp, uu = np.nonzero(differs[rows.rowmap[:, rows.columns[senders]]])  # [P, U] scanned
     if not len(pp):
         return
-    key = ro[pp, jj]
+    by_sender = np.argsort(of, kind="stable")
+    count = np.bincount(of, minlength=len(senders))
+    start = np.cumsum(count) - count
+    reps = count[uu]
+    pp = np.repeat(pp, reps)
+    jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
+    unrowed = rows.rowmap[pp, rows.columns[n[jj]]] < 0
+    pp, jj = pp[unrowed], jj[unrowed]
+    if not len(pp):
+        return
+    key = rows.rowmap[pp, rows.columns[o[jj]]].astype(np.int64)
     order = np.lexsort((key, jj))
     pp, jj, key = pp[order], jj[order], key[order]
     head = np.r_[True, (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])]
