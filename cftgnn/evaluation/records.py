@@ -48,12 +48,17 @@ class UnreadableRecordError(RunDirectoryError):
     """A record file does not read back as one event's record (the message says why)."""
 
 
-def record_problem(path: Path) -> str | None:
-    """Why ``path`` is not a complete record of its event, or None when it is one.
+def record_problem(path: Path, check_name: bool = False) -> str | None:
+    """Why ``path`` is not a complete record, or None when it is one.
 
     Reads the file's footer and its ``event_id`` column (a few hundred records take a few
     hundred milliseconds): a file cut short or empty has no footer, a file of another
-    schema has no integer ``event_id``, a file renamed from another event holds other ids.
+    schema has no integer ``event_id``.
+
+    Args:
+        path: The record file.
+        check_name: Also require the ids it holds to be the event its name says (what resuming
+            counts as done); a file copied from another event's then counts as unreadable.
     """
     try:
         if path.stat().st_size == 0:
@@ -66,7 +71,7 @@ def record_problem(path: Path) -> str | None:
         ids = set(pf.read(columns=["event_id"]).column("event_id").to_pylist())
     except (OSError, pa.ArrowException, ValueError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if path.stem.isdigit() and ids != {int(path.stem)}:
+    if check_name and path.stem.isdigit() and ids != {int(path.stem)}:
         return f"holds event ids {sorted(ids)[:3]}, not {int(path.stem)}"
     return None
 
@@ -167,7 +172,7 @@ class RecordStore:
         """
         ids = set()
         for path in sorted(self.records_dir.glob("*.parquet")):
-            problem = record_problem(path)
+            problem = record_problem(path, check_name=True)
             if problem is None and path.stem.isdigit():
                 ids.add(int(path.stem))
                 continue
