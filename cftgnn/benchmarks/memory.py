@@ -57,6 +57,9 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
                        job["prediction"], 0.0, None, int(job["seed"]))
     out["sampling_s"] = time.perf_counter() - t0
     out["peak_sampling_gib"] = _peak_gib()
+    print(f"  {job['num_events']:,} events: load + index {out['load_index_s']:.1f} s, sampling "
+          f"{out['sampling_s']:.1f} s, peak RSS so far {out['peak_sampling_gib']:.2f} GiB",
+          file=sys.stderr, flush=True)
     engine = ReplayEngine(model, stream, index, memory_budget_gb=job["budget"])
     times, records = [], []
     for event_id in plan["event_id"].tolist():
@@ -68,6 +71,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         times.append(time.perf_counter() - t0)
         records.append([int(event_id), list(result.explanation), result.original_logit,
                         result.final_logit, bool(result.is_counterfactual)])
+        print(f"  event {event_id}: {times[-1]:.1f} s, peak RSS so far {_peak_gib():.2f} GiB, "
+              f"{len(engine.snapshots)} snapshots", file=sys.stderr, flush=True)
     out.update(event_s=times, records=records, snapshots=len(engine.snapshots),
                snapshot_spacing=engine.snapshots.spacing,
                setup_events=engine.counters.setup_events, peak_gib=_peak_gib())

@@ -148,9 +148,10 @@ class ReplayEngine:
     def base_state(self, boundary: int) -> Any:
         """The unperturbed state at a batch boundary (history = ids ``< boundary``).
 
-        Moving forward advances the cursor incrementally, keeping snapshots on the way as the
-        budget allows (:class:`SnapshotStore`); going back restarts from the latest kept
-        snapshot at or before ``boundary``, or from the empty state. The returned state must
+        Moving forward advances the cursor (or the latest kept snapshot past it) incrementally,
+        keeping snapshots on the way as the budget allows (:class:`SnapshotStore`); going back
+        restarts from the latest kept snapshot at or before ``boundary``, or from the empty
+        state. The returned state must
         not be modified.
         """
         if boundary % self.batch_size or not 0 <= boundary <= self.stream.num_events:
@@ -161,8 +162,8 @@ class ReplayEngine:
         model = self.model
         store = self.snapshots
         with eval_mode(model):
-            if self._cursor_at > boundary:
-                back = store.latest(boundary)
+            back = store.latest(boundary)
+            if self._cursor_at > boundary or (back is not None and back[0] > self._cursor_at):
                 if back is None:
                     model.reset()  # the state before any event: nothing to keep for it
                     pos = 0
@@ -238,13 +239,15 @@ class EventReplay:
         span = self.event_id - self.start
         # history events each replay covers when no candidate is removed
         self._kept = {False: span, True: span - int(approx_mask[self.start :].sum())}
+        # room before recording, so that snapshots and plans do not meet past the budget
+        engine.snapshots.expect_plans(span)
         backend = engine.backend
         with eval_mode(engine.model):
             self._plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
                                            removable=self._cand)
             self._approx_plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
                                                   approx_mask, removable=self._cand)
-        engine.snapshots.make_room(snapshot_nbytes((self._plan, self._approx_plan)))
+        engine.snapshots.plans_built(span, snapshot_nbytes((self._plan, self._approx_plan)))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 

@@ -114,6 +114,7 @@ class SnapshotStore:
         self.budget = budget
         self.num_events = int(num_events)
         self._reserve = max(1, int(snapshot_size))  # the cursor's share of the budget
+        self._per_event = 0.0  # largest plan bytes per history event seen
         num_batches = max(1, -(-int(num_events) // int(batch_size)))
         batches = max(1, int(min_batches))
         capacity = self.capacity
@@ -156,6 +157,19 @@ class SnapshotStore:
             return None
         p = max(before)
         return p, self._kept[p]
+
+    def expect_plans(self, span: int) -> None:
+        """Make room, before they are recorded, for the plans of an explained event whose
+        history from its base state holds ``span`` events, estimated at the largest bytes
+        per history event of the plans seen so far (nothing is known before the first)."""
+        self.make_room(int(self._per_event * max(0, span)))
+
+    def plans_built(self, span: int, plan_bytes: int) -> None:
+        """The plans of the explained event are recorded: account for their real size
+        (:meth:`make_room`) and learn their bytes per history event for the next ones."""
+        if span > 0:
+            self._per_event = max(self._per_event, plan_bytes / span)
+        self.make_room(plan_bytes)
 
     def make_room(self, plan_bytes: int) -> None:
         """Account for the replay plans of the explained event (``plan_bytes``, replacing

@@ -225,3 +225,17 @@ def test_screening_streams_the_same_logits(stream):
     assert np.array_equal(full, ref[10:])
     keep = np.array([130, 131, 200, 469])
     assert np.array_equal(screen_logits(model, stream, 130, 470, keep=keep), full[keep - 130])
+
+
+def test_room_for_plans_is_made_before_they_are_recorded():
+    store = SnapshotStore(budget=10 * 100, snapshot_size=100, num_events=2000, batch_size=10,
+                          min_batches=1)
+    blob = torch.zeros(100, dtype=torch.uint8)
+    store.expect_plans(1000)  # nothing known yet: nothing dropped
+    for p in range(store.spacing, 2001, store.spacing):
+        store.offer(p, blob.clone)
+    assert len(store) == 8  # one every 23 batches
+    store.plans_built(100, 50)  # 0.5 bytes per history event
+    assert len(store) == 8
+    store.expect_plans(800)  # 400 bytes expected: 4 snapshots make room before recording
+    assert len(store) == 5 and store.nbytes + 100 + 400 <= 1000
