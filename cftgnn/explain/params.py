@@ -28,7 +28,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from cftgnn.errors import ExplainerError
 
@@ -41,7 +41,7 @@ def option(default: Any, doc: str, *, low: float | None = None, high: float | No
 
     Args:
         default: The default value.
-        doc: What the parameter does (shown by :func:`describe`).
+        doc: What the parameter does.
         low: Smallest value allowed (``None``: no bound).
         high: Largest value allowed (``None``: no bound).
         low_open: ``low`` itself is refused.
@@ -185,9 +185,6 @@ class BudgetParams(Params):
         max_time_s: Seconds of the search (checked between iterations).
     """
 
-    #: The field holding the iteration cap (CF-TGNN also takes the seed's name, ``it_max``).
-    ITERATION_KEY: ClassVar[str] = "max_iterations"
-
     max_iterations: int | None = option(None, "iterations of the search's main loop", low=0)
     max_oracle_calls: int | None = option(None, "search-mode oracle evaluations of the search",
                                           low=0)
@@ -199,10 +196,4 @@ class BudgetParams(Params):
         return self.max_iterations
 
 
-def describe(params: type[Params]) -> list[tuple[str, Any, str]]:
-    """``(name, default, description)`` of each option of a declaration, in order."""
-    return [(f.name, params.defaults()[f.name], str(f.metadata.get("doc", "")))
-            for f in dataclasses.fields(params)]
-
-
-__all__ = ["BudgetParams", "Params", "bounds", "check_value", "describe", "option"]
+__all__ = ["BudgetParams", "Params", "bounds", "check_value", "option"]
