@@ -27,6 +27,18 @@ and those read, batch by batch, the states of the nodes they met. :func:`needed_
 the recording backwards once per trajectory and gives, for every node, the last batch whose
 state of it is read; after that batch a node gets no new rows and no messages. On long
 histories (Wikipedia, ``ε_min`` far back) most of the forward cone is never read.
+
+**Effects that die out stop costing (perturbation pruning, exact).** ``D(n)`` says which
+removals *may* change a node; most far-back removals do not, in the end: a removed event
+that was not a node's last message of its batch changes nothing, two events can carry the
+same message, and a perturbed memory that is never sent on is left behind. At the end of
+every batch, :func:`cone_replay` retires the rows whose whole state (memory bit for bit,
+last update, pending message and its sender's memory) equals the recording, merges rows of
+one node whose states are equal bit for bit, and gives a set a row again only when its
+state can differ (it removes the node's pending message, or the sender of that message
+holds a perturbed memory). No value is approximated, so the logits are those of the replay
+without pruning (up to the float rounding any two replays differ by), and so are the
+answers and certificates built on them; the tests compare them.
 """
 
 from __future__ import annotations
