@@ -57,10 +57,11 @@ class TGNReplayOptions:
         memory_budget_mib: Memory budget of one pass, MiB, or None for none. A pass of P
             sets holds a row map of P entries per node its cone may reach and the
             perturbed rows it keeps, checked after every batch, plus the embedding tables
-            of its sets (estimated): a pass that would outgrow the budget is split into
-            halves, and later passes of the plan start from the size that fitted, so the
+            of its sets (estimated): a pass that outgrows the budget is split into halves,
+            and later passes of the plan start from the size that fitted, so the
             exhaustive search and every batched call stay within it whatever the cone
-            size. One set is always evaluated (it holds at most one row per node).
+            size (a pass can overshoot by the rows one history batch adds before it is
+            stopped). One set is always evaluated (it holds at most one row per node).
     """
 
     local_max_events: int = 512
