@@ -1,7 +1,10 @@
 """Explanation quality against the true minimum: ``python scripts/benchmark_quality.py``
 (options: conf/benchmark_quality.yaml)."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from pathlib import Path
 

@@ -1,7 +1,10 @@
 """The exact exhaustive search on every event of a sample, ranked by cost:
 ``python scripts/benchmark_tail.py dataset=uci model=tgn max_size=3``."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from pathlib import Path
 

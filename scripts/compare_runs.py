@@ -1,6 +1,9 @@
 """Compare two runs event by event: ``python scripts/compare_runs.py RUN_A RUN_B [--strict]``."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from cftgnn.cli import friendly_errors
 from cftgnn.evaluation.compare import main

@@ -1,6 +1,9 @@
 """Compare runs: ``python scripts/report.py RUN_OR_SWEEP_DIR [...] [--out DIR]``."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from cftgnn.cli import friendly_errors
 from cftgnn.reporting.report import main

@@ -2,7 +2,10 @@
 ``python scripts/rules.py RUN [RUN ...] [--out DIR] [--max-depth 3] [--min-coverage 0.05]
 [--top 5] [--seed 0]``."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from cftgnn.cli import friendly_errors
 from cftgnn.evaluation.rules import main

@@ -1,6 +1,9 @@
 """Draw one explained event: ``python scripts/show_explanation.py RUN_DIR EVENT_ID [--out PNG]``."""
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from cftgnn.cli import friendly_errors
 from cftgnn.reporting.picture import main

@@ -4,7 +4,10 @@ The checkpoint and its card go into the run's own directory (``outputs/train/...
 ``out_dir``); replacing an existing one, e.g. under ``checkpoints/``, takes ``overwrite=true``.
 """
 
-import _ctrl_c  # noqa: F401, I001  (first: Ctrl-C while loading ends in one line)
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from pathlib import Path
 
