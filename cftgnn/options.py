@@ -8,7 +8,7 @@ truncated, before any work starts.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from cftgnn.errors import ConfigError
 
 
-def _get(cfg: Mapping[str, Any] | Any, key: str) -> Any:
+def _get(cfg: Any, key: str) -> Any:
     value = OmegaConf.select(cfg, key) if OmegaConf.is_config(cfg) else cfg.get(key)
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 

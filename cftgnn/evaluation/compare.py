@@ -25,7 +25,13 @@ import numpy as np
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rundir import RECORDS, read_fingerprint, read_records, run_names
+from cftgnn.evaluation.rundir import (
+    FINGERPRINT,
+    RECORDS,
+    read_fingerprint,
+    read_records,
+    run_names,
+)
 
 #: Columns that name the run or time it, never compared.
 IGNORED = frozenset({
@@ -174,13 +180,9 @@ def check_comparable(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str
     Raises:
         ConfigError: Naming both datasets or both models.
     """
-    names = []
-    for path in (run_a, run_b):
-        names.append(run_names(read_fingerprint(path))
-                     if (Path(path) / "run.json").is_file() else None)
-    if None in names:
+    if not all((Path(p) / FINGERPRINT).is_file() for p in (run_a, run_b)):
         return
-    (da, ma), (db, mb) = names[0], names[1]
+    (da, ma), (db, mb) = (run_names(read_fingerprint(p)) for p in (run_a, run_b))
     if da != db:
         raise ConfigError(f"the runs explain different datasets ({da} in {run_a}, {db} in "
                           f"{run_b}): their event ids name different events")
