@@ -617,17 +617,25 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
     """
     if len(nodes) == 0:
         return
-    sig = sets[:, None, :] & masks[None, :, :]  # [P, k, W]
-    pp, jj = np.nonzero(sig.any(axis=2))
+    cols = rows.columns[nodes]  # every node whose dependencies grow has a column
+    if rem is None:
+        sig = sets[:, None, :] & masks[None, :, :]  # [P, k, W]
+        pp, jj = np.nonzero(sig.any(axis=2))
+        sg = sig[pp, jj]  # [Q, W]
+    else:  # only pairs holding a row, or removing the node's pending message, can need one
+        lk = loc[nodes]
+        last = rec.inc_k[rec.inc_end[lk] - 1]
+        pp, jj = np.nonzero((rows.rowmap[:, cols] >= 0) | rem[:, last])
+        sg = sets[pp] & masks[jj]
+        nonempty = sg.any(axis=1)
+        pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
     if len(pp) == 0:
         return
-    sg = sig[pp, jj]  # [Q, W]
     order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
     pp, jj, sg = pp[order], jj[order], sg[order]
     head = np.r_[True, (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)]
     group = np.cumsum(head) - 1  # [Q]
     heads = np.flatnonzero(head)
-    cols = rows.columns[nodes]  # every node whose dependencies grow has a column
     g_p, g_n = pp[heads], nodes[jj[heads]]
     g_old = rows.rowmap[g_p, cols[jj[heads]]].astype(np.int64)
     g_row = np.full(len(heads), -1, dtype=np.int64)
