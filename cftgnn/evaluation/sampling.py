@@ -27,6 +27,8 @@ from cftgnn.errors import CftgnnError
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.training.loop import score_batches
 
+_ADVANCE_BATCHES = 1024  # history batches per advance call of the screening pass
+
 
 class SamplingError(CftgnnError):
     """The requested events cannot be sampled (empty range, ids outside the stream)."""
@@ -89,8 +91,10 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
     out = np.empty(hi - lo if ids is None else len(ids), dtype=np.float32)
     model.attach(stream)
     start = lo - lo % model.batch_size
+    chunk = _ADVANCE_BATCHES * model.batch_size
     with eval_mode(model):
-        model.advance(0, start)
+        for pos in range(0, start, chunk):  # in chunks: advance lists its batches up front
+            model.advance(pos, min(pos + chunk, start))
         for a, logits in score_batches(model, start, hi):
             b = a + len(logits)
             if ids is None:
