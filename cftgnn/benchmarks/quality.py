@@ -1,6 +1,6 @@
 """Explanation quality against the true minimum: ``python scripts/benchmark_quality.py``.
 
-For each sampled event (DESIGN.md §7, "Quality benchmark"):
+For each sampled event (docs/design.md §7, "Quality benchmark"):
 
 1. the **exhaustive minimum** up to ``K`` (every removable set of size ``≤ K`` through the
    batched exact oracle; certified), or "none of size ``≤ K``";

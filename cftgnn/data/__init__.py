@@ -1,4 +1,4 @@
-"""Event streams, their loaders and the temporal index (DESIGN.md §4, first stage)."""
+"""Event streams, their loaders and the temporal index (docs/design.md §4, first stage)."""
 
 from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.loaders import load_uci, load_wikipedia

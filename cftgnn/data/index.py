@@ -1,7 +1,7 @@
 """Temporal index: per-node time-sorted adjacency, recent neighbours and candidate sets.
 
 Built once per stream in ``O(E log E)``; every query afterwards works on slices of two CSR
-arrays and never rebuilds anything (DESIGN.md §5).
+arrays and never rebuilds anything (docs/design.md §5).
 
 * Event adjacency: for each node, the ids of the events it takes part in, ascending (ids are
   time order), with the other endpoint. A self-loop is listed once at its node.
@@ -202,7 +202,7 @@ class TemporalIndex:
         return dist
 
     def candidates(self, event_id: int, k: int, m_max: int = 64) -> Candidates:
-        """Candidate set ``C(G, ε_i, k, m_max)`` as DESIGN.md §2 defines it.
+        """Candidate set ``C(G, ε_i, k, m_max)`` as docs/design.md §2 defines it.
 
         Nodes reachable within ``k`` hops from ``u`` or ``v`` over past events form a node set;
         the candidates are the past events with both endpoints in it, the ``m_max`` most recent

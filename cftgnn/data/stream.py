@@ -2,7 +2,7 @@
 
 Events are ordered by (timestamp, position in the source file); an event's id is its 0-based
 position in that order, and the history of event ``i`` is the events with id ``< i``
-(DESIGN.md §2). Events that share a timestamp keep their file order, so "history" is defined by
+(docs/design.md §2). Events that share a timestamp keep their file order, so "history" is defined by
 id, never by time: of two events with equal timestamps, the earlier line is history of the later
 one. Duplicate events (same endpoints and time) are kept as separate events with separate ids.
 """
@@ -155,7 +155,7 @@ class EventStream:
 
         Returns:
             The reduced stream and ``kept_ids`` (``int64 [E - |removed|]``), the original id of
-            each remaining event, which is what batching by original id needs (DESIGN.md §2).
+            each remaining event, which is what batching by original id needs (docs/design.md §2).
         """
         mask = np.ones(self.num_events, dtype=bool)
         removed = np.asarray(removed, dtype=np.int64).reshape(-1)

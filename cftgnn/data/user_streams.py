@@ -1,6 +1,6 @@
 """Event streams from the researcher's own files: a CSV of events, or the TGN ``ml_`` layout.
 
-Both loaders follow the stream semantics of the built-in ones (DESIGN.md §2): events are
+Both loaders follow the stream semantics of the built-in ones (docs/design.md §2): events are
 ordered by (timestamp, line in the file) and an event's id is its 0-based position in that
 order. Like :func:`~cftgnn.data.load_uci` and :func:`~cftgnn.data.load_wikipedia` they refuse
 a file whose timestamps decrease (the error names the line); ``sort=True`` instead sorts the

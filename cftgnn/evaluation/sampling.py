@@ -8,7 +8,7 @@ logits decide the groups and the ``|logit|`` threshold.
 
 For TGAT the screening logit equals the oracle's ``p_orig`` exactly. For TGN it is the logit
 from the memory at the start of the event's batch, whereas ``p_orig`` also applies the earlier
-events of that batch (DESIGN.md §2); the two agree in sign on about 98 % of UCI events. Records
+events of that batch (docs/design.md §2); the two agree in sign on about 98 % of UCI events. Records
 keep both, so an analysis can regroup by the exact logit.
 """
 

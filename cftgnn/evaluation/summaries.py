@@ -192,7 +192,7 @@ def summarize(
       fid− based columns are NaN without a ``keep_logit`` column.
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
-      cardinality-minimal (DESIGN.md §7; NaN for records without the column).
+      cardinality-minimal (docs/design.md §7; NaN for records without the column).
     * ``n_counterfactuals`` (mean number handed back), ``cf_ge3`` (share with at least 3),
       ``diversity`` (mean :func:`jaccard_diversity`, over events with at least 2) and
       ``hypervolume`` (mean :func:`pareto_hypervolume`): over the explained events with at

@@ -8,7 +8,7 @@ backpropagates from the selected node to the root. The search stops after ``it_m
 children is truncated to the calls left), or when the root is no longer selectable (tree
 exhausted).
 
-Resolved ambiguities (DESIGN.md §3):
+Resolved ambiguities (docs/design.md §3):
 
 * Selections start at 1 for every node; backpropagation starts at the selected node, so a
   childless node is marked non-selectable in the iteration that expands it.

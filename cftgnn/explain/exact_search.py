@@ -1,6 +1,6 @@
 """Exact searches that certificates rest on: all sets by increasing size, and pruning.
 
-Both talk to the oracle's **exact** backend only (DESIGN.md §7: certificates come only from
+Both talk to the oracle's **exact** backend only (docs/design.md §7: certificates come only from
 exact evaluations), in batched calls:
 
 * :func:`search_by_size` evaluates every removable set of size 1, 2, …, ``max_size`` (sizes in

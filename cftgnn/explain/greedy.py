@@ -1,4 +1,4 @@
-"""Greedy baseline (seed Algorithm 2, DESIGN.md §3.9).
+"""Greedy baseline (seed Algorithm 2, docs/design.md §3.9).
 
 Starting from ``X = ∅`` and ``p_prev = p_orig``, each iteration ranks ``C \\ X`` with the
 strategy δ, evaluates ``X ∪ {ε}`` for the ``l`` best-ranked events in one batched oracle call,

@@ -138,7 +138,7 @@ class ExplanationResult:
         oracle_mode: The oracle's search mode (``"exact"`` / ``"approximate"``).
         strategy: Repr of the selection strategy used.
         min_size_lower_bound: ``L``: every removable set smaller than ``L`` was evaluated
-            exactly and none flips (DESIGN.md §7); 0 when no search ran (another status).
+            exactly and none flips (docs/design.md §7); 0 when no search ran (another status).
         certified_minimal: A counterfactual was found and its size equals ``L``: no smaller
             counterfactual exists among the removable events.
         cut_short: The explainer's call or time budget (or ``certify_max_time_s``) ended its

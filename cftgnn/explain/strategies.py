@@ -1,4 +1,4 @@
-"""Selection strategies δ (seed §"Node Selection Strategies", DESIGN.md §3.8).
+"""Selection strategies δ (seed §"Node Selection Strategies", docs/design.md §3.8).
 
 A strategy ranks candidate events, best first. Both searches use that one method:
 

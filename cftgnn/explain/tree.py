@@ -16,7 +16,7 @@ from enum import Enum
 class BackpropRule(str, Enum):
     """How backpropagation recomputes a node's score.
 
-    * ``weighted`` (default, DESIGN.md §3.3): a weighted mean of the node's own score (weight
+    * ``weighted`` (default, docs/design.md §3.3): a weighted mean of the node's own score (weight
       ``selections_j``) and the scores of its *expanded* children (weight ``selections_k``):
       ``(own·n_j + Σ score_k·n_k) / (n_j + Σ n_k)``.
     * ``thesis``: the seed's literal formula ``(own + Σ_children score_k·n_k) / n_j`` over all
@@ -38,7 +38,7 @@ class SearchNode:
         prediction: Logit of the perturbation (None until simulated).
         own_score: ``max(0, Δ/|p_orig|)`` of this node (None until expanded).
         score: Backpropagated exploitation score (None until expanded).
-        selections: Times selected; starts at 1 (DESIGN.md §3.1).
+        selections: Times selected; starts at 1 (docs/design.md §3.1).
         selectable: Whether the node may still be selected.
         expanded: Whether the node has been simulated and expanded.
         counterfactual: Whether the node's perturbation is a confirmed counterfactual.

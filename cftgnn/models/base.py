@@ -1,7 +1,7 @@
 """One interface for every temporal link-prediction model (TGN, TGAT, ...).
 
 A model is *attached* to an event stream and replays its history in fixed batches. Batch ``b``
-holds the events with original ids in ``[b·B, (b+1)·B)`` (DESIGN.md §2); removing an event
+holds the events with original ids in ``[b·B, (b+1)·B)`` (docs/design.md §2); removing an event
 deletes it from its batch and shifts nothing. ``advance(start, end, removed_mask)`` consumes the
 events with ids in ``[start, end)`` batch by batch; when ``end`` is not a batch boundary the
 events ``[⌊end/B⌋·B, end)`` form a final partial batch, after which the state is *closed*: it

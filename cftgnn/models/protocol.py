@@ -150,7 +150,7 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
                  batch_size: int) -> list[tuple[int, IntArray]]:
     """The kept events of stream positions ``[lo, hi)``, grouped into history batches.
 
-    Batch ``b`` holds the events with original ids in ``[b·B, (b+1)·B)`` (DESIGN.md §2):
+    Batch ``b`` holds the events with original ids in ``[b·B, (b+1)·B)`` (docs/design.md §2):
     removing an event deletes it from its batch and shifts nothing else. Batches left empty by
     the mask are not listed.
 

@@ -1,7 +1,7 @@
 """The replayable state of a temporal model: plain tensors in a small dataclass.
 
 A snapshot is a clone of this object; restoring one makes the model continue exactly as it
-would have from that point (DESIGN.md §5, "snapshots, not replays from zero").
+would have from that point (docs/design.md §5, "snapshots, not replays from zero").
 
 Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
 

@@ -1,4 +1,4 @@
-"""User constraints: which candidate events an explanation may remove (DESIGN.md §7).
+"""User constraints: which candidate events an explanation may remove (docs/design.md §7).
 
 Adapted from UFCE's *actionable subset* (seed 001): a user names what may not change, and the
 search runs over what is left. Here the changes are removals of past events. A

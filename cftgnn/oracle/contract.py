@@ -4,7 +4,7 @@ Every explainer talks to the model only through an :class:`Oracle`. The oracle i
 explained event (its candidate set ``C`` and its original logit ``p_orig``) and wraps two
 *backends*, batched functions from removal sets to logits (:data:`LogitFn`):
 
-* the **exact** backend, ``f(G(t_i) \\ s, ε_i)`` (DESIGN.md §2), and
+* the **exact** backend, ``f(G(t_i) \\ s, ε_i)`` (docs/design.md §2), and
 * optionally an **approximate** backend (history = events before ``ε_min`` plus ``C \\ s``).
 
 The oracle's *search mode* (:class:`OracleMode`) decides which backend answers
@@ -13,7 +13,7 @@ uses the exact backend, and :meth:`Oracle.confirm` is the two-stage check: a set
 mode calls counterfactual is re-evaluated exactly before anything reports it. Both values are
 stored per set, so approximation/exact agreement can be reported.
 
-The oracle also carries the explained event's *search space* (DESIGN.md §7): the removable
+The oracle also carries the explained event's *search space* (docs/design.md §7): the removable
 events ``R ⊆ C`` left after user constraints (:mod:`cftgnn.oracle.constraints`) and an
 optional maximum explanation size. Removal sets must be subsets of ``R``, so protected events
 stay in every history. :meth:`Oracle.certificate` derives the minimality lower bound from the
@@ -61,7 +61,7 @@ class OracleMode(str, Enum):
 
 # ---------------------------------------------------------------------------- semantics
 def delta(p_orig: float, p: float) -> float:
-    """Shift of a logit towards the opposite prediction (DESIGN.md §2, seed eq. for Δ).
+    """Shift of a logit towards the opposite prediction (docs/design.md §2, seed eq. for Δ).
 
     ``Δ(p_orig, p) = p_orig − p`` if ``p_orig ≥ 0`` else ``p − p_orig``.
 
@@ -95,7 +95,7 @@ def is_flip(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> npt.NDArray[np.bool_]: .
 
 
 def is_flip(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> bool | npt.NDArray[np.bool_]:
-    """Whether ``p`` is counterfactual to ``p_orig``: ``p_orig · p < 0`` (DESIGN.md §2).
+    """Whether ``p`` is counterfactual to ``p_orig``: ``p_orig · p < 0`` (docs/design.md §2).
 
     The one flip test: the oracle, the searches, the metrics, the records and the reports all
     call it. A logit of exactly 0 is not a flip, nothing flips an original logit of 0, and a
@@ -115,7 +115,7 @@ def is_flip(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> bool | npt.NDArray[np.bo
 
 
 def margin(p_orig: float, p: float) -> float:
-    """How far past zero a logit moved, ``-p · sign(p_orig)`` (DESIGN.md §7).
+    """How far past zero a logit moved, ``-p · sign(p_orig)`` (docs/design.md §7).
 
     Positive iff ``p`` flips ``p_orig``; among counterfactuals of one size the largest wins.
     """
@@ -368,7 +368,7 @@ class Oracle:
 
     # ------------------------------------------------------------------ inspection
     def certificate(self) -> int:
-        """The minimality lower bound ``L`` the exact evaluations so far prove (DESIGN.md §7).
+        """The minimality lower bound ``L`` the exact evaluations so far prove (docs/design.md §7).
 
         ``L`` is the smallest size ``s ≥ 1`` for which not every removable set of size ``s``
         has been evaluated exactly without a flip: every removable set smaller than ``L`` was

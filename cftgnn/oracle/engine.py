@@ -1,12 +1,12 @@
 """Model-backed oracles: truncated-history inference by masked replay from snapshots.
 
 ``f(G(t_i) \\ s, ε_i)`` — the model's logit for the explained event ``ε_i`` with the events in
-``s`` removed from its history — is what every explainer spends its time on (DESIGN.md §1).
+``s`` removed from its history — is what every explainer spends its time on (docs/design.md §1).
 The naive way replays the whole stream without ``s`` for every call. Here:
 
 * a :class:`ReplayEngine` owns the model attached to the stream and keeps the *unperturbed*
   state at batch boundaries: a cursor carried forward when events are explained in stream
-  order, plus sparse checkpoints to go back to (DESIGN.md §5, "snapshots, not replays");
+  order, plus sparse checkpoints to go back to (docs/design.md §5, "snapshots, not replays");
 * for an explained event, :class:`EventReplay` takes the unperturbed state at the batch
   boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
   set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
@@ -19,7 +19,7 @@ The naive way replays the whole stream without ``s`` for every call. Here:
   ``[ε_min, i)``.
 
 Because events before ``b0`` are never removed, both equal a fresh replay of the stream with
-the same events deleted (batches are fixed by original id, DESIGN.md §2); the tests assert it.
+the same events deleted (batches are fixed by original id, docs/design.md §2); the tests assert it.
 
 The engine builds oracles and never runs an explainer: :func:`cftgnn.explain.explain_event`
 does that on top of it.

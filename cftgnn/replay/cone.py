@@ -1,7 +1,7 @@
 """Exact masked replay of TGN that recomputes only the causal cone of the removed events.
 
 Removing events changes the memory of their endpoints, then of every node that later receives a
-message from an affected node, and nothing else (DESIGN.md §5, "touch only what changes").
+message from an affected node, and nothing else (docs/design.md §5, "touch only what changes").
 :func:`record_trajectory` replays the *unperturbed* history once per explained event and keeps,
 for every batch, the state rows of the nodes it touches. :func:`cone_replay` then follows P
 removal sets at once, keeping perturbed rows only where a removal reaches and reading every
@@ -179,7 +179,7 @@ def needed_until(batches: list[BatchRecord], final: npt.NDArray[np.int64], num_n
     every node it met in batch ``x - 1`` (through an event of its suffix, the only ones
     that can be its message under removals from ``universe``) after that batch. A backward
     sweep over the batches gives ``need[n]``, ``-1`` for nodes never read: rows of node
-    ``n`` need not be computed after batch ``need[n]`` (DESIGN.md §5, "touch only what
+    ``n`` need not be computed after batch ``need[n]`` (docs/design.md §5, "touch only what
     changes", read backwards).
     """
     need = np.full(num_nodes, -1, dtype=np.int64)

@@ -125,7 +125,7 @@ class HashedBackend(ToyBackend):
     ``logit(∅) = base``; any other set draws ``base + spread · N(0, 1)`` from a generator
     seeded by ``(seed, sorted set)``, so a set may flip while all its subsets and supersets
     do not: nothing about one set says anything about another (the oracle is not monotone,
-    DESIGN.md §7).
+    docs/design.md §7).
 
     Args:
         base: Logit of the unperturbed history.

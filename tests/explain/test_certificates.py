@@ -1,6 +1,6 @@
 """Exhaustive search, certificates, pruning and certify against brute force on toy oracles.
 
-The toy oracles include non-monotone ones (DESIGN.md §7): a superset of a counterfactual that
+The toy oracles include non-monotone ones (docs/design.md §7): a superset of a counterfactual that
 does not flip, a counterfactual whose subsets all fail, and :class:`HashedBackend`, where every
 set has an unrelated logit.
 """

@@ -1,4 +1,4 @@
-"""State verbs and the exactness of masked replay (DESIGN.md §2)."""
+"""State verbs and the exactness of masked replay (docs/design.md §2)."""
 
 from __future__ import annotations
 
