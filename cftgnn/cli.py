@@ -36,24 +36,40 @@ _HYDRA_INFO_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-
 _CHOICE = re.compile(r"^\+{0,2}([A-Za-z_]\w*)=(.*)$")
 
 
+def search_paths(argv: Sequence[str]) -> list[Path]:
+    """The folders of ``hydra.searchpath=[file://...]`` on the command line (a user's own
+    config folder, e.g. ``explainer/<name>.yaml`` of an explainer outside the package)."""
+    out: list[Path] = []
+    for arg in argv:
+        key, _, value = arg.lstrip("+").partition("=")
+        if key != "hydra.searchpath":
+            continue
+        for item in value.strip("[]").split(","):
+            item = item.strip().strip("'\"")
+            if item.startswith("file://"):
+                out.append(Path(item[len("file://"):]))
+    return out
+
+
 def unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> str | None:
     """A one-line message for the first ``group=option`` naming a missing config file.
 
-    Only top-level config groups (folders of ``conf_dir``) are checked; sweep values
-    (``a,b``) are checked one by one; ``null`` is always allowed.
+    Only top-level config groups (folders of ``conf_dir`` and of the command line's
+    ``hydra.searchpath``) are checked; sweep values (``a,b``) are checked one by one; ``null``
+    is always allowed.
 
     Returns:
         The message, or None when every option exists.
     """
-    conf = Path(conf_dir)
+    confs = [Path(conf_dir), *search_paths(argv)]
     for arg in argv:
         m = _CHOICE.match(arg)
-        if not m or not (conf / m.group(1)).is_dir():
+        if not m or not any((conf / m.group(1)).is_dir() for conf in confs):
             continue
         group, values = m.group(1), m.group(2)
         if values.startswith(("range(", "choice(", "glob(", "interval(")):
             continue
-        options = sorted(p.stem for p in (conf / group).glob("*.yaml"))
+        options = sorted({p.stem for conf in confs for p in (conf / group).glob("*.yaml")})
         for value in values.split(","):
             if value not in options and value != "null":
                 return f"unknown {group} {value!r} (choose from: {', '.join(options)})"
@@ -265,4 +281,5 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
 
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "friendly_errors", "hydra_problem", "interrupted",
+           "search_paths",
            "main_guard", "unknown_choice", "unwritable_run_dir"]

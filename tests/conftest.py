@@ -6,14 +6,26 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from cftgnn.data.paths import resolve_data_dir
 
-# tests/testsupport: the test-only helpers of the project's infrastructure
+# tests/testsupport: the one home of the test-only helpers (tiny models, toy problems, the
+# infrastructure stand-ins); the fixtures below are shared by every test folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from testsupport.models import ModelFactory, tgat, tgn1, tgn2  # noqa: E402
+from testsupport.planted import planted_stream  # noqa: E402
+from testsupport.problems import PROBLEMS, STRATEGIES  # noqa: E402
+
+from cftgnn.data.stream import EventStream  # noqa: E402
+from cftgnn.explain import SelectionStrategy  # noqa: E402
+from cftgnn.models import TemporalModel  # noqa: E402
+from cftgnn.testing import ToyProblem  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +61,44 @@ def offline_wandb(tmp_path, monkeypatch) -> Path:
     for var in ("WANDB_API_KEY", "WANDB_RUN_ID", "WANDB_RESUME"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
+
+
+# ------------------------------------------------------------ tiny models (testsupport.models)
+@pytest.fixture(params=[tgn1, tgn2, tgat], ids=["tgn1", "tgn2", "tgat"])
+def factory(request: pytest.FixtureRequest) -> ModelFactory:
+    def make(stream: EventStream) -> TemporalModel:
+        torch.manual_seed(0)
+        model = request.param(stream)
+        model.eval()
+        model.attach(stream)
+        return model
+
+    return make
+
+
+@pytest.fixture
+def stream() -> EventStream:
+    """150 events (9 full batches of 16 and a partial one), many shared timestamps, 3 features."""
+    return planted_stream(num_events=150, num_src=8, num_dst=8, feat_dim=3, seed=1)
+
+
+# ---------------------------------------------------------- toy problems (testsupport.problems)
+@pytest.fixture(params=sorted(PROBLEMS))
+def problem(request: pytest.FixtureRequest) -> ToyProblem:
+    return PROBLEMS[request.param]()
+
+
+@pytest.fixture(params=sorted(STRATEGIES))
+def strategy_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=["exact", "approximate"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_strategy() -> Callable[[str], SelectionStrategy]:
+    """Factory: a fresh strategy by name (random is seeded)."""
+    return lambda name: STRATEGIES[name]()

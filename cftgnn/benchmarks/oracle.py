@@ -26,8 +26,8 @@ from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.oracle.contract import Oracle, is_flip
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
+from cftgnn.oracle.oracle import Oracle, is_flip
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 

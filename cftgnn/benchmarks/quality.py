@@ -48,8 +48,8 @@ from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import OracleMode, is_flip
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.oracle import OracleMode, is_flip
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -42,7 +42,7 @@ import torch
 from pymoo.indicators.hv import HV
 from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
-from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.oracle import is_flip
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -496,7 +496,7 @@ def pareto_hypervolume(sizes: npt.ArrayLike, margins: npt.ArrayLike, num_removab
 
     Args:
         sizes: Counterfactual sizes, ``[K]``.
-        margins: Their margins (:func:`~cftgnn.oracle.contract.margin`), ``[K]``.
+        margins: Their margins (:func:`~cftgnn.oracle.oracle.margin`), ``[K]``.
         num_removable: ``|R|``.
         original_logit: ``p_orig`` (not 0).
 

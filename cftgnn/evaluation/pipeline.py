@@ -45,8 +45,8 @@ from cftgnn.files import check_writable_dir, sha256_if_file
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import Oracle, OracleMode
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import card_mismatch, load_checkpoint

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn.errors import ConfigError
-from cftgnn.oracle.contract import Oracle, delta, is_flip
+from cftgnn.oracle.oracle import Oracle, delta, is_flip
 
 #: Record columns written by :func:`robustness_columns` (null when not measured).
 ROBUSTNESS_COLUMNS: tuple[str, ...] = (

@@ -73,8 +73,8 @@ from cftgnn.evaluation.rundir import (
 from cftgnn.explain.result import explained
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import Oracle, OracleMode, is_flip
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.oracle import Oracle, OracleMode, is_flip
 
 #: The features of a candidate event ``e`` of an explained event ``ε_i = (u, v, t_i)``.
 FEATURES: dict[str, str] = {
@@ -486,7 +486,7 @@ def check_rules(rules: Sequence[Rule], table: pd.DataFrame, oracle_for: OracleFa
     For each event of ``table`` (stream order) the oracle is built once; for each rule the
     removal set is every removable candidate satisfying it (intersected with the oracle's
     removable events); the distinct non-empty sets go to ``oracle.exact_batch`` in one call,
-    and a set counts as a flip when :func:`~cftgnn.oracle.contract.is_flip` says so.
+    and a set counts as a flip when :func:`~cftgnn.oracle.oracle.is_flip` says so.
 
     Args:
         rules: The rules.

@@ -32,7 +32,7 @@ from cftgnn.evaluation.metrics import (
     sparsity,
 )
 from cftgnn.explain.result import explained
-from cftgnn.oracle.contract import margin
+from cftgnn.oracle.oracle import margin
 
 _NAN = float("nan")
 

@@ -1,15 +1,14 @@
 """Counterfactual explainers (search only): selection strategies, CF-TGNN, greedy, beam,
 exhaustive, NSGA-II and particle swarm (several counterfactuals), one result type. They see
-the oracle (:mod:`cftgnn.oracle`), whose contract is re-exported here for convenience, never
-a model."""
+the oracle (:mod:`cftgnn.oracle`, imported from there), never a model."""
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.beam import BeamExplainer, BeamParams
 from cftgnn.explain.budget import BudgetMeter
-from cftgnn.explain.cftgnn import CFTGNNExplainer, CFTGNNParams
 from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
 from cftgnn.explain.exhaustive import ExhaustiveExplainer, ExhaustiveParams
 from cftgnn.explain.greedy import GreedyExplainer, GreedyParams
+from cftgnn.explain.mcts import CFTGNNExplainer, CFTGNNParams
 from cftgnn.explain.nsga2 import NSGA2Explainer, NSGA2Params
 from cftgnn.explain.params import BudgetParams, Params
 from cftgnn.explain.post import PostProcessing
@@ -24,18 +23,6 @@ from cftgnn.explain.strategies import (
     SelectionStrategy,
 )
 from cftgnn.explain.tree import BackpropRule, SearchNode
-from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import (
-    Confirmation,
-    LogitFn,
-    Oracle,
-    OracleMode,
-    OracleStats,
-    delta,
-    is_flip,
-    margin,
-    node_score,
-)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -47,8 +34,6 @@ __all__ = [
     "CFTGNNExplainer",
     "CFTGNNParams",
     "ClosestStrategy",
-    "Confirmation",
-    "Constraints",
     "ExhaustiveExplainer",
     "ExhaustiveParams",
     "Explainer",
@@ -62,22 +47,14 @@ __all__ = [
     "PSOParams",
     "Params",
     "PostProcessing",
-    "LogitFn",
     "OneBestStrategy",
-    "Oracle",
-    "OracleMode",
-    "OracleStats",
     "RandomStrategy",
     "RecentStrategy",
     "SearchNode",
     "SearchOutcome",
     "SelectionStrategy",
     "SizeSearch",
-    "delta",
     "explain_event",
-    "is_flip",
-    "margin",
-    "node_score",
     "prune",
     "search_by_size",
 ]

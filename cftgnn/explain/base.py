@@ -1,6 +1,6 @@
 """Explainer base class: the public ``explain`` does the bookkeeping, subclasses search.
 
-Explainers see only the :class:`~cftgnn.oracle.contract.Oracle`, never a model. Use one fresh
+Explainers see only the :class:`~cftgnn.oracle.oracle.Oracle`, never a model. Use one fresh
 oracle per explanation run: the oracle's cache is shared by everything that uses it, so a
 second explainer on the same oracle would profit from the first one's evaluations.
 
@@ -33,7 +33,7 @@ from cftgnn.explain.params import BudgetParams
 from cftgnn.explain.post import PostProcessing, Processed, check_answer
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy, SelectionStrategy
-from cftgnn.oracle.contract import Oracle, is_flip
+from cftgnn.oracle.oracle import Oracle, is_flip
 
 
 @dataclass(frozen=True)

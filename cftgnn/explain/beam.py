@@ -28,7 +28,7 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
-from cftgnn.oracle.contract import Oracle, delta, margin
+from cftgnn.oracle.oracle import Oracle, delta, margin
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import math
 import time
 
 from cftgnn.explain.params import BudgetParams
-from cftgnn.oracle.contract import Oracle
+from cftgnn.oracle.oracle import Oracle
 
 
 class BudgetMeter:

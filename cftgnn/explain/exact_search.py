@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn.errors import ExplainerError
-from cftgnn.oracle.contract import Oracle, is_flip
+from cftgnn.oracle.oracle import Oracle, is_flip
 
 #: Sets per batched exact call when the caller does not say (bounds memory per call).
 DEFAULT_CHUNK = 4096

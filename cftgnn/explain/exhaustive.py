@@ -26,7 +26,7 @@ from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
-from cftgnn.oracle.contract import Oracle
+from cftgnn.oracle.oracle import Oracle
 
 
 @dataclass(frozen=True)

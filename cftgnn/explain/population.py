@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from cftgnn.oracle.contract import Oracle, is_flip, margin
+from cftgnn.oracle.oracle import Oracle, is_flip, margin
 
 BoolMatrix = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]

@@ -28,7 +28,7 @@ from cftgnn.errors import ExplainerError
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, prune, search_by_size
 from cftgnn.explain.params import Params, option
 from cftgnn.explain.strategies import SelectionStrategy
-from cftgnn.oracle.contract import Oracle, is_flip
+from cftgnn.oracle.oracle import Oracle, is_flip
 
 Sets = tuple[tuple[int, ...], ...]
 

@@ -48,7 +48,7 @@ from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.population import Archive, initial_population
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
-from cftgnn.oracle.contract import Oracle
+from cftgnn.oracle.oracle import Oracle
 
 
 @dataclass(frozen=True)

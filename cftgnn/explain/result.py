@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from cftgnn.errors import ExplainerError
-from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.oracle import is_flip
 
 #: Version of the record layout written by :meth:`ExplanationResult.to_record`.
 #: 2: certificates, pruning, ``certify`` and constraints (:data:`RECORD_DEFAULTS_V1` fills

@@ -12,8 +12,8 @@ import time
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
-from cftgnn.oracle.contract import OracleMode
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.oracle import OracleMode
 
 
 def explain_event(

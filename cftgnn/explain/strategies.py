@@ -24,7 +24,7 @@ import numpy.typing as npt
 from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError
 from cftgnn.explain.params import bounds, check_value
-from cftgnn.oracle.contract import Oracle, delta
+from cftgnn.oracle.oracle import Oracle, delta
 
 IntArray = npt.NDArray[np.int64]
 

@@ -1,6 +1,6 @@
 """The oracle: the explained event's logit as a function of the removed past events.
 
-* :mod:`cftgnn.oracle.contract`: :class:`Oracle` (caching, counting, two-stage confirmation),
+* :mod:`cftgnn.oracle.oracle`: :class:`Oracle` (caching, counting, two-stage confirmation),
   :class:`OracleMode`, and the semantics every stage shares: ``delta``, ``margin``,
   ``node_score`` and ``is_flip`` (the one flip test).
 * :mod:`cftgnn.oracle.constraints`: the search space (removable events, maximum size).
@@ -14,7 +14,8 @@
 
 from cftgnn.oracle.backends import GenericReplay, NativeReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
-from cftgnn.oracle.contract import (
+from cftgnn.oracle.engine import EventReplay, ReplayCounters, ReplayEngine, naive_logit
+from cftgnn.oracle.oracle import (
     Confirmation,
     LogitFn,
     Oracle,
@@ -25,7 +26,6 @@ from cftgnn.oracle.contract import (
     margin,
     node_score,
 )
-from cftgnn.oracle.engine import EventReplay, ReplayCounters, ReplayEngine, naive_logit
 
 __all__ = [
     "NO_CONSTRAINTS",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cftgnn.errors import ConfigError
-from cftgnn.oracle.contract import OracleMode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.oracle import OracleMode
 
 #: Exact mode is chosen when an exact call costs at most this many approximate calls.
 DEFAULT_THRESHOLD = 1.5

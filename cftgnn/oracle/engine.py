@@ -45,7 +45,7 @@ from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel
 from cftgnn.oracle.backends import GenericReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
-from cftgnn.oracle.contract import Oracle, OracleMode
+from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,

@@ -38,7 +38,7 @@ from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.rundir import load_run_stream, read_fingerprint, read_records
-from cftgnn.oracle.contract import is_flip
+from cftgnn.oracle.oracle import is_flip
 
 DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges

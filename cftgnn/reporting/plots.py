@@ -32,7 +32,7 @@ from cftgnn.evaluation.metrics import (
 )
 from cftgnn.explain.population import pareto_mask
 from cftgnn.explain.result import explained
-from cftgnn.oracle.contract import is_flip, margin
+from cftgnn.oracle.oracle import is_flip, margin
 from cftgnn.reporting.runs import config_keys
 from cftgnn.reporting.tables import it_max_table
 
@@ -270,7 +270,7 @@ def pareto_figure(record: pd.Series | Mapping[str, Any]) -> Figure:
     """One event's counterfactuals in the size–margin plane.
 
     Each counterfactual is a point at its size ``|s|`` (x) and the margin of its flip
-    (:func:`~cftgnn.oracle.contract.margin` of its exact logit, y), coloured by how many later
+    (:func:`~cftgnn.oracle.oracle.margin` of its exact logit, y), coloured by how many later
     history events its removal changes (``counterfactual_consequences``; one colour when it
     was not measured). The answer (the first counterfactual) is ringed; the non-dominated
     points (smaller size, larger margin) are joined by a staircase. The title gives the

@@ -1,4 +1,4 @@
-"""Toy logit backends with the :data:`~cftgnn.oracle.contract.LogitFn` signature.
+"""Toy logit backends with the :data:`~cftgnn.oracle.oracle.LogitFn` signature.
 
 Every backend counts what it is asked (``calls``: sets evaluated, ``batches``: invocations,
 ``log``: the sets, in order), so tests can check caching and batching from the outside.

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
 from cftgnn.explain.strategies import SelectionStrategy
-from cftgnn.oracle.contract import LogitFn, Oracle, OracleMode, is_flip
+from cftgnn.oracle.oracle import LogitFn, Oracle, OracleMode, is_flip
 from cftgnn.testing.backends import ShiftedBackend, ToyBackend
 
 

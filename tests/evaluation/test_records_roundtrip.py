@@ -26,12 +26,12 @@ from cftgnn.explain import (
     ExplanationResult,
     GreedyExplainer,
     NSGA2Explainer,
-    Oracle,
     PostProcessing,
     PSOExplainer,
     RecentStrategy,
 )
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, RESULT_COLUMNS, ExplanationStatus
+from cftgnn.oracle import Oracle
 from cftgnn.testing import AdditiveBackend, make_candidates
 
 EXPLAINERS: dict[str, type[Explainer]] = {

@@ -16,7 +16,7 @@ from cftgnn.evaluation.robustness import (
     local_rule,
     robustness_columns,
 )
-from cftgnn.oracle.contract import Oracle
+from cftgnn.oracle.oracle import Oracle
 from cftgnn.testing.backends import AdditiveBackend
 from cftgnn.testing.search import make_candidates, make_oracle
 

@@ -39,7 +39,7 @@ from cftgnn.evaluation.rules import (
 )
 from cftgnn.evaluation.rundir import load_run_stream
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import Oracle
+from cftgnn.oracle.oracle import Oracle
 from cftgnn.testing import AdditiveBackend, make_oracle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,11 +12,11 @@ from cftgnn.errors import ExplainerError
 from cftgnn.explain import (
     BeamExplainer,
     GreedyExplainer,
-    Oracle,
     RandomStrategy,
     RecentStrategy,
     SelectionStrategy,
 )
+from cftgnn.oracle import Oracle
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,

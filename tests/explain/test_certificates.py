@@ -23,15 +23,13 @@ from cftgnn.explain import (
     Explainer,
     ExplanationStatus,
     GreedyExplainer,
-    Oracle,
     RandomStrategy,
     RecentStrategy,
-    is_flip,
-    margin,
     prune,
     search_by_size,
 )
 from cftgnn.explain.post import PostProcessing
+from cftgnn.oracle import Oracle, is_flip, margin
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,

@@ -6,14 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from cftgnn.explain import (
-    CFTGNNExplainer,
-    ExplanationStatus,
-    Oracle,
-    RecentStrategy,
-    SelectionStrategy,
-    is_flip,
-)
+from cftgnn.explain import CFTGNNExplainer, ExplanationStatus, RecentStrategy, SelectionStrategy
+from cftgnn.oracle import Oracle, is_flip
 from cftgnn.testing import AdditiveBackend, ShiftedBackend, ToyProblem, make_candidates
 
 F = frozenset

@@ -11,14 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain import (
-    CFTGNNExplainer,
-    Oracle,
-    RandomStrategy,
-    RecentStrategy,
-    SelectionStrategy,
-    delta,
-)
+from cftgnn.explain import CFTGNNExplainer, RandomStrategy, RecentStrategy, SelectionStrategy
+from cftgnn.oracle import Oracle, delta
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,

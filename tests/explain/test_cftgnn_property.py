@@ -13,7 +13,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cftgnn.explain import CFTGNNExplainer, Oracle, RandomStrategy, delta
+from cftgnn.explain import CFTGNNExplainer, RandomStrategy
+from cftgnn.oracle import Oracle, delta
 from cftgnn.testing import InteractionBackend, brute_force_minimal, make_candidates
 
 F = frozenset

@@ -11,11 +11,10 @@ from cftgnn.explain import (
     ClosestStrategy,
     ExplanationStatus,
     GreedyExplainer,
-    Oracle,
     RecentStrategy,
     SelectionStrategy,
-    is_flip,
 )
+from cftgnn.oracle import Oracle, is_flip
 from cftgnn.testing import AdditiveBackend, ShiftedBackend, ToyProblem, make_candidates
 
 F = frozenset
@@ -107,7 +106,8 @@ def test_statuses_and_args() -> None:
 
 
 def test_tolerance_treats_tiny_gains_as_no_improvement() -> None:
-    from cftgnn.explain import Oracle, RecentStrategy
+    from cftgnn.explain import RecentStrategy
+    from cftgnn.oracle import Oracle
     from cftgnn.testing import AdditiveBackend, make_candidates
 
     backend = AdditiveBackend(1.0, {1: 0.6, 2: 1e-9, 3: 0.6})
@@ -121,7 +121,8 @@ def test_tolerance_treats_tiny_gains_as_no_improvement() -> None:
 
 
 def test_like_with_like_starts_from_the_search_modes_own_empty_logit() -> None:
-    from cftgnn.explain import Oracle, RecentStrategy
+    from cftgnn.explain import RecentStrategy
+    from cftgnn.oracle import Oracle
     from cftgnn.testing import AdditiveBackend, ScriptedBackend, make_candidates
 
     exact = AdditiveBackend(1.0, {1: 0.5, 2: 2.0})

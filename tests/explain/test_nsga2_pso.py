@@ -17,7 +17,7 @@ from cftgnn.errors import ExplainerError
 from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.explain.pso import PSOExplainer
 from cftgnn.explain.result import ExplanationResult
-from cftgnn.oracle.contract import Oracle, is_flip, margin
+from cftgnn.oracle.oracle import Oracle, is_flip, margin
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain import (
-    ClosestStrategy,
-    OneBestStrategy,
-    Oracle,
-    RandomStrategy,
-    RecentStrategy,
-)
+from cftgnn.explain import ClosestStrategy, OneBestStrategy, RandomStrategy, RecentStrategy
+from cftgnn.oracle import Oracle
 from cftgnn.testing import AdditiveBackend, make_candidates
 
 # id:  3  5  8  9  12

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from cftgnn.explain import BackpropRule, CFTGNNExplainer, ExplanationResult, Oracle
+from cftgnn.explain import BackpropRule, CFTGNNExplainer, ExplanationResult
+from cftgnn.oracle import Oracle
 from cftgnn.testing import ScriptedBackend, ScriptedStrategy, make_candidates
 
 F = frozenset

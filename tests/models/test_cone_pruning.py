@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.explain import ExhaustiveExplainer
 from cftgnn.models import TGN
-from cftgnn.oracle.contract import is_flip
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.oracle import is_flip
 from cftgnn.replay.cone import ConeStats
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
 

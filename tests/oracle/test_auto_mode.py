@@ -12,7 +12,7 @@ import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.records import RunDirectoryError, read_records
-from cftgnn.explain import OracleMode
+from cftgnn.oracle import OracleMode
 from cftgnn.oracle.auto_mode import pick_mode
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -132,7 +132,7 @@ def test_mode_auto_configurations_take_the_table_or_a_timed_and_kept_choice(
     from omegaconf import OmegaConf
 
     from cftgnn.oracle.auto_mode import ModeChoice
-    from cftgnn.oracle.contract import OracleMode
+    from cftgnn.oracle.oracle import OracleMode
 
     cfg = OmegaConf.create({"auto_threshold": 1.5, "k": None, "m_max": 64, "seed": 0,
                             "auto_ratios": {"uci-tgn": 0.97, "wikipedia-tgn": 1.91}})

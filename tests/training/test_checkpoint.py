@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from hydra.utils import instantiate
+from testsupport.models import ModelFactory
 from testsupport.planted import planted_stream
 
 from cftgnn.data.stream import EventStream
@@ -22,7 +23,6 @@ from cftgnn.training.checkpoint import (
     stream_checksum,
 )
 from cftgnn.training.loop import Split, evaluate_test
-from tests.models.conftest import ModelFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 

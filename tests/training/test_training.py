@@ -15,6 +15,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from testsupport.models import ModelFactory
 from testsupport.planted import planted_stream
 
 import cftgnn.config  # noqa: F401
@@ -23,7 +24,6 @@ from cftgnn.models import TemporalModel
 from cftgnn.training import loop as training
 from cftgnn.training.checkpoint import file_sha256, load_checkpoint
 from cftgnn.training.loop import Split, evaluate_test, fit, link_metrics, run, score_range
-from tests.models.conftest import ModelFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

@@ -8,9 +8,10 @@ import torch
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.errors import OracleError
-from cftgnn.explain import CFTGNNExplainer, GreedyExplainer, OracleMode
+from cftgnn.explain import CFTGNNExplainer, GreedyExplainer
 from cftgnn.models import TGAT, TGN, TemporalModel
 from cftgnn.models.base import eval_mode
+from cftgnn.oracle import OracleMode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.replay.cone import cone_replay
 from cftgnn.replay.masks import RemovalSets

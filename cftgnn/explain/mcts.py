@@ -52,7 +52,7 @@ from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
-from cftgnn.oracle.contract import Oracle, delta, node_score
+from cftgnn.oracle.oracle import Oracle, delta, node_score
 
 #: Selection scores closer than this are ties (unexpanded siblings tie exactly).
 _TIE_TOL = 1e-12

@@ -7,11 +7,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testsupport.models import BATCH, ModelFactory, tgn2
 from testsupport.planted import planted_stream
 
 from cftgnn.data.stream import EventStream
 from cftgnn.models import ModelStateError, TemporalModel
-from tests.models.conftest import BATCH, ModelFactory, tgn2
 
 
 def queries(stream: EventStream, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

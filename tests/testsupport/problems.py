@@ -1,10 +1,8 @@
-"""Toy problems with known minimal counterfactuals, shared by the search tests."""
+"""Toy problems with known minimal counterfactuals and the strategies the search tests share."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import pytest
 
 from cftgnn.explain import (
     ClosestStrategy,
@@ -48,24 +46,3 @@ STRATEGIES: dict[str, Callable[[], SelectionStrategy]] = {
     "closest": ClosestStrategy,
     "one_best": OneBestStrategy,
 }
-
-
-@pytest.fixture(params=sorted(PROBLEMS))
-def problem(request: pytest.FixtureRequest) -> ToyProblem:
-    return PROBLEMS[request.param]()
-
-
-@pytest.fixture(params=sorted(STRATEGIES))
-def strategy_name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(params=["exact", "approximate"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_strategy() -> Callable[[str], SelectionStrategy]:
-    """Factory: a fresh strategy by name (random is seeded)."""
-    return lambda name: STRATEGIES[name]()

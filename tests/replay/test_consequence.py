@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from testsupport.models import BATCH, ModelFactory, tgn1
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
@@ -17,11 +18,10 @@ from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.models import TemporalModel
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.oracle.constraints import Constraints
-from cftgnn.oracle.contract import Oracle
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.oracle import Oracle
 from cftgnn.replay.consequence import memory_reach, neighbourhood_reach
 from cftgnn.testing import AdditiveBackend, make_candidates
-from tests.models.conftest import BATCH, ModelFactory, tgn1
 
 F = frozenset
 

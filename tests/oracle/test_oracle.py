@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cftgnn.errors import CftgnnError, ExplainerError, OracleError
-from cftgnn.explain import Oracle, OracleMode, delta, is_flip, node_score
+from cftgnn.oracle import Oracle, OracleMode, delta, is_flip, node_score
 from cftgnn.testing import AdditiveBackend, ShiftedBackend, make_candidates
 
 F = frozenset

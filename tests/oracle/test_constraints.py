@@ -14,15 +14,14 @@ from cftgnn.errors import ConfigError, OracleError
 from cftgnn.explain import (
     CFTGNNExplainer,
     ClosestStrategy,
-    Constraints,
     ExhaustiveExplainer,
     Explainer,
     GreedyExplainer,
     OneBestStrategy,
-    Oracle,
     PostProcessing,
     RandomStrategy,
 )
+from cftgnn.oracle import Constraints, Oracle
 from cftgnn.testing import HashedBackend, brute_force_minimal, make_candidates
 
 F = frozenset
