@@ -1,5 +1,10 @@
 """Loaders for the UCI-Messages and Wikipedia event streams.
 
+One module although over 500 lines: locating/downloading, strict parsing and the processed
+cache are one pipeline joined by private helpers (``_load``, ``_verify_download``,
+``_parse_numeric_table``, ``_cache_path``, ``_load_cache``, ``_save_cache``) that no other
+module should call; :mod:`cftgnn.data.user_streams` uses only its public parsing helpers.
+
 Both loaders look for their file in the data directory (see :mod:`cftgnn.data.paths`), fall
 back to downloading it from the official source (verified before it is kept), parse it strictly
 (every malformed line raises :class:`~cftgnn.errors.DataFormatError` naming the file and the

@@ -1,5 +1,9 @@
 """Metrics for counterfactual explanations of temporal link predictions, as pure functions.
 
+One module although over 500 lines: it is a flat catalogue of short pure functions, looked up
+by metric name, that share private argument checks (``_flags``, ``_same_length``,
+``_logits``); split by topic, those checks would have to become public API.
+
 An explanation run yields one record per explained event: the original logit ``p0`` (full
 history), the logit with the explanation set ``s`` removed (``final_logit``), the logit with
 only ``s`` kept inside the candidate window ``C`` (``keep_logit``), ``|s|``, ``|C|``, oracle

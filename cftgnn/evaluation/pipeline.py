@@ -1,5 +1,10 @@
 """``python scripts/explain.py``: explain a sample of predictions, measure, record, log.
 
+One module although over 500 lines: it is the one place that reads ``explain.py``'s Hydra
+config and turns it into a run, and its steps share that config's layout through private
+helpers (``_container``, ``_check_shard``, ``_search_mode``, ``_explain``); the parts that
+stand alone already live in records, sampling, summaries, options and robustness.
+
 One run = one dataset, one model, one explainer with one selection strategy. It
 
 1. loads the stream and the model (the committed checkpoint by default);
