@@ -124,6 +124,25 @@ def test_a_lower_stage_never_imports_a_higher_one(lower, higher):
     assert not bad
 
 
+#: Modules that name one concrete model or its replay; the oracle asks
+#: ``cftgnn.replay.registry.replay_for`` and the model's declared capabilities instead.
+CONCRETE = {"cftgnn.models.tgn", "cftgnn.models.tgat", "cftgnn.models.pyg_tgn",
+            "cftgnn.replay.tgn", "cftgnn.replay.tgat"}
+
+
+def test_the_oracle_knows_no_concrete_model_and_guesses_no_attribute():
+    graph = import_graph()
+    oracle = [m for m in graph if _package(m) == "cftgnn.oracle"]
+    assert sorted(f"{m} -> {t}" for m in oracle for t in graph[m] & CONCRETE) == []
+    guesses = sorted(f"{m}: getattr(model, {node.args[1].value!r})" for m in oracle
+                     for node in ast.walk(TREES[m])
+                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                     and node.func.id == "getattr" and len(node.args) > 1
+                     and isinstance(node.args[1], ast.Constant)
+                     and "model" in ast.unparse(node.args[0]))
+    assert guesses == []
+
+
 def _defined_private_names(tree: ast.Module) -> set[str]:
     """Names with a leading underscore that the module itself defines (functions, classes,
     assignments, attributes it assigns, parameters)."""

@@ -219,7 +219,7 @@ def benchmark_oracle(
         "mean_candidates": float(np.mean(sizes)),
         "per_call": {name: _stats(v) for name, v in times.items() if name != "setup"},
         "setup_per_event": _stats(times["setup"]),
-        "replay_backend": type(engine.backend).__name__,
+        "replay": type(engine.replay).__name__,
         "span_events": {"median": float(np.median(spans)) if spans else float("nan"),
                         "min": int(min(spans, default=0)), "max": int(max(spans, default=0))},
         "approx_exact_sign_agreement": agree / compared if compared else float("nan"),
@@ -319,7 +319,7 @@ def format_table(res: dict[str, Any]) -> str:
         )
     s, span = res["per_call"]["span_replay"], res["span_events"]
     lines.append(
-        f"oracle backend {res['replay_backend']}; one replay of [b0, i) through the state verbs "
+        f"model replay {res['replay']}; one replay of [b0, i) through the state verbs "
         f"(the generic path's cost per set): median {s['median_ms']:.2f} ms (min "
         f"{s['min_ms']:.2f}, max {s['max_ms']:.2f}) over median {span['median']:.0f} events "
         f"(min {span['min']}, max {span['max']}); an exact call costs "

@@ -46,11 +46,11 @@ def _peak_rss_mib() -> float:
 def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
                  m_max: int) -> dict[str, Any]:
     """One exhaustive search on ``event_id`` (a fresh plan), timed, with the cone replay's
-    counters when the engine's backend is the TGN replay."""
-    backend = engine.backend
+    counters when the engine's replay is the TGN replay."""
+    model_replay = engine.replay
     stats = ConeStats()
-    if isinstance(backend, TGNReplay):
-        backend.options.stats = stats
+    if isinstance(model_replay, TGNReplay):
+        model_replay.options.stats = stats
     start = time.perf_counter()
     replay = EventReplay(engine, event_id, k, m_max)
     setup = time.perf_counter() - start
@@ -74,8 +74,8 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
         row_updates=stats.row_updates, rows_pruned=stats.rows_pruned,
         cone_peak_mib=stats.peak_bytes / 2**20, rss_mib=_peak_rss_mib(),
     )
-    if isinstance(backend, TGNReplay):
-        backend.options.stats = None
+    if isinstance(model_replay, TGNReplay):
+        model_replay.options.stats = None
     return row
 
 
@@ -99,9 +99,9 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         seconds, memory in MiB, ``torch_threads`` stated.
     """
     engine = ReplayEngine(model, stream)
-    if isinstance(engine.backend, TGNReplay):
-        engine.backend.options.prune = prune
-        engine.backend.options.memory_budget_mib = memory_budget_mib
+    if isinstance(engine.replay, TGNReplay):
+        engine.replay.options.prune = prune
+        engine.replay.options.memory_budget_mib = memory_budget_mib
     rows = [search_event(engine, i, max_size, k, m_max)
             for i in tqdm(sorted(events), desc="tail events", disable=not progress)]
     table = pd.DataFrame(rows)
@@ -120,14 +120,14 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         summary["max_cone_peak_mib"] = float(ok["cone_peak_mib"].max())
     ranked = ok.sort_values("seconds", ascending=False) if len(ok) else ok
     side: list[dict[str, Any]] = []
-    backend = engine.backend
-    if compare_top > 0 and isinstance(backend, TGNReplay):
+    replay = engine.replay
+    if compare_top > 0 and isinstance(replay, TGNReplay):
         for event_id in ranked["event_id"].head(compare_top).tolist():
             runs = {}
             for prune in (False, True):
-                backend.options.prune = prune
+                replay.options.prune = prune
                 runs[prune] = search_event(engine, int(event_id), max_size, k, m_max)
-            backend.options.prune = prune
+            replay.options.prune = prune
             off, on = runs[False], runs[True]
             same = all(off[key] == on[key] for key in
                        ("found", "explanation", "certified_minimal", "min_size_lower_bound"))

@@ -71,8 +71,8 @@ class TemporalModel(nn.Module, ABC):
     """Base class of the temporal models: state verbs, masked replay, batched prediction.
 
     Subclasses build ``self.embedding`` (a :class:`TemporalAttentionEmbedding`) and
-    ``self.decoder`` (a :class:`LinkDecoder`) and implement :meth:`apply_batch` and
-    :meth:`node_input`.
+    ``self.decoder`` (a :class:`LinkDecoder`), set ``self.num_layers`` and implement
+    :meth:`apply_batch` and :meth:`node_input`.
 
     Args:
         num_nodes: Number of nodes ``N`` of the streams this model runs on.
@@ -84,6 +84,8 @@ class TemporalModel(nn.Module, ABC):
 
     embedding: TemporalAttentionEmbedding
     decoder: LinkDecoder
+    #: Attention layers (the default hop radius of the candidates).
+    num_layers: int
 
     def __init__(self, num_nodes: int, edge_dim: int, batch_size: int, num_neighbors: int,
                  memory_dim: int) -> None:
@@ -105,6 +107,11 @@ class TemporalModel(nn.Module, ABC):
         self._state: State | None = None
 
     # ------------------------------------------------------------------ setup
+    @property
+    def has_memory(self) -> bool:
+        """Whether the model keeps node memory (``memory_dim > 0``; TGAT has none)."""
+        return self.memory_dim > 0
+
     @property
     def device(self) -> torch.device:
         """Device of the parameters (the stream tensors are moved there on attach)."""

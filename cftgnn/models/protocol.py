@@ -4,10 +4,11 @@ Any link predictor that replays a stream's history can be explained once it has 
 verbs of :class:`ReplayableModel`; it need not derive from
 :class:`~cftgnn.models.base.TemporalModel` (PyG's TGN adapter, :mod:`cftgnn.models.pyg_tgn`,
 does not). Such a model gets the exact oracle by masked replay through its own verbs
-(:mod:`cftgnn.oracle.backends`): one replay of ``[b0, i)`` per removal set, where ``b0`` is the
-batch boundary at or before the oldest candidate. A model that can evaluate many removal sets
-at once also implements :class:`~cftgnn.replay.plans.BatchedReplay` and is called that way
-(TGN's and TGAT's batched replays live in :mod:`cftgnn.replay`).
+(:class:`~cftgnn.replay.generic.GenericReplay`): one replay of ``[b0, i)`` per removal set,
+where ``b0`` is the batch boundary at or before the oldest candidate. A model that can evaluate
+many removal sets at once either implements :class:`~cftgnn.replay.plans.BatchedReplay` itself
+or has a replay registered for its class (:func:`cftgnn.replay.registry.register_replay`; TGN's
+and TGAT's live in :mod:`cftgnn.replay`).
 
 The verbs, for a model attached to a stream of ``E`` events with original ids ``ids``:
 
@@ -25,8 +26,15 @@ The verbs, for a model attached to a stream of ``E`` events with original ids ``
   at or after the position) lets a training-style pass bound neighbour sampling per query; a
   model may ignore it (the screening pass of ``explain.py`` uses it).
 * ``batch_size``; ``train``/``eval``/``training`` as on :class:`torch.nn.Module` (the oracle
-  runs in eval mode under ``torch.no_grad``). ``num_layers``, when present, is the default hop
-  radius of the candidates.
+  runs in eval mode under ``torch.no_grad``).
+
+What the oracle needs to know about a model is declared, never guessed:
+
+* ``num_layers``: message-passing layers; the default hop radius of the candidates.
+* ``num_neighbors``: most recent neighbours a prediction reads per node and layer.
+* ``has_memory``: whether the model keeps node memory. With memory, a removal reaches every
+  later event of its endpoints (the memory cone); without, only the predictions that sample it
+  as a neighbour (:mod:`cftgnn.replay.consequence`).
 
 Exactness needs one more property, which the generic path relies on: replaying the stream with
 ``s`` masked equals replaying the stream from which ``s`` was deleted, with the same original
@@ -72,6 +80,19 @@ class ReplayableModel(Protocol):
 
     batch_size: int
     training: bool
+
+    @property
+    def num_layers(self) -> int:
+        """Message-passing layers (the default hop radius of the candidates)."""
+
+    @property
+    def num_neighbors(self) -> int:
+        """Most recent neighbours a prediction reads per node and layer."""
+
+    @property
+    def has_memory(self) -> bool:
+        """Whether the model keeps node memory (a removal then reaches its endpoints'
+        later events)."""
 
     @property
     def stream(self) -> EventStream:

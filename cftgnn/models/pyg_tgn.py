@@ -21,7 +21,7 @@ attention's time input is ``last_update(neighbour) - t(edge)`` with the memory's
 time encoder (``cftgnn.models.TGN``: ``t(query) - t(edge)`` with frozen frequencies); the
 query time is not read at all; ``LastAggregator`` picks a node's last message by timestamp
 (ties by scatter order), TGN by event id. The explainers therefore reach this model through
-the generic per-set replay (:mod:`cftgnn.oracle.backends`).
+the generic per-set replay (:mod:`cftgnn.replay.generic`).
 """
 
 from __future__ import annotations
@@ -257,6 +257,11 @@ class PyGTGN(nn.Module):
         self.loader = LastNeighborLoader(self.num_nodes, self.num_neighbors, device=dev)
         self._inserted = torch.zeros(stream.num_events, dtype=torch.long, device=dev)
         self.reset()
+
+    @property
+    def has_memory(self) -> bool:
+        """Always: PyG's TGN keeps node memory."""
+        return True
 
     @property
     def stream(self) -> EventStream:

@@ -4,15 +4,13 @@
   :class:`OracleMode`, and the semantics every stage shares: ``delta``, ``margin``,
   ``node_score`` and ``is_flip`` (the one flip test).
 * :mod:`cftgnn.oracle.constraints`: the search space (removable events, maximum size).
-* :mod:`cftgnn.oracle.backends`: how removal sets are evaluated with a model (the generic
-  one-replay-per-set path, or the model's batched replay from :mod:`cftgnn.replay`).
 * :mod:`cftgnn.oracle.engine`: :class:`ReplayEngine`, which builds an explained event's oracle
-  from unperturbed snapshots; it never runs an explainer (:func:`cftgnn.explain.explain_event`
-  does).
+  from unperturbed snapshots and the model's replay (:func:`cftgnn.replay.registry.replay_for`:
+  its registered batched replay, or one replay per set) as the oracle's exact and approximate
+  backends; it never runs an explainer (:func:`cftgnn.explain.explain_event` does).
 * :mod:`cftgnn.oracle.auto_mode`: measuring both modes to pick one.
 """
 
-from cftgnn.oracle.backends import GenericReplay, NativeReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.engine import EventReplay, ReplayCounters, ReplayEngine, naive_logit
 from cftgnn.oracle.oracle import (
@@ -32,9 +30,7 @@ __all__ = [
     "Confirmation",
     "Constraints",
     "EventReplay",
-    "GenericReplay",
     "LogitFn",
-    "NativeReplay",
     "Oracle",
     "OracleMode",
     "OracleStats",
@@ -45,5 +41,4 @@ __all__ = [
     "margin",
     "naive_logit",
     "node_score",
-    "replay_backend",
 ]

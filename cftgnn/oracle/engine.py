@@ -11,9 +11,10 @@ The naive way replays the whole stream without ``s`` for every call. Here:
   boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
   set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
   model samples neighbours from the prebuilt index, filtered by the mask). The model's
-  batched replay (:mod:`cftgnn.replay`) does that for P sets at once when it has one; any
-  other model with the state verbs of :class:`~cftgnn.models.protocol.ReplayableModel` is
-  replayed set by set (:mod:`cftgnn.oracle.backends`);
+  replay (:func:`cftgnn.replay.registry.replay_for`) does that for P sets at once when it has a
+  batched one; any other model with the state verbs of
+  :class:`~cftgnn.models.protocol.ReplayableModel` is replayed set by set
+  (:class:`~cftgnn.replay.generic.GenericReplay`);
 * the **exact** backend masks ``s``; the **approximate** one (seed, "prediction^approximation")
   keeps the events before ``ε_min`` plus ``C \\ s`` and masks every other event of
   ``[ε_min, i)``.
@@ -43,7 +44,6 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel
-from cftgnn.oracle.backends import GenericReplay, replay_backend
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import (
@@ -53,8 +53,10 @@ from cftgnn.oracle.snapshots import (
     snapshot_nbytes,
 )
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
+from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.plans import ReplayBackend, ReplayPlan
+from cftgnn.replay.plans import ModelReplay, ReplayPlan
+from cftgnn.replay.registry import replay_for
 from cftgnn.training.checkpoint import load_checkpoint
 
 
@@ -89,8 +91,8 @@ class ReplayEngine:
         checkpoint_every: Keep unperturbed snapshots at most this densely (every this many
             batches) while the cursor moves forward, so that going back costs at most that
             many batches of replay when the budget allows.
-        backend: How removal sets are evaluated (default: :func:`replay_backend` of the
-            model, its fastest exact path).
+        replay: How removal sets are evaluated (default: :func:`replay_for` the model, its
+            fastest exact replay).
         memory_budget_gb: GiB (2**30 bytes) the unperturbed snapshots may take together,
             the cursor included; None for no bound. The spacing of the snapshots is chosen
             from it and the stream's length (:class:`SnapshotStore`): a longer stream gets
@@ -105,11 +107,11 @@ class ReplayEngine:
         stream: EventStream,
         index: TemporalIndex | None = None,
         checkpoint_every: int = 64,
-        backend: ReplayBackend | None = None,
+        replay: ModelReplay | None = None,
         memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
     ) -> None:
         self.model = model
-        self.backend: ReplayBackend = backend if backend is not None else replay_backend(model)
+        self.replay: ModelReplay = replay if replay is not None else replay_for(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
         self.batch_size = model.batch_size
@@ -225,7 +227,7 @@ class EventReplay:
         self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64
     ) -> None:
         self.engine = engine
-        k = int(getattr(engine.model, "num_layers", 1)) if k is None else k
+        k = int(engine.model.num_layers) if k is None else k
         self.candidates: Candidates = engine.index.candidates(event_id, k, m_max)
         self.event_id = int(event_id)
         oldest = self.candidates.oldest
@@ -241,12 +243,12 @@ class EventReplay:
         self._kept = {False: span, True: span - int(approx_mask[self.start :].sum())}
         # room before recording, so that snapshots and plans do not meet past the budget
         engine.snapshots.expect_plans(span)
-        backend = engine.backend
+        replay = engine.replay
         with eval_mode(engine.model):
-            self._plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
-                                           removable=self._cand)
-            self._approx_plan: ReplayPlan = backend.plan(self.base, self.start, self.event_id,
-                                                  approx_mask, removable=self._cand)
+            self._plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
+                                                 removable=self._cand)
+            self._approx_plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
+                                                        approx_mask, removable=self._cand)
         engine.snapshots.plans_built(span, snapshot_nbytes((self._plan, self._approx_plan)))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
@@ -263,8 +265,8 @@ class EventReplay:
 
     def _batched(self, sets: Sequence[frozenset[int]], approximate: bool,
                  reference: bool = False) -> npt.NDArray[np.float64]:
-        """Logits of P removal sets in one call of the engine's backend, or, with
-        ``reference``, of the generic one-replay-per-set backend."""
+        """Logits of P removal sets in one call of the engine's replay, or, with
+        ``reference``, of the generic one-replay-per-set replay."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
@@ -291,7 +293,7 @@ class EventReplay:
     def exact(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits ``f(G(t_i) \\ s, ε_i)`` of P removal sets, ``[P]``.
 
-        All P sets go to the engine's backend in one call, from a plan made once per
+        All P sets go to the engine's replay in one call, from a plan made once per
         explained event: the model's batched masked replay in one pass
         (:mod:`cftgnn.replay`), or one replay of ``[b0, i)`` per set for a
         model with only the state verbs.
@@ -318,13 +320,13 @@ class EventReplay:
     def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
         """Kept history events whose input each removal set changes, ``int64 [P]``
         (:mod:`cftgnn.replay.consequence`): the memory cone for a model with memory, the
-        sampled one-hop neighbourhoods for a memoryless one (``memory_dim == 0``, TGAT).
+        sampled one-hop neighbourhoods for a memoryless one (``has_memory`` false, TGAT).
         The reach is computed on the first call."""
         if self._reach is None:
             model = self.engine.model
-            if getattr(model, "memory_dim", 1) == 0:
+            if not model.has_memory:
                 self._reach = neighbourhood_reach(self.engine.index, self.event_id, self._cand,
-                                                  int(getattr(model, "num_neighbors", 10)))
+                                                  int(model.num_neighbors))
             else:
                 self._reach = memory_reach(self.engine.stream, self.event_id,
                                            self._cand, self.engine.batch_size)

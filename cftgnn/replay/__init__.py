@@ -3,7 +3,10 @@
 * :mod:`cftgnn.replay.masks`: :class:`RemovalSets`, P sets as a small table over the events
   they remove.
 * :mod:`cftgnn.replay.plans`: the typed contract with the oracle (:class:`ReplayPlan`, one
-  method; :class:`ReplayBackend`; :class:`BatchedReplay` for a model's own replay).
+  method; :class:`ModelReplay`, which makes it; :class:`BatchedReplay` for a model's own replay).
+* :mod:`cftgnn.replay.registry`: :func:`replay_for`, the replay of a model (the one registered
+  for its class with :func:`register_replay`, its own batched replay, or the generic one
+  replay per set of :mod:`cftgnn.replay.generic`).
 * :mod:`cftgnn.replay.cone` and :mod:`cftgnn.replay.local`: TGN's causal-cone and local
   replays, through the TGN memory's public interface; :mod:`cftgnn.replay.tgn` picks one.
 * :mod:`cftgnn.replay.batched`: the embedding pass over the distinct embeddings of P sets;
@@ -13,7 +16,11 @@ The one batching rule is the models' (:meth:`cftgnn.models.base.TemporalModel.hi
 over :func:`cftgnn.models.protocol.kept_batches`); every replay here follows it.
 """
 
+from cftgnn.replay import tgat as _tgat  # noqa: F401  (registers TGAT's replay)
+from cftgnn.replay import tgn as _tgn  # noqa: F401  (registers TGN's replay)
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.plans import BatchedReplay, ReplayBackend, ReplayPlan
+from cftgnn.replay.plans import BatchedReplay, ModelReplay, ReplayPlan
+from cftgnn.replay.registry import register_replay, replay_for
 
-__all__ = ["BatchedReplay", "RemovalSets", "ReplayBackend", "ReplayPlan"]
+__all__ = ["BatchedReplay", "ModelReplay", "RemovalSets", "ReplayPlan", "register_replay",
+           "replay_for"]

@@ -1,13 +1,15 @@
 """The typed contract between the oracle and a batched masked replay.
 
-The oracle evaluates removal sets of one explained event in two steps: once per event, a
-*backend* makes a :class:`ReplayPlan` (the work every masked replay of ``[b0, i)`` shares:
-a recorded trajectory, a local history, or just the snapshot); then, for each batch of P
-removal sets, the plan answers :meth:`ReplayPlan.logits`. Every plan is complete when it is
-made and knows how to evaluate itself, so nothing downstream switches on a plan's type.
+The oracle evaluates removal sets of one explained event in two steps: once per event, the
+model's *replay* (:class:`ModelReplay`) makes a :class:`ReplayPlan` (the work every masked
+replay of ``[b0, i)`` shares: a recorded trajectory, a local history, or just the snapshot);
+then, for each batch of P removal sets, the plan answers :meth:`ReplayPlan.logits`. Every
+plan is complete when it is made and knows how to evaluate itself, so nothing downstream
+switches on a plan's type.
 
 A model that brings its own batched replay implements :class:`BatchedReplay`
-(``replay_plan`` / ``masked_logits``); :class:`cftgnn.oracle.backends.NativeReplay` wraps it.
+(``replay_plan`` / ``masked_logits``); :class:`cftgnn.replay.generic.NativeReplay` wraps it.
+Which replay a model gets is :func:`cftgnn.replay.registry.replay_for`'s answer.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ class ReplayPlan(Protocol):
         (on top of the plan's own removals)."""
 
 
-class ReplayBackend(Protocol):
-    """Makes an explained event's :class:`ReplayPlan` (one backend per model)."""
+class ModelReplay(Protocol):
+    """Makes an explained event's :class:`ReplayPlan` (one replay per model)."""
 
     def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
              removable: IntArray | None = None) -> ReplayPlan:
@@ -53,7 +55,7 @@ class BatchedReplay(Protocol):
 
     ``replay_plan`` is called once per explained event with the unperturbed state ``base``
     at a batch boundary, ``masked_logits`` for every batch of removal sets; the result must
-    equal the generic path's (:class:`cftgnn.oracle.backends.GenericReplay`).
+    equal the generic path's (:class:`cftgnn.replay.generic.GenericReplay`).
     """
 
     def replay_plan(self, base: Any, end: int, removed: BoolArray | None = None,
@@ -64,4 +66,4 @@ class BatchedReplay(Protocol):
         """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 
-__all__ = ["BatchedReplay", "ReplayBackend", "ReplayPlan"]
+__all__ = ["BatchedReplay", "ModelReplay", "ReplayPlan"]

@@ -19,6 +19,7 @@ from cftgnn.models.state import State
 from cftgnn.models.tgat import TGAT
 from cftgnn.replay.batched import NodeInputs, batched_logits
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.registry import register_replay
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ class TGATPlan:
                               NodeInputs(zeros, zeros[:0]))
 
 
+@register_replay(TGAT)
 class TGATReplay:
-    """The oracle's backend for a TGAT.
+    """The replay of a TGAT (registered: :func:`cftgnn.replay.registry.replay_for`).
 
     Args:
         model: The TGAT, attached to the explained stream.

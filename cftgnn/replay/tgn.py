@@ -1,6 +1,6 @@
 """TGN's batched masked replay: local replay of short histories, causal-cone replay otherwise.
 
-:class:`TGNReplay` is the backend the oracle uses for a :class:`~cftgnn.models.tgn.TGN`. Its
+:class:`TGNReplay` is the replay registered for :class:`~cftgnn.models.tgn.TGN`. Its
 plan records the explained event's history once, every row stored once
 (:func:`cftgnn.replay.record.record_shared_trajectory`)
 and, for a short masked history (the approximate oracle's), prepares the local replay too
@@ -26,6 +26,7 @@ from cftgnn.replay.cone import ConeBudgetExceeded, ConeStats, Trajectory, cone_r
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.record import record_shared_trajectory
+from cftgnn.replay.registry import register_replay
 
 
 @dataclass
@@ -80,7 +81,7 @@ class TGNPlan:
         model: The TGN.
         trajectory: The history recorded for the causal-cone replay.
         local: The same history prepared for the local replay, or None when it is long.
-        options: The backend's options (read at every call).
+        options: The replay's options (read at every call).
     """
 
     model: TGN
@@ -131,8 +132,9 @@ class TGNPlan:
         return batched_logits(model, removed, shared, traj.end, inputs)
 
 
+@register_replay(TGN)
 class TGNReplay:
-    """The oracle's backend for a TGN (see the module docstring).
+    """The replay of a TGN (see the module docstring).
 
     Args:
         model: The TGN, attached to the explained stream.

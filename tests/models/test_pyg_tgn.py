@@ -15,8 +15,8 @@ from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.models import TGN, ModelStateError
 from cftgnn.models.pyg_tgn import GraphAttentionEmbedding, LinkPredictor, PyGTGN
-from cftgnn.oracle.backends import GenericReplay
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.training.checkpoint import CheckpointMismatchError, load_checkpoint, save_pyg_tgn
 
@@ -107,7 +107,7 @@ def trained(stream):
 def test_oracle_equals_a_fresh_pyg_replay_of_the_reduced_stream(stream, trained, i):
     model = PyGTGN.from_modules(*trained, num_neighbors=SIZE, batch_size=B)
     engine = ReplayEngine(model, stream)
-    assert isinstance(engine.backend, GenericReplay)
+    assert isinstance(engine.replay, GenericReplay)
     replay = EventReplay(engine, i, k=2, m_max=16)
     cand = replay.candidates.ids
     assert len(cand) >= 8
@@ -214,5 +214,5 @@ def test_memory_converts_into_tgn_but_the_attention_time_input_does_not():
 def test_native_models_keep_their_batched_replay(stream):
     model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=8, time_dim=8, embedding_dim=8,
                 num_neighbors=3, batch_size=B)
-    backend = ReplayEngine(model, stream).backend
-    assert isinstance(backend, TGNReplay) and not isinstance(backend, GenericReplay)
+    replay = ReplayEngine(model, stream).replay
+    assert isinstance(replay, TGNReplay) and not isinstance(replay, GenericReplay)

@@ -32,10 +32,10 @@ def tiny_models(num_nodes: int, edge_dim: int) -> dict[str, TemporalModel]:
 
 
 def tune(engine: ReplayEngine, **options: int) -> ReplayEngine:
-    """Set TGN replay options (which replay a call uses) on the engine's backend."""
-    if isinstance(engine.backend, TGNReplay):
+    """Set TGN replay options (which replay a call uses) on the engine's replay."""
+    if isinstance(engine.replay, TGNReplay):
         for key, value in options.items():
-            setattr(engine.backend.options, key, value)
+            setattr(engine.replay.options, key, value)
     return engine
 
 
@@ -223,7 +223,7 @@ def test_removals_outside_the_planned_candidates_widen_the_dependencies():
     replay = EventReplay(engine, 899, m_max=24)
     cand = replay.candidates.ids
     with eval_mode(model):
-        plan = engine.backend.plan(replay.base, replay.start, 899, removable=cand[-2:])
+        plan = engine.replay.plan(replay.base, replay.start, 899, removable=cand[-2:])
         traj = plan.trajectory  # type: ignore[attr-defined]
         assert traj.deps is not None and len(traj.deps.universe) == 2
         sets = [frozenset(cand[:4].tolist()), frozenset(cand[::3].tolist())]

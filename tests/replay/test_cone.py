@@ -39,8 +39,8 @@ def engine(model: TGN, stream: EventStream) -> ReplayEngine:
     """An engine whose plans are all recorded trajectories (and so is the approximate
     plan's, for batches)."""
     eng = ReplayEngine(model, stream)
-    assert isinstance(eng.backend, TGNReplay)
-    eng.backend.options = TGNReplayOptions(local_max_events=0, local_max_sets=1)
+    assert isinstance(eng.replay, TGNReplay)
+    eng.replay.options = TGNReplayOptions(local_max_events=0, local_max_sets=1)
     return eng
 
 
@@ -64,8 +64,8 @@ def test_large_calls_are_evaluated_in_passes(stream):
     replay = EventReplay(eng, 899, m_max=16)
     sets = all_small_sets(replay.candidates.ids.tolist(), 2)
     one_pass = replay.exact(sets)
-    assert isinstance(eng.backend, TGNReplay)
-    eng.backend.options.max_sets_per_pass = 7
+    assert isinstance(eng.replay, TGNReplay)
+    eng.replay.options.max_sets_per_pass = 7
     np.testing.assert_allclose(replay.exact(sets), one_pass, atol=ATOL)
 
 

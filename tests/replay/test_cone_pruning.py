@@ -35,8 +35,8 @@ def replays(model: TGN, stream: EventStream, event: int, m_max: int = 16
     stats = ConeStats()
     for prune in (True, False):
         engine = ReplayEngine(model, stream)
-        assert isinstance(engine.backend, TGNReplay)
-        engine.backend.options = TGNReplayOptions(local_max_events=0, prune=prune,
+        assert isinstance(engine.replay, TGNReplay)
+        engine.replay.options = TGNReplayOptions(local_max_events=0, prune=prune,
                                                   stats=stats if prune else None)
         out.append(EventReplay(engine, event, m_max=m_max))
     return out[0], out[1], stats
@@ -142,7 +142,7 @@ def test_memory_budget_holds_on_a_huge_cone():
     replay = {}
     for name in stats:
         engine = ReplayEngine(model, stream)
-        engine.backend.options = TGNReplayOptions(local_max_events=0, stats=stats[name],
+        engine.replay.options = TGNReplayOptions(local_max_events=0, stats=stats[name],
                                                   memory_budget_mib=None)
         replay[name] = EventReplay(engine, last, m_max=64)
     cand = replay["free"].candidates.ids
@@ -155,7 +155,7 @@ def test_memory_budget_holds_on_a_huge_cone():
     one, many = stats["one"].peak_bytes, stats["free"].peak_bytes
     assert many > 4 * one  # the sets together need far more than one set alone
     budget = many // 2  # bytes the cone replay may hold (half the pass budget)
-    replay["budget"].engine.backend.options.memory_budget_mib = 2 * budget / 2**20
+    replay["budget"].engine.replay.options.memory_budget_mib = 2 * budget / 2**20
     got = replay["budget"].exact(sets)
     np.testing.assert_allclose(got, free, atol=ATOL)
     assert stats["budget"].peak_bytes <= budget
@@ -176,7 +176,7 @@ def test_pruning_is_exact_on_a_real_data_prefix(real_data_dir, tmp_path):
         out = []
         for prune in (True, False):
             engine = ReplayEngine.from_checkpoint(ckpt, stream)
-            engine.backend.options = TGNReplayOptions(prune=prune,
+            engine.replay.options = TGNReplayOptions(prune=prune,
                                                       stats=stats if prune else None)
             out.append(EventReplay(engine, i))
         pruned, full = out

@@ -1,0 +1,114 @@
+"""The replays every model gets: one masked replay per set, or the model's own batched one.
+
+* :class:`GenericReplay` works for every :class:`~cftgnn.models.protocol.ReplayableModel`:
+  for each set it restores the snapshot, advances ``[b0, i)`` with the set (plus the plan's
+  own removals) masked, and predicts event ``i``. It is exact by construction (the model's
+  own replay, batches fixed by original id) and costs one replay of ``[b0, i)`` per set,
+  never one of the whole stream. It is also the reference every faster replay must equal.
+* :class:`NativeReplay` hands the work to a model that implements
+  :class:`~cftgnn.replay.plans.BatchedReplay` itself.
+
+Which one a model gets is decided by :func:`cftgnn.replay.registry.replay_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from cftgnn.data.stream import IntArray
+from cftgnn.models.protocol import BoolArray, ReplayableModel
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.plans import BatchedReplay
+
+
+@dataclass(frozen=True)
+class GenericPlan:
+    """What every masked replay of one explained event shares.
+
+    Attributes:
+        model: The replayed model.
+        base: The model's snapshot at ``start`` (restored, never modified).
+        start: A batch boundary (original id) where ``base`` stands.
+        end: The explained event's id; history is ``[start, end)``.
+        removed: Events removed for every set (the approximate history's), ``bool [E]``.
+    """
+
+    model: ReplayableModel
+    base: Any
+    start: int
+    end: int
+    removed: BoolArray
+
+    def logits(self, removed: RemovalSets) -> Tensor:
+        """Restore, advance ``[start, end)`` with the set masked, predict; for each set.
+
+        Returns:
+            ``float32 [P]``.
+        """
+        model = self.model
+        stream = model.stream
+        query = slice(self.end, self.end + 1)
+        src, dst, t = stream.src[query].copy(), stream.dst[query].copy(), stream.t[query].copy()
+        out = []
+        for row in removed.table:
+            mask = self.removed.copy()
+            mask[removed.events[row]] = True
+            model.restore(self.base)
+            model.advance(self.start, self.end, mask)
+            out.append(model.predict(src, dst, t).reshape(-1).float().cpu())
+        return torch.cat(out) if out else torch.zeros(0)
+
+
+class GenericReplay:
+    """One masked replay per removal set through the model's state verbs.
+
+    Args:
+        model: Any model with the state verbs, attached to the explained stream.
+    """
+
+    def __init__(self, model: ReplayableModel) -> None:
+        self.model = model
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> GenericPlan:
+        """Keep the inputs (``removable`` is not needed: every set is replayed in full)."""
+        num_events = self.model.stream.num_events
+        mask = np.zeros(num_events, dtype=bool) if removed is None else removed.copy()
+        return GenericPlan(self.model, base, int(start), int(end), mask)
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    """A plan of a model's own batched replay (opaque to the oracle)."""
+
+    model: BatchedReplay
+    plan: Any
+
+    def logits(self, removed: RemovalSets) -> Tensor:
+        """The model's ``masked_logits``."""
+        return self.model.masked_logits(self.plan, removed)
+
+
+class NativeReplay:
+    """A model's own batched replay (:class:`~cftgnn.replay.plans.BatchedReplay`).
+
+    Args:
+        model: A model with ``replay_plan`` and ``masked_logits``; its snapshots carry their
+            position (``base.position == start``).
+    """
+
+    def __init__(self, model: BatchedReplay) -> None:
+        self.model = model
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> NativePlan:
+        """The model's ``replay_plan`` (``start`` is the snapshot's own position)."""
+        return NativePlan(self.model, self.model.replay_plan(base, end, removed, removable))
+
+
+__all__ = ["GenericPlan", "GenericReplay", "NativePlan", "NativeReplay"]
