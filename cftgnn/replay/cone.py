@@ -1,5 +1,9 @@
 """Exact masked replay of TGN that recomputes only the causal cone of the removed events.
 
+(One module of about 900 lines on purpose: one algorithm whose many step functions all work on
+the private table of perturbed state rows, ``_Rows``; splitting them would make that table
+public. The recording half, ``record_trajectory`` and what it returns, could stand apart.)
+
 Removing events changes the memory of their endpoints, then of every node that later receives a
 message from an affected node, and nothing else (docs/design.md §5, "touch only what changes").
 :func:`record_trajectory` replays the *unperturbed* history once per explained event and keeps,
