@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams, option
-from cftgnn.explain.post import PostProcessing
-from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle, delta, margin
 
 
@@ -50,11 +47,7 @@ class BeamExplainer(Explainer):
 
     name = "beam"
     Params = BeamParams
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: BeamParams
+    params: BeamParams
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p0 = oracle.original_logit

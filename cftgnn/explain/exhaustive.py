@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
 from cftgnn.explain.params import BudgetParams, option
-from cftgnn.explain.post import PostProcessing
-from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle
 
 
@@ -55,12 +52,8 @@ class ExhaustiveExplainer(Explainer):
 
     name = "exhaustive"
     Params = ExhaustiveParams
+    params: ExhaustiveParams
     budget_counts_exact = True
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: ExhaustiveParams
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params

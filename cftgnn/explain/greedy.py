@@ -21,14 +21,12 @@ It draws from the removable events ``R`` only and stops when ``X`` reaches the o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams, option
-from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle, delta
 
@@ -58,11 +56,7 @@ class GreedyExplainer(Explainer):
 
     name = "greedy"
     Params = GreedyParams
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: GreedyParams
+    params: GreedyParams
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params

@@ -49,7 +49,6 @@ from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.greedy import descend
 from cftgnn.explain.params import BudgetParams, option
-from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.explain.tree import BackpropRule, SearchNode
 from cftgnn.oracle.oracle import Oracle, delta, node_score
@@ -99,11 +98,7 @@ class CFTGNNExplainer(Explainer):
 
     name = "cftgnn"
     Params = CFTGNNParams
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: CFTGNNParams
+    params: CFTGNNParams
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         return _Run(self.params, self.strategy, oracle, budget).run()

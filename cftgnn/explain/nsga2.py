@@ -46,8 +46,6 @@ from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.population import Archive, initial_population
-from cftgnn.explain.post import PostProcessing
-from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle
 
 BoolMatrix = npt.NDArray[np.bool_]
@@ -121,11 +119,7 @@ class NSGA2Explainer(Explainer):
     name = "nsga2"
     several = True
     Params = NSGA2Params
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: NSGA2Params
+    params: NSGA2Params
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params

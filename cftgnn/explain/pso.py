@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -46,8 +45,6 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.nsga2 import require_a_cap
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.population import Archive, initial_population
-from cftgnn.explain.post import PostProcessing
-from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle
 
 
@@ -90,11 +87,7 @@ class PSOExplainer(Explainer):
     name = "pso"
     several = True
     Params = PSOParams
-
-    def __init__(self, strategy: SelectionStrategy | None = None,
-                 post: PostProcessing | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.params: PSOParams
+    params: PSOParams
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         prm = self.params
