@@ -96,7 +96,7 @@ class BatchRecord:
     inc_end: npt.NDArray[np.int64]
 
 
-def _batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
+def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
                   mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
     """A :class:`BatchRecord` with the index arrays every replay of the batch needs."""
@@ -309,23 +309,42 @@ def record_trajectory(model: TGN, base: State, end: int,
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
-        model.restore(base)
+        steps = begin_recording(model, base, end, removed)
         st = model.state
         dev = st.memory.device
-        lo = base.position
-        if removed is not None:
-            st.removed[lo:end] = torch.from_numpy(removed[lo:end].copy())
-        for events in model.history_steps(lo, end, removed, model.is_idle(st)):
+        for events in steps:
             pend_nodes = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
             nodes = np.unique(np.concatenate([pend_nodes, src[events], dst[events]]))
             nt = torch.as_tensor(nodes, device=dev)
             mem_pre = st.memory[nt]
             model.apply_batch(st, torch.as_tensor(events, device=dev))
-            records.append(_batch_record(events, nodes, mem_pre, st.memory[nt],
-                                         st.last_update[nt].cpu().numpy(), src, dst))
-        st.position = end
-        final = model.snapshot()
-        final_input = model.node_input(final)
+            records.append(batch_record(events, nodes, mem_pre, st.memory[nt],
+                                        st.last_update[nt].cpu().numpy(), src, dst))
+        return finish_recording(model, base, end, records, removable)
+
+
+def begin_recording(model: TGN, base: State, end: int,
+                    removed: npt.NDArray[np.bool_] | None = None
+                    ) -> list[npt.NDArray[np.int64]]:
+    """Restore ``base`` (with ``removed`` masked in ``[base.position, end)``) and return the
+    history batches a recording applies one by one (:meth:`TemporalModel.history_steps`)."""
+    model.restore(base)
+    st = model.state
+    lo = base.position
+    if removed is not None:
+        st.removed[lo:end] = torch.from_numpy(removed[lo:end].copy())
+    return model.history_steps(lo, end, removed, model.is_idle(st))
+
+
+def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
+                     removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
+    """The :class:`Trajectory` of a recording whose batches were all applied: the final
+    state and input, the removals every set shares, and the dependency sets of the
+    ``removable`` events."""
+    st = model.state
+    st.position = end
+    final = model.snapshot()
+    final_input = model.node_input(final)
     shared = final.removed.numpy()  # the base's removals and the recording's own
     traj = Trajectory(base.position, end, records, final, final_input,
                       shared if shared.any() else None)

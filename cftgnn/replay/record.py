@@ -27,7 +27,13 @@ from torch import Tensor
 
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
-from cftgnn.replay.cone import BatchRecord, Trajectory, _batch_record
+from cftgnn.replay.cone import (
+    BatchRecord,
+    Trajectory,
+    batch_record,
+    begin_recording,
+    finish_recording,
+)
 
 
 class SharedRows:
@@ -80,13 +86,9 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
-        model.restore(base)
+        steps = begin_recording(model, base, end, removed)
         st = model.state
         dev = st.memory.device
-        lo = base.position
-        if removed is not None:
-            st.removed[lo:end] = torch.from_numpy(removed[lo:end].copy())
-        steps = model.history_steps(lo, end, removed, model.is_idle(st))
         num_nodes = st.memory.shape[0]
         table = st.memory.new_empty(num_nodes + _applied_rows(model, base, steps),
                                     st.memory.shape[1])
@@ -105,19 +107,11 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
                 table[rows] = st.memory[pend_t]
                 cur[pend_t] = rows
                 filled += len(pend_t)
-            records.append(_batch_record(
+            records.append(batch_record(
                 events, nodes, cast(Tensor, SharedRows(table, ptr_pre)),
                 cast(Tensor, SharedRows(table, cur[nt])), st.last_update[nt].cpu().numpy(),
                 src, dst))
-        st.position = end
-        final = model.snapshot()
-        final_input = model.node_input(final)
-    shared = final.removed.numpy()  # the base's removals and the recording's own
-    traj = Trajectory(base.position, end, records, final, final_input,
-                      shared if shared.any() else None)
-    if removable is not None and len(removable):
-        traj.dependencies_for(model, np.unique(np.asarray(removable, dtype=np.int64)))
-    return traj
+        return finish_recording(model, base, end, records, removable)
 
 
 __all__ = ["SharedRows", "record_shared_trajectory"]
