@@ -35,11 +35,8 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import (
-    check_candidate_options,
-    choose_auto_mode,
-    make_explainer,
-)
+from cftgnn.evaluation.options import check_candidate_options
+from cftgnn.evaluation.pipeline import choose_auto_mode, make_explainer
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer

@@ -10,6 +10,16 @@ from cftgnn.evaluation.sampling import PredictionGroup
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 
 
+def check_candidate_options(cfg: Any) -> None:
+    """``m_max >= 1`` and ``k`` null or ``>= 1`` (``explain.py`` and the quality benchmark).
+
+    Raises:
+        ConfigError: Naming the option.
+    """
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+
+
 def check_explain_options(cfg: Any) -> None:
     """Refuse any top-level option of ``conf/explain.yaml`` of the wrong type or range.
 
@@ -27,8 +37,7 @@ def check_explain_options(cfg: Any) -> None:
     integer(cfg, "shard", minimum=0)
     integer(cfg, "num_shards", minimum=1)
     integer(cfg, "num_threads", minimum=1)
-    integer(cfg, "m_max", minimum=1)
-    integer(cfg, "k", minimum=1, optional=True)
+    check_candidate_options(cfg)
     choice(cfg, "sample.prediction", [g.value for g in PredictionGroup])
     share = cfg.sample.range
     if (not hasattr(share, "__len__") or isinstance(share, str) or len(share) != 2
@@ -47,4 +56,4 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "group", optional=True)
 
 
-__all__ = ["check_explain_options"]
+__all__ = ["check_candidate_options", "check_explain_options"]

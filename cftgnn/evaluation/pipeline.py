@@ -105,19 +105,6 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
     }
 
 
-def check_candidate_options(cfg: DictConfig) -> None:
-    """``m_max >= 1`` and ``k`` null or ``>= 1``, before anything is loaded.
-
-    Raises:
-        ConfigError: Naming the option.
-    """
-    m_max, k = cfg.m_max, cfg.k
-    if isinstance(m_max, bool) or not isinstance(m_max, int) or m_max < 1:
-        raise ConfigError(f"m_max must be an integer >= 1, got {m_max!r}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ConfigError(f"k must be null or an integer >= 1, got {k!r}")
-
-
 def constraints_of(cfg: DictConfig) -> Constraints:
     """The run's :class:`Constraints` (``cfg.constraints``; none when absent).
 
@@ -209,9 +196,6 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     constraints = constraints_of(cfg)
     build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
     robust = robustness_options(cfg)
-    check_candidate_options(cfg)
-    if str(cfg.mode) not in ("exact", "approximate", "auto"):
-        raise ConfigError(f"mode must be exact, approximate or auto, got {cfg.mode!r}")
     auto_ratios(cfg)
     budget = cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB)
     budget_bytes(budget)  # a bad budget fails before anything loads
@@ -527,5 +511,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                  default=float))
 
 
-__all__ = ["build_explainer", "check_candidate_options", "constraints_of", "fingerprint",
+__all__ = ["build_explainer", "constraints_of", "fingerprint",
            "make_explainer", "run", "summary_table"]
