@@ -17,15 +17,6 @@ from cftgnn.errors import DownloadError
 CHUNK = 1 << 20
 
 
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download(
     url: str,
     dest: Path,
