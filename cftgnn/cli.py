@@ -252,7 +252,9 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
     args = list(sys.argv[1:] if argv is None else argv)
     _ctrl_c_raises()
     try:
-        message = unknown_choice(args, conf_dir) or unwritable_run_dir(args)
+        missing = [p for p in search_paths(args) if not p.is_dir()]
+        message = (f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
+                   else unknown_choice(args, conf_dir) or unwritable_run_dir(args))
         name = config_name or _config_name(main)
         if message is None and name is not None:
             message = hydra_problem(args, conf_dir, name)

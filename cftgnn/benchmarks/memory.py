@@ -27,6 +27,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from cftgnn.errors import ConfigError
+from cftgnn.options import integer, is_integer, number
+from cftgnn.oracle.snapshots import budget_bytes
 
 
 def _peak_gib() -> float:
@@ -120,6 +122,22 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
         raise ConfigError("streams must be a list of [num_events, num_nodes]")
     if not isinstance(budgets, list) or not budgets:
         raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")
+    for num_events, num_nodes in streams:  # before any child starts
+        if not (is_integer(num_events) and is_integer(num_nodes)
+                and num_events >= 1 and num_nodes >= 2):
+            raise ConfigError(f"streams must hold [num_events, num_nodes] integers, got "
+                              f"{[num_events, num_nodes]!r}")
+    for budget in budgets:
+        try:
+            budget_bytes(budget)  # the engine's own check of memory_budget_gb
+        except ConfigError as exc:
+            raise ConfigError(f"budgets: each entry is a memory_budget_gb: {exc}") from None
+    integer(cfg, "n_events", minimum=0)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "seed")
+    integer(cfg, "k", minimum=1, optional=True)
+    number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     base = {
         "model": OmegaConf.to_container(cfg.model, resolve=True),
         "explainer": OmegaConf.to_container(cfg.explainer, resolve=True),

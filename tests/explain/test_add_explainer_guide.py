@@ -85,3 +85,15 @@ def test_its_options_are_checked_like_the_built_in_ones(tmp_path: Path) -> None:
     done = _explain(tmp_path, "explainer=prefx", f"out_dir={tmp_path / 'bad'}")
     assert done.returncode == 2 and "unknown explainer 'prefx'" in done.stderr
     assert "prefix" in done.stderr  # the user's own file is among the choices
+
+
+def test_a_search_path_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "explain.py"), "debug=default",
+         "checkpoint=null", f"hydra.searchpath=[file://{tmp_path}/missing]",
+         f"out_dir={tmp_path / 'run'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: hydra.searchpath folder '{tmp_path}/missing' does not exist"]
+    assert not (tmp_path / "run").exists()
