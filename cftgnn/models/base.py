@@ -32,7 +32,13 @@ from torch import Tensor, nn
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream, IntArray
-from cftgnn.models.layers import LinkDecoder, NeighborFn, TemporalAttentionEmbedding
+from cftgnn.models.layers import (
+    AttentionLog,
+    LinkDecoder,
+    NeighborFn,
+    SlotWeights,
+    TemporalAttentionEmbedding,
+)
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.protocol import (
     BoolArray,
@@ -307,7 +313,8 @@ class TemporalModel(nn.Module, ABC):
 
         return neighbors
 
-    def embed(self, nodes: Tensor, t: Tensor, before: Tensor | None = None) -> Tensor:
+    def embed(self, nodes: Tensor, t: Tensor, before: Tensor | None = None,
+              weights: SlotWeights | None = None, log: AttentionLog | None = None) -> Tensor:
         """Embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t`` (``[B]``).
 
         Args:
@@ -318,6 +325,8 @@ class TemporalModel(nn.Module, ABC):
                 Training passes each event's own position, so an event attends to earlier
                 events of its own batch, as it does when it is explained (its history is
                 every event before it); memory still holds only the consumed batches.
+            weights: Soft removal of events (stream positions; see :meth:`predict_soft`).
+            log: Collects the attention on listed events (see :meth:`attention_by_event`).
         """
         st = self.state
         position = self._local(st.position)
@@ -328,7 +337,7 @@ class TemporalModel(nn.Module, ABC):
             raise ValueError(f"neighbour bounds must be >= the state position {position}")
         bound = int(before.max()) if len(before) else position
         return self.embedding(lambda v: node_input[v], self._neighbor_fn(st, bound), self._t,
-                              self._feat, nodes, before, t)
+                              self._feat, nodes, before, t, weights, log)
 
     def predict(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
                 t: npt.ArrayLike | Tensor, before: npt.ArrayLike | Tensor | None = None
@@ -347,6 +356,12 @@ class TemporalModel(nn.Module, ABC):
         Returns:
             ``float32 [B]`` logits.
         """
+        return self._links(src, dst, t, before)
+
+    def _links(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+               t: npt.ArrayLike | Tensor, before: npt.ArrayLike | Tensor | None = None,
+               weights: SlotWeights | None = None, log: AttentionLog | None = None) -> Tensor:
+        """Logits ``[B]`` of links, optionally with soft removal or an attention log."""
         dev = self.device
         src_t = _to_tensor(src, torch.long, dev)
         dst_t = _to_tensor(dst, torch.long, dev)
@@ -363,5 +378,90 @@ class TemporalModel(nn.Module, ABC):
             if len(b) != len(src_t):
                 raise ValueError(f"before has {len(b)} entries for {len(src_t)} queries")
             bounds = torch.cat([b, b])
-        z = self.embed(nodes, torch.cat([tt, tt]), bounds)
+        z = self.embed(nodes, torch.cat([tt, tt]), bounds, weights, log)
         return self.decoder(z[: len(src_t)], z[len(src_t):])
+
+    # ------------------------------------------------------------ soft removal
+    def _positions(self, event_ids: npt.ArrayLike | Tensor) -> Tensor:
+        """Stream positions of attached events given by original id, ``int64 [m]``.
+
+        Raises:
+            ValueError: If an id is not an attached event.
+        """
+        attached(self._stream)
+        ids = (event_ids.detach().cpu().numpy() if isinstance(event_ids, Tensor)
+               else np.asarray(event_ids)).astype(np.int64).reshape(-1)
+        pos = np.searchsorted(self._ids, ids)
+        bad = (pos >= len(self._ids)) | (self._ids[np.minimum(pos, len(self._ids) - 1)] != ids)
+        if len(ids) and bad.any():
+            raise ValueError(f"events {ids[bad][:5].tolist()} are not events of the attached "
+                             "stream")
+        return torch.from_numpy(pos.astype(np.int64)).to(self.device)
+
+    def predict_soft(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                     t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor,
+                     weights: Tensor) -> Tensor:
+        """Logits of links with the attention slots of ``event_ids`` weighted (soft removal).
+
+        Every attention slot that reads a listed event, at every layer, has its attention
+        scaled by the event's weight and renormalised per target
+        (:func:`~cftgnn.models.layers.weighted_softmax`); other slots have weight 1. Weight 1
+        for every event gives :meth:`predict`'s logit (to float rounding: the same
+        arithmetic, computed step by step). Weight 0 computes a slot as if absent, which
+        equals removing the event from history only where removal changes nothing else
+        (docs/design.md §8, "Soft removal"): for TGAT, when no neighbour window holding the
+        event is full (a removal lets an older neighbour into the ``n`` most recent, a zero
+        weight does not); for TGN never in general, since memory has absorbed every past
+        event at full weight (the weights act on the embedding attention only).
+
+        Does not change the state. Gradients flow to ``weights`` when called outside
+        ``torch.no_grad``; call it in eval mode (there is no attention dropout).
+
+        Args:
+            src: Source nodes, ``int [B]``.
+            dst: Destination nodes, ``int [B]``.
+            t: Query times, ``float [B]``.
+            event_ids: Original ids of the weighted events, distinct, ``int64 [m]``.
+            weights: Their weights in ``[0, 1]``, ``float [m]``.
+
+        Returns:
+            ``float32 [B]`` logits.
+
+        Raises:
+            ValueError: On a length mismatch, a repeated or unknown event, or a weight
+                outside ``[0, 1]``.
+        """
+        w = torch.as_tensor(weights, device=self.device).reshape(-1)
+        if len(w) and (bool((w.detach() < 0).any()) or bool((w.detach() > 1).any())):
+            raise ValueError("soft-removal weights must lie in [0, 1]")
+        return self._links(src, dst, t, weights=SlotWeights(self._positions(event_ids), w))
+
+    def attention_by_event(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor
+                           ) -> Tensor:
+        """The model's aggregated attention on each listed event for the queries.
+
+        The sum over layers, targets and slots of the attention probability (averaged over
+        heads) of the slots that read the event, each target counted as often as it occurs
+        in the queries' computation trees (:class:`~cftgnn.models.layers.AttentionLog`); 0
+        for an event no slot reads. Every target with at least one slot spreads a mass of 1
+        (to within the softmax's ``1e-16``) over its slots. No gradients; call it in eval
+        mode.
+
+        Args:
+            src: Source nodes, ``int [B]``.
+            dst: Destination nodes, ``int [B]``.
+            t: Query times, ``float [B]``.
+            event_ids: Original ids of the events, distinct, ``int64 [m]``.
+
+        Returns:
+            ``float64 [m]``.
+        """
+        log = AttentionLog(self._positions(event_ids))
+        with torch.no_grad():
+            self._links(src, dst, t, log=log)
+        return log.mass
+
+    def encode_time(self, dt: Tensor) -> Tensor:
+        """The attention's time encoding of time gaps ``dt`` (``float [M]``), ``[M, T]``."""
+        return self.embedding.time_enc(dt.to(torch.float32))

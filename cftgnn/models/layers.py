@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import TransformerConv
 from torch_geometric.nn.models.tgn import TimeEncoder
-from torch_geometric.utils import softmax
+from torch_geometric.utils import scatter, softmax
 
 # (nodes [M], before [M]) -> (nbr, eid, valid), each [M, n]; positions index the stream.
 NeighborFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]
@@ -33,6 +33,119 @@ def make_time_encoder(dim: int) -> TimeEncoder:
         enc.lin.bias.zero_()
     enc.requires_grad_(False)
     return enc
+
+
+def _match(positions: Tensor, eid: Tensor) -> tuple[Tensor, Tensor]:
+    """Row of each ``eid`` in the ascending ``positions`` (``int64 [K]``, clamped) and
+    whether it is there (``bool [K]``)."""
+    if len(positions) == 0:
+        zero = torch.zeros_like(eid)
+        return zero, torch.zeros_like(eid, dtype=torch.bool)
+    row = torch.searchsorted(positions, eid).clamp_(max=len(positions) - 1)
+    return row, positions[row] == eid
+
+
+def _ascending(positions: Tensor) -> tuple[Tensor, Tensor]:
+    """``positions`` (``int64 [m]``) sorted, and the permutation that sorts them.
+
+    Raises:
+        ValueError: If a position is listed twice.
+    """
+    order = torch.argsort(positions)
+    pos = positions[order]
+    if len(pos) > 1 and bool((pos[1:] == pos[:-1]).any()):
+        raise ValueError("an event is listed twice")
+    return pos, order
+
+
+class SlotWeights:
+    """Soft removal: a weight on every attention slot that reads one of the listed events.
+
+    Slots reading an unlisted event have weight 1 (docs/design.md §8, "Soft removal").
+
+    Args:
+        positions: Stream positions of the weighted events, distinct, ``int64 [m]``.
+        weights: Their weights in ``[0, 1]``, ``float [m]`` (gradients flow through them).
+
+    Raises:
+        ValueError: On a length mismatch or an event listed twice.
+    """
+
+    def __init__(self, positions: Tensor, weights: Tensor) -> None:
+        if positions.shape != weights.shape or positions.dim() != 1:
+            raise ValueError(f"one weight per event: {tuple(weights.shape)} weights for "
+                             f"{tuple(positions.shape)} events")
+        self.positions, order = _ascending(positions)
+        self.weights = weights[order]
+
+    def on(self, eid: Tensor) -> Tensor:
+        """The weight of slots reading events ``eid`` (``int64 [K]``), ``float [K]``."""
+        row, hit = _match(self.positions, eid)
+        if len(self.positions) == 0:
+            return torch.ones(len(eid), dtype=self.weights.dtype, device=eid.device)
+        return torch.where(hit, self.weights[row], torch.ones_like(self.weights[row]))
+
+
+class AttentionLog:
+    """Attention mass on listed events, summed over layers, targets and slots.
+
+    Each slot adds its attention probability (averaged over heads) times the number of times
+    its target occurs in the prediction's computation tree (a target embedded once for
+    several identical queries counts once per query), so the mass does not depend on how
+    the computation shares rows.
+
+    Args:
+        positions: Stream positions of the events to log, distinct, ``int64 [m]``.
+    """
+
+    def __init__(self, positions: Tensor) -> None:
+        self.positions, self._order = _ascending(positions)
+        self._mass = torch.zeros(len(positions), dtype=torch.float64, device=positions.device)
+
+    def add(self, eid: Tensor, mass: Tensor) -> None:
+        """Add ``mass`` (``float [K]``) to the events ``eid`` (``int64 [K]``) that are listed."""
+        row, hit = _match(self.positions, eid)
+        self._mass.index_add_(0, row[hit], mass[hit].detach().to(torch.float64))
+
+    @property
+    def mass(self) -> Tensor:
+        """The mass of each event in the order given, ``float64 [m]``."""
+        out = torch.empty_like(self._mass)
+        out[self._order] = self._mass
+        return out
+
+
+def weighted_softmax(alpha: Tensor, target: Tensor, num_targets: int,
+                     weight: Tensor) -> Tensor:
+    """PyG's sparse softmax with a weight per slot (soft removal).
+
+    ``alpha'_k = w_k·exp(a_k − m) / (Σ_j w_j·exp(a_j − m) + 1e-16)`` over the slots ``j`` of
+    ``k``'s target, where PyG's :func:`torch_geometric.utils.softmax` computes
+    ``exp(a_k − m) / (Σ_j exp(a_j − m) + 1e-16)``. The shift ``m`` (detached, as in PyG) is the
+    maximum over the target's slots of positive weight: with every weight 1 it is PyG's
+    maximum and the result is PyG's bit for bit (``x·1.0 = x``); a slot of weight 0 then adds
+    exactly 0 to the sum and nothing to the shift, so it is computed as if it were absent,
+    and a target whose slots all have weight 0 gets zero attention, like a target without
+    neighbours. The exponent is capped at 80 so that a weight-0 slot far above the shift
+    never makes ``0·inf``.
+
+    Args:
+        alpha: Attention scores, ``[K, H]``.
+        target: Target of each slot, ``int64 [K]``.
+        num_targets: Number of targets ``B``.
+        weight: Weight of each slot in ``[0, 1]``, ``[K]``.
+
+    Returns:
+        Attention probabilities, ``[K, H]``.
+    """
+    live = (weight > 0).unsqueeze(-1)  # [K, 1]
+    shift = scatter(alpha.detach().masked_fill(~live, -math.inf), target, 0,
+                    dim_size=num_targets, reduce="max")  # [B, H]
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    out = (alpha - shift.index_select(0, target)).clamp(max=80.0).exp()
+    out = out * weight.to(alpha.dtype).unsqueeze(-1)
+    out_sum = scatter(out, target, 0, dim_size=num_targets, reduce="sum") + 1e-16
+    return out / out_sum.index_select(0, target)
 
 
 class TemporalAttentionEmbedding(nn.Module):
@@ -72,8 +185,15 @@ class TemporalAttentionEmbedding(nn.Module):
 
     def forward(self, node_input: Callable[[Tensor], Tensor], neighbors: NeighborFn,
                 stream_t: Tensor, stream_feat: Tensor, nodes: Tensor, before: Tensor,
-                t: Tensor) -> Tensor:
+                t: Tensor, weights: SlotWeights | None = None,
+                log: AttentionLog | None = None) -> Tensor:
         """Embed ``nodes`` at times ``t`` with history before ``before``.
+
+        With ``weights`` or ``log`` every layer attends through :meth:`attend_soft`
+        (explicit query, key and value, no attention dropout): ``weights`` scale the
+        attention of every slot, at every layer, that reads a listed event
+        (:func:`weighted_softmax`), and ``log`` collects the attention on listed events.
+        Without both, the path is the plain one (:meth:`attend`).
 
         Args:
             node_input: Layer-0 input, node ids ``[M]`` → ``[M, in_dim]``.
@@ -83,16 +203,30 @@ class TemporalAttentionEmbedding(nn.Module):
             nodes: Node ids, ``int64 [B]``.
             before: Stream position bounding each node's history, ``int64 [B]``.
             t: Query times, ``float64 [B]``.
+            weights: Soft removal of events (stream positions), or None.
+            log: Where to add the attention on listed events, or None.
 
         Returns:
             ``float32 [B, out_dim]``.
+
+        Raises:
+            RuntimeError: With ``weights`` or ``log`` in training mode with dropout.
         """
+        soft = weights is not None or log is not None
+        if soft and self.training and any(float(c.dropout) > 0 for c in self.convs
+                                          if isinstance(c, TransformerConv)):
+            raise RuntimeError("soft attention has no dropout; call it in eval mode")
+        count = (torch.ones(len(nodes), dtype=torch.float64, device=nodes.device)
+                 if log is not None else None)
         return self._embed(node_input, neighbors, stream_t, stream_feat, nodes, before, t,
-                           self.num_layers)
+                           self.num_layers, weights if soft else None, log, count, soft)
 
     def _embed(self, node_input: Callable[[Tensor], Tensor], neighbors: NeighborFn,
                stream_t: Tensor, stream_feat: Tensor, nodes: Tensor, before: Tensor, t: Tensor,
-               layer: int) -> Tensor:
+               layer: int, weights: SlotWeights | None = None, log: AttentionLog | None = None,
+               count: Tensor | None = None, soft: bool = False) -> Tensor:
+        """``count`` (``float64 [B]``, with ``log``): how often each query occurs in the
+        computation tree."""
         if layer == 0:
             return node_input(nodes)
         # Embed each distinct (node, before, t) query once: bursts repeat nodes within a batch,
@@ -102,19 +236,68 @@ class TemporalAttentionEmbedding(nn.Module):
         uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
         if len(uniq) < len(nodes):
             nodes, before, t = uniq[:, 0].long(), uniq[:, 1].long(), uniq[:, 2]
+            if count is not None:  # a shared row stands for every query it replaces
+                count = count.new_zeros(len(uniq)).index_add_(0, inverse, count)
             return self._embed(node_input, neighbors, stream_t, stream_feat, nodes, before, t,
-                               layer)[inverse]
+                               layer, weights, log, count, soft)[inverse]
         nbr, eid, valid = neighbors(nodes, before)  # each [B, n]
         rows, cols = valid.nonzero(as_tuple=True)
         nb_nodes, nb_eid = nbr[rows, cols], eid[rows, cols]  # [K]
         nb_t = stream_t[nb_eid]
+        nb_count = None if count is None else count[rows]  # [K]
         h_self = self._embed(node_input, neighbors, stream_t, stream_feat, nodes, before, t,
-                             layer - 1)  # [B, d]
+                             layer - 1, weights, log, count, soft)  # [B, d]
         h_nbr = self._embed(node_input, neighbors, stream_t, stream_feat, nb_nodes, nb_eid,
-                            nb_t, layer - 1)  # [K, d]
+                            nb_t, layer - 1, weights, log, nb_count, soft)  # [K, d]
         dt = (t[rows] - nb_t).to(h_self.dtype)  # Δt in float64 first, then float32
-        slots = torch.arange(len(rows), device=nodes.device)
-        return self.attend(layer, h_self, h_nbr, slots, rows, dt, stream_feat[nb_eid])
+        if not soft:
+            slots = torch.arange(len(rows), device=nodes.device)
+            return self.attend(layer, h_self, h_nbr, slots, rows, dt, stream_feat[nb_eid])
+        w = None if weights is None else weights.on(nb_eid)  # [K]
+        out, alpha = self.attend_soft(layer, h_self, h_nbr, rows, dt, stream_feat[nb_eid], w)
+        if log is not None and nb_count is not None:
+            log.add(nb_eid, alpha * nb_count)
+        return out
+
+    def attend_soft(self, layer: int, h_self: Tensor, h_src: Tensor, target: Tensor,
+                    dt: Tensor, feat: Tensor, weight: Tensor | None = None
+                    ) -> tuple[Tensor, Tensor]:
+        """One attention layer with a weight per slot (soft removal), without dropout.
+
+        PyG's :class:`TransformerConv` (``concat``, root weight, no beta, as built here)
+        computed step by step as :meth:`TransformerConv.forward` does, with
+        :func:`weighted_softmax` in place of PyG's softmax when ``weight`` is given.
+
+        Args:
+            layer: The layer computed, ``1..num_layers``.
+            h_self: Layer ``l-1`` embeddings of the targets, ``[B, d]``.
+            h_src: Layer ``l-1`` embedding of each slot, ``[K, d]``.
+            target: Target of each slot, ``int64 [K]``.
+            dt: Query time minus the slot's event time, ``float32 [K]``.
+            feat: Edge features of the slots' events, ``[K, F]``.
+            weight: Weight of each slot in ``[0, 1]``, ``[K]``, or None (all 1).
+
+        Returns:
+            ``(out [B, out_dim], alpha [K])``: the layer ``l`` embeddings of the targets and
+            each slot's attention probability averaged over heads.
+        """
+        conv = self.convs[layer - 1]
+        assert isinstance(conv, TransformerConv)
+        heads, ch = conv.heads, conv.out_channels
+        edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K, T + F]
+        query = conv.lin_query(h_self).view(-1, heads, ch)  # [B, H, C]
+        key = conv.lin_key(h_src).view(-1, heads, ch)  # [K, H, C]
+        value = conv.lin_value(h_src).view(-1, heads, ch)
+        e = conv.lin_edge(edge_attr).view(-1, heads, ch)  # [K, H, C]
+        score = (query[target] * (key + e)).sum(dim=-1) / math.sqrt(ch)  # [K, H]
+        if weight is None:
+            alpha = softmax(score, target, num_nodes=len(h_self))
+        else:
+            alpha = weighted_softmax(score, target, len(h_self), weight)
+        msg = (value + e) * alpha.unsqueeze(-1)  # [K, H, C]
+        out = msg.new_zeros(len(h_self), heads, ch).index_add_(0, target, msg)
+        out = out.view(-1, heads * ch) + conv.lin_skip(h_self)
+        return (out.relu() if layer < self.num_layers else out), alpha.mean(dim=-1)
 
     def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor, target: Tensor,
                dt: Tensor, feat: Tensor, edge: Tensor | None = None) -> Tensor:

@@ -127,6 +127,36 @@ class ReplayableModel(Protocol):
         """Evaluation mode (``torch.nn.Module.eval``)."""
 
 
+@runtime_checkable
+class SoftRemovalModel(ReplayableModel, Protocol):
+    """A model that sees a weight in ``[0, 1]`` per history event differentiably (soft
+    removal; docs/design.md §8, "Soft removal"), for explainers trained by gradient.
+
+    Explainers reach it only through the oracle's probe (:mod:`cftgnn.oracle.probe`).
+    TGN and TGAT implement it (:class:`~cftgnn.models.base.TemporalModel`); PyG's TGN adapter
+    does not. Every method predicts from the current history and leaves the state unchanged.
+    """
+
+    def predict_soft(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                     t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor,
+                     weights: Tensor) -> Tensor:
+        """Logits ``float32 [B]`` with the attention slots reading ``event_ids``
+        (``int64 [m]``) weighted by ``weights`` (``float [m]``); differentiable in the
+        weights. Weight 1 everywhere gives :meth:`predict`'s logits."""
+
+    def attention_by_event(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
+                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor
+                           ) -> Tensor:
+        """Aggregated attention on each event (over layers, targets and slots, averaged
+        over heads), ``float64 [m]``; 0 for an event no slot reads."""
+
+    def embed(self, nodes: Tensor, t: Tensor, before: Tensor | None = None) -> Tensor:
+        """Node embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t``."""
+
+    def encode_time(self, dt: Tensor) -> Tensor:
+        """The model's time encoding of gaps ``dt`` (``float [M]``), ``[M, T]``."""
+
+
 def check_advance(position: int, start_id: int, end_id: int, batch_size: int) -> bool:
     """The preconditions of ``advance(start_id, end_id)`` on a state at ``position``.
 
@@ -195,5 +225,5 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
     return [(int(ids[g[0]] // batch_size), g) for g in np.split(pos, cuts)]
 
 
-__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "as_removed_mask", "attached",
-           "check_advance", "kept_batches"]
+__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "SoftRemovalModel",
+           "as_removed_mask", "attached", "check_advance", "kept_batches"]
