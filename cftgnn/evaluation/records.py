@@ -381,11 +381,12 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2 and 3 into rows written without them.
+    """Fill the columns added by schema versions 2, 3 and 4 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
-    counterfactuals are their one answer when it flips (consequences not measured).
+    counterfactuals are their one answer when it flips (consequences not measured); no
+    ranking was kept (``ranking`` and ``importance`` empty).
     """
     if df.empty:
         return df
@@ -423,6 +424,13 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
                                                          strict=True)],
                 index=rows, dtype=object)
             df["n_counterfactuals"] = df["n_counterfactuals"].astype("int64")
+    for c in (c for c in RESULT_COLUMNS if c.since == 4):  # list columns: one value per row
+        if c.name not in df.columns:
+            df[c.name] = pd.Series([list(c.old)] * len(df), index=df.index, dtype=object)
+        elif df[c.name].isna().any():
+            rows = df.index[df[c.name].isna()]
+            df.loc[rows, c.name] = pd.Series([list(c.old)] * len(rows), index=rows,
+                                             dtype=object)
     return df
 
 

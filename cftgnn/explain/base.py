@@ -47,6 +47,10 @@ class SearchOutcome:
         trace: Optional per-iteration trace.
         alternatives: Further counterfactuals the search found, each ``(set, exact logit)``
             and confirmed exactly (explainers of several answers, e.g. a Pareto set).
+        ranking: A factual explainer's ranking of the removable events, most important
+            first, with ``importance`` (non-increasing); empty for a counterfactual search,
+            whose ranking :meth:`Explainer.explain` builds from its answer and strategy.
+        importance: The importance of each ranked event.
 
     Whether the budget cut the search short is the :class:`BudgetMeter`'s to say.
     """
@@ -56,6 +60,8 @@ class SearchOutcome:
     found: bool
     trace: tuple[dict[str, Any], ...] | None = None
     alternatives: tuple[tuple[tuple[int, ...], float], ...] = ()
+    ranking: tuple[int, ...] = ()
+    importance: tuple[float, ...] = ()
 
 
 class Explainer(ABC):
@@ -140,6 +146,8 @@ class Explainer(ABC):
         """The result with the oracle's counters and certificate since ``stats0``."""
         ok = status is ExplanationStatus.OK
         bound = oracle.certificate() if ok else 0
+        ranking, importance = ((outcome.ranking, outcome.importance) if outcome.ranking or not ok
+                               else self._answer_ranking(oracle, done.explanation))
         stats = oracle.stats - stats0
         agree, compared = oracle.agreement()
         return ExplanationResult(
@@ -173,7 +181,20 @@ class Explainer(ABC):
             counterfactuals=done.counterfactuals,
             counterfactual_logits=done.counterfactual_logits,
             counterfactual_consequences=done.counterfactual_consequences,
+            ranking=ranking,
+            importance=importance,
         )
+
+    def _answer_ranking(self, oracle: Oracle, answer: tuple[int, ...]
+                        ) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        """A counterfactual search's ranking of ``R`` (docs/design.md §8): its answer's
+        events in the order found, then the other removable events in the strategy's order;
+        the ``j``-th of ``m`` has importance ``(m - j) / m``."""
+        chosen = set(answer)
+        rest = [int(e) for e in oracle.removable if int(e) not in chosen]
+        ranking = tuple(answer) + tuple(int(e) for e in self.strategy.rank(rest))
+        m = len(ranking)
+        return ranking, tuple((m - j) / m for j in range(m))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(strategy={self.strategy!r}, prune={self.post.prune}, "

@@ -30,7 +30,9 @@ from cftgnn.oracle.oracle import is_flip
 #: them in records of version 1).
 #: 3: several counterfactuals per event (``n_counterfactuals``, ``counterfactuals`` and their
 #: logits and consequences; older records hold their one answer).
-SCHEMA_VERSION = 3
+#: 4: every explainer's ranking of its removable events with an importance each
+#: (``ranking``, ``importance``; empty in older records: no ranking was kept).
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     # version 3: several counterfactuals per event
     Column("n_counterfactuals", 3), Column("counterfactuals", 3),
     Column("counterfactual_logits", 3), Column("counterfactual_consequences", 3),
+    # version 4: the explainer's ranking of R (docs/design.md §8); none kept in older rows
+    Column("ranking", 4, old=()), Column("importance", 4, old=()),
 )
 
 #: Values of the version-2 result columns for records written before them (no certificate
@@ -157,6 +161,12 @@ class ExplanationResult:
         counterfactual_logits: The exact logit of each of them.
         counterfactual_consequences: How many later history events each of them changes
             (:meth:`Oracle.consequence`), or None when not measured.
+        ranking: The explainer's ranking of its removable events, most important first
+            (docs/design.md §8): a factual explainer's by importance; a counterfactual
+            one's answer first, in the order found, then the rest in its strategy's order.
+            Empty when no search ran (another status) or in records older than version 4.
+        importance: The importance of each ranked event, non-increasing along ``ranking``
+            (a counterfactual explainer's: ``(m - j) / m`` for the ``j``-th of ``m``).
         trace: Optional per-iteration trace (list of plain dicts).
     """
 
@@ -190,6 +200,8 @@ class ExplanationResult:
     counterfactuals: tuple[tuple[int, ...], ...] = ()
     counterfactual_logits: tuple[float, ...] = ()
     counterfactual_consequences: tuple[int, ...] | None = None
+    ranking: tuple[int, ...] = ()
+    importance: tuple[float, ...] = ()
     trace: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -223,6 +235,26 @@ class ExplanationResult:
             raise ExplainerError(f"a counterfactual of size {self.size} contradicts "
                                  f"min_size_lower_bound = {self.min_size_lower_bound}")
         self._check_counterfactuals()
+        self._check_ranking()
+
+    def _check_ranking(self) -> None:
+        """The ranking: distinct candidates, one importance each, non-increasing."""
+        ranking = tuple(int(e) for e in self.ranking)
+        importance = tuple(float(x) for x in self.importance)
+        object.__setattr__(self, "ranking", ranking)
+        object.__setattr__(self, "importance", importance)
+        if len(importance) != len(ranking):
+            raise ExplainerError(f"{len(ranking)} ranked events but {len(importance)} "
+                                 "importances")
+        if len(set(ranking)) != len(ranking):
+            raise ExplainerError("ranking holds an event twice")
+        outside = set(ranking) - set(self.candidate_ids)
+        if outside:
+            raise ExplainerError(f"ranked events {sorted(outside)} are not candidates")
+        if any(not math.isfinite(x) for x in importance):
+            raise ExplainerError("importances must be finite")
+        if any(b > a for a, b in zip(importance, importance[1:], strict=False)):
+            raise ExplainerError("importances must not increase along the ranking")
 
     def _check_counterfactuals(self) -> None:
         """Fill in the default list and check it: distinct sets of candidates that flip,

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cftgnn.errors import ExplainerError
@@ -17,6 +18,7 @@ from cftgnn.evaluation.records import (
     RecordStore,
     event_record,
     read_records,
+    upgrade_records,
 )
 from cftgnn.explain import (
     BeamExplainer,
@@ -26,8 +28,10 @@ from cftgnn.explain import (
     ExplanationResult,
     GreedyExplainer,
     NSGA2Explainer,
+    PerturbOneExplainer,
     PostProcessing,
     PSOExplainer,
+    RandomExplainer,
     RecentStrategy,
 )
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, RESULT_COLUMNS, ExplanationStatus
@@ -36,7 +40,8 @@ from cftgnn.testing import AdditiveBackend, make_candidates
 
 EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
-    "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer}
+    "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
+    "random": RandomExplainer, "perturb_one": PerturbOneExplainer}
 SMALL = {"nsga2": {"pop_size": 8, "max_iterations": 5},
          "pso": {"n_particles": 8, "max_iterations": 5}}
 IDS = [1, 2, 3, 4, 5, 6]
@@ -124,3 +129,15 @@ def test_the_schema_and_upgrade_derive_from_the_declaration() -> None:
     fields = [f.name for f in dataclasses.fields(ExplanationResult) if f.name != "trace"]
     assert set(fields) <= set(names)  # every attribute is a column
     assert set(RECORD_DEFAULTS_V1) == {c.name for c in RESULT_COLUMNS if c.since == 2}
+
+
+def test_rows_older_than_version_4_read_back_without_a_ranking() -> None:
+    """A version-3 row (no ranking columns) next to a version-4 one: the old row reads as an
+    empty ranking, the new one keeps its ranking."""
+    old = {k: v for k, v in RESULTS[0].to_record().items() if k not in ("ranking", "importance")}
+    old["schema_version"] = 3
+    new = RESULTS[1].to_record()
+    df = upgrade_records(pd.DataFrame([old, new]))
+    assert list(df["ranking"].iloc[0]) == [] and list(df["importance"].iloc[0]) == []
+    assert list(df["ranking"].iloc[1]) == list(RESULTS[1].ranking)
+    assert ExplanationResult.from_record(df.iloc[0].to_dict()).ranking == ()

@@ -21,8 +21,10 @@ from cftgnn.explain import (
     Explainer,
     GreedyExplainer,
     NSGA2Explainer,
+    PerturbOneExplainer,
     PostProcessing,
     PSOExplainer,
+    RandomExplainer,
     RandomStrategy,
     RecentStrategy,
 )
@@ -32,7 +34,8 @@ from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
-    "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer}
+    "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
+    "random": RandomExplainer, "perturb_one": PerturbOneExplainer}
 BUDGET_KEYS = ("max_iterations", "max_oracle_calls", "max_time_s")
 
 
@@ -147,9 +150,10 @@ def test_no_oracle_calls_left_cuts_every_search_short(name: str) -> None:
     options = {**SMALL.get(name, {}), "max_oracle_calls": 0}
     result = EXPLAINERS[name](RecentStrategy(), **options).explain(_oracle())
     assert result.cut_short
-    charged = result.exact_calls if name == "exhaustive" else result.search_calls
-    # the exhaustive search's calls are exact ones; population searches always evaluate their
-    # first population (8 sets here), then stop
+    charged = (result.exact_calls if EXPLAINERS[name].budget_counts_exact
+               else result.search_calls)
+    # the exhaustive and factual searches' calls are exact ones; population searches always
+    # evaluate their first population (8 sets here), then stop
     assert charged == (8 if name in ("nsga2", "pso") else 0)
 
 

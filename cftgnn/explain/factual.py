@@ -1,0 +1,108 @@
+"""Factual explainers: a score per removable event, and the shortest flipping prefix.
+
+A factual explainer (attention, perturb-one, PGExplainer, T-GNNExplainer, random) answers
+"how important is each past event to this prediction?" with an importance per removable event
+``R``. :class:`FactualExplainer` turns that into the same result every counterfactual
+explainer gives (docs/design.md §8):
+
+* the **ranking**: ``R`` by importance, largest first (ties: the more recent event first), kept
+  in the record with the importances (every curve metric is computed from it);
+* the **counterfactual answer**: the shortest prefix ``{e_1, …, e_j}`` of the ranking whose
+  removal flips the prediction, found with every prefix up to the oracle's ``max_size`` in one
+  batched exact call (none flips: the answer is empty and not a counterfactual).
+
+A subclass implements :meth:`FactualExplainer._score` only; the base class does the rest (and
+:class:`~cftgnn.explain.base.Explainer` the confirmation, post-processing and packaging).
+The budget's oracle calls count exact evaluations (the prefixes and any exact scoring).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn.errors import ExplainerError
+from cftgnn.explain.base import Explainer, SearchOutcome
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.oracle.oracle import Oracle, is_flip
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def rank_by_importance(events: npt.ArrayLike, importance: npt.ArrayLike
+                       ) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """Events ordered by importance, largest first; ties: the larger (more recent) id first.
+
+    Args:
+        events: Distinct event ids, ``int [m]``.
+        importance: Their importances, ``float [m]`` (finite).
+
+    Returns:
+        ``(ranking, importance)`` as tuples, importance non-increasing.
+
+    Raises:
+        ExplainerError: On lengths that differ or a non-finite importance.
+    """
+    ids = np.asarray(events, dtype=np.int64).reshape(-1)
+    score = np.asarray(importance, dtype=np.float64).reshape(-1)
+    if len(ids) != len(score):
+        raise ExplainerError(f"{len(ids)} events but {len(score)} importances")
+    if not np.all(np.isfinite(score)):
+        raise ExplainerError("importances must be finite")
+    order = np.lexsort((-ids, -score))  # primary: importance descending; then id descending
+    return (tuple(int(e) for e in ids[order]), tuple(float(x) for x in score[order]))
+
+
+def shortest_flipping_prefix(p_orig: float, prefix_logits: npt.ArrayLike) -> int:
+    """Length of the shortest prefix whose logit flips ``p_orig``, or 0 when none does.
+
+    Args:
+        p_orig: The original logit.
+        prefix_logits: ``[n]``: entry ``j`` is the logit with the first ``j + 1`` events of a
+            ranking removed.
+
+    Returns:
+        ``j + 1`` for the first flipping entry ``j``; 0 when no entry flips.
+    """
+    flips = is_flip(p_orig, np.asarray(prefix_logits, dtype=np.float64).reshape(-1))
+    hit = np.flatnonzero(flips)
+    return int(hit[0]) + 1 if len(hit) else 0
+
+
+class FactualExplainer(Explainer):
+    """Base class of the explainers that score events (see the module docstring).
+
+    Subclasses set ``name`` and ``Params`` and implement :meth:`_score`.
+    """
+
+    budget_counts_exact = True
+
+    def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
+        scores = np.asarray(self._score(oracle, budget), dtype=np.float64).reshape(-1)
+        ranking, importance = rank_by_importance(oracle.removable, scores)
+        n = min(len(ranking), oracle.size_limit())
+        if n == 0 or not budget.proceed(0, cost=n):
+            return SearchOutcome(explanation=(), iterations=0, found=False, ranking=ranking,
+                                 importance=importance)
+        prefixes = [frozenset(ranking[: j + 1]) for j in range(n)]
+        j = shortest_flipping_prefix(oracle.original_logit, oracle.exact_batch(prefixes))
+        return SearchOutcome(explanation=ranking[:j], iterations=1, found=j > 0,
+                             ranking=ranking, importance=importance)
+
+    @abstractmethod
+    def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
+        """The importance of each removable event, aligned with ``oracle.removable``.
+
+        Args:
+            oracle: Oracle of the explained event (``p_orig != 0``, ``|R| > 0``); the
+                strategy is prepared.
+            budget: The explainer's budget meter (ask it before costly scoring steps).
+
+        Returns:
+            ``float [|R|]``, larger = more important to the prediction.
+        """
+
+
+__all__ = ["FactualExplainer", "rank_by_importance", "shortest_flipping_prefix"]
