@@ -47,6 +47,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+import torch
 from torch import Tensor
 
 from cftgnn.data.index import TemporalIndex
@@ -149,6 +150,10 @@ class SoftRemovalModel(ReplayableModel, Protocol):
                            ) -> Tensor:
         """Aggregated attention on each event (over layers, targets and slots, averaged
         over heads), ``float64 [m]``; 0 for an event no slot reads."""
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the model's parameters (and of its inputs)."""
 
     def embed(self, nodes: Tensor, t: Tensor, before: Tensor | None = None) -> Tensor:
         """Node embeddings ``[B, d]`` of ``nodes`` (``int64 [B]``) at times ``t``."""

@@ -19,6 +19,12 @@ from cftgnn.models.state import State
 class TGAT(TemporalModel):
     """Temporal Graph Attention network.
 
+    Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) weights every
+    attention slot that reads an event, at every layer. Without memory, weight 0 equals
+    removing the event whenever no neighbour window holding it is full: a removal then lets
+    an older neighbour into the ``num_neighbors`` most recent, a zero weight does not
+    (docs/design.md §8, "Soft removal").
+
     Args:
         num_nodes: Number of nodes ``N``.
         edge_dim: Edge feature size ``F``.

@@ -68,6 +68,12 @@ def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
 class TGN(TemporalModel):
     """Temporal Graph Network with GRU memory and graph-attention embedding.
 
+    Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) acts on the
+    embedding attention only: memory has already absorbed every past event at full weight,
+    so weight 0 is not the removal of the event (a soft memory would need a differentiable
+    replay of the GRU over the whole history, which neither PGExplainer's nor
+    T-GNNExplainer's reference implementation does; docs/design.md §8, "Soft removal").
+
     Args:
         num_nodes: Number of nodes ``N``.
         edge_dim: Edge feature size ``F``.
