@@ -1,0 +1,43 @@
+"""What identifies the model and the data an oracle answers for.
+
+Explainers see only the oracle (docs/design.md §4), yet a trained explainer (PGExplainer's
+MLP, docs/design.md §8) belongs to one model checkpoint on one stream and must refuse any
+other. :class:`ModelFingerprint` carries what that check needs, and no model: ``explain.py``
+builds it once per run (:func:`cftgnn.evaluation.pipeline.model_fingerprint`), gives it to
+each explainer's :meth:`~cftgnn.explain.base.Explainer.check_run` before any event is
+explained, and the replay engine hands it to every oracle (``oracle.fingerprint``; None when
+nobody set one, e.g. toy oracles of tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelFingerprint:
+    """The model and stream of a run.
+
+    Attributes:
+        dataset: The stream's name (``uci``, ``wikipedia``, …).
+        dataset_sha256: :func:`~cftgnn.training.checkpoint.stream_checksum` of the stream.
+        model: The model kind (``tgn``, ``tgat``, ``pyg_tgn``: the ``model=`` option).
+        weights: Where the model's weights came from (a checkpoint path, or a description of
+            fresh weights).
+        weights_sha256: SHA-256 of the model's checkpoint file; None for fresh weights.
+        checkpoint_dir: The folder of committed checkpoints (where ``checkpoint=auto`` of a
+            trained explainer looks).
+        probe: Whether the model offers the oracle a probe (attention, soft removal and
+            candidate features: :class:`~cftgnn.models.protocol.SoftRemovalModel`).
+    """
+
+    dataset: str
+    dataset_sha256: str
+    model: str
+    weights: str
+    weights_sha256: str | None
+    checkpoint_dir: str
+    probe: bool
+
+
+__all__ = ["ModelFingerprint"]
