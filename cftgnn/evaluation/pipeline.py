@@ -13,7 +13,9 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 3. explains each event not yet recorded in the output directory, in stream order, with a fresh
    explainer per event (so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
-   window (for fidelity−) and writes it as one record (:mod:`cftgnn.evaluation.records`);
+   window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
+   ranking (:mod:`cftgnn.evaluation.curves`, one batched call), and writes it as one record
+   (:mod:`cftgnn.evaluation.records`);
 5. prints the summary table (:mod:`cftgnn.evaluation.metrics`) and writes it next to the
    records; with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
 """
@@ -38,6 +40,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
+from cftgnn.evaluation.curves import curve_removal_plan
 from cftgnn.evaluation.options import check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
@@ -379,9 +382,12 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
         keep = float("nan")
+        fid_curve: tuple[float, ...] = ()
+        acc_curve: tuple[float, ...] = ()
         if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
             kept_only = set(oracle.removable.tolist()) - set(result.explanation)
             keep = oracle.exact(kept_only)
+            fid_curve, acc_curve = curve_logits(oracle, result.ranking)
         record = event_record(result, EventContext(
             setup_time_s=setup,
             time_s=setup + result.wall_time_s,
@@ -394,6 +400,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             constraints=constraints.to_json(),
             auto_mode_ratio=float("nan") if auto is None else auto.ratio,
             shard=int(shard),
+            fid_curve_logits=fid_curve,
+            acc_curve_logits=acc_curve,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -405,6 +413,29 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         tracker.log_progress(already + n, {"progress/success_rate": flips / n,
                                            "progress/time_s": record["time_s"]})
     bar.close()
+
+
+def curve_logits(oracle: Oracle, ranking: Sequence[int]
+                 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The exact logits of the curve metrics' kept sets, in one batched exact call.
+
+    After the explanation is packaged, like ``keep_logit``: the result's oracle counters are
+    already fixed, so this call does not count as the explainer's.
+
+    Args:
+        oracle: The event's oracle.
+        ranking: The explainer's ranking of the removable events.
+
+    Returns:
+        ``(fid_curve_logits [21], acc_curve_logits [16])``
+        (:func:`~cftgnn.evaluation.curves.curve_removal_plan`); both empty without a ranking.
+    """
+    if not len(ranking):
+        return (), ()
+    sets, fid_index, acc_index = curve_removal_plan(ranking, oracle.removable.tolist())
+    logits = oracle.exact_batch(sets)
+    return (tuple(float(x) for x in logits[fid_index]),
+            tuple(float(x) for x in logits[acc_index]))
 
 
 def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:

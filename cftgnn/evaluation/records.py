@@ -222,6 +222,11 @@ class EventContext:
         constraints: The user constraints, as JSON.
         auto_mode_ratio: ``mode=auto``'s cost ratio (NaN for a fixed mode).
         shard: Shard that explained the event.
+        fid_curve_logits: Exact logits with only the top ``⌈s·m⌉`` (at least one) of the
+            explainer's ranking kept among the removable events, at T-GNNExplainer's kept
+            shares ``0, 0.05, …, 1``, ``float [21]`` (:mod:`cftgnn.evaluation.curves`; empty
+            when the event has no ranking or was not explained; schema 4).
+        acc_curve_logits: The same at TempME's 16 shares in ``[0, 0.3]``, ``float [16]``.
     """
 
     setup_time_s: float
@@ -235,6 +240,8 @@ class EventContext:
     constraints: str = field(metadata={"since": 2, "old": "{}"})  # "{}": no constraint
     auto_mode_ratio: float
     shard: int
+    fid_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
+    acc_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -386,7 +393,8 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
     counterfactuals are their one answer when it flips (consequences not measured); no
-    ranking was kept (``ranking`` and ``importance`` empty).
+    ranking was kept (``ranking`` and ``importance`` empty), so no curve either
+    (``fid_curve_logits`` and ``acc_curve_logits`` empty).
     """
     if df.empty:
         return df
@@ -424,13 +432,15 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
                                                          strict=True)],
                 index=rows, dtype=object)
             df["n_counterfactuals"] = df["n_counterfactuals"].astype("int64")
-    for c in (c for c in RESULT_COLUMNS if c.since == 4):  # list columns: one value per row
-        if c.name not in df.columns:
-            df[c.name] = pd.Series([list(c.old)] * len(df), index=df.index, dtype=object)
-        elif df[c.name].isna().any():
-            rows = df.index[df[c.name].isna()]
-            df.loc[rows, c.name] = pd.Series([list(c.old)] * len(rows), index=rows,
-                                             dtype=object)
+    lists = [(c.name, c.old) for c in RESULT_COLUMNS if c.since == 4] + [
+        (f.name, f.metadata["old"]) for f in fields(EventContext) if f.metadata.get("since") == 4]
+    for name, old_value in lists:  # list columns: one value per row
+        if name not in df.columns:
+            df[name] = pd.Series([list(old_value)] * len(df), index=df.index, dtype=object)
+        elif df[name].isna().any():
+            rows = df.index[df[name].isna()]
+            df.loc[rows, name] = pd.Series([list(old_value)] * len(rows), index=rows,
+                                           dtype=object)
     return df
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cftgnn.evaluation.curves import acc_auc, aufsc_keep, best_fid
 from cftgnn.evaluation.metrics import (
     FloatArray,
     approximation_agreement,
@@ -46,6 +47,9 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "characterization",
     "aufsc_plus",
     "aufsc_minus",
+    "best_fid",
+    "aufsc_keep",
+    "acc_auc",
     "mean_size",
     "median_size",
     "mean_sparsity",
@@ -131,6 +135,20 @@ def _robustness(ok: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def _curves(ok: pd.DataFrame) -> dict[str, float]:
+    """``best_fid``, ``aufsc_keep`` and ``acc_auc`` of explained records
+    (:mod:`cftgnn.evaluation.curves`), over the events with a curve (NaN without the columns
+    or without any curve)."""
+    p0 = _column(ok, "original_logit")
+
+    def rows(name: str) -> list[Any]:
+        return list(ok[name]) if name in ok.columns else [None] * len(ok)
+
+    fid, acc = rows("fid_curve_logits"), rows("acc_curve_logits")
+    return {"best_fid": best_fid(p0, fid), "aufsc_keep": aufsc_keep(p0, fid),
+            "acc_auc": acc_auc(p0, acc)}
+
+
 def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
     """The metric columns for one group of records."""
     ok = g[explained(g["status"])] if len(g) else g
@@ -157,6 +175,7 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "characterization": characterization_score(fid_plus, fid_minus),
         "aufsc_plus": aufsc_plus(flips, sp),
         "aufsc_minus": auf_minus,
+        **_curves(ok),
         "mean_size": sizes["mean"],
         "median_size": sizes["median"],
         "mean_sparsity": mean_or_nan(sp[flips]),
@@ -190,6 +209,10 @@ def summarize(
       over explained rows whose ``keep_logit`` is not NaN), ``characterization``
       (:func:`characterization_score`, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
       fid− based columns are NaN without a ``keep_logit`` column.
+    * ``best_fid``, ``aufsc_keep`` (T-GNNExplainer's Best-FID and AUFSC over kept shares of
+      the ranking) and ``acc_auc`` (TempME's ACC-AUC): :mod:`cftgnn.evaluation.curves`, over
+      the explained events with a curve (``fid_curve_logits``, ``acc_curve_logits``; NaN
+      for records without them, e.g. older than schema 4).
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
       cardinality-minimal (docs/design.md §7; NaN for records without the column).

@@ -1,0 +1,319 @@
+"""The field's curve metrics over kept top-ranked events, as pure functions (docs/design.md §8).
+
+Every explainer's record holds a ranking ``r = (e_1, …, e_m)`` of its removable candidates
+``R``, most important first. The curve metrics keep a share ``s`` of that ranking and remove
+the rest, then ask how the prediction moves:
+
+* **T-GNNExplainer's family** (Xia et al., "Explaining Temporal Graph Models through an
+  Explorer-Navigator Framework", ICLR 2023): the fidelity of the kept top events at the kept
+  shares ``0, 0.05, …, 1`` (:data:`FID_SHARES`); per event its best-so-far curve; **Best-FID**
+  (:func:`best_fid`) and **AUFSC** (:func:`aufsc_keep`, named apart from the seed's AUFSC±
+  of :mod:`cftgnn.evaluation.metrics`).
+* **TempME's ACC-AUC** (Chen & Ying, "TempME: Towards the Explainability of Temporal Graph
+  Neural Networks via Motif Discovery", NeurIPS 2023): the share of events whose prediction
+  keeps its sign with only the top events kept, at 16 shares in ``[0, 0.3]``
+  (:data:`ACC_SHARES`), and the normalised area under that curve (:func:`acc_auc`).
+
+The logits come from the exact oracle, one batched call per event (the pipeline evaluates
+:func:`curve_removal_plan`'s sets and records them as ``fid_curve_logits`` [21] and
+``acc_curve_logits`` [16]). Here everything takes those logits: a row per event, ``float``
+``[N, S]``. An event without a curve (not explained, no ranking: records older than schema 4,
+or an empty ranking) has an empty row; it is left out of the means, and a metric over no event
+at all is NaN.
+
+Ties in importance are resolved by the ranking's own order (the explainer's tie-break, e.g.
+:func:`~cftgnn.explain.factual.rank_by_importance`: the more recent event first); the curves
+do not average over the orders of tied events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: T-GNNExplainer's kept shares: 0, 0.05, …, 1 (21 points).
+FID_SHARES: tuple[float, ...] = tuple(round(i / 20, 10) for i in range(21))
+#: TempME's sparsity levels: 16 evenly spaced shares in [0, 0.3] (0, 0.02, …, 0.3).
+ACC_SHARES: tuple[float, ...] = tuple(round(0.3 * i / 15, 10) for i in range(16))
+
+#: Kept logits of several events: a row per event (empty or None: no curve), or a 2-D array.
+Curves = Sequence[Sequence[float] | None] | npt.NDArray[np.float64]
+
+_NAN = float("nan")
+
+
+# --------------------------------------------------------------------------- kept sets
+
+
+def kept_count(share: float, m: int, at_least_one: bool = True) -> int:
+    """How many top-ranked events a share keeps: ``⌈s·m⌉``, at least one when asked, at most
+    ``m``.
+
+    ``s·m`` is rounded to 9 decimals before the ceiling, so that a share written in decimals
+    keeps what it says (``0.15 · 20`` is ``3.0000000000000004`` in floating point, 3 kept).
+
+    Args:
+        share: The kept share ``s`` in ``[0, 1]``.
+        m: Length of the ranking.
+        at_least_one: Keep at least one event when ``m > 0`` (both families do, see
+            :func:`kept_removal_sets`).
+
+    Raises:
+        ValueError: A share outside ``[0, 1]`` or a negative ``m``.
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"a kept share must lie in [0, 1], got {share}")
+    if m < 0:
+        raise ValueError(f"a ranking has m >= 0 events, got {m}")
+    k = math.ceil(round(share * m, 9))
+    if at_least_one and m > 0:
+        k = max(k, 1)
+    return min(k, m)
+
+
+def kept_removal_sets(ranking: Sequence[int], shares: Sequence[float],
+                      at_least_one: bool = True,
+                      removable: Sequence[int] | None = None) -> list[tuple[int, ...]]:
+    """The removal set of each kept share: keep the top ``⌈s·m⌉`` of the ranking, remove the
+    rest of ``R``.
+
+    ``m = len(ranking)``. Events of ``removable`` that the ranking leaves out count as ranked
+    last (always removed); candidates outside ``R`` (protected ones) are never removed.
+
+    Both families keep at least one event. T-GNNExplainer (docs/design.md §8) says so; its
+    published evaluator keeps ``⌊s·m⌋ + 1`` (``candidates[:int(s·m) + 1]``), one more than
+    ``⌈s·m⌉`` where ``s·m`` is whole, which the design replaced by the ceiling. TempME's
+    paper reads sparsity 0 as "no explanation kept", but its evaluation code keeps
+    ``min(max(⌈s·n⌉, 1), n)`` events at every level (``threshold_test`` in its
+    ``temp_exp_main.py``), so its share 0 keeps the top event; we follow the code.
+
+    Args:
+        ranking: The explainer's ranking of ``R``, most important first, ``int [m]``.
+        shares: Kept shares in ``[0, 1]``, ``float [S]``.
+        at_least_one: Keep at least one event at every share (``m > 0``).
+        removable: ``R`` when the ranking may leave some of it out; None: the ranking is ``R``.
+
+    Returns:
+        ``S`` removal sets, each sorted ascending (an empty ranking: every set is what of
+        ``removable`` there is, nothing kept).
+    """
+    ranked = [int(e) for e in ranking]
+    unranked = sorted(set(int(e) for e in removable or ()) - set(ranked))
+    m = len(ranked)
+    return [tuple(sorted(ranked[kept_count(s, m, at_least_one):] + unranked)) for s in shares]
+
+
+def curve_removal_plan(ranking: Sequence[int], removable: Sequence[int] | None = None
+                       ) -> tuple[list[tuple[int, ...]], npt.NDArray[np.int64],
+                                  npt.NDArray[np.int64]]:
+    """The distinct removal sets of both grids, for one batched exact call per event.
+
+    Args:
+        ranking: The explainer's ranking of ``R``, ``int [m]`` (``m > 0``).
+        removable: ``R`` when the ranking may leave some of it out.
+
+    Returns:
+        ``(sets, fid_index, acc_index)``: the distinct removal sets in order of first use;
+        ``fid_index`` ``int [21]`` and ``acc_index`` ``int [16]`` point into them for
+        :data:`FID_SHARES` and :data:`ACC_SHARES`.
+    """
+    sets: list[tuple[int, ...]] = []
+    where: dict[tuple[int, ...], int] = {}
+
+    def index(grid: Sequence[float]) -> npt.NDArray[np.int64]:
+        out = []
+        for s in kept_removal_sets(ranking, grid, True, removable):
+            if s not in where:
+                where[s] = len(sets)
+                sets.append(s)
+            out.append(where[s])
+        return np.asarray(out, dtype=np.int64)
+
+    fid_index = index(FID_SHARES)
+    acc_index = index(ACC_SHARES)
+    return sets, fid_index, acc_index
+
+
+# --------------------------------------------------------------------------- rows of logits
+
+
+def curve_rows(original: npt.ArrayLike, kept: Curves,
+               width: int) -> tuple[FloatArray, FloatArray]:
+    """The events that have a curve: ``(p_orig [n], kept logits [n, width])``.
+
+    Args:
+        original: Original logits, ``float [N]``.
+        kept: Per event the kept logits along a grid (``width`` of them), or an empty row /
+            None for an event without a curve; a 2-D array is taken as it is.
+        width: The grid's length.
+
+    Raises:
+        ValueError: Lengths that differ, or a row neither empty nor ``width`` long.
+    """
+    p0 = np.asarray(original, dtype=np.float64).reshape(-1)
+    rows: list[Any] = (list(kept.reshape(len(kept), -1)) if isinstance(kept, np.ndarray)
+                       else list(kept))
+    if len(rows) != len(p0):
+        raise ValueError(f"{len(p0)} original logits but {len(rows)} curves")
+    keep, values = [], []
+    for i, row in enumerate(rows):
+        r = np.asarray([] if row is None else row, dtype=np.float64).reshape(-1)
+        if r.size == 0:
+            continue
+        if r.size != width:
+            raise ValueError(f"curve {i} has {r.size} points, the grid {width}")
+        if np.isnan(r).any() or math.isnan(p0[i]):
+            continue
+        keep.append(i)
+        values.append(r)
+    if not keep:
+        return np.empty(0), np.empty((0, width))
+    return p0[keep], np.vstack(values)
+
+
+# --------------------------------------------------------------------------- T-GNNExplainer
+
+
+def fidelity(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> FloatArray:
+    """T-GNNExplainer's fidelity: the signed move of a logit towards the original side.
+
+    ``fid = p − p_orig`` if ``p_orig ≥ 0``, else ``p_orig − p`` (Xia et al., ICLR 2023,
+    "fidelity_inv" of its evaluator, on logits as docs/design.md §8 fixes): positive when
+    the kept events alone make the model surer of its original prediction, negative when
+    the prediction moves towards (or past) the other side. Higher is better.
+
+    Args:
+        p_orig: Original logits, broadcastable against ``p``.
+        p: Logits with only the kept events (of ``R``) left.
+
+    Returns:
+        The fidelities, broadcast shape, ``float``.
+    """
+    p0 = np.asarray(p_orig, dtype=np.float64)
+    pk = np.asarray(p, dtype=np.float64)
+    return np.where(p0 >= 0, pk - p0, p0 - pk)
+
+
+def fidelity_curves(original: npt.ArrayLike,
+                    kept: Curves) -> FloatArray:
+    """Per event its fidelity at each kept share of :data:`FID_SHARES`, ``float [n, 21]``
+    (events without a curve left out; see :func:`curve_rows`)."""
+    p0, logits = curve_rows(original, kept, len(FID_SHARES))
+    return fidelity(p0[:, None], logits)
+
+
+def best_so_far(curves: npt.ArrayLike) -> FloatArray:
+    """The running maximum along the kept shares, ``float [n, S]``.
+
+    T-GNNExplainer's evaluator reports ``fid_inv_best``, the best fidelity among the kept
+    sets up to each share (its ``array_best``); Best-FID and AUFSC are taken over that curve.
+    """
+    c = np.asarray(curves, dtype=np.float64)
+    return np.maximum.accumulate(c, axis=-1) if c.size else c
+
+
+def mean_fidelity_curve(original: npt.ArrayLike,
+                        kept: Curves) -> FloatArray:
+    """The mean fidelity at each share of :data:`FID_SHARES` over the events with a curve,
+    ``float [21]`` (all NaN without one); what the report plots."""
+    f = fidelity_curves(original, kept)
+    return f.mean(axis=0) if len(f) else np.full(len(FID_SHARES), _NAN)
+
+
+def best_fid(original: npt.ArrayLike,
+             kept: Curves) -> float:
+    """T-GNNExplainer's **Best-FID**: per event the best fidelity over the kept shares, then the
+    mean over events.
+
+    ``Best-FID = mean_i max_s fid_i(s)`` over :data:`FID_SHARES` (Xia et al., ICLR 2023,
+    Table 2; its ``Results._compute_metric(metric="fid_best")`` takes the maximum of each
+    event's ``fid_inv_best`` curve and averages over events). Higher is better; NaN without
+    an event with a curve.
+    """
+    f = fidelity_curves(original, kept)
+    return float(f.max(axis=1).mean()) if len(f) else _NAN
+
+
+def aufsc_keep(original: npt.ArrayLike,
+               kept: Curves) -> float:
+    """T-GNNExplainer's **AUFSC**: the area under each event's best-so-far fidelity curve over
+    kept shares ``s ∈ [0, 1]`` (trapezoid rule), mean over events.
+
+    ``AUFSC = mean_i ∫₀¹ max_{s' ≤ s} fid_i(s') ds`` (Xia et al., ICLR 2023; its evaluator
+    integrates ``fid_inv_best`` against sparsity with ``sklearn.metrics.auc``). Named apart
+    from the seed's ``aufsc_plus`` / ``aufsc_minus`` (areas under fidelity–sparsity curves of
+    the counterfactual answers). The grid spans 1, so the area is also the curve's mean
+    height. Higher is better; NaN without an event with a curve.
+    """
+    f = fidelity_curves(original, kept)
+    if not len(f):
+        return _NAN
+    return float(np.trapezoid(best_so_far(f), np.asarray(FID_SHARES), axis=1).mean())
+
+
+# --------------------------------------------------------------------------- TempME
+
+
+def agreement(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> BoolArray:
+    """Whether a kept-subgraph logit keeps the sign of the original: ``p_orig · p > 0``.
+
+    A logit of exactly 0 (probability ½) agrees with neither side. This differs on purpose
+    from the flip test of fid+/fid− (:func:`~cftgnn.oracle.oracle.is_flip`, where 0 is no
+    flip): a prediction that stays is one that still has the original's sign.
+    """
+    return np.asarray(p_orig, dtype=np.float64) * np.asarray(p, dtype=np.float64) > 0
+
+
+def acc_curve(original: npt.ArrayLike,
+              kept: Curves) -> FloatArray:
+    """TempME's accuracy at each share of :data:`ACC_SHARES`: the share of events whose
+    kept-subgraph logit agrees in sign with the original (:func:`agreement`), ``float [16]``
+    (all NaN without an event with a curve)."""
+    p0, logits = curve_rows(original, kept, len(ACC_SHARES))
+    if not len(p0):
+        return np.full(len(ACC_SHARES), _NAN)
+    return agreement(p0[:, None], logits).mean(axis=0)
+
+
+def acc_auc(original: npt.ArrayLike,
+            kept: Curves) -> float:
+    """TempME's **ACC-AUC**: the area under :func:`acc_curve` over ``s ∈ [0, 0.3]``
+    (trapezoid rule), divided by the grid's width 0.3, so it lies in ``[0, 1]``.
+
+    ``ACC-AUC = (1 / 0.3) ∫₀^0.3 acc(s) ds`` (Chen & Ying, NeurIPS 2023, Table 1; the
+    prediction with the top ``s`` of the explanation kept compared with the original
+    prediction). TempME's code averages the 16 accuracies (``np.mean``) over its levels
+    instead of integrating; on an evenly spaced grid the two differ only by the half weight
+    of the two ends. Higher is better; NaN without an event with a curve.
+    """
+    acc = acc_curve(original, kept)
+    if np.isnan(acc).all():
+        return _NAN
+    grid = np.asarray(ACC_SHARES)
+    return float(np.trapezoid(acc, grid) / (grid[-1] - grid[0]))
+
+
+__all__ = [
+    "ACC_SHARES",
+    "FID_SHARES",
+    "acc_auc",
+    "acc_curve",
+    "agreement",
+    "aufsc_keep",
+    "best_fid",
+    "best_so_far",
+    "curve_removal_plan",
+    "curve_rows",
+    "fidelity",
+    "fidelity_curves",
+    "kept_count",
+    "kept_removal_sets",
+    "mean_fidelity_curve",
+]
