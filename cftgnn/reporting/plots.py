@@ -1,5 +1,6 @@
-"""Plots of a report: fidelity+ against sparsity, sizes found, CF-TGNN against its budget, and
-one event's counterfactuals in the size–margin plane (:func:`pareto_figure`).
+"""Plots of a report: fidelity+ against sparsity, fidelity against kept share, sizes found,
+CF-TGNN against its budget, and one event's counterfactuals in the size–margin plane
+(:func:`pareto_figure`).
 
 Pure functions (records in, :class:`~matplotlib.figure.Figure` out; no pyplot, so no global
 figure state and no display) apart from :func:`save_figures`.
@@ -21,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.curves import FID_SHARES, aufsc_keep, mean_fidelity_curve
 from cftgnn.evaluation.metrics import (
     FloatArray,
     aufsc_plus,
@@ -113,6 +115,52 @@ def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="upper left")
     fig.suptitle("Fidelity+ against sparsity (higher and further left is better)")
+    return fig
+
+
+def has_curves(records: pd.DataFrame) -> bool:
+    """Whether some record holds the curve metrics' logits (schema 4 runs)."""
+    return "fid_curve_logits" in records.columns and any(
+        v is not None and len(v) > 0 for v in records["fid_curve_logits"])
+
+
+def plot_fidelity_kept(records: pd.DataFrame) -> Figure:
+    """T-GNNExplainer's mean fidelity against the share of top-ranked events kept, per
+    configuration (:func:`cftgnn.evaluation.curves.mean_fidelity_curve`).
+
+    One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``) over
+    the explained events with a curve; the legend shows the configuration's AUFSC (kept)
+    (:func:`~cftgnn.evaluation.curves.aufsc_keep`, the area under the best-so-far curves).
+
+    Args:
+        records: Records as :func:`load_runs` returns them.
+
+    Returns:
+        The figure.
+    """
+    keys = config_keys(records)
+    panels = _groups(records, ["dataset", "model"])
+    fig, axes = _panels(len(panels))
+    for ax, ((dataset, model), rows) in zip(axes, panels, strict=True):
+        for n, (values, g) in enumerate(_groups(rows, keys[2:])):
+            ok = g[explained(g["status"])]
+            if "fid_curve_logits" not in ok.columns:
+                continue
+            p0, kept = ok["original_logit"].to_numpy(float), list(ok["fid_curve_logits"])
+            curve = mean_fidelity_curve(p0, kept)
+            if np.isnan(curve).all():
+                continue
+            label = _label(dict(zip(keys[2:], values, strict=True)), keys)
+            ax.plot(FID_SHARES, curve, linestyle=_STYLES[n % len(_STYLES)],
+                    marker=_MARKERS[n % len(_MARKERS)], markersize=3, linewidth=1.8,
+                    label=f"{label} (AUFSC kept {aufsc_keep(p0, kept):.2f})")
+        ax.axhline(0.0, color="grey", linewidth=0.8)
+        ax.set(xlim=(0.0, 1.0), title=f"{dataset} · {model}",
+               xlabel="share of top-ranked events kept",
+               ylabel="mean fidelity (logit towards the original side)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc="lower right")
+    fig.suptitle("Fidelity against kept share (T-GNNExplainer's curve; higher is better)")
     return fig
 
 
@@ -376,10 +424,13 @@ def plot_robustness(records: pd.DataFrame) -> Figure:
 
 
 def report_figures(records: pd.DataFrame) -> dict[str, Figure]:
-    """The report's figures by file stem (``fidelity_sparsity``, ``size_hist``, ``it_max``,
-    and ``robustness`` when some record was measured)."""
-    figures = {
-        "fidelity_sparsity": plot_fidelity_sparsity(records),
+    """The report's figures by file stem (``fidelity_sparsity``, ``fidelity_kept`` when some
+    record holds curve logits, ``size_hist``, ``it_max``, and ``robustness`` when some
+    record was measured)."""
+    figures = {"fidelity_sparsity": plot_fidelity_sparsity(records)}
+    if has_curves(records):
+        figures["fidelity_kept"] = plot_fidelity_kept(records)
+    figures |= {
         "size_hist": plot_size_hist(records),
         "it_max": plot_it_max(records),
     }
@@ -411,5 +462,6 @@ def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
 
 
 
-__all__ = ["DPI", "pareto_figure", "plot_fidelity_sparsity", "plot_it_max", "plot_robustness",
-           "plot_size_hist", "report_figures", "save_figures"]
+__all__ = ["DPI", "has_curves", "pareto_figure", "plot_fidelity_kept", "plot_fidelity_sparsity",
+           "plot_it_max", "plot_robustness", "plot_size_hist", "report_figures",
+           "save_figures"]

@@ -9,6 +9,8 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
   from :func:`cftgnn.evaluation.summaries.summarize`;
 * ``fidelity_sparsity.png``: the fidelity+–sparsity curves ``F+(x)``, one panel per dataset ×
   model;
+* ``fidelity_kept.png`` (runs that recorded curve logits): T-GNNExplainer's mean fidelity
+  against the share of top-ranked events kept, one panel per dataset × model;
 * ``size_hist.png``: sizes of the counterfactuals found, one panel per explainer / strategy;
 * ``it_max.png``: CF-TGNN's runtime and success rate against its iteration budget ``it_max``;
 * ``robustness.png`` (runs with ``robustness=true``): robustness against size per explainer;
@@ -31,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from cftgnn.reporting.plots import (
+    plot_fidelity_kept,
     plot_fidelity_sparsity,
     plot_it_max,
     plot_size_hist,
@@ -85,7 +88,9 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         f"{len(records)} explained events from {len(runs)} run directories.",
         "Fidelity+ and AUFSC+: higher is better; fidelity− and AUFSC−: lower is better;",
         "sizes are over the counterfactuals found; times are seconds per event; ↑/↓ mark the",
-        "better direction (definitions: `cftgnn.evaluation.metrics`).",
+        "better direction (definitions: `cftgnn.evaluation.metrics`). Best-FID and AUFSC kept",
+        "(T-GNNExplainer) and ACC-AUC (TempME) keep top shares of each explainer's ranking",
+        "(definitions: `cftgnn.evaluation.curves`).",
         "",
         "## By configuration",
         "",
@@ -156,6 +161,7 @@ __all__ = [
     "main",
     "run_settings",
     "markdown_table",
+    "plot_fidelity_kept",
     "plot_fidelity_sparsity",
     "plot_it_max",
     "plot_size_hist",

@@ -14,6 +14,8 @@ from cftgnn.reporting.runs import config_keys
 #: Summary column → table heading, in table order. The diversity columns
 #: (``n_counterfactuals`` … ``hypervolume``, see :func:`summarize`) are over the events with at
 #: least one counterfactual; explainers of one answer show 1 CF per event and no diversity (–).
+#: ``best_fid``, ``aufsc_keep`` (T-GNNExplainer) and ``acc_auc`` (TempME) come from the
+#: explainer's ranking (:mod:`cftgnn.evaluation.curves`; – for runs older than schema 4).
 TABLE_COLUMNS: dict[str, str] = {
     "events": "events",
     "fidelity_plus": "fidelity+ ↑",
@@ -21,6 +23,9 @@ TABLE_COLUMNS: dict[str, str] = {
     "aufsc_plus": "AUFSC+ ↑",
     "aufsc_minus": "AUFSC− ↓",
     "characterization": "charact. ↑",
+    "best_fid": "Best-FID ↑",
+    "aufsc_keep": "AUFSC kept ↑",
+    "acc_auc": "ACC-AUC ↑",
     "mean_size": "mean size",
     "n_counterfactuals": "CFs / event",
     "cf_ge3": "≥ 3 CFs",

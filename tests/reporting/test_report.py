@@ -103,8 +103,8 @@ def test_cli_prints_the_table_and_the_files(sweep, tmp_path, capsys):
     assert report.markdown_table(rep.table) in printed
     for path in rep.files:
         assert str(path) in printed and path.parent == tmp_path
-    assert [p.name for p in rep.files] == ["report.md", "fidelity_sparsity.png", "size_hist.png",
-                                           "it_max.png"]
+    assert [p.name for p in rep.files] == ["report.md", "fidelity_sparsity.png",
+                                           "fidelity_kept.png", "size_hist.png", "it_max.png"]
 
 
 def test_default_output_folder_is_inside_the_first_path(sweep):
@@ -120,9 +120,25 @@ def test_pngs_are_written(written):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, path
 
 
+def test_fidelity_kept_plots_the_mean_curve_and_needs_curve_logits(sweep):
+    from cftgnn.evaluation.curves import mean_fidelity_curve
+
+    records = report.load_runs([sweep])
+    fig = report.plot_fidelity_kept(records)
+    (ax,) = fig.axes
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 21]
+    assert len(lines) == len(RUNS)
+    greedy = records[(records.explainer == "greedy") & (records.status == "ok")]
+    want = mean_fidelity_curve(greedy.original_logit.to_numpy(float),
+                               list(greedy.fid_curve_logits))
+    assert any(np.allclose(ln.get_ydata(), want) for ln in lines)
+    old = records.drop(columns=["fid_curve_logits", "acc_curve_logits"])  # before schema 4
+    assert "fidelity_kept" not in report.report_figures(old)
+
+
 def test_every_axis_has_a_title_and_labels(sweep):
     figures = report.report_figures(report.load_runs([sweep]))
-    assert set(figures) == {"fidelity_sparsity", "size_hist", "it_max"}
+    assert set(figures) == {"fidelity_sparsity", "fidelity_kept", "size_hist", "it_max"}
     for name, fig in figures.items():
         assert fig.get_suptitle(), name
         for ax in fig.axes:
