@@ -129,13 +129,17 @@ class ReplayableModel(Protocol):
 
 
 @runtime_checkable
-class SoftRemovalModel(ReplayableModel, Protocol):
+class SoftRemovalModel(Protocol):
     """A model that sees a weight in ``[0, 1]`` per history event differentiably (soft
     removal; docs/design.md §8, "Soft removal"), for explainers trained by gradient.
 
     Explainers reach it only through the oracle's probe (:mod:`cftgnn.oracle.probe`).
     TGN and TGAT implement it (:class:`~cftgnn.models.base.TemporalModel`); PyG's TGN adapter
     does not. Every method predicts from the current history and leaves the state unchanged.
+
+    Declared apart from :class:`ReplayableModel` (see :class:`ProbedModel` for both), so that
+    ``isinstance`` reads nothing that needs an attached stream: on Python 3.11 it evaluates
+    every member, and ``stream`` raises on a model not attached yet.
     """
 
     def predict_soft(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
@@ -160,6 +164,10 @@ class SoftRemovalModel(ReplayableModel, Protocol):
 
     def encode_time(self, dt: Tensor) -> Tensor:
         """The model's time encoding of gaps ``dt`` (``float [M]``), ``[M, T]``."""
+
+
+class ProbedModel(ReplayableModel, SoftRemovalModel, Protocol):
+    """A replayable model with soft removal: what the oracle's probe reads."""
 
 
 def check_advance(position: int, start_id: int, end_id: int, batch_size: int) -> bool:
@@ -230,5 +238,5 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
     return [(int(ids[g[0]] // batch_size), g) for g in np.split(pos, cuts)]
 
 
-__all__ = ["BoolArray", "ModelStateError", "ReplayableModel", "SoftRemovalModel",
+__all__ = ["BoolArray", "ModelStateError", "ProbedModel", "ReplayableModel", "SoftRemovalModel",
            "as_removed_mask", "attached", "check_advance", "kept_batches"]

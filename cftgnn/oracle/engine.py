@@ -43,9 +43,10 @@ from cftgnn.data.index import Candidates, TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
-from cftgnn.models.protocol import ReplayableModel
+from cftgnn.models.protocol import ReplayableModel, SoftRemovalModel
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.oracle import Oracle, OracleMode
+from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,
@@ -342,11 +343,16 @@ class EventReplay:
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
         p_orig = float(self.exact([frozenset()])[0])
-        return Oracle(
+        oracle = Oracle(
             self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
             removable=constraints.removable(self.candidates, self.engine.stream),
             max_size=constraints.max_size, consequence=self.consequence,
         )
+        model = self.engine.model
+        if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
+            oracle.probe = ModelProbe(model, self.base, self.start, self.event_id,
+                                      oracle.removable)
+        return oracle
 
 
 def naive_logit(

@@ -32,13 +32,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError, OracleError
+
+if TYPE_CHECKING:  # the probe needs torch and a model; the oracle itself does not
+    from cftgnn.oracle.probe import ModelProbe
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -222,10 +225,14 @@ class Oracle:
             fidelity−).
         consequence: Optional consequence measure of removal sets (the number of later
             history events whose input a removal changes), for explainers that weigh it.
+        probe: Optional window onto the model for explainers that need attention, soft
+            removal or candidate features (:class:`~cftgnn.oracle.probe.ModelProbe`, over
+            the same removable events in the same order); stored as :attr:`probe`, None when
+            the model offers none.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
-            events outside the candidates or ``max_size < 1``.
+            events outside the candidates, ``max_size < 1`` or a probe over other events.
     """
 
     def __init__(
@@ -238,6 +245,7 @@ class Oracle:
         removable: Iterable[int] | None = None,
         max_size: int | None = None,
         consequence: ConsequenceFn | None = None,
+        probe: ModelProbe | None = None,
     ) -> None:
         self.candidates = candidates
         self._consequence = consequence
@@ -260,6 +268,9 @@ class Oracle:
                 raise OracleError(f"removable events {sorted(outside)} are not candidates of "
                                   f"event {candidates.event_id}")
         self.removable_ids: frozenset[int] = frozenset(self.removable.tolist())
+        if probe is not None and not np.array_equal(probe.removable, self.removable):
+            raise OracleError("the probe is over other events than the oracle's removable ones")
+        self.probe: ModelProbe | None = probe
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)
