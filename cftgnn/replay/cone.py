@@ -656,7 +656,7 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
         return
     order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
     pp, jj, sg = pp[order], jj[order], sg[order]
-    head = np.r_[True, (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)]
+    head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)))
     group = np.cumsum(head) - 1  # [Q]
     heads = np.flatnonzero(head)
     g_p, g_n = pp[heads], nodes[jj[heads]]
@@ -750,6 +750,8 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
     """
     size = rows.size
     live = np.flatnonzero(rows.alive[:size])
+    if not len(live):  # no perturbed row: nothing to retire, merge or revive
+        return 0
     node = rows.n[live]
     stale = need[node] < x  # never read again
     where = loc[node]
@@ -810,16 +812,19 @@ def _merge(model: TGN, rows: _Rows, r: npt.NDArray[np.int64], need: npt.NDArray[
     share one row, as sets agreeing on the node's causal past do. Exact, like retiring a
     row: the state a row stands for is a function of those values only. Returns the
     number of rows merged away."""
+    if len(r) < 2:
+        return 0
+    n = rows.n[r]
+    sorted_n = np.sort(n)
+    repeated = sorted_n[1:][sorted_n[1:] == sorted_n[:-1]]
+    if not len(repeated):  # one row per node (always with one set): nothing to merge
+        return 0
+    multi = np.isin(n, repeated)  # only nodes with several rows can merge
+    r, n = r[multi], n[multi]
     size = rows.size
     # memory identity: -1 the recorded memory, else one id per distinct memory of a node
     mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
     mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
-    n = rows.n[r]
-    _, inv_n, count = np.unique(n, return_inverse=True, return_counts=True)
-    multi = count[inv_n.reshape(-1)] > 1  # only nodes with several rows can merge
-    r, n = r[multi], n[multi]
-    if len(r) < 2:
-        return 0
     dev = rows.mem.device
     d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
     rd = torch.as_tensor(r[d], device=dev)
@@ -870,13 +875,14 @@ def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
     differs[:size] = rows.alive[:size] & checked & ~mem_eq
     if not differs.any():
         return
-    sender_nodes = np.unique(rows.n[np.flatnonzero(differs[:size])])
+    is_sender = np.zeros(len(rows.columns), dtype=bool)  # by node (calloc: pages touched only)
+    is_sender[rows.n[np.flatnonzero(differs[:size])]] = True
     v = np.flatnonzero((rec_pend >= 0) & (need[rec.nodes] > x) & (rows.columns[rec.nodes] >= 0))
     if not len(v):
         return
     n = rec.nodes[v]
     o = other_endpoint(src, dst, rec_pend[v], n)
-    hit = np.isin(o, sender_nodes) & (o != n)
+    hit = is_sender[o] & (o != n)
     v, n, o = v[hit], n[hit], o[hit]
     if not len(v):
         return
@@ -898,7 +904,7 @@ def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
     key = rows.rowmap[pp, rows.columns[o[jj]]].astype(np.int64)
     order = np.lexsort((key, jj))
     pp, jj, key = pp[order], jj[order], key[order]
-    head = np.r_[True, (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])]
+    head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
     group = np.cumsum(head) - 1
     heads = np.flatnonzero(head)
     lo_ = v[jj[heads]]
