@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,31 @@ ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 TINY = ["debug=default", "checkpoint=null", "progress=false", "sample.prediction=any",
         "n_events=3"]
+
+
+def test_curve_logits_are_one_batch_of_exact_logits_on_a_toy_oracle():
+    from cftgnn.oracle.oracle import Oracle
+    from cftgnn.testing.backends import AdditiveBackend
+    from cftgnn.testing.search import make_candidates
+
+    weights = {1: 0.5, 2: -0.25, 3: 1.0, 4: 0.125, 5: 2.0}
+    backend = AdditiveBackend(1.0, weights)
+    # event 5 is protected: R = {1, 2, 3, 4}; the ranking leaves 4 out (ranked last)
+    oracle = Oracle(make_candidates([1, 2, 3, 4, 5]), 1.0, exact=backend,
+                    removable=[1, 2, 3, 4])
+    ranking = [3, 1, 2]
+    fid, acc = pipeline.curve_logits(oracle, ranking)
+    assert backend.batches == 1 and oracle.stats.exact_batches == 1
+    assert backend.calls == len(set(backend.log))  # each distinct set once
+    assert all(5 not in s for s in backend.log)
+    for grid, got in ((FID_SHARES, fid), (ACC_SHARES, acc)):
+        sets = kept_removal_sets(ranking, grid, removable=[1, 2, 3, 4])
+        assert list(got) == pytest.approx([backend.logit(frozenset(s)) for s in sets])
+        assert list(got) == pytest.approx([oracle.exact(s) for s in sets])
+    # share 0 keeps the top event (3): 1, 2 and the unranked 4 removed
+    assert fid[0] == pytest.approx(1.0 - 0.5 + 0.25 - 0.125)
+    assert fid[-1] == pytest.approx(1.0 - 0.125)  # everything ranked kept; 4 still removed
+    assert pipeline.curve_logits(oracle, []) == ((), ())
 
 
 def cfg_for(tmp_path: Path, *overrides: str):
@@ -63,3 +89,25 @@ def test_the_curve_call_leaves_the_explanations_counters_alone(tmp_path, monkeyp
     for col in ("oracle_calls", "search_calls", "exact_calls", "cache_hits", "final_logit",
                 "keep_logit", "min_size_lower_bound"):
         assert a[col].tolist() == b[col].tolist(), col
+
+
+def test_the_tracker_gets_the_curve_metrics_and_logits(tmp_path, monkeypatch):
+    from cftgnn.tracking import NullTracker, table_frame
+
+    logged: dict[str, object] = {}
+    monkeypatch.setattr(NullTracker, "log_summary",
+                        lambda self, metrics: logged.update(summary=dict(metrics)))
+    monkeypatch.setattr(NullTracker, "log_records",
+                        lambda self, records: logged.update(records=records))
+    table = pipeline.run(cfg_for(tmp_path, "explainer=perturb_one"))
+    summary = logged["summary"]
+    assert isinstance(summary, dict)
+    group = table["group"].iloc[-1]
+    for name in ("best_fid", "aufsc_keep", "acc_auc"):
+        assert summary[f"summary/{group}/{name}"] == pytest.approx(float(table[name].iloc[-1]))
+    records = logged["records"]
+    assert isinstance(records, pd.DataFrame)
+    frame = table_frame(records)  # what goes to the W&B table: lists as JSON text
+    for text, logits in zip(frame["fid_curve_logits"], records["fid_curve_logits"],
+                            strict=True):
+        assert json.loads(text) == pytest.approx(list(logits))
