@@ -160,7 +160,7 @@ def plot_fidelity_kept(records: pd.DataFrame) -> Figure:
                ylabel="mean fidelity (logit towards the original side)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small", loc="lower right")
-    fig.suptitle("Fidelity against kept share (T-GNNExplainer's curve; higher is better)")
+    fig.suptitle("Fidelity against kept share (higher is better)")
     return fig
 
 
