@@ -3,7 +3,7 @@ the option, what it must be and what it got.
 
 Hydra passes command-line values through as YAML reads them (``n_events=abc`` is the string
 ``"abc"``, ``n_events=1.5`` a float), so every count is checked to be an integer, never
-truncated, before any work starts.
+truncated, before any work starts (:func:`as_integer`: ``1e3`` is ``1000``, ``1.5`` an error).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
@@ -21,26 +22,46 @@ def _get(cfg: Any, key: str) -> Any:
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
+def as_integer(value: Any) -> int | None:
+    """``value`` as an ``int`` when it names one, else None: the one integer rule of every
+    option check (top-level options here, explainer parameters in
+    :func:`cftgnn.explain.params.check_value`, constraints).
+
+    Taken: an ``int`` (or NumPy integer) that is not a ``bool``, and an integral float, which
+    is how Hydra reads ``1e3`` or ``1000.0`` (``1000``; converting it loses nothing). Refused:
+    any other float (``1.5`` is never truncated), ``nan`` and ``inf``, ``True`` / ``False``,
+    strings (``"3"``) and everything else.
+    """
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return int(value)
+    return None
+
+
 def is_integer(value: Any) -> bool:
-    """An int that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """Whether ``value`` names an integer by :func:`as_integer`'s rule."""
+    return as_integer(value) is not None
 
 
 def integer(cfg: Any, key: str, minimum: int | None = None, optional: bool = False) -> int | None:
     """``cfg.<key>`` as an integer ``>= minimum`` (null allowed when ``optional``).
 
     Raises:
-        ConfigError: For a non-integer (``1.5``, ``abc``, ``true``) or a value below
-            ``minimum``.
+        ConfigError: For a non-integer (``1.5``, ``abc``, ``true``; :func:`as_integer`) or a
+            value below ``minimum``.
     """
     value = _get(cfg, key)
     if value is None and optional:
         return None
     bound = "" if minimum is None else f" >= {minimum}"
-    if not is_integer(value) or (minimum is not None and value < minimum):
+    whole = as_integer(value)
+    if whole is None or (minimum is not None and whole < minimum):
         null = "null or " if optional else ""
         raise ConfigError(f"{key} must be {null}an integer{bound}, got {value!r}")
-    return int(value)
+    return whole
 
 
 def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | None = None,
@@ -119,10 +140,14 @@ def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
         return None
     if not isinstance(value, list | tuple):
         raise ConfigError(f"{key} must be a list of integers such as [1,2], got {value!r}")
+    out: list[int] = []
     for item in value:
-        if not is_integer(item):
+        whole = as_integer(item)
+        if whole is None:
             raise ConfigError(f"{key} must be a list of integers, got {item!r} in {list(value)}")
-    return [int(v) for v in value]
+        out.append(whole)
+    return out
 
 
-__all__ = ["boolean", "choice", "integer", "integer_list", "is_integer", "number", "text"]
+__all__ = ["as_integer", "boolean", "choice", "integer", "integer_list", "is_integer", "number",
+           "text"]

@@ -6,7 +6,8 @@ Each explainer declares its parameters once, as a frozen dataclass deriving from
 in ``__post_init__`` from the field's type and metadata, so every parameter is checked the same
 way and a bad value raises :class:`~cftgnn.errors.ExplainerError` naming the option:
 
-* ``int`` fields take integers only; an integral float (Hydra's ``1e3``) is taken as that
+* ``int`` fields take integers only, by the rule of every option check
+  (:func:`cftgnn.options.as_integer`): an integral float (Hydra's ``1e3``) is taken as that
   integer, any other number (``1.5``) is refused, never truncated; ``bool`` is refused;
 * ``float`` fields take any real number (not ``bool``), and ``NaN`` fails every range;
 * ``bool`` fields take ``True`` / ``False`` only;
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from cftgnn.errors import ExplainerError
+from cftgnn.options import as_integer
 
 P = TypeVar("P", bound="Params")
 
@@ -110,11 +112,11 @@ def check_value(name: str, kind: Any, value: Any, meta: Mapping[str, Any]) -> An
             names = " | ".join(str(m.value) for m in kind)
             raise ExplainerError(f"{name} must be one of {names}, got {value!r}") from None
     if kind is int:
-        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        if isinstance(value, bool) or not whole:
+        whole = as_integer(value)  # the one integer rule of every option (cftgnn.options)
+        if whole is None:
             raise ExplainerError(f"{name} must be an integer{' ' + rng if rng else ''}"
                                  f"{' or null' if optional else ''}, got {value!r}")
-        value = int(value)
+        value = whole
     elif kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ExplainerError(f"{name} must be a number{' ' + rng if rng else ''}"

@@ -32,16 +32,16 @@ import numpy.typing as npt
 from cftgnn.data.index import Candidates
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
+from cftgnn.options import as_integer
 
 IntArray = npt.NDArray[np.int64]
 
 
 def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
+    whole = as_integer(value)  # the one integer rule of every option (cftgnn.options)
+    if whole is None:
         raise ConfigError(f"constraints.{what} must be an integer, got {value!r}")
-    return int(value)
+    return whole
 
 
 def _ints(values: Iterable[Any] | None, what: str) -> tuple[int, ...]:

@@ -27,6 +27,7 @@ from cftgnn.explain import (
     RandomExplainer,
     RandomStrategy,
     RecentStrategy,
+    TGNNExplainer,
 )
 from cftgnn.explain.params import _split_optional
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
@@ -35,7 +36,8 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
     "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
-    "random": RandomExplainer, "perturb_one": PerturbOneExplainer}
+    "random": RandomExplainer, "perturb_one": PerturbOneExplainer,
+    "tgnnexplainer": TGNNExplainer}
 BUDGET_KEYS = ("max_iterations", "max_oracle_calls", "max_time_s")
 
 
@@ -142,7 +144,8 @@ def _oracle(n: int = 8) -> Any:
 
 
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
-                                    "exhaustive": {"max_size": 3}}
+                                    "exhaustive": {"max_size": 3},
+                                    "tgnnexplainer": {"navigator": "perturb_one"}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))
