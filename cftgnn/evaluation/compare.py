@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,25 @@ from cftgnn.evaluation.rundir import (
     run_names,
 )
 
-#: Columns that name the run or time it, never compared.
+#: Columns that name the run or time it, never compared. Besides these, every timing column
+#: (``time_s`` or a name ending in ``_time_s``, e.g. ``robustness_time_s``) is ignored:
+#: :func:`compared_columns`.
 IGNORED = frozenset({
     "schema_version", "wall_time_s", "oracle_time_s", "setup_time_s", "time_s", "shard",
     "auto_mode_ratio", "explainer", "strategy", "strategy_name", "dataset", "model",
     "prune", "certify", "constraints", "oracle_mode",
 })
+
+
+
+def is_timing(column: str) -> bool:
+    """Whether ``column`` holds seconds measured by the run (``time_s``, ``*_time_s``)."""
+    return column == "time_s" or column.endswith("_time_s")
+
+
+def compared_columns(columns: Iterable[str]) -> list[str]:
+    """The columns two runs are compared on, sorted: all but :data:`IGNORED` and timings."""
+    return sorted(c for c in set(columns) - IGNORED if not is_timing(c))
 
 
 @dataclass(frozen=True)
@@ -127,7 +140,7 @@ def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> Run
         if bool(fa) != bool(fb):
             flip_diff.append(int(ev))
     columns: dict[str, int] = {}
-    for col in sorted((set(ra.columns) | set(rb.columns)) - IGNORED):
+    for col in compared_columns(set(ra.columns) | set(rb.columns)):
         if col not in ra.columns or col not in rb.columns:
             columns[col] = len(common)
             continue
@@ -232,5 +245,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1)
 
 
-__all__ = ["IGNORED", "RunComparison", "check_comparable", "check_same_events",
-           "compare_records", "format_comparison", "main"]
+__all__ = ["IGNORED", "RunComparison", "check_comparable", "check_same_events", "compare_records",
+           "compared_columns", "format_comparison", "is_timing", "main"]

@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.compare import compare_records, format_comparison
+from cftgnn.evaluation.compare import compare_records, compared_columns, format_comparison
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=false",
@@ -40,6 +40,21 @@ def test_identical_runs_compare_equal_whatever_their_timings():
     c = compare_records(a, b)
     assert c.identical and c.common == 2 and c.columns_differ == {}
     assert c.fidelity == (0.5, 0.5) and c.mean_size == (2.0, 2.0)
+
+
+def test_every_timing_column_is_ignored_the_others_compared():
+    a = records([(1, [3, 4], True, -0.5), (2, [], False, 0.7)])
+    a["robustness_time_s"] = [0.25, None]
+    a["certify_time_s"] = [1.0, 2.0]  # any *_time_s column, even one added later
+    a["robustness"] = [0.5, None]
+    b = a.copy()
+    b["robustness_time_s"] = [0.75, 3.0]
+    b["certify_time_s"] = [9.0, 9.0]
+    assert compare_records(a, b).identical
+    b["robustness"] = [0.6, None]
+    assert compare_records(a, b).columns_differ == {"robustness": 1}
+    assert compared_columns(["time_s", "wall_time_s", "robustness_time_s", "robustness",
+                             "final_logit", "schema_version"]) == ["final_logit", "robustness"]
 
 
 def test_differences_are_counted_per_kind():
