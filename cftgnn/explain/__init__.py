@@ -30,7 +30,6 @@ from cftgnn.explain.strategies import (
     RecentStrategy,
     SelectionStrategy,
 )
-from cftgnn.explain.tgnnexplainer import TGNNExplainer, TGNNExplainerParams
 from cftgnn.explain.tree import BackpropRule, SearchNode
 
 __all__ = [
@@ -68,8 +67,6 @@ __all__ = [
     "SearchOutcome",
     "SelectionStrategy",
     "SizeSearch",
-    "TGNNExplainer",
-    "TGNNExplainerParams",
     "explain_event",
     "prune",
     "search_by_size",

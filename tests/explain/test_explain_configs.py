@@ -19,7 +19,6 @@ from cftgnn.explain import (
     PSOExplainer,
     RandomExplainer,
     SelectionStrategy,
-    TGNNExplainer,
 )
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
@@ -32,7 +31,7 @@ def _options(group: str) -> list[str]:
 
 def test_groups_present() -> None:
     assert {"beam", "cftgnn", "exhaustive", "greedy", "nsga2", "pso", "perturb_one",
-            "random", "tgnnexplainer"} <= set(_options("explainer"))
+            "random"} <= set(_options("explainer"))
     assert _options("strategy") == ["closest", "one_best", "random", "recent"]
 
 
@@ -40,10 +39,7 @@ def test_groups_present() -> None:
 @pytest.mark.parametrize("explainer", _options("explainer"))
 def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     with initialize_config_dir(str(CONF), version_base="1.3"):
-        # tgnnexplainer's default navigator is a trained PGExplainer: a toy event has none
-        navigator = ["explainer.navigator=perturb_one"] if explainer == "tgnnexplainer" else []
-        cfg = compose("explain", overrides=[f"explainer={explainer}", f"strategy={strategy}",
-                                            *navigator])
+        cfg = compose("explain", overrides=[f"explainer={explainer}", f"strategy={strategy}"])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
     exp = instantiate(cfg.explainer, strategy=strat)
@@ -52,8 +48,7 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                             "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer,
                             "nsga2": NSGA2Explainer, "pso": PSOExplainer,
                             "perturb_one": PerturbOneExplainer,
-                            "random": RandomExplainer,
-                            "tgnnexplainer": TGNNExplainer}[explainer])
+                            "random": RandomExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     result = exp.explain(oracle)
