@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from cftgnn.errors import ExplainerError
@@ -28,14 +29,17 @@ from cftgnn.explain import (
     RandomStrategy,
     RecentStrategy,
 )
+from cftgnn.explain.attention import AttentionExplainer
 from cftgnn.explain.params import _split_optional
+from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, TrainedScorer
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
     "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
-    "random": RandomExplainer, "perturb_one": PerturbOneExplainer}
+    "random": RandomExplainer, "perturb_one": PerturbOneExplainer,
+    "attention": AttentionExplainer, "pgexplainer": PGExplainer}
 BUDGET_KEYS = ("max_iterations", "max_oracle_calls", "max_time_s")
 
 
@@ -137,12 +141,28 @@ def test_population_searches_need_a_cap() -> None:
 def _oracle(n: int = 8) -> Any:
     # no single event flips; every pair of the first four does (a search needs a few steps)
     ids = list(range(1, n + 1))
-    return make_oracle(make_candidates(ids), AdditiveBackend(
+    oracle = make_oracle(make_candidates(ids), AdditiveBackend(
         1.0, {e: (0.55 if e <= 4 else 0.05) for e in ids}))
+    oracle.probe = _Probe(oracle.removable)  # for the explainers that read the model
+    return oracle
+
+
+class _Probe:
+    """Attention and features of the toy oracle's events (the later, the larger)."""
+
+    def __init__(self, removable: Any) -> None:
+        self.removable = removable
+
+    def attention(self) -> Any:
+        return self.removable / self.removable.sum()
+
+    def features(self) -> torch.Tensor:
+        return torch.as_tensor(self.removable, dtype=torch.float32).reshape(-1, 1)
 
 
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
-                                    "exhaustive": {"max_size": 3}}
+                                    "exhaustive": {"max_size": 3},
+                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})},
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))
