@@ -51,13 +51,15 @@ from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
 from cftgnn.files import check_writable_dir, sha256_if_file
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
 from cftgnn.tracking import Tracker, tracking
-from cftgnn.training.checkpoint import card_mismatch, load_checkpoint
+from cftgnn.training.checkpoint import card_mismatch, load_checkpoint, stream_checksum
 from cftgnn.training.resolve import (
     FRESH,
     auto_checkpoint,
@@ -106,6 +108,28 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         **({"auto_ratios": _container(cfg.get("auto_ratios"))} if str(cfg.mode) == "auto"
            else {}),
     }
+
+
+def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel,
+                      weights: str) -> ModelFingerprint:
+    """The run's model and stream as explainers may see them (through
+    :meth:`~cftgnn.explain.base.Explainer.check_run` and ``oracle.fingerprint``)."""
+    return ModelFingerprint(
+        dataset=stream.name, dataset_sha256=stream_checksum(stream),
+        model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
+        checkpoint_dir=str(cfg.paths.checkpoint_dir),
+        probe=offers_soft_removal(model))
+
+
+def offers_soft_removal(model: object) -> bool:
+    """Whether ``model`` has every method of
+    :class:`~cftgnn.models.protocol.SoftRemovalModel` (its oracles then get a probe).
+
+    Unlike ``isinstance`` on the protocol, this reads no attribute of a model not yet attached
+    to a stream (its ``stream`` property refuses that)."""
+    methods = [name for name, value in vars(SoftRemovalModel).items()
+               if callable(value) and not name.startswith("_")]
+    return all(callable(getattr(type(model), name, None)) for name in methods)
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -212,6 +236,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     fallback = fresh_fallback(cfg, weights)
     if fallback:
         print(f"warning: {fallback}", file=sys.stderr)
+    run_fp = model_fingerprint(cfg, stream, model, weights)
+    build_explainer(cfg).check_run(run_fp)  # e.g. a trained explainer of another model
     second = None
     if robust is not None:
         second, second_weights = second_model(cfg, stream, device)
@@ -245,6 +271,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         engine = ReplayEngine(model, stream, memory_budget_gb=budget)
+        engine.fingerprint = run_fp
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         extra = None if robust is None else Robustness(
             robust, None if second is None else ReplayEngine(second, stream, engine.index,

@@ -33,6 +33,7 @@ from cftgnn.explain.params import BudgetParams
 from cftgnn.explain.post import PostProcessing, Processed, check_answer
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy, SelectionStrategy
+from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle, is_flip
 
 
@@ -92,6 +93,18 @@ class Explainer(ABC):
         self.strategy: SelectionStrategy = strategy if strategy is not None else RecentStrategy()
         self.post = post if post is not None else PostProcessing()
         self.params = self.Params.from_options(options)
+
+    def check_run(self, fingerprint: ModelFingerprint) -> None:  # noqa: B027 (a hook)
+        """Refuse, before any event is explained, a run this explainer cannot do (a model
+        without the attention it reads, a trained explainer of another model or stream);
+        ``explain.py`` calls it once per run. The default accepts every run.
+
+        Args:
+            fingerprint: The run's model and stream.
+
+        Raises:
+            CftgnnError: Naming what is missing or does not match (one line).
+        """
 
     def explain(self, oracle: Oracle) -> ExplanationResult:
         """Explain the event the oracle is bound to.

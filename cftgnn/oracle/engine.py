@@ -45,6 +45,7 @@ from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel, SoftRemovalModel
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
+from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import (
@@ -118,6 +119,8 @@ class ReplayEngine:
         self.batch_size = model.batch_size
         self.checkpoint_every = max(1, int(checkpoint_every))
         self.counters = ReplayCounters()
+        #: The run's model and stream, handed to every oracle (``explain.py`` sets it).
+        self.fingerprint: ModelFingerprint | None = None
         model.attach(stream, index=self.index)
         self._cursor: Any = model.snapshot()  # unperturbed, at a batch boundary
         self._cursor_at = 0  # its position
@@ -348,6 +351,7 @@ class EventReplay:
             removable=constraints.removable(self.candidates, self.engine.stream),
             max_size=constraints.max_size, consequence=self.consequence,
         )
+        oracle.fingerprint = self.engine.fingerprint
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             oracle.probe = ModelProbe(model, self.base, self.start, self.event_id,

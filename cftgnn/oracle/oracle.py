@@ -41,6 +41,7 @@ from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError, OracleError
 
 if TYPE_CHECKING:  # the probe needs torch and a model; the oracle itself does not
+    from cftgnn.oracle.fingerprint import ModelFingerprint
     from cftgnn.oracle.probe import ModelProbe
 
 FloatArray = npt.NDArray[np.float64]
@@ -271,6 +272,9 @@ class Oracle:
         if probe is not None and not np.array_equal(probe.removable, self.removable):
             raise OracleError("the probe is over other events than the oracle's removable ones")
         self.probe: ModelProbe | None = probe
+        #: The run's model and stream (set by the replay engine; None for toy oracles): what
+        #: a trained explainer checks its checkpoint against (docs/design.md §8).
+        self.fingerprint: ModelFingerprint | None = None
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)

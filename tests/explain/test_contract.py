@@ -162,7 +162,7 @@ class _Probe:
 
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
                                     "exhaustive": {"max_size": 3},
-                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})},
+                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))

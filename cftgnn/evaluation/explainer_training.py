@@ -1,0 +1,279 @@
+"""``python scripts/train_explainer.py``: train the temporal PGExplainer for one model.
+
+One run = one dataset × one model (its committed checkpoint; an explainer of fresh weights
+would be refused by every run anyway). It
+
+1. samples ``n_train_events`` events of the model's training split (``train_range`` of
+   ``[0, train_end)``, :class:`~cftgnn.training.loop.Split` with ``train.py``'s shares), each
+   with a nonzero logit and a removable event;
+2. trains :class:`~cftgnn.explain.pgexplainer.EdgeScorer` for ``epochs`` epochs: per event the
+   oracle's probe gives the candidates' features and the differentiable soft-removal logit,
+   :func:`~cftgnn.explain.pgexplainer.pg_loss` is averaged over ``batch_size`` events per Adam
+   step (events in stream order, so the replay engine moves forward);
+3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
+   directory; rerunning the same command resumes there (another configuration in that
+   directory is refused);
+4. writes ``pgexplainer_<model>_<dataset>.pt`` and its ``.json`` card (training events,
+   epochs, seconds, loss history, the stream checksum and the model checkpoint's SHA-256)
+   into the run directory, or ``out_dir`` (replacing a file there takes ``overwrite=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from cftgnn.data.stream import EventStream
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.pipeline import model_fingerprint, offers_soft_removal
+from cftgnn.explain.base import Explainer
+from cftgnn.explain.pgexplainer import (
+    EdgeScorer,
+    card_of,
+    pg_loss,
+    save_scorer,
+    scorer_path,
+)
+from cftgnn.explain.result import ExplanationStatus
+from cftgnn.files import check_writable_dir
+from cftgnn.options import boolean, integer, number, text
+from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.tracking import Tracker, tracking
+from cftgnn.training.loop import Split, library_versions
+from cftgnn.training.resolve import model_name, resolve_device, resolve_model
+
+#: The resumable state in the run directory.
+STATE = "state.pt"
+#: The options that decide what a training computes (a resumed run must match them).
+#: (``epochs`` is not one: rerunning with more epochs trains on from the last one.)
+TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
+                 "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
+
+
+def check_options(cfg: Any) -> None:
+    """Refuse a bad top-level option of ``conf/train_explainer.yaml`` before anything loads.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "seed")
+    integer(cfg, "n_train_events", minimum=1)
+    integer(cfg, "epochs", minimum=1)
+    integer(cfg, "batch_size", minimum=1)
+    integer(cfg, "hidden", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    number(cfg, "lr", minimum=0, strict_minimum=True)
+    number(cfg, "size_coef", minimum=0)
+    number(cfg, "entropy_coef", minimum=0)
+    share = cfg.train_range
+    if (isinstance(share, str) or not hasattr(share, "__len__") or len(share) != 2
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)
+            or not 0 <= share[0] < share[1] <= 1):
+        raise ConfigError(f"train_range must be [start, end] with 0 <= start < end <= 1 (a "
+                          f"share of the training split), got {share!r}")
+    boolean(cfg, "progress")
+    boolean(cfg, "overwrite")
+    text(cfg, "out_dir", optional=True)
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    """Hydra's run directory (``outputs/train_explainer/<model>-<dataset>``: the same
+    command resumes there), or ``cfg.run_dir`` outside Hydra."""
+    if cfg.get("run_dir"):
+        return Path(str(cfg.run_dir))
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    raise ConfigError("run_dir is not set and there is no Hydra run directory; set run_dir")
+
+
+def training_events(stream: EventStream, split: Split, share: Any, n: int, seed: int
+                    ) -> npt.NDArray[np.int64]:
+    """``n`` distinct event ids drawn from ``share`` of the training split ``[0, train_end)``,
+    sorted (fewer when the range holds fewer)."""
+    lo, hi = int(share[0] * split.train_end), int(share[1] * split.train_end)
+    pool = np.arange(max(lo, 1), hi, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(pool, size=min(n, len(pool)), replace=False)
+    return np.sort(chosen)
+
+
+def event_loss(mlp: EdgeScorer, oracle: Oracle, size_coef: float, entropy_coef: float
+               ) -> torch.Tensor | None:
+    """PGExplainer's loss on one explained event (None when the event cannot be explained:
+    zero logit, no removable event, or no probe)."""
+    if Explainer.status(oracle) is not ExplanationStatus.OK or oracle.probe is None:
+        return None
+    probe = oracle.probe
+    weights = torch.sigmoid(mlp(probe.features()))
+    logit = probe.soft_logit(weights)
+    return pg_loss(logit, float(oracle.original_logit > 0), weights, size_coef, entropy_coef)
+
+
+def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: DictConfig) -> int:
+    """``D``, the probe's feature width (read on the first training event with a removable
+    event).
+
+    Raises:
+        ConfigError: When no training event has one.
+    """
+    for event_id in events.tolist():
+        probe = engine.oracle(int(event_id), cfg.k, int(cfg.m_max), "exact").probe
+        if probe is not None and len(probe.removable):
+            return int(probe.features().shape[1])
+    raise ConfigError("no training event has a removable candidate; widen train_range or "
+                      "draw more n_train_events")
+
+
+def _options(cfg: DictConfig) -> dict[str, Any]:
+    node = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(node, dict)
+    return {k: node.get(k) for k in TRAINING_KEYS}
+
+
+def _load_state(path: Path, options: dict[str, Any]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    if json.loads(str(state["options"])) != json.loads(json.dumps(options)):
+        raise ConfigError(f"{path} holds a training with other options; rerun with its "
+                          "options, or use another hydra.run.dir")
+    return state
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Train (or resume training) the PGExplainer of ``cfg.model`` on ``cfg.dataset``.
+
+    Returns:
+        The card written next to the checkpoint.
+
+    Raises:
+        CftgnnError: For bad options, a model without soft removal or without a checkpoint,
+            a run directory of other options, or an existing checkpoint without
+            ``overwrite=true``; before any training.
+    """
+    check_options(cfg)
+    out = run_dir(cfg)
+    check_writable_dir(out, "hydra.run.dir")
+    device = resolve_device(str(cfg.device))
+    torch.set_num_threads(int(cfg.num_threads))
+    stream: EventStream = instantiate(cfg.dataset)
+    kind = model_name(cfg.model)
+    destination = scorer_path(Path(str(cfg.out_dir)) if cfg.get("out_dir") else out, kind,
+                              stream.name)
+    existing = [p for p in (destination, destination.with_suffix(".json")) if p.exists()]
+    if cfg.get("out_dir") and existing and cfg.get("overwrite") is not True:
+        raise ConfigError(f"{existing[0]} exists and would be replaced; add overwrite=true to "
+                          "replace it, or leave out out_dir to write into the run directory")
+    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
+                                   device, int(cfg.seed), require=True)
+    if not offers_soft_removal(model):
+        raise ConfigError(f"the PGExplainer trains through soft removal, which model {kind!r} "
+                          "does not offer; use model=tgn or model=tgat")
+    fp = model_fingerprint(cfg, stream, model, weights)
+    engine = ReplayEngine(model, stream, memory_budget_gb=cfg.get("memory_budget_gb", 1.0))
+    engine.fingerprint = fp
+    split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
+                                float(cfg.split.test))
+    events = training_events(stream, split, cfg.train_range, int(cfg.n_train_events),
+                             int(cfg.seed))
+    options = _options(cfg)
+    torch.manual_seed(int(cfg.seed))
+    mlp = EdgeScorer(feature_width(engine, events, cfg), int(cfg.hidden))
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=float(cfg.lr))
+    state_file = out / STATE
+    state = _load_state(state_file, options)
+    history: list[dict[str, float]] = []
+    seconds, first = 0.0, 0
+    if state is not None:
+        mlp.load_state_dict(state["mlp"])
+        optimizer.load_state_dict(state["optimizer"])
+        history, seconds, first = list(state["history"]), float(state["seconds"]), int(
+            state["epoch"])
+        print(f"resuming {state_file} after epoch {first}")
+    tracker: Tracker = instantiate(cfg.logger)
+    config = _options(cfg) | {"model": OmegaConf.to_container(cfg.model, resolve=True),
+                              "dataset": stream.name, "weights": weights}
+    used = len(events)
+    with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{kind}", dir=str(out)):
+        for epoch in range(first, int(cfg.epochs)):
+            start = time.perf_counter()
+            loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch)
+            seconds += time.perf_counter() - start
+            history.append({"epoch": epoch, "loss": loss_sum / max(used, 1),
+                            "events": used, "seconds": time.perf_counter() - start})
+            tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"]})
+            torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
+                        "epoch": epoch + 1, "history": history, "seconds": seconds,
+                        "options": json.dumps(options)}, state_file.with_suffix(".tmp"))
+            os.replace(state_file.with_suffix(".tmp"), state_file)
+        card = card_of(fp, training_events=int(history[-1]["events"]) if history else used,
+                       event_ids=[int(e) for e in events], epochs=int(cfg.epochs),
+                       training_seconds=seconds, history=history, options=options,
+                       torch_threads=torch.get_num_threads(), versions=library_versions())
+        pt, js = save_scorer(destination, mlp, card)
+        tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
+                             else float("nan"), "train/seconds": seconds})
+    print(f"saved {pt} and {js} ({seconds:.0f} s of training)")
+    return card
+
+
+def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer, oracles: Iterable[Oracle],
+                batch_size: int, size_coef: float, entropy_coef: float,
+                bar: tqdm[Any] | None = None) -> tuple[float, int]:
+    """One pass over the explained events' oracles: :func:`event_loss` averaged over
+    ``batch_size`` events per optimizer step (a last, smaller batch steps too).
+
+    Returns:
+        ``(sum of the losses, events used)`` (events that cannot be explained are skipped).
+    """
+    mlp.train()
+    total, used, pending = 0.0, 0, 0
+    optimizer.zero_grad()
+    for oracle in oracles:
+        loss = event_loss(mlp, oracle, size_coef, entropy_coef)
+        if bar is not None:
+            bar.update()
+        if loss is None:
+            continue
+        (loss / batch_size).backward()
+        total, used, pending = total + float(loss.detach()), used + 1, pending + 1
+        if pending == batch_size:
+            optimizer.step()
+            optimizer.zero_grad()
+            pending = 0
+        if bar is not None:
+            bar.set_postfix(loss=f"{total / used:.4f}", refresh=False)
+    if pending:
+        optimizer.step()
+        optimizer.zero_grad()
+    mlp.eval()
+    return total, used
+
+
+def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
+           optimizer: torch.optim.Optimizer, events: npt.NDArray[np.int64], epoch: int
+           ) -> tuple[float, int]:
+    """One pass over ``events`` (in stream order) with a progress bar."""
+    oracles = (engine.oracle(int(e), cfg.k, int(cfg.m_max), "exact") for e in events.tolist())
+    with tqdm(total=len(events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}", unit="event",
+              disable=not cfg.progress, dynamic_ncols=True) as bar:
+        return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), float(cfg.size_coef),
+                           float(cfg.entropy_coef), bar)
+
+
+__all__ = ["check_options", "event_loss", "run", "train_epoch", "training_events"]

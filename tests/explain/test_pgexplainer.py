@@ -1,0 +1,256 @@
+"""explainer=pgexplainer: its loss, learning a planted cause, its checkpoint (round trip, card,
+refusal of another model or stream) and scripts/train_explainer.py end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from torch import Tensor
+
+import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
+from cftgnn.cli import friendly_errors
+from cftgnn.errors import ConfigError, ExplainerError
+from cftgnn.evaluation import explainer_training, pipeline
+from cftgnn.explain.pgexplainer import (
+    EdgeScorer,
+    PGExplainer,
+    TrainedScorer,
+    card_of,
+    check_card,
+    load_scorer,
+    pg_loss,
+    resolve_scorer,
+    save_scorer,
+    scorer_path,
+)
+from cftgnn.files import file_sha256
+from cftgnn.oracle import Oracle
+from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.testing import AdditiveBackend, make_candidates
+from cftgnn.training import loop
+from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+D = 6  # feature width of the planted probes
+
+
+class PlantedProbe:
+    """A probe over ``m`` synthetic events where one, the cause, carries the prediction.
+
+    Features: noise, with column 0 set to 1 on the cause only. Soft logit:
+    ``3·w_cause − 1 + 0.05·Σ_{others} w`` (every weight 1: positive; the cause removed:
+    negative), differentiable in the weights.
+    """
+
+    def __init__(self, removable: list[int], cause: int, rng: np.random.Generator) -> None:
+        self.removable = np.asarray(removable, dtype=np.int64)
+        self.cause = cause
+        feats = rng.normal(size=(len(removable), D)).astype(np.float32)
+        feats[:, 0] = 0.0
+        feats[removable.index(cause), 0] = 1.0
+        self._features = torch.from_numpy(feats)
+        self._is_cause = torch.from_numpy((self.removable == cause).astype(np.float32))
+
+    def features(self) -> Tensor:
+        return self._features
+
+    def soft_logit(self, weights: Tensor) -> Tensor:
+        cause = (weights * self._is_cause).sum()
+        return 3.0 * cause - 1.0 + 0.05 * (weights * (1 - self._is_cause)).sum()
+
+    def logit(self, removed: frozenset[int]) -> float:
+        w = torch.tensor([0.0 if int(e) in removed else 1.0 for e in self.removable])
+        return float(self.soft_logit(w))
+
+
+def planted_oracle(seed: int, m: int = 8) -> tuple[Oracle, int]:
+    rng = np.random.default_rng(seed)
+    ids = sorted(rng.choice(np.arange(1, 200), size=m, replace=False).tolist())
+    cause = int(rng.choice(ids))
+    probe = PlantedProbe(ids, cause, rng)
+    exact = lambda sets: np.array([probe.logit(frozenset(s)) for s in sets])  # noqa: E731
+    oracle = Oracle(make_candidates(ids), probe.logit(frozenset()), exact=exact, mode="exact",
+                    probe=probe)  # type: ignore[arg-type]
+    return oracle, cause
+
+
+def fingerprint(**change: object) -> ModelFingerprint:
+    base: dict[str, object] = dict(dataset="planted", dataset_sha256="d" * 64, model="tgn",
+                                   weights="tgn_planted.pt", weights_sha256="w" * 64,
+                                   checkpoint_dir=".", probe=True)
+    return ModelFingerprint(**(base | change))  # type: ignore[arg-type]
+
+
+def test_loss_is_bce_plus_size_plus_entropy_by_hand() -> None:
+    w = torch.tensor([0.2, 0.9])
+    got = float(pg_loss(torch.tensor(0.5), 1.0, w, size_coef=0.05, entropy_coef=1.0))
+    bce = -math.log(1 / (1 + math.exp(-0.5)))
+    ent = sum(-(x * math.log(x) + (1 - x) * math.log(1 - x)) for x in (0.2, 0.9)) / 2
+    assert got == pytest.approx(bce + 0.05 * 1.1 + ent, rel=1e-6)
+    got0 = float(pg_loss(torch.tensor(0.5), 0.0, w, size_coef=0.0, entropy_coef=0.0))
+    assert got0 == pytest.approx(-math.log(1 - 1 / (1 + math.exp(-0.5))), rel=1e-6)
+
+
+@pytest.fixture
+def one_thread():
+    """Many tiny tensor ops: one thread is far faster than several on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_training_learns_the_planted_cause(one_thread) -> None:
+    torch.manual_seed(0)
+    mlp = EdgeScorer(D, hidden=32)
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=1e-2)
+    train = [planted_oracle(seed)[0] for seed in range(64)]
+    before = [float(x) for x in (explainer_training.train_epoch(
+        mlp, optimizer, train, 8, 0.05, 0.1)[0],)]
+    for _ in range(15):
+        last, used = explainer_training.train_epoch(mlp, optimizer, train, 8, 0.05, 0.1)
+    assert used == 64 and last < before[0]
+    explainer = PGExplainer(scorer=TrainedScorer(mlp, {}))
+    held_out = [planted_oracle(1000 + seed) for seed in range(30)]
+    first = [explainer.explain(oracle).ranking[0] == cause for oracle, cause in held_out]
+    assert np.mean(first) >= 0.9
+    # an untrained MLP does not: the test can fail
+    fresh = PGExplainer(scorer=TrainedScorer(EdgeScorer(D, hidden=32), {}))
+    assert np.mean([fresh.explain(o).ranking[0] == c for o, c in held_out]) < 0.6
+
+
+def test_a_trained_explainer_round_trips_through_its_checkpoint(tmp_path) -> None:
+    torch.manual_seed(1)
+    mlp = EdgeScorer(D, hidden=16)
+    card = card_of(fingerprint(), training_events=64, epochs=3, training_seconds=1.5)
+    pt, js = save_scorer(tmp_path / "pgexplainer_tgn_planted.pt", mlp, card)
+    loaded = load_scorer(pt)
+    assert loaded.card == card
+    written = json.loads(js.read_text())
+    assert written["weights_sha256"] == file_sha256(pt)
+    assert written["training_events"] == 64 and written["model_weights_sha256"] == "w" * 64
+    oracle, _ = planted_oracle(5)
+    direct = PGExplainer(scorer=TrainedScorer(mlp, card)).scores(oracle)
+    via_file = PGExplainer(checkpoint=str(pt)).scores(oracle)
+    np.testing.assert_array_equal(direct, via_file)
+    assert len(set(direct.tolist())) == len(direct)  # scores that rank, not a constant
+
+
+def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -> None:
+    pt, _ = save_scorer(scorer_path(tmp_path, "tgn", "planted"), EdgeScorer(D, 8),
+                        card_of(fingerprint()))
+    ok = fingerprint(checkpoint_dir=str(tmp_path))
+    assert resolve_scorer("auto", ok).path == str(pt)
+    for change, said in ((dict(dataset_sha256="e" * 64), "stream checksum"),
+                         (dict(model="tgat"), "model tgn"),
+                         (dict(weights_sha256="v" * 64), "model checkpoint's SHA-256"),
+                         (dict(weights_sha256=None), "model checkpoint's SHA-256")):
+        with pytest.raises(CheckpointMismatchError, match=said) as err:
+            check_card(load_scorer(pt).card, fingerprint(**change), str(pt))
+        assert "\n" not in str(err.value) and "train_explainer.py" in str(err.value)
+    with pytest.raises(ConfigError, match="no trained PGExplainer.*train_explainer.py"):
+        resolve_scorer("auto", fingerprint(checkpoint_dir=str(tmp_path / "none")))
+    with pytest.raises(ConfigError, match="no trained PGExplainer"):
+        PGExplainer(checkpoint=str(tmp_path / "none.pt")).check_run(ok)
+    with pytest.raises(ExplainerError, match="needs a model with attention"):
+        PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a trained PGExplainer"):
+        load_scorer(bad)
+
+
+def test_an_oracle_without_a_probe_is_refused() -> None:
+    oracle = Oracle(make_candidates([1, 2]), 1.0, exact=AdditiveBackend(1.0, {1: 1, 2: 1}),
+                    mode="exact")
+    with pytest.raises(ExplainerError, match="needs a model with attention"):
+        PGExplainer(scorer=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
+
+
+# ------------------------------------------------------------------ end to end, tiny stream
+TINY = ["dataset=synthetic", "dataset.num_nodes=30", "dataset.num_events=300",
+        "progress=false"]
+
+
+def _compose(name: str, *overrides: str):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose(name, overrides=[*TINY, *overrides])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, Path]:
+    """Two model checkpoints (seeds 0 and 1) of the tiny stream and a PGExplainer of the
+    first, trained for one epoch, then resumed for a second."""
+    root = tmp_path_factory.mktemp("pgx")
+    for seed in (0, 1):
+        loop.run(_compose("train", "model=tgat", "epochs=1", f"seed={seed}",
+                          f"out_dir={root / f'm{seed}'}"))
+    model = root / "m0" / "tgat_synthetic.pt"
+    common = ["model=tgat", f"checkpoint={model}", "n_train_events=12", "batch_size=4",
+              "m_max=8", f"+run_dir={root / 'run'}"]
+    explainer_training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = explainer_training.run(_compose("train_explainer", *common, "epochs=2"))
+    return {"model": model, "other": root / "m1" / "tgat_synthetic.pt",
+            "pg": root / "run" / "pgexplainer_tgat_synthetic.pt", "root": root,
+            "epochs": card["epochs"], "history": card["history"]}
+
+
+def test_train_explainer_resumes_and_writes_a_card(trained) -> None:
+    card = json.loads(trained["pg"].with_suffix(".json").read_text())
+    assert [h["epoch"] for h in card["history"]] == [0, 1]  # the second run resumed
+    assert card["model"] == "tgat" and card["dataset"] == "synthetic"
+    assert card["model_weights_sha256"] == file_sha256(trained["model"])
+    assert 0 < card["training_events"] <= 12 and card["epochs"] == 2
+    assert card["weights_sha256"] == file_sha256(trained["pg"])
+
+
+def _explain(trained, *overrides: str):
+    return _compose("explain", "debug=default", "model=tgat", "explainer=pgexplainer",
+                    f"explainer.checkpoint={trained['pg']}", "sample.prediction=any",
+                    "n_events=2", "m_max=8", *overrides)
+
+
+def test_explain_runs_with_the_trained_explainer(trained, tmp_path) -> None:
+    table = pipeline.run(_explain(trained, f"checkpoint={trained['model']}",
+                                  f"out_dir={tmp_path / 'ok'}"))
+    assert not table.empty
+
+
+@pytest.mark.parametrize("case", ["model checkpoint", "dataset"])
+def test_explain_refuses_an_explainer_of_another_model_or_dataset(trained, tmp_path, capsys,
+                                                                   case) -> None:
+    extra = ([f"checkpoint={trained['other']}"] if case == "model checkpoint"
+             else [f"checkpoint={trained['model']}", "dataset.seed=5"])
+    cfg = _explain(trained, *extra, f"out_dir={tmp_path / 'no'}")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc, friendly_errors():
+        pipeline.run(cfg)
+    assert exc.value.code == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines()
+           if ln.strip() and not ln.startswith("warning:")]
+    assert len(err) == 1 and err[0].startswith("error: PGExplainer checkpoint"), err
+    assert ("model checkpoint's SHA-256" if case == "model checkpoint"
+            else "stream checksum") in err[0]
+    assert not (tmp_path / "no" / "records").exists()  # refused before any event
+
+
+def test_explain_py_refuses_it_in_one_line_exit_2(trained, tmp_path) -> None:
+    args = [str(ROOT / "scripts" / "explain.py"), "debug=default", "model=tgat",
+            "explainer=pgexplainer", f"explainer.checkpoint={trained['pg']}",
+            f"checkpoint={trained['other']}", "n_events=1", "progress=false",
+            f"out_dir={tmp_path / 'cli'}"]
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: PGExplainer checkpoint"), lines
