@@ -30,6 +30,7 @@ from cftgnn.explain.strategies import (
     RecentStrategy,
     SelectionStrategy,
 )
+from cftgnn.explain.tgnnexplainer import TGNNExplainer, TGNNExplainerParams
 from cftgnn.explain.tree import BackpropRule, SearchNode
 
 __all__ = [
@@ -67,6 +68,8 @@ __all__ = [
     "SearchOutcome",
     "SelectionStrategy",
     "SizeSearch",
+    "TGNNExplainer",
+    "TGNNExplainerParams",
     "explain_event",
     "prune",
     "search_by_size",

@@ -64,11 +64,13 @@ from enum import Enum
 import numpy as np
 import numpy.typing as npt
 
-from cftgnn.errors import ExplainerError
+from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.base import SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.pgexplainer import PGExplainer
+from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle, delta
 
 Coalition = frozenset[int]
@@ -102,7 +104,8 @@ class TGNNExplainerParams(BudgetParams):
       gets its ``expand_width`` least important children at once;
     * ``wave = 25``: not a published value (the published search is sequential): rollouts
       whose leaves are scored in one batched exact call (20 calls for 500 rollouts);
-    * ``navigator = pgexplainer``: the paper's navigator (a trained temporal PGExplainer).
+    * ``navigator = pgexplainer``: the paper's navigator (a trained temporal PGExplainer,
+      ``explainer=pgexplainer``'s MLP, read from ``checkpoint``).
     """
 
     rollouts: int = option(500, "MCTS rollouts (max_iterations, when set, replaces it)", low=0)
@@ -118,6 +121,9 @@ class TGNNExplainerParams(BudgetParams):
     navigator: Navigator = option(Navigator.PGEXPLAINER,
                                   "navigator scores: pgexplainer | attention | perturb_one | "
                                   "none")
+    checkpoint: str = option("auto", "the pgexplainer navigator's trained MLP: auto = "
+                                     "<checkpoint_dir>/pgexplainer_<model>_<dataset>.pt, or a "
+                                     "path")
 
     @property
     def iteration_cap(self) -> int | None:
@@ -133,24 +139,30 @@ def fidelity(p_orig: float, p: float) -> float:
     return p - p_orig if p_orig >= 0 else p_orig - p
 
 
-def pgexplainer_scores(oracle: Oracle) -> FloatArray:
-    """The PGExplainer navigator's scores of ``oracle.removable`` (the one place it is wired).
+def pgexplainer_scores(oracle: Oracle, checkpoint: str) -> FloatArray:
+    """The PGExplainer navigator's scores of ``oracle.removable`` (the one place it is wired:
+    :meth:`PGExplainer.scores <cftgnn.explain.pgexplainer.PGExplainer.scores>`).
+
+    Args:
+        oracle: The explained event's oracle (with a probe).
+        checkpoint: The trained MLP: ``auto`` or a path (PGExplainer's ``checkpoint``).
 
     Raises:
-        ExplainerError: The trained PGExplainer is not available for this oracle.
+        ExplainerError: The oracle has no probe.
+        CftgnnError: No trained PGExplainer, or one of another model or stream.
     """
-    raise ExplainerError("navigator=pgexplainer needs the trained PGExplainer "
-                         "(cftgnn.explain.pgexplainer), which is not available; use "
-                         "explainer.navigator=attention, perturb_one or none")
+    return PGExplainer(checkpoint=checkpoint).scores(oracle)
 
 
-def navigator_scores(navigator: Navigator, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
+def navigator_scores(navigator: Navigator, oracle: Oracle, budget: BudgetMeter,
+                     checkpoint: str = "auto") -> FloatArray:
     """The navigator's importance of each event of ``oracle.removable`` (larger = keep).
 
     Args:
         navigator: Which navigator.
         oracle: The explained event's oracle.
         budget: Charged for ``perturb_one``'s ``|R|`` exact calls (not covered: all zeros).
+        checkpoint: The PGExplainer navigator's trained MLP (``auto`` or a path).
 
     Returns:
         ``float [|R|]``, aligned with ``oracle.removable``.
@@ -170,10 +182,11 @@ def navigator_scores(navigator: Navigator, oracle: Oracle, budget: BudgetMeter) 
         return np.array([delta(p0, float(p)) for p in logits], dtype=np.float64)
     if navigator is Navigator.ATTENTION:
         if oracle.probe is None:
-            raise ExplainerError("navigator=attention needs the model's attention (an oracle "
-                                 "with a probe); use explainer.navigator=perturb_one or none")
+            fp = oracle.fingerprint
+            raise needs_probe("tgnnexplainer navigator=attention",
+                              None if fp is None else fp.model)
         return np.asarray(oracle.probe.attention(), dtype=np.float64).reshape(m)
-    return np.asarray(pgexplainer_scores(oracle), dtype=np.float64).reshape(m)
+    return np.asarray(pgexplainer_scores(oracle, checkpoint), dtype=np.float64).reshape(m)
 
 
 def share_below(scores: npt.ArrayLike) -> FloatArray:
@@ -361,6 +374,14 @@ class TGNNExplainer(FactualExplainer):
     Params = TGNNExplainerParams
     params: TGNNExplainerParams
 
+    def check_run(self, fingerprint: ModelFingerprint) -> None:
+        """Refuse a run the navigator cannot read: attention or the PGExplainer on a model
+        without a probe, or no trained PGExplainer of this model and stream."""
+        if self.params.navigator is Navigator.PGEXPLAINER:
+            PGExplainer(checkpoint=self.params.checkpoint).check_run(fingerprint)
+        elif self.params.navigator is Navigator.ATTENTION and not fingerprint.probe:
+            raise needs_probe("tgnnexplainer navigator=attention", fingerprint.model)
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         self._rollouts = 0
         outcome = super()._search(oracle, budget)
@@ -375,7 +396,7 @@ class TGNNExplainer(FactualExplainer):
 
     def explore(self, oracle: Oracle, budget: BudgetMeter) -> Explorer:
         """The search alone, for inspection: the explorer after its rollouts."""
-        nav = navigator_scores(self.params.navigator, oracle, budget)
+        nav = navigator_scores(self.params.navigator, oracle, budget, self.params.checkpoint)
         explorer = Explorer(oracle, self.params, nav, budget)
         explorer.run()
         return explorer

@@ -33,6 +33,7 @@ from cftgnn.explain import (
     PSOExplainer,
     RandomExplainer,
     RecentStrategy,
+    TGNNExplainer,
 )
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, RESULT_COLUMNS, ExplanationStatus
 from cftgnn.oracle import Oracle
@@ -41,9 +42,11 @@ from cftgnn.testing import AdditiveBackend, make_candidates
 EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
     "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
-    "random": RandomExplainer, "perturb_one": PerturbOneExplainer}
+    "random": RandomExplainer, "perturb_one": PerturbOneExplainer,
+    "tgnnexplainer": TGNNExplainer}
 SMALL = {"nsga2": {"pop_size": 8, "max_iterations": 5},
-         "pso": {"n_particles": 8, "max_iterations": 5}}
+         "pso": {"n_particles": 8, "max_iterations": 5},
+         "tgnnexplainer": {"navigator": "perturb_one"}}
 IDS = [1, 2, 3, 4, 5, 6]
 
 

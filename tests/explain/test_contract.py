@@ -28,6 +28,7 @@ from cftgnn.explain import (
     RandomExplainer,
     RandomStrategy,
     RecentStrategy,
+    TGNNExplainer,
 )
 from cftgnn.explain.attention import AttentionExplainer
 from cftgnn.explain.params import _split_optional
@@ -39,6 +40,7 @@ EXPLAINERS: dict[str, type[Explainer]] = {
     "cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer, "beam": BeamExplainer,
     "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
     "random": RandomExplainer, "perturb_one": PerturbOneExplainer,
+    "tgnnexplainer": TGNNExplainer,
     "attention": AttentionExplainer, "pgexplainer": PGExplainer}
 BUDGET_KEYS = ("max_iterations", "max_oracle_calls", "max_time_s")
 
@@ -162,7 +164,8 @@ class _Probe:
 
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
                                     "exhaustive": {"max_size": 3},
-                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})}}
+                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})},
+                                    "tgnnexplainer": {"navigator": "perturb_one"}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))

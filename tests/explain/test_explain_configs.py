@@ -19,6 +19,7 @@ from cftgnn.explain import (
     PSOExplainer,
     RandomExplainer,
     SelectionStrategy,
+    TGNNExplainer,
 )
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
@@ -31,7 +32,7 @@ def _options(group: str) -> list[str]:
 
 def test_groups_present() -> None:
     assert {"beam", "cftgnn", "exhaustive", "greedy", "nsga2", "pso", "perturb_one",
-            "random"} <= set(_options("explainer"))
+            "random", "tgnnexplainer"} <= set(_options("explainer"))
     assert _options("strategy") == ["closest", "one_best", "random", "recent"]
 
 
@@ -39,7 +40,10 @@ def test_groups_present() -> None:
 @pytest.mark.parametrize("explainer", _options("explainer"))
 def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
     with initialize_config_dir(str(CONF), version_base="1.3"):
-        cfg = compose("explain", overrides=[f"explainer={explainer}", f"strategy={strategy}"])
+        # tgnnexplainer's default navigator is a trained PGExplainer: a toy event has none
+        navigator = ["explainer.navigator=perturb_one"] if explainer == "tgnnexplainer" else []
+        cfg = compose("explain", overrides=[f"explainer={explainer}", f"strategy={strategy}",
+                                            *navigator])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
     exp = instantiate(cfg.explainer, strategy=strat)
@@ -48,7 +52,8 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                             "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer,
                             "nsga2": NSGA2Explainer, "pso": PSOExplainer,
                             "perturb_one": PerturbOneExplainer,
-                            "random": RandomExplainer}[explainer])
+                            "random": RandomExplainer,
+                            "tgnnexplainer": TGNNExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     result = exp.explain(oracle)

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+import torch
 
-from cftgnn.errors import ExplainerError
+from cftgnn.errors import ConfigError, ExplainerError
 from cftgnn.explain import TGNNExplainer
 from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, save_scorer
 from cftgnn.explain.tgnnexplainer import Explorer, fidelity, share_below
 from cftgnn.oracle import Oracle
+from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.testing import (
     AdditiveBackend,
     HashedBackend,
@@ -187,7 +191,53 @@ def test_a_small_candidate_set_is_its_own_answer() -> None:
 
 def test_attention_needs_a_probe_and_bad_navigators_are_refused() -> None:
     oracle = make_oracle(make_candidates([1, 2, 3]), AdditiveBackend(1.0, {1: 0.6}))
-    with pytest.raises(ExplainerError, match="attention"):
+    with pytest.raises(ExplainerError, match="navigator=attention needs a model with attention"):
         TGNNExplainer(navigator="attention").explain(oracle)
     with pytest.raises(ExplainerError, match="navigator must be one of"):
         TGNNExplainer(navigator="gnnexplainer")
+
+
+def _fingerprint(probe: bool) -> ModelFingerprint:
+    return ModelFingerprint(dataset="toy", dataset_sha256="d" * 64, model="tgn",
+                            weights="tgn_toy.pt", weights_sha256="w" * 64, checkpoint_dir=".",
+                            probe=probe)
+
+
+def test_check_run_refuses_what_the_navigator_cannot_read(tmp_path: Path) -> None:
+    for navigator in ("attention", "pgexplainer"):
+        with pytest.raises(ExplainerError, match="needs a model with attention"):
+            TGNNExplainer(navigator=navigator,
+                          checkpoint=str(tmp_path / "x.pt")).check_run(_fingerprint(False))
+    with pytest.raises(ConfigError, match="no trained PGExplainer"):
+        TGNNExplainer(checkpoint=str(tmp_path / "x.pt")).check_run(_fingerprint(True))
+    TGNNExplainer(navigator="attention").check_run(_fingerprint(True))
+    TGNNExplainer(navigator="none").check_run(_fingerprint(False))
+
+
+class _Probe:
+    """Attention and one feature per event of a toy oracle (the later, the larger)."""
+
+    def __init__(self, removable: npt.NDArray[np.int64]) -> None:
+        self.removable = removable
+
+    def attention(self) -> npt.NDArray[np.float64]:
+        return self.removable / self.removable.sum()
+
+    def features(self) -> torch.Tensor:
+        return torch.as_tensor(self.removable, dtype=torch.float32).reshape(-1, 1)
+
+
+@pytest.mark.parametrize("navigator", ["attention", "pgexplainer"])
+def test_the_probe_navigators_read_the_attention_and_the_trained_pgexplainer(
+        navigator: str, tmp_path: Path) -> None:
+    ids = list(range(1, 13))
+    oracle = make_oracle(make_candidates(ids), HashedBackend(0.5, spread=0.5, seed=6))
+    oracle.probe = _Probe(oracle.removable)  # type: ignore[assignment]
+    torch.manual_seed(0)
+    pt, _ = save_scorer(tmp_path / "pg.pt", EdgeScorer(1, hidden=8), {})
+    want = (oracle.probe.attention() if navigator == "attention"
+            else PGExplainer(checkpoint=str(pt)).scores(oracle))
+    explorer = _explore(oracle, navigator=navigator, checkpoint=str(pt), rollouts=10)
+    np.testing.assert_array_equal(explorer.scores, want)
+    result = TGNNExplainer(navigator=navigator, checkpoint=str(pt), rollouts=10).explain(oracle)
+    assert set(result.ranking[: len(explorer.best())]) == explorer.best()
