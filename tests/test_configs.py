@@ -98,6 +98,7 @@ SWEEP_AXES = {
     "it_max": {"strategy", "explainer.it_max"},
     "presets": {"dataset", "model", "experiment"},
     "diverse": {"dataset", "model", "explainer", "strategy", "mode"},
+    "baselines": {"dataset", "model", "baseline"},
 }
 
 
@@ -123,6 +124,27 @@ def test_sweep_files_compose_and_name_existing_options(sweep):
     if sweep == "shards":
         assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
         assert str(params.shard) == f"range(0,{cfg.num_shards})"
+
+
+BASELINE_EXPLAINERS = {"random": "RandomExplainer", "attention": "AttentionExplainer",
+                       "perturb_one": "PerturbOneExplainer", "pgexplainer": "PGExplainer",
+                       "tgnnexplainer": "TGNNExplainer", "cftgnn": "CFTGNNExplainer",
+                       "greedy": "GreedyExplainer", "search_plus": "BeamExplainer"}
+
+
+@pytest.mark.parametrize("baseline", _options("baseline"))
+def test_every_baseline_selects_its_explainer(baseline):
+    """sweep=baselines runs every file of conf/baseline/; each picks one explainer (the
+    counterfactual searches with the closest strategy, search_plus as its preset)."""
+    assert set(_options("baseline")) == set(BASELINE_EXPLAINERS)
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"baseline={baseline}"])
+        preset = compose("explain", overrides=["experiment=search_plus"])
+    assert cfg.explainer._target_.rsplit(".", 1)[1] == BASELINE_EXPLAINERS[baseline]
+    if baseline in ("cftgnn", "greedy"):
+        assert cfg.strategy._target_.endswith("ClosestStrategy")
+    if baseline == "search_plus":
+        assert cfg == preset
 
 
 @pytest.mark.parametrize("launcher, target", [("joblib", "JoblibLauncher"),
