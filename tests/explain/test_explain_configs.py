@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
@@ -21,6 +23,8 @@ from cftgnn.explain import (
     SelectionStrategy,
     TGNNExplainer,
 )
+from cftgnn.explain.attention import AttentionExplainer
+from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, TrainedScorer
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -46,20 +50,46 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                                             *navigator])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
-    exp = instantiate(cfg.explainer, strategy=strat)
+    trained = {"scorer": _identity_scorer()} if explainer == "pgexplainer" else {}
+    exp = instantiate(cfg.explainer, strategy=strat, **trained)
     assert isinstance(exp, Explainer) and exp.strategy is strat
     assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer,
                             "exhaustive": ExhaustiveExplainer, "beam": BeamExplainer,
                             "nsga2": NSGA2Explainer, "pso": PSOExplainer,
                             "perturb_one": PerturbOneExplainer,
                             "random": RandomExplainer,
-                            "tgnnexplainer": TGNNExplainer}[explainer])
+                            "tgnnexplainer": TGNNExplainer,
+                            "attention": AttentionExplainer,
+                            "pgexplainer": PGExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
+    oracle.probe = _Probe()  # attention and features for the explainers that read the model
     result = exp.explain(oracle)
     # every flipping set holds {1, 2}; a random ranking's shortest flipping prefix may hold 3
     assert result.is_counterfactual and {1, 2} <= set(result.explanation)
     assert len(result.explanation) == 2 or explainer == "random"
+
+
+class _Probe:
+    """The toy event's model view: attention (also the one feature) favours events 1 and 2."""
+
+    removable = np.array([1, 2, 3])
+
+    def attention(self) -> np.ndarray:
+        return np.array([0.45, 0.5, 0.05])
+
+    def features(self) -> torch.Tensor:
+        return torch.tensor([[0.45], [0.5], [0.05]])
+
+
+def _identity_scorer() -> TrainedScorer:
+    """A PGExplainer MLP whose score is its one (non-negative) feature."""
+    mlp = EdgeScorer(1, hidden=1)
+    with torch.no_grad():
+        for layer in (mlp.net[0], mlp.net[2]):
+            layer.weight.fill_(1.0)
+            layer.bias.zero_()
+    return TrainedScorer(mlp, {})
 
 
 def test_cftgnn_defaults_match_design() -> None:
