@@ -1,8 +1,10 @@
 """Explainers (search only): selection strategies; the counterfactual searches CF-TGNN,
 greedy, beam, exhaustive, NSGA-II and particle swarm (several counterfactuals); the factual
-explainers that rank events (random, perturb-one); one result type. They see the oracle
+explainers that rank events (random, perturb-one, attention, PGExplainer, T-GNNExplainer); one
+result type. They see the oracle
 (:mod:`cftgnn.oracle`, imported from there), never a model."""
 
+from cftgnn.explain.attention import AttentionExplainer, AttentionParams
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.beam import BeamExplainer, BeamParams
 from cftgnn.explain.budget import BudgetMeter
@@ -13,6 +15,7 @@ from cftgnn.explain.greedy import GreedyExplainer, GreedyParams
 from cftgnn.explain.mcts import CFTGNNExplainer, CFTGNNParams
 from cftgnn.explain.nsga2 import NSGA2Explainer, NSGA2Params
 from cftgnn.explain.params import BudgetParams, Params
+from cftgnn.explain.pgexplainer import PGExplainer, PGExplainerParams
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.pso import PSOExplainer, PSOParams
 from cftgnn.explain.ranking import (
@@ -35,6 +38,8 @@ from cftgnn.explain.tree import BackpropRule, SearchNode
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AttentionExplainer",
+    "AttentionParams",
     "BackpropRule",
     "BeamExplainer",
     "BeamParams",
@@ -53,6 +58,8 @@ __all__ = [
     "GreedyParams",
     "NSGA2Explainer",
     "NSGA2Params",
+    "PGExplainer",
+    "PGExplainerParams",
     "PSOExplainer",
     "PSOParams",
     "PerturbOneExplainer",
