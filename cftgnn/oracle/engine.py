@@ -33,6 +33,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -267,26 +268,25 @@ class EventReplay:
             mask[list(removed)] = True
         return mask
 
-    def _batched(self, sets: Sequence[frozenset[int]], approximate: bool,
-                 reference: bool = False) -> npt.NDArray[np.float64]:
+    def _logits(self, sets: Sequence[frozenset[int]], approximate: bool,
+                reference: bool = False) -> npt.NDArray[np.float64]:
         """Logits of P removal sets in one call of the engine's replay, or, with
-        ``reference``, of the generic one-replay-per-set replay."""
+        ``reference``, of the generic one-replay-per-set replay. The oracle's backends call
+        this directly (:meth:`oracle`); :meth:`exact` and :meth:`approximate` are the same
+        for other callers."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
         model = engine.model
         start = time.perf_counter()
-        if reference:  # whole masks; the plans below hold the approximate history
-            removed = RemovalSets.from_dense(np.stack([self._mask(s, approximate) for s in sets]))
-        else:
-            removed = RemovalSets.from_sets(sets)
         with eval_mode(model):
-            if reference:
+            if reference:  # whole masks; the plans hold the approximate history
                 generic = GenericReplay(model).plan(self.base, self.start, self.event_id)
-                logits = generic.logits(removed)
+                logits = generic.logits(RemovalSets.from_dense(
+                    np.stack([self._mask(s, approximate) for s in sets])))
             else:
                 plan = self._approx_plan if approximate else self._plan
-                logits = plan.logits(removed)
+                logits = plan.logits(RemovalSets.from_sets(sets))
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
         engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
@@ -302,7 +302,7 @@ class EventReplay:
         (:mod:`cftgnn.replay`), or one replay of ``[b0, i)`` per set for a
         model with only the state verbs.
         """
-        return self._batched(sets, approximate=False)
+        return self._logits(sets, approximate=False)
 
     def approximate(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Approximate logits (history = events before ``ε_min`` plus ``C \\ s``), ``[P]``.
@@ -310,16 +310,16 @@ class EventReplay:
         The plan records the approximate history with nothing removed from ``C``; each set is
         then a small perturbation of it, replayed in one batched pass.
         """
-        return self._batched(sets, approximate=True)
+        return self._logits(sets, approximate=True)
 
     def exact_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits by one full masked replay per set (the simple path ``exact`` must
         equal; kept for tests)."""
-        return self._batched(sets, approximate=False, reference=True)
+        return self._logits(sets, approximate=False, reference=True)
 
     def approximate_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Approximate logits by one full masked replay per set (reference path)."""
-        return self._batched(sets, approximate=True, reference=True)
+        return self._logits(sets, approximate=True, reference=True)
 
     def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
         """Kept history events whose input each removal set changes, ``int64 [P]``
@@ -346,8 +346,9 @@ class EventReplay:
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
         p_orig = float(self.exact([frozenset()])[0])
-        oracle = Oracle(
-            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+        oracle = Oracle(  # backends: _logits itself, not through exact / approximate
+            self.candidates, p_orig, exact=partial(self._logits, approximate=False),
+            approximate=partial(self._logits, approximate=True), mode=mode,
             removable=constraints.removable(self.candidates, self.engine.stream),
             max_size=constraints.max_size, consequence=self.consequence,
         )

@@ -459,43 +459,45 @@ class Oracle:
         return out
 
     def _evaluate(self, ch: _Channel, sets: Sequence[Iterable[int]]) -> FloatArray:
-        keys = [self._key(s) for s in sets]
-        out = np.empty(len(keys), dtype=np.float64)
-        missing: dict[RemovalSet, list[int]] = {}
-        for i, key in enumerate(keys):
-            value = ch.cache.get(key)
-            if value is None:
-                missing.setdefault(key, []).append(i)
-            else:
+        """Logits of ``sets`` from ``ch``'s cache, the ``missing`` ones (deduplicated,
+        validated) from one call of its backend. One name per form of a removal set on its
+        way to the model (docs/design.md §5, "A removal set's way to the model")."""
+        out = np.empty(len(sets), dtype=np.float64)
+        cache = ch.cache
+        missing: dict[RemovalSet, list[int]] = {}  # sets to evaluate -> their positions
+        for i, s in enumerate(sets):
+            removed = s if isinstance(s, frozenset) else frozenset(s)
+            value = cache.get(removed)
+            if value is not None:
                 out[i] = value
                 self._hits += 1
+                continue
+            if not (removed <= self.removable_ids and all(type(e) is int for e in removed)):
+                removed = self._validate(removed)  # NumPy ids converted, or an error
+            missing.setdefault(removed, []).append(i)
         if not missing:
             return out
         self._hits += sum(len(pos) - 1 for pos in missing.values())
-        todo = list(missing)
-        clean = [self._validate(k) for k in todo]
         start = time.perf_counter()
-        raw = ch.fn(clean)
+        raw = ch.fn(list(missing))
         ch.time_s += time.perf_counter() - start
         values = np.asarray(raw, dtype=np.float64).reshape(-1)
-        if values.shape != (len(todo),):
+        if values.shape != (len(missing),):
             raise OracleError(
-                f"backend returned {np.shape(raw)} logits for {len(todo)} removal sets")
+                f"backend returned {np.shape(raw)} logits for {len(missing)} removal sets")
         if not np.all(np.isfinite(values)):
             raise OracleError(f"backend returned non-finite logits: {values}")
-        ch.calls += len(todo)
+        ch.calls += len(missing)
         ch.batches += 1
-        cache = ch.cache
         exact = cache is self._exact.cache
         p0 = self.original_logit
-        for key, ck, value in zip(todo, clean, values.tolist(), strict=True):
-            if exact and ck not in cache:
-                self._exact_sizes[len(ck)] += 1
+        for (removed, positions), value in zip(missing.items(), values.tolist(), strict=True):
+            if exact and removed not in cache:
+                self._exact_sizes[len(removed)] += 1
                 if is_flip(p0, value):
-                    self._flip_sizes.add(len(ck))
-            cache[ck] = value
-            for i in missing[key]:
-                out[i] = value
+                    self._flip_sizes.add(len(removed))
+            cache[removed] = value
+            out[positions] = value
         return out
 
 

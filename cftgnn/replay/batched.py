@@ -95,7 +95,7 @@ def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
     return first, number[first_of]
 
 
-def batched_logits(model: TemporalModel, removed: RemovalSets,
+def batched_logits(model: TemporalModel, sets: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
                    inputs: NodeInputs) -> Tensor:
     """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``.
@@ -106,13 +106,13 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
         model: The attached model, with ``embedding`` (:class:`TemporalAttentionEmbedding`)
             and ``decoder`` (:class:`LinkDecoder`); its index, stream and edge features are
             read through its public properties.
-        removed: The P removal sets; history is positions ``< position``.
+        sets: The P removal sets; history is positions ``< position``.
         shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate
             oracle's history), or None.
         position: Stream position of the explained event (history bound).
         inputs: Layer-0 inputs per perturbation.
     """
-    num_p = removed.num_sets
+    num_p = sets.num_sets
     stream_feat = model.edge_features  # [E, F] on the model's device
     dev = stream_feat.device
     if num_p == 0:
@@ -121,14 +121,14 @@ def batched_logits(model: TemporalModel, removed: RemovalSets,
     emb, num_neighbors = model.embedding, model.num_neighbors
     stream = model.stream
     times = np.asarray(stream.t, dtype=np.float64)  # host copy: keys and Δt are built here
-    max_removed = int(removed.sizes(before=position).max())
+    max_removed = int(sets.sizes(before=position).max())
     if shared is not None:
         max_removed += int(shared[:position].sum())
 
     def neighbors(p: IntArray, n: IntArray, before: IntArray
                   ) -> tuple[IntArray, IntArray, npt.NDArray[np.bool_]]:
         def is_removed(eid: IntArray) -> npt.NDArray[np.bool_]:
-            out = removed.lookup(p, eid)
+            out = sets.lookup(p, eid)
             return out if shared is None else out | shared[eid]
 
         return recent_kept_neighbors_where(index, n, before, num_neighbors, is_removed,

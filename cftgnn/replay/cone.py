@@ -510,7 +510,7 @@ class ConeStats:
     settled_sets: int = 0
 
 
-def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool = True,
+def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = True,
                 stats: ConeStats | None = None, max_bytes: int | None = None) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
@@ -533,7 +533,7 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
     Args:
         model: The TGN the trajectory was recorded with.
         traj: The unperturbed trajectory.
-        removed: The P removal sets; only events in ``[traj.start, traj.end)`` that the
+        sets: The P removal sets; only events in ``[traj.start, traj.end)`` that the
             recording kept may be removed.
         prune: Retire rows equal to the recording (see above).
         stats: Counters to add this call's work to, or None.
@@ -548,15 +548,15 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
     """
     src, dst = model.stream.src, model.stream.dst
     num_nodes = model.num_nodes
-    if len(removed.events) == 0:
+    if len(sets.events) == 0:
         return NodeInputs(traj.final_input, traj.final_input[:0])
-    deps = traj.dependencies_for(model, removed.events)
+    deps = traj.dependencies_for(model, sets.events)
     dev = traj.final_input.device
-    rows = _Rows(removed.num_sets, deps.columns, deps.num_columns, model.memory_dim, dev)
-    sets = removed.words(deps.universe)  # [P, W]
-    first = int(removed.events[0])
+    rows = _Rows(sets.num_sets, deps.columns, deps.num_columns, model.memory_dim, dev)
+    words = sets.words(deps.universe)  # [P, W]
+    first = int(sets.events[0])
     loc = np.full(num_nodes, -1, dtype=np.int64)
-    counts = ConeStats(calls=1, sets=removed.num_sets)
+    counts = ConeStats(calls=1, sets=sets.num_sets)
     with torch.no_grad():
         for x, (rec, dn, dm) in enumerate(zip(traj.batches, deps.nodes, deps.masks,
                                               strict=True)):
@@ -565,8 +565,8 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
             loc[rec.nodes] = np.arange(len(rec.nodes))
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst)
             made = rows.size
-            rem = removed.columns(rec.events)  # [P, K]
-            _split_rows(rows, rec, loc, sets, dn, dm, rem if prune else None)
+            rem = sets.columns(rec.events)  # [P, K]
+            _split_rows(rows, rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
             _new_pending(rows, rec, rem, loc, deps.need > x)
             if prune:
@@ -577,11 +577,11 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
                 rows.compact()
             else:
                 counts.peak_rows = max(counts.peak_rows, rows.size)
-            if max_bytes is not None and removed.num_sets > 1 and rows.nbytes() > max_bytes:
+            if max_bytes is not None and sets.num_sets > 1 and rows.nbytes() > max_bytes:
                 rows.compact(force=True)
                 if rows.nbytes() > max_bytes:
                     raise ConeBudgetExceeded(f"{rows.nbytes()} bytes of rows for "
-                                             f"{removed.num_sets} sets")
+                                             f"{sets.num_sets} sets")
             counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
             loc[rec.nodes] = -1
         out = _final_inputs(model, rows, traj, deps, src, dst)
@@ -589,7 +589,7 @@ def cone_replay(model: TGN, traj: Trajectory, removed: RemovalSets, prune: bool 
         read = (deps.columns >= 0) & (deps.need >= len(traj.batches))
         cols = deps.columns[read]
         live = (rows.rowmap[:, cols] >= 0).any(axis=1) if len(cols) else np.zeros(
-            removed.num_sets, dtype=bool)
+            sets.num_sets, dtype=bool)
         counts.settled_sets = int((~live).sum())
         counts.row_updates += int((rows.pend[:rows.size] >= 0).sum())
         for name in ("calls", "sets", "row_updates", "rows_made", "rows_pruned",
@@ -623,7 +623,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
     return len(ra)
 
 
-def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets: Words,
+def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
                 nodes: npt.NDArray[np.int64], masks: Words,
                 rem: npt.NDArray[np.bool_] | None = None) -> None:
     """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
@@ -642,14 +642,14 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], sets:
         return
     cols = rows.columns[nodes]  # every node whose dependencies grow has a column
     if rem is None:
-        sig = sets[:, None, :] & masks[None, :, :]  # [P, k, W]
+        sig = words[:, None, :] & masks[None, :, :]  # [P, k, W]
         pp, jj = np.nonzero(sig.any(axis=2))
         sg = sig[pp, jj]  # [Q, W]
     else:  # only pairs holding a row, or removing the node's pending message, can need one
         lk = loc[nodes]
         last = rec.inc_k[rec.inc_end[lk] - 1]
         pp, jj = np.nonzero((rows.rowmap[:, cols] >= 0) | rem[:, last])
-        sg = sets[pp] & masks[jj]
+        sg = words[pp] & masks[jj]
         nonempty = sg.any(axis=1)
         pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
     if len(pp) == 0:

@@ -44,7 +44,7 @@ class GenericPlan:
     end: int
     removed: BoolArray
 
-    def logits(self, removed: RemovalSets) -> Tensor:
+    def logits(self, sets: RemovalSets) -> Tensor:
         """Restore, advance ``[start, end)`` with the set masked, predict; for each set.
 
         Returns:
@@ -55,9 +55,9 @@ class GenericPlan:
         query = slice(self.end, self.end + 1)
         src, dst, t = stream.src[query].copy(), stream.dst[query].copy(), stream.t[query].copy()
         out = []
-        for row in removed.table:
+        for row in sets.table:
             mask = self.removed.copy()
-            mask[removed.events[row]] = True
+            mask[sets.events[row]] = True
             model.restore(self.base)
             model.advance(self.start, self.end, mask)
             out.append(model.predict(src, dst, t).reshape(-1).float().cpu())
@@ -89,9 +89,9 @@ class NativePlan:
     model: BatchedReplay
     plan: Any
 
-    def logits(self, removed: RemovalSets) -> Tensor:
+    def logits(self, sets: RemovalSets) -> Tensor:
         """The model's ``masked_logits``."""
-        return self.model.masked_logits(self.plan, removed)
+        return self.model.masked_logits(self.plan, sets)
 
 
 class NativeReplay:

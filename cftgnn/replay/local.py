@@ -80,13 +80,13 @@ def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_]
     return plan
 
 
-def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets) -> NodeInputs:
+def local_replay(model: TGN, plan: LocalPlan, sets: RemovalSets) -> NodeInputs:
     """Replay the plan under P extra removal masks, all at once.
 
     Args:
         model: The TGN.
         plan: From :func:`local_plan`.
-        removed: The P removal sets, added to the plan's removals.
+        sets: The P removal sets, added to the plan's removals.
 
     Returns:
         The node inputs under each set: the touched nodes read their replayed rows, the
@@ -94,9 +94,9 @@ def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets) -> NodeInput
         them).
     """
     src, dst = model.stream.src, model.stream.dst
-    num_p, t_nodes = removed.num_sets, len(plan.nodes)
+    num_p, t_nodes = sets.num_sets, len(plan.nodes)
     # start at the first step holding a removed event (any earlier step would do as well)
-    lowest = int(removed.events[0]) if len(removed.events) else plan.end
+    lowest = int(sets.events[0]) if len(sets.events) else plan.end
     first = next((k for k, ev in enumerate(plan.steps) if len(ev) and ev[-1] >= lowest),
                  len(plan.steps))
     if first < len(plan.steps):
@@ -106,7 +106,7 @@ def local_replay(model: TGN, plan: LocalPlan, removed: RemovalSets) -> NodeInput
     mem, lu, pend = mem0.repeat(num_p, 1), lu0.repeat(num_p), np.tile(pend0, num_p)
     with torch.no_grad():
         for step in range(first, len(plan.steps)):
-            mem, lu, pend = _step(model, plan, mem, lu, pend, step, removed)
+            mem, lu, pend = _step(model, plan, mem, lu, pend, step, sets)
         final, _ = _apply(model, plan, mem, lu, pend, src, dst, store=False)
     rowmap = np.arange(num_p)[:, None] * t_nodes + np.arange(t_nodes)  # [P, T]
     return NodeInputs(plan.base.memory, final, rowmap, plan.loc)
@@ -129,7 +129,7 @@ def _base_rows(plan: LocalPlan) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
 
 
 def _step(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArray[np.int64],
-          step: int, removed: RemovalSets
+          step: int, sets: RemovalSets
           ) -> tuple[Tensor, Tensor, npt.NDArray[np.int64]]:
     """One batch for every perturbation: apply pending messages, then store the batch's
     last kept event per (perturbation, node) as the new pending message."""
@@ -138,7 +138,7 @@ def _step(model: TGN, plan: LocalPlan, mem: Tensor, lu: Tensor, pend: npt.NDArra
     mem, lu = _apply(model, plan, mem, lu, pend, src, dst, store=True)
     pend[:] = -1
     events = plan.steps[step]
-    p, k = np.nonzero(~removed.columns(events))
+    p, k = np.nonzero(~sets.columns(events))
     if len(p):
         ev = events[k]
         keys = np.concatenate([p * t_nodes + plan.loc[src[ev]], p * t_nodes + plan.loc[dst[ev]]])

@@ -27,7 +27,7 @@ from cftgnn.replay.masks import RemovalSets
 class ReplayPlan(Protocol):
     """The shared work of the masked replays of one explained event."""
 
-    def logits(self, removed: RemovalSets) -> Tensor:
+    def logits(self, sets: RemovalSets) -> Tensor:
         """Logits ``float32 [P]`` of the explained event with each of the P sets removed
         (on top of the plan's own removals)."""
 
@@ -62,7 +62,7 @@ class BatchedReplay(Protocol):
                     removable: IntArray | None = None) -> Any:
         """Work shared by every masked replay of ``[base.position, end)``."""
 
-    def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+    def masked_logits(self, plan: Any, sets: RemovalSets) -> Tensor:
         """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 

@@ -37,11 +37,11 @@ class TGATPlan:
     end: int
     removed: BoolArray
 
-    def logits(self, removed: RemovalSets) -> Tensor:
+    def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one embedding pass, ``float32 [P]``."""
         model = self.model
         zeros = torch.zeros(1, model.node_dim, device=model.device).expand(model.num_nodes, -1)
-        return batched_logits(model, removed, self.removed, self.end,
+        return batched_logits(model, sets, self.removed, self.end,
                               NodeInputs(zeros, zeros[:0]))
 
 

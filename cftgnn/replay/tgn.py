@@ -108,28 +108,28 @@ class TGNPlan:
         step = min(step, max(1, int(budget // (2 * per_set))))
         return min([step, *self.fitted])
 
-    def logits(self, removed: RemovalSets) -> Tensor:
+    def logits(self, sets: RemovalSets) -> Tensor:
         """All P sets at once (in passes of at most ``max_sets_per_pass``, fewer where the
         memory budget asks for it): local or causal-cone replay, then one embedding pass
         over their distinct embeddings."""
         step = self._pass_size()
-        if removed.num_sets > step:
-            return torch.cat([self.logits(removed.select(slice(lo, lo + step)))
-                              for lo in range(0, removed.num_sets, step)])
+        if sets.num_sets > step:
+            return torch.cat([self.logits(sets.select(slice(lo, lo + step)))
+                              for lo in range(0, sets.num_sets, step)])
         model, traj, opts = self.model, self.trajectory, self.options
-        if self.local is not None and removed.num_sets <= opts.local_max_sets:
-            inputs = local_replay(model, self.local, removed)
+        if self.local is not None and sets.num_sets <= opts.local_max_sets:
+            inputs = local_replay(model, self.local, sets)
             shared: BoolArray | None = self.local.removed
         else:
             budget = (None if opts.memory_budget_mib is None
                       else int(opts.memory_budget_mib * 2**20) // 2)
             try:
-                inputs = cone_replay(model, traj, removed, opts.prune, opts.stats, budget)
+                inputs = cone_replay(model, traj, sets, opts.prune, opts.stats, budget)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
-                self.fitted[:] = [max(1, removed.num_sets // 2)]
-                return self.logits(removed)
+                self.fitted[:] = [max(1, sets.num_sets // 2)]
+                return self.logits(sets)
             shared = traj.removed
-        return batched_logits(model, removed, shared, traj.end, inputs)
+        return batched_logits(model, sets, shared, traj.end, inputs)
 
 
 @register_replay(TGN)
