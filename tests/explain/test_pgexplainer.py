@@ -254,3 +254,14 @@ def test_explain_py_refuses_it_in_one_line_exit_2(trained, tmp_path) -> None:
     assert "Traceback" not in done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: PGExplainer checkpoint"), lines
+
+
+def test_train_explainer_refuses_bad_options_and_another_runs_directory(trained) -> None:
+    with pytest.raises(ConfigError, match="n_train_events"):
+        explainer_training.run(_compose("train_explainer", "n_train_events=0"))
+    with pytest.raises(ConfigError, match="train_range"):
+        explainer_training.run(_compose("train_explainer", "train_range=[0.5,0.2]"))
+    other = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
+             "batch_size=4", "m_max=8", f"+run_dir={trained['root'] / 'run'}", "lr=0.5"]
+    with pytest.raises(ConfigError, match="other options"):
+        explainer_training.run(_compose("train_explainer", *other))
