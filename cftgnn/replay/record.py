@@ -52,6 +52,9 @@ class SharedRows:
     def __getitem__(self, index: Any) -> Tensor:
         if isinstance(index, tuple):
             return self.table[(self.ptr[index[0]], *index[1:])]
+        if isinstance(index, Tensor) and index.dim() == 1 and index.dtype == torch.int64:
+            # the cone replay's common read: two gathers, ~3x cheaper than two indexings
+            return self.table.index_select(0, self.ptr.index_select(0, index))
         return self.table[self.ptr[index]]
 
     def __len__(self) -> int:
