@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from testsupport.models import named_model
 
 from cftgnn.data import EventStream, TemporalIndex, make_synthetic_stream
-from cftgnn.models import TGAT, TGN, TemporalModel
+from cftgnn.models import TGAT, TemporalModel
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.engine import naive_logit
 
@@ -22,16 +23,7 @@ def stream() -> EventStream:
 
 
 def make(stream: EventStream, name: str, num_neighbors: int = 5) -> TemporalModel:
-    torch.manual_seed(0)
-    small = dict(time_dim=8, embedding_dim=16, num_heads=2, num_neighbors=num_neighbors,
-                 batch_size=20)
-    model: TemporalModel
-    if name.startswith("tgn"):
-        model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16,
-                    num_layers=int(name[-1]), **small)
-    else:
-        model = TGAT(stream.num_nodes, stream.feat_dim, node_dim=8, num_layers=int(name[-1]),
-                     **small)
+    model = named_model(stream, name, num_neighbors)
     model.eval()
     model.attach(stream)
     return model

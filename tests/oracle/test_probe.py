@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from testsupport.models import named_model
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.data.index import Candidates
 from cftgnn.errors import OracleError
-from cftgnn.models import TGAT, TGN, PyGTGN, TemporalModel
+from cftgnn.models import PyGTGN, TemporalModel
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle import Constraints, Oracle, OracleMode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
@@ -25,14 +26,7 @@ def stream() -> EventStream:
 
 
 def make(stream: EventStream, name: str, num_neighbors: int = 5) -> TemporalModel:
-    torch.manual_seed(0)
-    small = dict(time_dim=8, embedding_dim=16, num_heads=2, num_neighbors=num_neighbors,
-                 batch_size=20)
-    if name.startswith("tgn"):
-        return TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, num_layers=int(name[-1]),
-                   **small)
-    return TGAT(stream.num_nodes, stream.feat_dim, node_dim=8, num_layers=int(name[-1]),
-                **small)
+    return named_model(stream, name, num_neighbors)
 
 
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat2"])
