@@ -67,7 +67,8 @@ def test_worked_example_iterations() -> None:
     ]
     assert [t["counterfactual"] for t in trace] == [False] * 4 + [True, False]
     # δ was consulted exactly for the three ties of the text.
-    assert strategy.calls == [[1, 2, 3], [1, 3], [1, 3]]
+    # the search's three rankings, then the record's ranking of R after the answer {ε1}
+    assert strategy.calls == [[1, 2, 3], [1, 3], [1, 3], [2, 3]]
 
 
 def test_worked_example_scores() -> None:
