@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import model_fingerprint, offers_soft_removal
+from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.pgexplainer import (
     EdgeScorer,
@@ -48,6 +48,7 @@ from cftgnn.explain.pgexplainer import (
 )
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.files import check_writable_dir
+from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.options import boolean, integer, number, text
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
@@ -181,7 +182,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                           "replace it, or leave out out_dir to write into the run directory")
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, int(cfg.seed), require=True)
-    if not offers_soft_removal(model):
+    if not isinstance(model, SoftRemovalModel):
         raise ConfigError(f"the PGExplainer trains through soft removal, which model {kind!r} "
                           "does not offer; use model=tgn or model=tgat")
     fp = model_fingerprint(cfg, stream, model, weights)

@@ -118,18 +118,7 @@ def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel
         dataset=stream.name, dataset_sha256=stream_checksum(stream),
         model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
         checkpoint_dir=str(cfg.paths.checkpoint_dir),
-        probe=offers_soft_removal(model))
-
-
-def offers_soft_removal(model: object) -> bool:
-    """Whether ``model`` has every method of
-    :class:`~cftgnn.models.protocol.SoftRemovalModel` (its oracles then get a probe).
-
-    Unlike ``isinstance`` on the protocol, this reads no attribute of a model not yet attached
-    to a stream (its ``stream`` property refuses that)."""
-    methods = [name for name, value in vars(SoftRemovalModel).items()
-               if callable(value) and not name.startswith("_")]
-    return all(callable(getattr(type(model), name, None)) for name in methods)
+        probe=isinstance(model, SoftRemovalModel))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:

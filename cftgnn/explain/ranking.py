@@ -57,12 +57,27 @@ class PerturbOneExplainer(FactualExplainer):
     params: PerturbOneParams
 
     def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
-        events = [frozenset((int(e),)) for e in oracle.removable]
-        if not budget.proceed(0, cost=len(events)):  # no scores: ties, the recent first
-            return np.zeros(len(events), dtype=np.float64)
-        logits = oracle.exact_batch(events)
-        p0 = oracle.original_logit
-        return np.array([delta(p0, float(p)) for p in logits], dtype=np.float64)
+        return single_removal_shifts(oracle, budget)
 
 
-__all__ = ["PerturbOneExplainer", "PerturbOneParams", "RandomExplainer", "RandomParams"]
+def single_removal_shifts(oracle: Oracle, budget: BudgetMeter) -> FloatArray:
+    """``Δ(p_orig, f(G \\ {e}))`` of every removable event, in one batched exact call.
+
+    Args:
+        oracle: The explained event's oracle.
+        budget: Charged for the ``|R|`` exact calls; when it does not cover them, every
+            score is 0 (ties: the recent first) and the meter marks the search cut short.
+
+    Returns:
+        ``float [|R|]``, aligned with ``oracle.removable``.
+    """
+    events = [frozenset((int(e),)) for e in oracle.removable]
+    if not budget.proceed(0, cost=len(events)):
+        return np.zeros(len(events), dtype=np.float64)
+    logits = oracle.exact_batch(events)
+    p0 = oracle.original_logit
+    return np.array([delta(p0, float(p)) for p in logits], dtype=np.float64)
+
+
+__all__ = ["PerturbOneExplainer", "PerturbOneParams", "RandomExplainer", "RandomParams",
+           "single_removal_shifts"]

@@ -70,6 +70,7 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.pgexplainer import PGExplainer
+from cftgnn.explain.ranking import single_removal_shifts
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle, delta
 
@@ -134,9 +135,10 @@ class TGNNExplainerParams(BudgetParams):
 def fidelity(p_orig: float, p: float) -> float:
     """T-GNNExplainer's reward: how far ``p`` moved towards the original prediction's side.
 
-    ``p − p_orig`` if ``p_orig ≥ 0``, else ``p_orig − p`` (0: unchanged; larger: kept better).
+    ``p − p_orig`` if ``p_orig ≥ 0``, else ``p_orig − p`` (0: unchanged; larger: kept better):
+    the opposite of the oracle's ``Δ`` (the move towards a flip).
     """
-    return p - p_orig if p_orig >= 0 else p_orig - p
+    return -delta(p_orig, p)
 
 
 def pgexplainer_scores(oracle: Oracle, checkpoint: str) -> FloatArray:
@@ -175,11 +177,7 @@ def navigator_scores(navigator: Navigator, oracle: Oracle, budget: BudgetMeter,
     if navigator is Navigator.NONE:
         return np.zeros(m, dtype=np.float64)
     if navigator is Navigator.PERTURB_ONE:
-        if not budget.proceed(0, cost=m):
-            return np.zeros(m, dtype=np.float64)
-        logits = oracle.exact_batch([frozenset((int(e),)) for e in oracle.removable])
-        p0 = oracle.original_logit
-        return np.array([delta(p0, float(p)) for p in logits], dtype=np.float64)
+        return single_removal_shifts(oracle, budget)
     if navigator is Navigator.ATTENTION:
         if oracle.probe is None:
             fp = oracle.fingerprint
