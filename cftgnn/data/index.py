@@ -177,15 +177,26 @@ class TemporalIndex:
         return nbr, eid, valid
 
     # --------------------------------------------------------------- candidates
-    def khop_distances(self, event_id: int, k: int) -> IntArray:
+    @staticmethod
+    def _history_end(event_id: int, until: int | None) -> int:
+        """``until`` (default ``event_id``), checked to lie in ``[0, event_id]``."""
+        if until is None:
+            return event_id
+        if not 0 <= int(until) <= event_id:
+            raise IndexQueryError(f"history end {until} is outside [0, {event_id}]")
+        return int(until)
+
+    def khop_distances(self, event_id: int, k: int, until: int | None = None) -> IntArray:
         """Hop distance from ``{u, v}`` of event ``event_id`` over its history, ``int64 [N]``.
 
         Nodes farther than ``k`` hops (or unreachable) get ``-1``. Only events with id
-        ``< event_id`` are edges of the graph searched.
+        ``< until`` (default ``event_id``; see :meth:`candidates`) are edges of the graph
+        searched.
         """
         i = self._check_event(event_id)
         if k < 0:
             raise IndexQueryError(f"k must be >= 0, got {k}")
+        end = self._history_end(i, until)
         dist = np.full(self.stream.num_nodes, -1, dtype=np.int64)
         frontier = np.unique(np.array([self.stream.src[i], self.stream.dst[i]], dtype=np.int64))
         dist[frontier] = 0
@@ -193,7 +204,7 @@ class TemporalIndex:
             idx = concat_ranges(self.nb_indptr[frontier], self.nb_indptr[frontier + 1])
             if idx.size == 0:
                 break
-            nb = self.nb_node[idx[self.nb_first[idx] < i]]
+            nb = self.nb_node[idx[self.nb_first[idx] < end]]
             nb = nb[dist[nb] < 0]
             if nb.size == 0:
                 break
@@ -201,7 +212,8 @@ class TemporalIndex:
             dist[frontier] = h
         return dist
 
-    def candidates(self, event_id: int, k: int, m_max: int = 64) -> Candidates:
+    def candidates(self, event_id: int, k: int, m_max: int = 64,
+                   until: int | None = None) -> Candidates:
         """Candidate set ``C(G, ε_i, k, m_max)`` as docs/design.md §2 defines it.
 
         Nodes reachable within ``k`` hops from ``u`` or ``v`` over past events form a node set;
@@ -212,6 +224,9 @@ class TemporalIndex:
             event_id: The explained event ``i``.
             k: Hop radius (usually the model's number of layers).
             m_max: Maximum number of candidates.
+            until: Where the history ends (exclusive), ``<= event_id``: past events are the
+                ids ``< until`` (default ``event_id``; ``history=batch_start`` passes the
+                start of the event's batch, :mod:`cftgnn.oracle.history`).
 
         Returns:
             The candidates, oldest first, with their hop distances.
@@ -219,14 +234,15 @@ class TemporalIndex:
         i = self._check_event(event_id)
         if m_max < 0:
             raise IndexQueryError(f"m_max must be >= 0, got {m_max}")
-        dist = self.khop_distances(i, k)
+        end = self._history_end(i, until)
+        dist = self.khop_distances(i, k, end)
         src, dst = self.stream.src, self.stream.dst
         found = np.empty(0, dtype=np.int64)
         # Scan backwards in growing windows: the window doubles until it holds m_max events
         # inside the node set or reaches the start of the stream. Each window is a vectorised
         # membership test, so even a full scan of Wikipedia's history costs about a millisecond.
         window = max(4 * m_max, 256)
-        lo = i
+        lo = end
         while m_max > 0 and lo > 0 and len(found) < m_max:
             new_lo = max(0, lo - window)
             s, d = src[new_lo:lo], dst[new_lo:lo]

@@ -47,6 +47,7 @@ from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel, SoftRemovalModel
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.oracle.history import History, check_history, history_end
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import (
@@ -204,6 +205,7 @@ class ReplayEngine:
         m_max: int = 64,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
+        history: History | str = History.EVENT,
     ) -> Oracle:
         """Build the oracle of one explained event (candidates, base state, backends).
 
@@ -214,8 +216,11 @@ class ReplayEngine:
             mode: Search mode of the oracle (exact or approximate); confirmation is exact.
             constraints: User constraints; they set the oracle's removable events and
                 ``max_size`` (the candidates and every history stay as without them).
+            history: The explained prediction's history (:mod:`cftgnn.oracle.history`):
+                every earlier event (``event``) or the batches before the event's own
+                (``batch_start``, models with memory only).
         """
-        return EventReplay(self, event_id, k, m_max).oracle(mode, constraints)
+        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints)
 
 
 class EventReplay:
@@ -226,32 +231,51 @@ class EventReplay:
         event_id: The explained event ``i``.
         k: Hop radius (default: the model's number of layers).
         m_max: Maximum number of candidates.
+        history: The prediction's history (:mod:`cftgnn.oracle.history`). With
+            ``batch_start`` it ends at the start ``h`` of the event's batch: candidates are
+            events before ``h``, and every replay of ``[b0, i)`` has the events ``[h, i)``
+            removed, which is the state after the completed batches (an empty final batch
+            adds nothing to a batch evaluation loop's state; docs/design.md §2).
     """
 
     def __init__(
-        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64
+        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64,
+        history: History | str = History.EVENT,
     ) -> None:
         self.engine = engine
-        k = int(engine.model.num_layers) if k is None else k
-        self.candidates: Candidates = engine.index.candidates(event_id, k, m_max)
+        model = engine.model
+        self.history = check_history(history, bool(model.has_memory),
+                                     type(model).__name__)
+        k = int(model.num_layers) if k is None else k
         self.event_id = int(event_id)
+        #: Where the prediction's history ends (exclusive): ``i``, or its batch's start.
+        self.history_end = history_end(self.event_id, engine.batch_size, self.history)
+        until = None if self.history is History.EVENT else self.history_end
+        self.candidates: Candidates = engine.index.candidates(event_id, k, m_max, until)
         oldest = self.candidates.oldest
-        self.eps_min = self.event_id if oldest is None else oldest
+        self.eps_min = self.history_end if oldest is None else oldest
         self.start = engine.boundary(self.eps_min)
         self.base = engine.base_state(self.start)
         self._cand = self.candidates.ids
         self._reach: Reach | None = None
         start = time.perf_counter()
+        # the events of the explained event's batch before it, removed from every history
+        # with batch_start (None: nothing is, history=event)
+        self._own: npt.NDArray[np.bool_] | None = None
+        if self.history_end < self.event_id:
+            self._own = np.zeros(engine.stream.num_events, dtype=bool)
+            self._own[self.history_end : self.event_id] = True
         approx_mask = self._mask(frozenset(), approximate=True)
         span = self.event_id - self.start
+        own = self.event_id - self.history_end
         # history events each replay covers when no candidate is removed
-        self._kept = {False: span, True: span - int(approx_mask[self.start :].sum())}
+        self._kept = {False: span - own, True: span - int(approx_mask[self.start :].sum())}
         # room before recording, so that snapshots and plans do not meet past the budget
         engine.snapshots.expect_plans(span)
         replay = engine.replay
         with eval_mode(engine.model):
             self._plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
-                                                 removable=self._cand)
+                                                 self._own, removable=self._cand)
             self._approx_plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
                                                         approx_mask, removable=self._cand)
         engine.snapshots.plans_built(span, snapshot_nbytes((self._plan, self._approx_plan)))
@@ -260,12 +284,14 @@ class EventReplay:
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self.engine.stream.num_events, dtype=bool)
-        if approximate:
+        if approximate:  # [h, i) is masked too: candidates lie before h
             mask[self.eps_min : self.event_id] = True
             kept = [e for e in self._cand.tolist() if e not in removed]
             mask[kept] = False
         else:
             mask[list(removed)] = True
+            if self._own is not None:
+                mask |= self._own
         return mask
 
     def _logits(self, sets: Sequence[frozenset[int]], approximate: bool,
@@ -332,7 +358,7 @@ class EventReplay:
                 self._reach = neighbourhood_reach(self.engine.index, self.event_id, self._cand,
                                                   int(model.num_neighbors))
             else:
-                self._reach = memory_reach(self.engine.stream, self.event_id,
+                self._reach = memory_reach(self.engine.stream, self.history_end,
                                            self._cand, self.engine.batch_size)
         return self._reach.consequence(sets)
 
@@ -356,23 +382,26 @@ class EventReplay:
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             oracle.probe = ModelProbe(model, self.base, self.start, self.event_id,
-                                      oracle.removable)
+                                      oracle.removable, self.history_end)
         return oracle
 
 
 def naive_logit(
-    model: ReplayableModel, stream: EventStream, event_id: int, removed: Sequence[int] = ()
+    model: ReplayableModel, stream: EventStream, event_id: int, removed: Sequence[int] = (),
+    history: History | str = History.EVENT,
 ) -> float:
     """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
 
     This is the slow computation every oracle mode is tested (and benchmarked) against. It
-    works on a copy of ``model``, so an engine using ``model`` is left as it was.
+    works on a copy of ``model``, so an engine using ``model`` is left as it was. With
+    ``history=batch_start`` the replay stops at the start of the event's batch
+    (:mod:`cftgnn.oracle.history`).
     """
     sub, kept = stream.without(np.asarray(list(removed), dtype=np.int64))
     model = copy.deepcopy(model)
     with eval_mode(model):
         model.attach(sub, event_ids=kept)
-        model.advance(0, event_id)
+        model.advance(0, history_end(event_id, model.batch_size, history))
         sl = slice(event_id, event_id + 1)
         logit = model.predict(stream.src[sl].copy(), stream.dst[sl].copy(), stream.t[sl].copy())
     return float(logit[0])

@@ -42,10 +42,13 @@ class ModelProbe:
         event_id: The explained event ``i``.
         removable: The oracle's removable events ``R``, ``int64 [m]`` (the order of every
             per-event output).
+        history_end: Where the prediction's history ends (default ``event_id``;
+            ``history=batch_start``: the start of the event's batch,
+            :mod:`cftgnn.oracle.history`).
     """
 
     def __init__(self, model: ProbedModel, base: Any, start: int, event_id: int,
-                 removable: npt.ArrayLike) -> None:
+                 removable: npt.ArrayLike, history_end: int | None = None) -> None:
         self.model = model
         self.event_id = int(event_id)
         self.removable: npt.NDArray[np.int64] = np.asarray(removable, dtype=np.int64).copy()
@@ -55,6 +58,7 @@ class ModelProbe:
         self.t = float(stream.t[self.event_id])
         self._base = base
         self._start = int(start)
+        self._end = self.event_id if history_end is None else int(history_end)
         self._state: Any = None  # the full history before the event, built on first use
 
     @contextmanager
@@ -72,7 +76,7 @@ class ModelProbe:
             if self._state is None:
                 with torch.no_grad():
                     model.restore(self._base)
-                    model.advance(self._start, self.event_id)
+                    model.advance(self._start, self._end)
                     self._state = model.snapshot()
             else:
                 model.restore(self._state)

@@ -69,14 +69,16 @@ def train_like_pyg_example(stream: EventStream, steps: int) -> tuple[
 
 
 def fresh_pyg_replay(modules: tuple[TGNMemory, GraphAttentionEmbedding, LinkPredictor],
-                     stream: EventStream, i: int, removed: list[int]) -> float:
+                     stream: EventStream, i: int, removed: list[int],
+                     end: int | None = None) -> float:
     """PyG's evaluation loop, written out, on the stream with ``removed`` deleted: batches by
-    original id (the last one partial), then event ``i`` predicted."""
+    original id (the last one partial) of the events before ``end`` (default ``i``), then
+    event ``i`` predicted."""
     memory, gnn, link_pred = copy.deepcopy(modules)
     memory.eval(), gnn.eval(), link_pred.eval()
     memory.reset_state()
     sub, kept = stream.without(np.asarray(removed, dtype=np.int64))
-    hist = int(np.searchsorted(kept, i))
+    hist = int(np.searchsorted(kept, i if end is None else end))
     src, dst = torch.tensor(sub.src), torch.tensor(sub.dst)
     t, msg = torch.tensor(sub.t.astype(np.int64)), torch.tensor(sub.edge_feat)
     loader = LastNeighborLoader(stream.num_nodes, size=SIZE)
@@ -123,6 +125,28 @@ def test_oracle_equals_a_fresh_pyg_replay_of_the_reduced_stream(stream, trained,
     approx_removed = sorted(set(range(int(cand[0]), i)) - (set(cand.tolist()) - s))
     assert replay.approximate([s])[0] == pytest.approx(
         fresh_pyg_replay(trained, stream, i, approx_removed), abs=1e-5)
+
+
+def test_batch_start_history_equals_pyg_evaluation_of_the_completed_batches(stream, trained):
+    """``history=batch_start``: only the batches before the event's own reach memory and
+    loader, as in PyG's evaluation loop; the event's batch holds no candidate."""
+    model = PyGTGN.from_modules(*trained, num_neighbors=SIZE, batch_size=B)
+    engine = ReplayEngine(model, stream)
+    i, h = 247, 240
+    replay = EventReplay(engine, i, k=2, m_max=16, history="batch_start")
+    cand = replay.candidates.ids
+    assert len(cand) >= 8 and int(cand.max()) < h
+    rng = np.random.default_rng(i)
+    sets = [frozenset()] + [frozenset(rng.choice(cand, size, replace=False).tolist())
+                            for size in (1, 2, 3, 6)]
+    got = replay.exact(sets)
+    want = [fresh_pyg_replay(trained, stream, i, sorted(s), end=h) for s in sets]
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    assert abs(got[0] - fresh_pyg_replay(trained, stream, i, [])) > 1e-4  # not the event's
+    s = sets[2]
+    approx_removed = sorted(set(range(int(cand[0]), h)) - (set(cand.tolist()) - s))
+    assert replay.approximate([s])[0] == pytest.approx(
+        fresh_pyg_replay(trained, stream, i, approx_removed, end=h), abs=1e-5)
 
 
 def test_state_verbs_snapshot_restore_and_errors(stream, trained):
