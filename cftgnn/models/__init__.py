@@ -1,13 +1,14 @@
-"""Temporal models (architectures and state): TGN and TGAT behind one replayable interface,
-the state-verb protocol and the one batching rule, ``eval_mode``. Their batched masked replay
-lives in :mod:`cftgnn.replay`, training and checkpoints in :mod:`cftgnn.training`."""
+"""Temporal models (architectures and state): TGN, TGAT and GraphMixer behind one replayable
+interface, the state-verb protocol and the one batching rule, ``eval_mode``. Their batched
+masked replay lives in :mod:`cftgnn.replay`, training and checkpoints in :mod:`cftgnn.training`."""
 
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.graphmixer import GraphMixer
 from cftgnn.models.protocol import ModelStateError, ReplayableModel
 from cftgnn.models.pyg_tgn import PyGTGN
 from cftgnn.models.state import State
 from cftgnn.models.tgat import TGAT
 from cftgnn.models.tgn import TGN
 
-__all__ = ["TGAT", "TGN", "ModelStateError", "PyGTGN", "ReplayableModel", "State",
+__all__ = ["TGAT", "TGN", "GraphMixer", "ModelStateError", "PyGTGN", "ReplayableModel", "State",
            "TemporalModel"]

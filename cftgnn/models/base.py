@@ -35,9 +35,9 @@ from cftgnn.data.stream import EventStream, IntArray
 from cftgnn.models.layers import (
     AttentionLog,
     LinkDecoder,
+    NeighborEmbedding,
     NeighborFn,
     SlotWeights,
-    TemporalAttentionEmbedding,
 )
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.protocol import (
@@ -76,8 +76,9 @@ def eval_mode(model: ReplayableModel | torch.nn.Module) -> Iterator[None]:
 class TemporalModel(nn.Module, ABC):
     """Base class of the temporal models: state verbs, masked replay, batched prediction.
 
-    Subclasses build ``self.embedding`` (a :class:`TemporalAttentionEmbedding`) and
-    ``self.decoder`` (a :class:`LinkDecoder`), set ``self.num_layers`` and implement
+    Subclasses build ``self.embedding`` (a :class:`NeighborEmbedding`: TGN and TGAT a
+    :class:`~cftgnn.models.layers.TemporalAttentionEmbedding`, GraphMixer its link encoder)
+    and ``self.decoder`` (a :class:`LinkDecoder`), set ``self.num_layers`` and implement
     :meth:`apply_batch` and :meth:`node_input`.
 
     Args:
@@ -88,7 +89,7 @@ class TemporalModel(nn.Module, ABC):
         memory_dim: Size of the node memory (0 for memory-less models).
     """
 
-    embedding: TemporalAttentionEmbedding
+    embedding: NeighborEmbedding
     decoder: LinkDecoder
     #: Attention layers (the default hop radius of the candidates).
     num_layers: int

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -146,6 +147,29 @@ def weighted_softmax(alpha: Tensor, target: Tensor, num_targets: int,
     out = out * weight.to(alpha.dtype).unsqueeze(-1)
     out_sum = scatter(out, target, 0, dim_size=num_targets, reduce="sum") + 1e-16
     return out / out_sum.index_select(0, target)
+
+
+class NeighborEmbedding(Protocol):
+    """What :class:`~cftgnn.models.base.TemporalModel` and the batched replay
+    (:mod:`cftgnn.replay.batched`) read of a model's embedding: the layers (the hop radius),
+    the time encoding, the call that embeds queries through a neighbour sampler, and
+    :meth:`attend`, one layer over neighbour slots given one by one.
+    :class:`TemporalAttentionEmbedding` (TGN, TGAT) and GraphMixer's link encoder
+    (:class:`cftgnn.models.graphmixer.MixerLinkEncoder`) have it."""
+
+    num_layers: int
+    time_enc: TimeEncoder
+
+    def __call__(self, node_input: Callable[[Tensor], Tensor], neighbors: NeighborFn,
+                 stream_t: Tensor, stream_feat: Tensor, nodes: Tensor, before: Tensor,
+                 t: Tensor, weights: SlotWeights | None = None,
+                 log: AttentionLog | None = None) -> Tensor:
+        """Embeddings ``[B, d]`` of ``nodes`` at times ``t`` with history before ``before``."""
+
+    def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor, target: Tensor,
+               dt: Tensor, feat: Tensor, edge: Tensor | None = None) -> Tensor:
+        """Layer ``layer`` of the targets from their slots (see
+        :meth:`TemporalAttentionEmbedding.attend`), ``[B, d]``."""
 
 
 class TemporalAttentionEmbedding(nn.Module):

@@ -1,0 +1,72 @@
+"""GraphMixer's batched masked replay: one window pass, no replay at all.
+
+GraphMixer has no memory and reads, for each endpoint of the explained link, the window of its
+``K`` most recent interactions, so a removal changes only the windows that hold it (it leaves
+them and lets an older event in). P removal sets are P masks of one pass over the endpoints'
+windows, each distinct window computed once: that is TGAT's one-layer case of
+:func:`cftgnn.replay.batched.batched_logits` (a query identified by its time and the events of
+its window), with GraphMixer's link encoder in place of the attention
+(:meth:`cftgnn.models.graphmixer.MixerLinkEncoder.attend`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from cftgnn.data.stream import IntArray
+from cftgnn.models.graphmixer import GraphMixer
+from cftgnn.models.protocol import BoolArray
+from cftgnn.models.state import State
+from cftgnn.replay.batched import NodeInputs, batched_logits
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.registry import register_replay
+
+
+@dataclass(frozen=True)
+class GraphMixerPlan:
+    """What the window passes of one explained event share.
+
+    Attributes:
+        model: The GraphMixer.
+        end: The explained event's id.
+        removed: Events removed for every set (the base state's and the plan's own),
+            ``bool [E]``.
+    """
+
+    model: GraphMixer
+    end: int
+    removed: BoolArray
+
+    def logits(self, sets: RemovalSets) -> Tensor:
+        """All P masks in one window pass, ``float32 [P]``."""
+        model = self.model
+        none = torch.zeros(model.num_nodes, 0, device=model.device)  # no node input
+        return batched_logits(model, sets, self.removed, self.end, NodeInputs(none, none[:0]))
+
+
+@register_replay(GraphMixer)
+class GraphMixerReplay:
+    """The replay of a GraphMixer (registered: :func:`cftgnn.replay.registry.replay_for`).
+
+    Args:
+        model: The GraphMixer, attached to the explained stream.
+    """
+
+    def __init__(self, model: GraphMixer) -> None:
+        self.model = model
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> GraphMixerPlan:
+        """Keep the removals (``removable`` is not needed)."""
+        state: State = base
+        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed is None
+               else removed.copy())
+        return GraphMixerPlan(self.model, int(end), state.removed.numpy() | own)
+
+
+__all__ = ["GraphMixerPlan", "GraphMixerReplay"]
