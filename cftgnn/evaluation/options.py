@@ -8,6 +8,7 @@ from typing import Any
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.sampling import PredictionGroup
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
+from cftgnn.oracle.history import History
 
 
 def check_candidate_options(cfg: Any) -> None:
@@ -26,7 +27,8 @@ def check_explain_options(cfg: Any) -> None:
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
     ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
     ``sample.prediction`` one of :class:`~cftgnn.evaluation.sampling.PredictionGroup`'s
-    values; ``sample.range`` two numbers ``0 <= start < end <= 1``.
+    values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
+    :class:`~cftgnn.oracle.history.History`'s values.
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -48,6 +50,7 @@ def check_explain_options(cfg: Any) -> None:
     number(cfg, "sample.min_abs_logit", minimum=0)
     number(cfg, "sample.max_abs_logit", minimum=0, optional=True)
     choice(cfg, "mode", ["approximate", "exact", "auto"])
+    choice(cfg, "history", [h.value for h in History])
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
     boolean(cfg, "robustness")

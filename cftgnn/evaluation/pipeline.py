@@ -45,7 +45,7 @@ from cftgnn.evaluation.options import check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
-from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, summarize
+from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, group_note, summarize
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
@@ -56,6 +56,7 @@ from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.oracle.history import History, check_history
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
 from cftgnn.tracking import Tracker, tracking
@@ -97,6 +98,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str,
         "k": cfg.k,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
+        "history": history_of(cfg).value,
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -119,6 +121,12 @@ def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel
         model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
         checkpoint_dir=str(cfg.paths.checkpoint_dir),
         probe=isinstance(model, SoftRemovalModel))
+
+
+def history_of(cfg: DictConfig) -> History:
+    """The run's :class:`~cftgnn.oracle.history.History` (``cfg.history``; ``event`` when
+    absent)."""
+    return History(str(cfg.get("history", History.EVENT.value)))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -225,6 +233,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     fallback = fresh_fallback(cfg, weights)
     if fallback:
         print(f"warning: {fallback}", file=sys.stderr)
+    history = check_history(history_of(cfg), bool(model.has_memory), model_name(cfg.model))
     run_fp = model_fingerprint(cfg, stream, model, weights)
     build_explainer(cfg).check_run(run_fp)  # e.g. a trained explainer of another model
     second = None
@@ -243,7 +252,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed),
-                       None if cfg.events is None else list(cfg.events))
+                       None if cfg.events is None else list(cfg.events), history)
     plan = plan.iloc[shard::num_shards].reset_index(drop=True)
     done = store.done() & set(plan["event_id"].tolist())
     todo = plan[~plan["event_id"].isin(done)]
@@ -276,6 +285,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                   "explain")
         table = summary_table(records)
         print(format_summary(table, index="group"))
+        if (note := group_note(records)) is not None:
+            print(f"note: {note}")
         if fallback:
             print(f"note: {fallback}")
         write_summary(table, out)
@@ -386,6 +397,9 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     """Explain ``todo`` in stream order, writing a record after each event (with its
     robustness columns when ``robust`` is given)."""
     flips = 0
+    history = history_of(cfg)
+    # batch_start's screening pass scores the explained prediction itself (sampling.py)
+    group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
                disable=not cfg.progress, dynamic_ncols=True)
     rows = zip(todo["event_id"].tolist(), todo["group"].tolist(),
@@ -393,7 +407,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
         start = time.perf_counter()
         mode = str(cfg.mode) if auto is None else auto.mode
-        oracle = engine.oracle(event_id, cfg.k, int(cfg.m_max), mode, constraints)
+        oracle = engine.oracle(event_id, cfg.k, int(cfg.m_max), mode, constraints, history)
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
@@ -418,6 +432,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             shard=int(shard),
             fid_curve_logits=fid_curve,
             acc_curve_logits=acc_curve,
+            history=history.value,
+            group_logit=group_logit,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -520,7 +536,7 @@ class Robustness:
         other = None
         if self.second is not None and result.is_counterfactual:
             other = self.second.oracle(oracle.event_id, cfg.k, int(cfg.m_max), "exact",
-                                       constraints)
+                                       constraints, history_of(cfg))
             if not set(result.explanation) <= other.removable_ids:
                 other = None  # another candidate set: the question does not apply
         cols = robustness_columns(oracle, result.explanation, result.is_counterfactual,

@@ -227,6 +227,13 @@ class EventContext:
             shares ``0, 0.05, …, 1``, ``float [21]`` (:mod:`cftgnn.evaluation.curves`; empty
             when the event has no ranking or was not explained; schema 4).
         acc_curve_logits: The same at TempME's 16 shares in ``[0, 0.3]``, ``float [16]``.
+        history: The explained prediction's history, ``event`` or ``batch_start``
+            (:mod:`cftgnn.oracle.history`; schema 5, ``event`` in older records).
+        group_logit: The logit whose sign ``group`` is: ``screen`` (the sampling pass's
+            ``screen_logit``, which for a model with memory under ``history=event`` is not
+            the explained ``original_logit``) or ``explained`` (the sampling pass scored the
+            explained prediction: ``history=batch_start``). Schema 5; ``screen`` in older
+            records.
     """
 
     setup_time_s: float
@@ -242,6 +249,8 @@ class EventContext:
     shard: int
     fid_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
     acc_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
+    history: str = field(default="event", metadata={"since": 5, "old": "event"})
+    group_logit: str = field(default="screen", metadata={"since": 5, "old": "screen"})
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -388,13 +397,14 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2, 3 and 4 into rows written without them.
+    """Fill the columns added by schema versions 2 to 5 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
     counterfactuals are their one answer when it flips (consequences not measured); no
     ranking was kept (``ranking`` and ``importance`` empty), so no curve either
-    (``fid_curve_logits`` and ``acc_curve_logits`` empty).
+    (``fid_curve_logits`` and ``acc_curve_logits`` empty); their history was ``event`` and
+    their groups followed the screening logit (``group_logit`` ``screen``).
     """
     if df.empty:
         return df
@@ -402,7 +412,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     fills: dict[str, Any] = {c.name: df.get(c.old_from) if c.old_from else c.old
                              for c in RESULT_COLUMNS if c.since == 2}
     fills.update({f.name: f.metadata["old"] for f in fields(EventContext)
-                  if f.metadata.get("since") == 2})
+                  if f.metadata.get("since") in (2, 5)})
     for name, value in fills.items():
         if value is None:
             continue

@@ -9,7 +9,10 @@ logits decide the groups and the ``|logit|`` threshold.
 For TGAT the screening logit equals the oracle's ``p_orig`` exactly. For TGN it is the logit
 from the memory at the start of the event's batch, whereas ``p_orig`` also applies the earlier
 events of that batch (docs/design.md §2); the two agree in sign on about 98 % of UCI events. Records
-keep both, so an analysis can regroup by the exact logit.
+keep both, so an analysis can regroup by the exact logit, and name which one the group follows
+(``group_logit``: ``screen``). With ``history=batch_start`` the screening pass scores the
+explained prediction itself (memory and neighbours of the completed batches only), so the
+groups follow the explained logit (``group_logit``: ``explained``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pandas as pd
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
 from cftgnn.models.base import TemporalModel, eval_mode
+from cftgnn.oracle.history import History
 from cftgnn.training.loop import score_batches
 
 _ADVANCE_BATCHES = 1024  # history batches per advance call of the screening pass
@@ -66,7 +70,8 @@ def event_range(stream: EventStream, share: Sequence[float]) -> tuple[int, int]:
 
 
 def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
-                  keep: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
+                  keep: npt.ArrayLike | None = None,
+                  history: History | str = History.EVENT) -> npt.NDArray[np.float64]:
     """The model's logit of every event in ``[lo, hi)`` from one streaming pass, ``[hi - lo]``.
 
     The model is attached to ``stream`` (which resets it), advanced over the history before
@@ -83,6 +88,9 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
         hi: End of the range (exclusive).
         keep: Event ids in ``[lo, hi)``, ascending: return only their logits,
             ``[len(keep)]`` (None: every event's).
+        history: ``batch_start``: score each event from the completed batches only, which
+            is the explained prediction of that history (:mod:`cftgnn.oracle.history`);
+            ``event``: neighbour sampling also sees the event's earlier batch mates.
     """
     if not 0 <= lo < hi <= stream.num_events:
         raise SamplingError(f"cannot screen events [{lo}, {hi}) of a stream of "
@@ -95,7 +103,8 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
     with eval_mode(model):
         for pos in range(0, start, chunk):  # in chunks: advance lists its batches up front
             model.advance(pos, min(pos + chunk, start))
-        for a, logits in score_batches(model, start, hi):
+        own = History(history) is History.EVENT
+        for a, logits in score_batches(model, start, hi, own_batch_neighbors=own):
             b = a + len(logits)
             if ids is None:
                 first = max(a, lo)
@@ -186,6 +195,7 @@ def plan_events(
     max_abs_logit: float | None = None,
     seed: int = 0,
     events: Sequence[int] | None = None,
+    history: History | str = History.EVENT,
 ) -> pd.DataFrame:
     """The events a run explains: sampled (see :func:`sample_events`) or given explicitly.
 
@@ -199,6 +209,7 @@ def plan_events(
         max_abs_logit: Upper bound on ``|screening logit|`` (None = none).
         seed: Random seed.
         events: Explicit event ids; sampling options other than the ids are then ignored.
+        history: The explained prediction's history (see :func:`screen_logits`).
 
     Returns:
         Columns ``event_id`` (ascending), ``group`` and ``screen_logit``.
@@ -207,7 +218,8 @@ def plan_events(
         ids = explicit_events(events, stream)
         if len(ids) == 0:
             return sample_events(np.zeros(0), 0, 0)
-        values = screen_logits(model, stream, int(ids[0]), int(ids[-1]) + 1, keep=ids)
+        values = screen_logits(model, stream, int(ids[0]), int(ids[-1]) + 1, keep=ids,
+                               history=history)
         return pd.DataFrame({
             "event_id": ids,
             "group": np.where(values > 0, PredictionGroup.CORRECT.value,
@@ -215,7 +227,7 @@ def plan_events(
             "screen_logit": values,
         })
     lo, hi = event_range(stream, share)
-    logits = screen_logits(model, stream, lo, hi)
+    logits = screen_logits(model, stream, lo, hi, history=history)
     return sample_events(logits, lo, n, prediction, min_abs_logit, max_abs_logit, seed)
 
 

@@ -299,4 +299,35 @@ def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
     return text.set_index(index).T.rename_axis(None, axis=1).to_string()
 
 
-__all__ = ["SUMMARY_COLUMNS", "format_summary", "summarize", "summary_metrics"]
+def group_note(records: pd.DataFrame) -> str | None:
+    """What a summary by prediction ``group`` must say about the logit the groups follow, or
+    None when the groups are those of the explained logit.
+
+    The sampling pass's groups are signs of ``screen_logit`` (``group_logit`` ``screen``);
+    for a model with memory under ``history=event`` that is not the explained
+    ``original_logit``, so some events may sit in the group the explained logit would not
+    put them in. Records of both kinds mixed are named too.
+
+    Args:
+        records: Explanation records (``group``, ``group_logit``, ``original_logit``).
+    """
+    if records.empty or not {"group", "group_logit", "original_logit"} <= set(records.columns):
+        return None
+    kinds = sorted(set(records["group_logit"].astype(str)))
+    if len(kinds) > 1:
+        return ("these records mix groups of the screening logit and of the explained logit "
+                "(group_logit: " + ", ".join(kinds) + "); summarise them apart")
+    if kinds != ["screen"]:
+        return None
+    p = records["original_logit"].to_numpy(dtype=float)
+    by_p = np.where(p > 0, "correct", "incorrect")
+    other = int(((by_p != records["group"].astype(str).to_numpy()) & (p != 0)).sum())
+    if other == 0:
+        return None
+    return (f"groups follow the sampling pass's screen_logit (group_logit=screen), not the "
+            f"explained original_logit: {other} of {len(records)} events would be in the "
+            "other group by original_logit (history=batch_start explains the screened, "
+            "batch-start prediction itself)")
+
+
+__all__ = ["SUMMARY_COLUMNS", "format_summary", "group_note", "summarize", "summary_metrics"]

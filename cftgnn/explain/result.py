@@ -32,7 +32,9 @@ from cftgnn.oracle.oracle import is_flip
 #: logits and consequences; older records hold their one answer).
 #: 4: every explainer's ranking of its removable events with an importance each
 #: (``ranking``, ``importance``; empty in older records: no ranking was kept).
-SCHEMA_VERSION = 4
+#: 5: the explained prediction's ``history`` and the logit the sampling group follows
+#: (``group_logit``; ``event`` and ``screen`` in older records).
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)

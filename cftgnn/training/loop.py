@@ -135,7 +135,8 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: boo
 
 
 def score_batches(model: TemporalModel, lo: int, hi: int,
-                  negs: npt.NDArray[np.int64] | None = None, progress: bool = False
+                  negs: npt.NDArray[np.int64] | None = None, progress: bool = False,
+                  own_batch_neighbors: bool = True
                   ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
     """Score the events ``[lo, hi)`` batch by batch, advancing the model over each batch
     after scoring it (the scoring rule of :func:`score_range`, streamed: nothing is kept).
@@ -146,6 +147,10 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
         hi: End of the scored range (exclusive).
         negs: Negative destination of each event, ``int64 [hi - lo]``, or None for none.
         progress: Show a progress bar.
+        own_batch_neighbors: Let each event's neighbour sampling see the earlier events of
+            its own batch (``before`` = its position, as in training); False: only the
+            consumed batches (the prediction of ``history=batch_start``,
+            :mod:`cftgnn.oracle.history`).
 
     Yields:
         ``(a, logits)``: the batch's first event and its logits, ``float32 [b - a]``, then
@@ -160,7 +165,8 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
             if negs is not None:
                 src, t, own = np.r_[src, src], np.r_[t, t], np.r_[own, own]
                 dst = np.r_[dst, negs[a - lo:b - lo]]
-            logits = model.predict(src, dst, t, before=own).cpu().numpy()
+            logits = model.predict(src, dst, t, before=own if own_batch_neighbors else None
+                                   ).cpu().numpy()
             model.advance(a, b)
             yield a, logits
 
