@@ -282,15 +282,24 @@ class Trajectory:
         prediction of the event at :attr:`end` can read under removals from that universe."""
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
-            stream, index = model.stream, model.index
-            link = np.array([stream.src[self.end], stream.dst[self.end]], dtype=np.int64)
-            final = reachable_nodes(index, link, np.full(2, self.end), model.num_neighbors,
-                                    model.embedding.num_layers, universe, self.removed)
-            need = needed_until(self.batches, final, len(self.final_input), stream.src,
-                                stream.dst, universe)
-            self.deps = dependencies(self.batches, universe, len(self.final_input), stream.src,
-                                     stream.dst, need)
+            self.deps = trajectory_dependencies(model, self.batches, self.end, self.removed,
+                                                universe)
         return self.deps
+
+
+def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
+                            removed: npt.NDArray[np.bool_] | None,
+                            universe: npt.NDArray[np.int64]) -> Dependencies:
+    """The dependency sets over ``universe`` of a recording of ``batches`` up to ``end``
+    (the events ``removed`` in it), restricted to the states the prediction of the event at
+    ``end`` can read (:func:`needed_until`). Reads only the records' events and nodes, so a
+    recording can compute it before its memory rows (:mod:`cftgnn.replay.record`)."""
+    stream, index = model.stream, model.index
+    link = np.array([stream.src[end], stream.dst[end]], dtype=np.int64)
+    final = reachable_nodes(index, link, np.full(2, end), model.num_neighbors,
+                            model.embedding.num_layers, universe, removed)
+    need = needed_until(batches, final, model.num_nodes, stream.src, stream.dst, universe)
+    return dependencies(batches, universe, model.num_nodes, stream.src, stream.dst, need)
 
 
 def record_trajectory(model: TGN, base: State, end: int,
@@ -337,18 +346,19 @@ def begin_recording(model: TGN, base: State, end: int,
 
 
 def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
-                     removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
+                     removable: npt.NDArray[np.int64] | None = None,
+                     deps: Dependencies | None = None) -> Trajectory:
     """The :class:`Trajectory` of a recording whose batches were all applied: the final
     state and input, the removals every set shares, and the dependency sets of the
-    ``removable`` events."""
+    ``removable`` events (``deps`` when the recording computed them already)."""
     st = model.state
     st.position = end
     final = model.snapshot()
     final_input = model.node_input(final)
     shared = final.removed.numpy()  # the base's removals and the recording's own
     traj = Trajectory(base.position, end, records, final, final_input,
-                      shared if shared.any() else None)
-    if removable is not None and len(removable):
+                      shared if shared.any() else None, deps)
+    if deps is None and removable is not None and len(removable):
         traj.dependencies_for(model, np.unique(np.asarray(removable, dtype=np.int64)))
     return traj
 
@@ -470,11 +480,10 @@ class _Rows:
         key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
         uniq, of = np.unique(key, return_inverse=True)
         dev = self.mem.device
-        out = recorded[torch.as_tensor(np.maximum(-1 - uniq, 0), device=dev)]
-        own = np.flatnonzero(uniq >= 0)
-        if len(own):
-            out[torch.as_tensor(own, device=dev)] = self.mem[torch.as_tensor(uniq[own],
-                                                                             device=dev)]
+        k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
+        out = recorded[torch.as_tensor(-1 - uniq[:k], device=dev)]  # only the rows read
+        if k < len(uniq):
+            out = torch.cat([out, self.mem[torch.as_tensor(uniq[k:], device=dev)]])
         return out, of.reshape(-1)
 
 

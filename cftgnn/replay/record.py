@@ -14,10 +14,25 @@ messages were applied, and each record's ``mem_pre`` / ``mem_post`` is a :class:
 view (row pointers into that table) that the cone replay indexes as it indexes a tensor.
 The values are the same floats, so every logit is bitwise the same; the memory is about a
 third to a quarter (``d`` floats per applied message instead of ``2·V`` rows per batch).
+
+**Only the rows the cone replay can read** (when the removable events are known). The cone
+replay (:func:`cftgnn.replay.cone.cone_replay`) reads a recorded row only for a node that
+can hold a perturbed row, that is, a node whose dependency set grows (a *column* of
+:class:`~cftgnn.replay.cone.Dependencies`), from the first batch it grows in to the last
+batch whose state of it the prediction reads (``need``): its memory after the batch's
+pending messages (``mem_post``), and, before a batch, the memory of the senders of the
+messages such a node may hold (``mem_pre``). The dependency sets need only the batches'
+events and nodes, so the recording computes them first, without the model, and then keeps
+only those rows: on a 1M-event synthetic stream (TGN, memory 100), a 193,000-event history
+keeps about 28,000 rows instead of 416,000. A row it did not keep points past the end of
+the table, so reading one raises instead of returning a wrong value; a removal set outside
+the removable events re-records the history for the wider set (:class:`PrunedTrajectory`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
@@ -29,10 +44,12 @@ from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.cone import (
     BatchRecord,
+    Dependencies,
     Trajectory,
     batch_record,
     begin_recording,
     finish_recording,
+    trajectory_dependencies,
 )
 
 
@@ -83,9 +100,14 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
 
     The same batches (:meth:`~cftgnn.models.base.TemporalModel.history_steps`), the same
     updates and the same :class:`~cftgnn.replay.cone.Trajectory`; only ``mem_pre`` and
-    ``mem_post`` of each record are :class:`SharedRows` views of one table. Leaves ``model``
-    holding the recorded state at ``end``.
+    ``mem_post`` of each record are :class:`SharedRows` views of one table. With
+    ``removable``, only the rows the cone replay can read under removals of those events are
+    kept (see the module docstring; a :class:`PrunedTrajectory`). Leaves ``model`` holding the
+    recorded state at ``end``.
     """
+    if removable is not None and len(removable):
+        return _record_read_rows(model, base, end, removed,
+                                 np.unique(np.asarray(removable, dtype=np.int64)))
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
@@ -117,4 +139,132 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
         return finish_recording(model, base, end, records, removable)
 
 
-__all__ = ["SharedRows", "record_shared_trajectory"]
+@dataclass
+class PrunedTrajectory(Trajectory):
+    """A :class:`~cftgnn.replay.cone.Trajectory` that holds only the rows the cone replay
+    reads under removals from :attr:`deps`'s universe; a removal set naming another event
+    records the history again for the wider universe (the same values, more rows).
+
+    Attributes:
+        rerecord: Records the same history for a universe of removable events.
+    """
+
+    rerecord: Callable[[npt.NDArray[np.int64]], Trajectory] | None = field(default=None,
+                                                                            repr=False)
+
+    def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
+        if self.deps is not None and not self.deps.covers(events):
+            assert self.rerecord is not None
+            wider = self.rerecord(np.union1d(self.deps.universe, events))
+            self.batches, self.deps = wider.batches, wider.deps
+        return super().dependencies_for(model, events)
+
+
+def _structure(model: TGN, pending: npt.NDArray[np.int64],
+               steps: list[npt.NDArray[np.int64]]) -> list[BatchRecord]:
+    """The records of ``steps`` without their rows: each batch's nodes (those pending before
+    it, ``pending`` for the first, and its events' endpoints) and incidences. A batch leaves
+    its events' endpoints pending (:meth:`TGN.apply_batch`)."""
+    src, dst = model.stream.src, model.stream.dst
+    no_rows = cast(Tensor, None)
+    records = []
+    for events in steps:
+        ends = np.concatenate([src[events], dst[events]])
+        nodes = np.unique(np.concatenate([pending, ends]))
+        records.append(batch_record(events, nodes, no_rows, no_rows,
+                                    np.empty(len(nodes)), src, dst))
+        pending = np.unique(ends)
+    return records
+
+
+def _rows_read(model: TGN, records: list[BatchRecord], deps: Dependencies
+               ) -> tuple[list[npt.NDArray[np.int64]], list[npt.NDArray[np.int64]]]:
+    """Per batch, the positions in its ``nodes`` whose ``mem_pre`` and whose ``mem_post``
+    the cone replay can read (see the module docstring): ``mem_post`` of a column node from
+    the first batch its dependency set grows in to ``need``; ``mem_pre`` of the other
+    endpoints of the previous batch's events of such a node (the senders of the messages its
+    rows may hold; a superset of its suffix's)."""
+    src, dst = model.stream.src, model.stream.dst
+    num_nodes = model.num_nodes
+    first = np.full(num_nodes, len(records), dtype=np.int64)
+    for x in range(len(deps.nodes) - 1, -1, -1):
+        first[deps.nodes[x]] = x
+    col, need = deps.columns >= 0, deps.need
+    pre: list[npt.NDArray[np.int64]] = []
+    post: list[npt.NDArray[np.int64]] = []
+    empty = np.zeros(0, dtype=np.int64)
+    for x, rec in enumerate(records):
+        nodes = rec.nodes
+        post.append(np.flatnonzero(col[nodes] & (first[nodes] <= x) & (need[nodes] >= x)))
+        prev = records[x - 1].events if x else empty
+        s_, d_ = src[prev], dst[prev]
+        ends = np.concatenate([s_, d_])
+        holds = col[ends] & (first[ends] <= x - 1) & (need[ends] > x - 1)  # may hold a row
+        senders = np.unique(np.concatenate([d_, s_])[holds])
+        pre.append(np.searchsorted(nodes, senders))
+    return pre, post
+
+
+def _record_read_rows(model: TGN, base: State, end: int,
+                      removed: npt.NDArray[np.bool_] | None,
+                      universe: npt.NDArray[np.int64]) -> PrunedTrajectory:
+    """:func:`record_shared_trajectory` keeping only the rows the cone replay can read under
+    removals from ``universe`` (see the module docstring)."""
+    with torch.no_grad():
+        steps = begin_recording(model, base, end, removed)
+        st = model.state
+        dev = st.memory.device
+        pending = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
+        records = _structure(model, pending, steps)
+        mask = st.removed.numpy()
+        deps = trajectory_dependencies(model, records, end, mask.copy() if mask.any() else None,
+                                       universe)
+        pre, post = _rows_read(model, records, deps)
+        # rows in the order they are written: a node's memory gets a row when first read
+        # after it changed (its pending message was applied), and keeps it until then
+        cur = np.full(model.num_nodes, -1, dtype=np.int64)
+        filled = 0
+        plan: list[tuple[Any, ...]] = []
+        for x, rec in enumerate(records):
+            nodes = rec.nodes
+            new_pre = nodes[pre[x]][cur[nodes[pre[x]]] < 0]
+            cur[new_pre] = filled + np.arange(len(new_pre))
+            filled += len(new_pre)
+            ptr_pre = np.full(len(nodes), -1, dtype=np.int64)
+            ptr_pre[pre[x]] = cur[nodes[pre[x]]]
+            cur[pending] = -1  # the batch applies their pending messages
+            pending = np.unique(np.concatenate([model.stream.src[rec.events],
+                                                model.stream.dst[rec.events]]))
+            new_post = nodes[post[x]][cur[nodes[post[x]]] < 0]
+            cur[new_post] = filled + np.arange(len(new_post))
+            filled += len(new_post)
+            ptr_post = np.full(len(nodes), -1, dtype=np.int64)
+            ptr_post[post[x]] = cur[nodes[post[x]]]
+            plan.append((new_pre, new_post, ptr_pre, ptr_post))
+        table = st.memory.new_empty(filled, st.memory.shape[1])
+        at = 0
+        for events, rec, (new_pre, new_post, ptr_pre, ptr_post) in zip(steps, records, plan,
+                                                                       strict=True):
+            if len(new_pre):
+                table[at:at + len(new_pre)] = st.memory[torch.as_tensor(new_pre, device=dev)]
+                at += len(new_pre)
+            model.apply_batch(st, torch.as_tensor(events, device=dev))
+            if len(new_post):
+                table[at:at + len(new_post)] = st.memory[torch.as_tensor(new_post, device=dev)]
+                at += len(new_post)
+            nt = torch.as_tensor(rec.nodes, device=dev)
+            rec.lu_post = st.last_update[nt].cpu().numpy()
+            for ptr in (ptr_pre, ptr_post):  # a row not kept points past the table's end
+                ptr[ptr < 0] = filled
+            rec.mem_pre = cast(Tensor, SharedRows(table, torch.as_tensor(ptr_pre, device=dev)))
+            rec.mem_post = cast(Tensor, SharedRows(table, torch.as_tensor(ptr_post, device=dev)))
+        traj = finish_recording(model, base, end, records, universe, deps)
+
+    def rerecord(wider: npt.NDArray[np.int64]) -> Trajectory:
+        return _record_read_rows(model, base, end, removed, wider)
+
+    return PrunedTrajectory(**{f.name: getattr(traj, f.name) for f in fields(traj)},
+                            rerecord=rerecord)
+
+
+__all__ = ["PrunedTrajectory", "SharedRows", "record_shared_trajectory"]

@@ -239,3 +239,50 @@ def test_room_for_plans_is_made_before_they_are_recorded():
     assert len(store) == 8
     store.expect_plans(800)  # 400 bytes expected: 4 snapshots make room before recording
     assert len(store) == 5 and store.nbytes + 100 + 400 <= 1000
+
+
+def test_recording_keeps_only_the_rows_the_cone_replay_reads():
+    from cftgnn.replay.batched import batched_logits
+    from cftgnn.replay.cone import cone_replay
+    from cftgnn.replay.masks import RemovalSets
+    from cftgnn.replay.record import PrunedTrajectory, record_shared_trajectory
+
+    sparse = make_synthetic_stream(300, 2000, seed=3, feat_dim=2, p_tie=0.2)
+    model = _attached(make_model("tgn", sparse), sparse)
+    end = 1990
+    rng = np.random.default_rng(0)
+    removable = np.sort(rng.choice(np.arange(100, end - 20), 12, replace=False))
+    with eval_mode(model):
+        model.advance(0, 100)
+        base = model.snapshot()
+        full = record_shared_trajectory(model, base, end)  # every row
+        kept = record_shared_trajectory(model, base, end, removable=removable)
+    assert isinstance(kept, PrunedTrajectory) and not isinstance(full, PrunedTrajectory)
+    table = kept.batches[0].mem_pre.table
+    assert len(table) < 0.6 * len(full.batches[0].mem_pre.table)
+    # every row it kept is the recorded one; a row it did not keep cannot be read
+    skipped = 0
+    for a, b in zip(full.batches, kept.batches, strict=True):
+        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.lu_post, b.lu_post)
+        for rows_a, rows_b in ((a.mem_pre, b.mem_pre), (a.mem_post, b.mem_post)):
+            held = torch.nonzero(rows_b.ptr < len(table)).flatten()
+            assert torch.equal(rows_a[held], rows_b[held])
+            if len(held) < len(rows_b):
+                skipped += 1
+                with pytest.raises((IndexError, RuntimeError)):
+                    rows_b[torch.arange(len(rows_b))]
+    assert skipped > 0
+    # so the cone replay reads the same values: bitwise the same logits, for sets of the
+    # removable events and, recording again for the wider universe, for one outside them
+    outside = int(np.setdiff1d(np.arange(100, end), removable)[-3])
+    chosen = [frozenset(rng.choice(removable, size, replace=False).tolist())
+              for size in (1, 1, 2, 3, 5, 12)] + [frozenset({outside, int(removable[0])})]
+    sets = RemovalSets.from_sets(chosen)
+    with eval_mode(model):
+        logits = [batched_logits(model, sets, traj.removed, end, cone_replay(model, traj, sets))
+                  for traj in (full, kept)]
+    assert torch.equal(logits[0], logits[1])
+    assert kept.deps is not None and outside in kept.deps.universe
+    for p, removed in enumerate(chosen):
+        assert float(logits[1][p]) == pytest.approx(
+            naive_logit(model, sparse, end, sorted(removed)), abs=ATOL)
