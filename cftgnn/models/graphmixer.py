@@ -150,7 +150,9 @@ class MixerLinkEncoder(nn.Module):
         ``node_input`` is not read (there is no node encoder; see the module docstring).
         With ``weights`` each slot's raw token is multiplied by its event's weight: weight 1
         is the plain embedding bit for bit, weight 0 turns the slot into an empty one (a zero
-        token, where a hard removal would also shift older events into the window). With
+        token in place; a hard removal instead moves the older events one column on and lets
+        one more in, so the two agree only for the oldest event of a window that is not
+        full). With
         ``log``, each of a window's ``k`` events gets mass ``1/k``: GraphMixer has no
         attention, and its mean pooling treats the tokens of a window alike.
 
@@ -234,11 +236,12 @@ class GraphMixer(TemporalModel):
     """GraphMixer link predictor (no memory; see the module docstring).
 
     Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) scales the raw
-    token of every window slot that reads an event: weight 0 empties the slot, which equals
-    removing the event only when no window holding it is full (a removal lets an older event
-    into the ``K`` most recent and shifts the others' columns; docs/design.md §8, "Soft
-    removal"). :meth:`~cftgnn.models.base.TemporalModel.attention_by_event` reports the
-    uniform ``1/k`` pooling weight of each window slot.
+    token of every window slot that reads an event: weight 0 empties the slot in place, which
+    equals removing the event only where it is the oldest event of windows that are not full
+    (a removal moves the older events one column on, the mixer's token MLP tells columns
+    apart, and a full window lets one more event in; docs/design.md §8, "Soft removal").
+    :meth:`~cftgnn.models.base.TemporalModel.attention_by_event` reports the uniform ``1/k``
+    pooling weight of each of a window's ``k`` slots (GraphMixer has no attention).
 
     Args:
         num_nodes: Number of nodes ``N``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cftgnn.data.stream import EventStream
-from cftgnn.models import TGAT, TGN, TemporalModel
+from cftgnn.models import TGAT, TGN, GraphMixer, TemporalModel
 
 BATCH = 16
 
@@ -25,6 +25,11 @@ def tgn2(stream: EventStream) -> TemporalModel:
 def tgat(stream: EventStream) -> TemporalModel:
     return TGAT(stream.num_nodes, stream.feat_dim, node_dim=6, time_dim=8, embedding_dim=8,
                 num_layers=2, num_heads=2, num_neighbors=3, batch_size=BATCH)
+
+
+def graphmixer(stream: EventStream) -> TemporalModel:
+    return GraphMixer(stream.num_nodes, stream.feat_dim, time_dim=8, channels=8,
+                      embedding_dim=8, num_neighbors=3, dropout=0.1, batch_size=BATCH)
 
 
 def named_model(stream: EventStream, name: str, num_neighbors: int = 5) -> TemporalModel:

@@ -1,0 +1,127 @@
+"""GraphMixer's native replay is exact: every call, single or batched, equals a fresh replay of
+the stream without the removed events (1e-5), on synthetic streams and a UCI prefix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cftgnn.data import EventStream, load_uci, make_synthetic_stream
+from cftgnn.models import GraphMixer
+from cftgnn.models.base import eval_mode
+from cftgnn.oracle import OracleMode
+from cftgnn.oracle.engine import ReplayEngine, naive_logit
+from cftgnn.replay.graphmixer import GraphMixerReplay
+from cftgnn.replay.registry import replay_for
+
+ATOL = 1e-5
+
+
+def small_mixer(stream: EventStream, num_neighbors: int = 4) -> GraphMixer:
+    torch.manual_seed(0)
+    model = GraphMixer(stream.num_nodes, stream.feat_dim, time_dim=8, channels=12,
+                       embedding_dim=12, num_neighbors=num_neighbors, batch_size=20)
+    return model.eval()
+
+
+def sets_for(cand: np.ndarray, stream: EventStream, rng: np.random.Generator,
+             num_random: int) -> list[frozenset[int]]:
+    """Nothing, everything, the oldest, the newest, events sharing a timestamp, random."""
+    sets = [frozenset(), frozenset(cand.tolist())]
+    if len(cand):
+        sets += [frozenset([int(cand[0])]), frozenset([int(cand[-1])])]
+        same_t = [int(e) for e in cand if (stream.t[cand] == stream.t[e]).sum() > 1]
+        if same_t:
+            sets.append(frozenset(same_t))
+        sets += [frozenset(cand[rng.random(len(cand)) < q].tolist())
+                 for q in rng.uniform(0.1, 0.6, num_random)]
+    return sets
+
+
+def check_against_fresh_replays(engine: ReplayEngine, model: GraphMixer, stream: EventStream,
+                                events: tuple[int, ...], m_max: int, num_random: int
+                                ) -> float:
+    """Single calls and one batch per event against fresh replays; the largest change a
+    removal made to a logit (so that the comparison is not between constants)."""
+    rng = np.random.default_rng(0)
+    moved = 0.0
+    for i in events:
+        oracle = engine.oracle(i, m_max=m_max)
+        assert oracle.original_logit == pytest.approx(naive_logit(model, stream, i), abs=ATOL)
+        sets = sets_for(oracle.candidates.ids, stream, rng, num_random)
+        refs = [naive_logit(model, stream, i, sorted(s)) for s in sets]
+        batched = engine.oracle(i, m_max=m_max).batch(sets)  # a fresh cache: all computed
+        np.testing.assert_allclose(batched, refs, atol=ATOL)
+        for s, ref in zip(sets, refs, strict=True):
+            assert oracle.exact(s) == pytest.approx(ref, abs=ATOL)
+        moved = max(moved, max(abs(r - oracle.original_logit) for r in refs))
+    return moved
+
+
+def test_graphmixer_gets_its_registered_replay() -> None:
+    stream = make_synthetic_stream(10, 50, seed=0)
+    assert type(replay_for(small_mixer(stream))) is GraphMixerReplay
+
+
+@pytest.mark.parametrize("feat_dim", [0, 2])
+@pytest.mark.parametrize("num_neighbors", [2, 4, 30])  # full windows shift, roomy ones do not
+def test_exact_calls_equal_fresh_replays_on_synthetic_streams(feat_dim: int,
+                                                              num_neighbors: int) -> None:
+    stream = make_synthetic_stream(25, 400, seed=7, feat_dim=feat_dim, p_tie=0.3)
+    model = small_mixer(stream, num_neighbors)
+    engine = ReplayEngine(model, stream, checkpoint_every=2)
+    moved = check_against_fresh_replays(engine, model, stream, (5, 160, 399), m_max=12,
+                                        num_random=4)
+    assert moved > 1e-3
+
+
+def test_approximate_calls_equal_fresh_replays_of_the_short_history() -> None:
+    stream = make_synthetic_stream(25, 400, seed=3, feat_dim=2, p_tie=0.3)
+    model = small_mixer(stream)
+    engine = ReplayEngine(model, stream)
+    rng = np.random.default_rng(1)
+    for i in (150, 330):
+        oracle = engine.oracle(i, m_max=10, mode=OracleMode.APPROXIMATE)
+        cand = oracle.candidates.ids
+        for s in sets_for(cand, stream, rng, 3):
+            drop = sorted(set(range(int(cand[0]), i)) - (set(cand.tolist()) - s))
+            assert oracle(s) == pytest.approx(naive_logit(model, stream, i, drop), abs=ATOL)
+
+
+@pytest.mark.dataset
+def test_exact_calls_equal_fresh_replays_on_a_uci_prefix(real_data_dir, tmp_path) -> None:
+    """DyGLib's UCI sizes (20 neighbours, 172 channels), random weights, 32 sets a batch."""
+    stream = load_uci(data_dir=real_data_dir, cache_dir=tmp_path, download=False).prefix(4000)
+    torch.manual_seed(0)
+    model = GraphMixer(stream.num_nodes, stream.feat_dim).eval()
+    engine = ReplayEngine(model, stream)
+    moved = check_against_fresh_replays(engine, model, stream, (2500, 3999), m_max=40,
+                                        num_random=27)
+    assert moved > 1e-3
+
+
+def test_soft_removal_and_pooling_weights() -> None:
+    """Weight 1 is the plain logit; weight 0 on the oldest event of a window that is not full
+    is its hard removal; each window spreads a pooling mass of 1 over its events."""
+    stream = make_synthetic_stream(25, 300, seed=5, feat_dim=2)
+    model = small_mixer(stream, num_neighbors=400)  # no window is full
+    model.attach(stream)
+    i = 250
+    src, dst, t = stream.src[i:i + 1], stream.dst[i:i + 1], stream.t[i:i + 1]
+    events = [e for e in range(i) if stream.src[e] in (src[0], dst[0])
+              or stream.dst[e] in (src[0], dst[0])]
+    with eval_mode(model):
+        model.advance(0, i)
+        plain = float(model.predict(src, dst, t)[0])
+        ones = model.predict_soft(src, dst, t, events, torch.ones(len(events)))
+        assert float(ones[0]) == plain
+        oldest = events[0]
+        zero = model.predict_soft(src, dst, t, [oldest], torch.zeros(1))
+        mass = model.attention_by_event(src, dst, t, events)
+    assert float(zero[0]) == pytest.approx(naive_logit(model, stream, i, [oldest]), abs=ATOL)
+    assert float(zero[0]) != pytest.approx(plain, abs=1e-4)
+    windows = sum(any(v in (stream.src[e], stream.dst[e]) for e in range(i))
+                  for v in (src[0], dst[0]))  # the two queries' non-empty windows
+    assert float(mass.sum()) == pytest.approx(windows, abs=1e-9)
+    assert bool((mass > 0).all())
