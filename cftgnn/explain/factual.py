@@ -80,16 +80,36 @@ class FactualExplainer(Explainer):
     budget_counts_exact = True
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
-        scores = np.asarray(self._score(oracle, budget), dtype=np.float64).reshape(-1)
-        ranking, importance = rank_by_importance(oracle.removable, scores)
-        n = min(len(ranking), oracle.size_limit())
-        if n == 0 or not budget.proceed(0, cost=n):
+        ranking, importance = self.rank(oracle, budget)
+        j = self.flipping_prefix(oracle, ranking, budget)
+        if j is None:
             return SearchOutcome(explanation=(), iterations=0, found=False, ranking=ranking,
                                  importance=importance)
-        prefixes = [frozenset(ranking[: j + 1]) for j in range(n)]
-        j = shortest_flipping_prefix(oracle.original_logit, oracle.exact_batch(prefixes))
         return SearchOutcome(explanation=ranking[:j], iterations=1, found=j > 0,
                              ranking=ranking, importance=importance)
+
+    def rank(self, oracle: Oracle, budget: BudgetMeter
+             ) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        """The explainer's own work: :meth:`_score`, then :func:`rank_by_importance`
+        (``scripts/benchmark_explainers.py`` times it apart from :meth:`flipping_prefix`).
+
+        Returns:
+            ``(ranking, importance)`` of the removable events.
+        """
+        scores = np.asarray(self._score(oracle, budget), dtype=np.float64).reshape(-1)
+        return rank_by_importance(oracle.removable, scores)
+
+    @staticmethod
+    def flipping_prefix(oracle: Oracle, ranking: tuple[int, ...], budget: BudgetMeter
+                        ) -> int | None:
+        """The length of the shortest prefix of ``ranking`` whose removal flips the
+        prediction (0: none up to the oracle's ``max_size`` does), with every such prefix in
+        one batched exact call; None when there is none to try or the budget refuses it."""
+        n = min(len(ranking), oracle.size_limit())
+        if n == 0 or not budget.proceed(0, cost=n):
+            return None
+        prefixes = [frozenset(ranking[: j + 1]) for j in range(n)]
+        return shortest_flipping_prefix(oracle.original_logit, oracle.exact_batch(prefixes))
 
     @abstractmethod
     def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:

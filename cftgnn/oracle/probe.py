@@ -11,9 +11,11 @@ oracle's removable events ``R`` (in the order of ``oracle.removable``), and noth
   of ``R``, differentiable (soft removal, docs/design.md §8);
 * :meth:`ModelProbe.features`: a feature row per event of ``R`` for a PGExplainer.
 
-Each reads the model with the full history before the explained event: the event's base
-state (the unperturbed state at the batch boundary ``b0``) advanced to the event, computed on
-the first call and kept as a snapshot. Every call saves the model's live state and restores
+Each reads the model with the full history before the explained event: the state the
+oracle's exact plan recorded there when it has one (TGN's trajectory,
+:class:`~cftgnn.replay.plans.RecordedPlan`), else the event's base state (the unperturbed
+state at the batch boundary ``b0``) advanced to the event on the first call and kept as a
+snapshot. Every call saves the model's live state and restores
 it afterwards, and puts the model back in its mode; the exact and approximate backends do
 not rely on the live state anyway (every replay restores a snapshot first).
 """
@@ -45,10 +47,14 @@ class ModelProbe:
         history_end: Where the prediction's history ends (default ``event_id``;
             ``history=batch_start``: the start of the event's batch,
             :mod:`cftgnn.oracle.history`).
+        state: The unperturbed state at ``history_end`` when the caller holds it already
+            (the same snapshot ``base`` advanced there gives; never modified), or None to
+            advance ``base`` on first use.
     """
 
     def __init__(self, model: ProbedModel, base: Any, start: int, event_id: int,
-                 removable: npt.ArrayLike, history_end: int | None = None) -> None:
+                 removable: npt.ArrayLike, history_end: int | None = None,
+                 state: Any = None) -> None:
         self.model = model
         self.event_id = int(event_id)
         self.removable: npt.NDArray[np.int64] = np.asarray(removable, dtype=np.int64).copy()
@@ -59,7 +65,7 @@ class ModelProbe:
         self._base = base
         self._start = int(start)
         self._end = self.event_id if history_end is None else int(history_end)
-        self._state: Any = None  # the full history before the event, built on first use
+        self._state: Any = state  # the full history before the event (else built on use)
 
     @contextmanager
     def _at_event(self, grad: bool) -> Iterator[ProbedModel]:

@@ -16,6 +16,7 @@ from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle import Constraints, Oracle, OracleMode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.probe import ModelProbe
+from cftgnn.replay.plans import RecordedPlan
 
 ATOL = 1e-5
 
@@ -124,6 +125,30 @@ def test_features_and_attention_follow_the_removable_events(stream, name):
     # per event, the same as over all candidates (the order of R is kept)
     pos = np.searchsorted(full.removable, oracle.removable)
     np.testing.assert_allclose(att, full.probe.attention()[pos], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat2"])
+def test_the_probe_reads_the_exact_plans_recording_as_the_replayed_state(stream, name):
+    # the engine hands the probe the exact plan's recorded state (TGN) instead of a second
+    # replay of [b0, i): features, attention and soft logits are bitwise those of a probe
+    # that advances the base state itself
+    model = make(stream, name)
+    engine = ReplayEngine(model, stream, checkpoint_every=2)
+    for i in (123, 261, 399):
+        replay = EventReplay(engine, i, m_max=12)
+        oracle = replay.oracle(OracleMode.EXACT)
+        probe = oracle.probe
+        assert isinstance(probe, ModelProbe)
+        recorded = isinstance(replay._plan, RecordedPlan)
+        assert recorded == name.startswith("tgn")
+        assert (probe._state is not None) == recorded  # no replay is left to do
+        own = ModelProbe(model, replay.base, replay.start, i, oracle.removable)
+        assert own._state is None
+        w = torch.rand(len(oracle.removable), generator=torch.Generator().manual_seed(i))
+        assert torch.equal(probe.features(), own.features())
+        np.testing.assert_array_equal(probe.attention(), own.attention())
+        assert torch.equal(probe.soft_logit(w), own.soft_logit(w))
+        assert own._state.equals(probe._state)
 
 
 def test_no_probe_for_a_model_without_soft_removal(stream):
