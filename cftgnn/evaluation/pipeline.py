@@ -67,6 +67,7 @@ from cftgnn.training.resolve import (
     model_name,
     resolve_device,
     resolve_model,
+    used_model_config,
 )
 
 #: Dataset options that only say where the files are, not what the stream is.
@@ -77,17 +78,21 @@ def _container(cfg: Any) -> Any:
     return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
 
 
-def fingerprint(cfg: DictConfig, stream: EventStream, weights: str) -> dict[str, Any]:
+def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
+                model: Any = None) -> dict[str, Any]:
     """What decides a run's records: compared when a run directory is reused.
 
     Logging, progress, threads, device and file locations are left out: they change how a
-    run is done, not what it finds.
+    run is done, not what it finds. With ``model``, its model config holds the values the
+    model was built with (a checkpoint's batch size and dimensions,
+    :func:`~cftgnn.training.resolve.used_model_config`).
     """
     dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
     return {
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": stream.name, "num_events": stream.num_events, "config": dataset},
-        "model": {"config": _container(cfg.model), "weights": weights,
+        "model": {"config": (_container(cfg.model) if model is None
+                             else used_model_config(cfg.model, model)), "weights": weights,
                   "weights_sha256": sha256_if_file(weights)},
         "explainer": _container(cfg.explainer),
         "strategy": _container(cfg.strategy),
@@ -242,7 +247,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         print(f"robustness: model noise against {second_weights}" if second is not None
               else f"robustness: no second checkpoint ({second_weights}): no model noise")
     out = output_dir(cfg)
-    fp = fingerprint(cfg, stream, weights)
+    fp = fingerprint(cfg, stream, weights, model)
     if robust is not None:
         fp["robust"]["weights_sha256"] = (None if second is None
                                           else sha256_if_file(str(second_weights)))
@@ -264,7 +269,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     _warn_short_groups(cfg, plan, num_shards)
 
     tracker: Tracker = instantiate(cfg.logger)
-    config = _container(cfg)
+    config = {**_container(cfg), "model": used_model_config(cfg.model, model)}
     run_name = "-".join([names["dataset"], names["model"], cfg_name(cfg.explainer),
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):

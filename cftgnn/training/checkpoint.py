@@ -120,13 +120,13 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
 
 
 #: The ``model=`` options (``conf/model/*.yaml``), for naming a kind in messages.
-_MODEL_CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
+MODEL_CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
 def model_kind(target: str) -> str:
     """The kind of model a ``_target_`` names: the ``model=`` option whose config file has
     that class (``pyg_tgn`` for ``PyGTGN``), else its class name in lower case (``tgn``)."""
-    for option in sorted(_MODEL_CONF.glob("*.yaml")):
+    for option in sorted(MODEL_CONF.glob("*.yaml")):
         try:
             other = str(OmegaConf.select(OmegaConf.load(option), "_target_", default=""))
         except Exception:  # noqa: BLE001  (an unreadable file names nothing)
@@ -164,7 +164,8 @@ def check_model_kind(path: str | os.PathLike[str], have: str, want: str) -> None
 
 def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
                     device: torch.device | str = "cpu", attach: bool = True,
-                    expect_target: str | None = None) -> TemporalModel:
+                    expect_target: str | None = None,
+                    check_checksum: bool = False) -> TemporalModel:
     """Rebuild a model from a checkpoint for ``stream`` (attached and in eval mode).
 
     Args:
@@ -174,6 +175,10 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
         attach: Attach the model to ``stream``.
         expect_target: The configured model's ``_target_``; when given, a checkpoint of
             another model class is refused.
+        check_checksum: Also compare the stream's checksum (:func:`stream_checksum`) with
+            the one the checkpoint recorded (the scripts do; a prefix of the training
+            stream, which tests and notebooks use, has another). A stream of another name
+            whose checksum matches (the same file renamed) is then accepted.
 
     Raises:
         CheckpointMismatchError: If the file is not a cftgnn checkpoint (e.g. the state
@@ -192,15 +197,7 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
             "cftgnn.training.checkpoint.save_pyg_tgn")
     if expect_target is not None:
         check_model_kind(path, str(ckpt["config"]["_target_"]), expect_target)
-    ds = ckpt["dataset"]
-    have = {"name": stream.name, "num_nodes": stream.num_nodes, "feat_dim": stream.feat_dim}
-    diffs = [f"{k}: checkpoint {ds[k]!r} vs stream {v!r}" for k, v in have.items() if ds[k] != v]
-    if diffs:
-        raise CheckpointMismatchError(
-            f"checkpoint {str(path)!r} was trained on dataset {ds['name']!r} "
-            f"({ds['num_nodes']} nodes, {ds['feat_dim']} features) but the stream is "
-            f"{stream.name!r} ({stream.num_nodes} nodes, {stream.feat_dim} features): "
-            + "; ".join(diffs))
+    check_stream(path, ckpt["dataset"], stream, check_checksum)
     try:
         model: TemporalModel = instantiate(dict(ckpt["config"]))
         model.load_state_dict(ckpt["state_dict"])
@@ -214,6 +211,41 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
     if attach:
         model.attach(stream)
     return model
+
+
+def check_stream(path: str | os.PathLike[str], ds: dict[str, Any], stream: EventStream,
+                 check_checksum: bool = False) -> None:
+    """Refuse a stream that is not the one a checkpoint (its dataset entry ``ds``) was
+    trained on: another name, node count or feature size, or (``check_checksum``) other
+    events. With ``check_checksum``, a stream of another name with the recorded checksum
+    (the training file renamed) is accepted.
+
+    Raises:
+        CheckpointMismatchError: Naming both and the fix.
+    """
+    recorded = str(ds.get("sha256") or "")
+    checksum = stream_checksum(stream) if check_checksum and recorded else None
+    have = {"name": stream.name, "num_nodes": stream.num_nodes, "feat_dim": stream.feat_dim}
+    diffs = [f"{k}: checkpoint {ds[k]!r} vs stream {v!r}" for k, v in have.items() if ds[k] != v]
+    if diffs and checksum == recorded:
+        return  # the same events under another name
+    if diffs:
+        hint = ""
+        if checksum is None and diffs[0].startswith("name:") and len(diffs) == 1:
+            hint = (f"; if it is the same data under another file name, say "
+                    f"dataset.name={ds['name']}")
+        raise CheckpointMismatchError(
+            f"checkpoint {str(path)!r} was trained on dataset {ds['name']!r} "
+            f"({ds['num_nodes']} nodes, {ds['feat_dim']} features) but the stream is "
+            f"{stream.name!r} ({stream.num_nodes} nodes, {stream.feat_dim} features): "
+            + "; ".join(diffs) + hint)
+    if checksum is not None and checksum != recorded:
+        raise CheckpointMismatchError(
+            f"checkpoint {str(path)!r} was trained on a stream {ds['name']!r} of checksum "
+            f"{recorded[:12]}…, but this stream {stream.name!r} has checksum {checksum[:12]}… "
+            "(same name, nodes and features, other events); explain with the stream it was "
+            "trained on, or write the checkpoint again for this one (scripts/train.py, or "
+            "save_pyg_tgn with this stream)")
 
 
 def _read(path: Path) -> Any:

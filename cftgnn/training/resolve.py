@@ -13,11 +13,13 @@ from typing import Any
 
 import torch
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
 from cftgnn.training.checkpoint import (
+    MODEL_CONF,
     checkpoint_path,
     legacy_checkpoint_path,
     load_checkpoint,
@@ -78,6 +80,55 @@ def auto_checkpoint(checkpoint_dir: str | os.PathLike[str], model_cfg: Any, data
     return path
 
 
+def _defaults(model_cfg: Any) -> dict[str, Any]:
+    """The options of the ``model=`` file that builds ``model_cfg``'s class (what a run has
+    when the user overrides nothing); empty when no file does."""
+    option = MODEL_CONF / f"{model_name(model_cfg)}.yaml"
+    if not option.is_file():
+        return {}
+    loaded = OmegaConf.to_container(OmegaConf.load(option), resolve=False)
+    return {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    if OmegaConf.is_config(cfg):
+        out = OmegaConf.to_container(cfg, resolve=True)
+        return {str(k): v for k, v in out.items()} if isinstance(out, dict) else {}
+    return dict(cfg)
+
+
+def check_overrides(model_cfg: Any, decided: dict[str, Any], path: str | os.PathLike[str]
+                    ) -> None:
+    """Refuse a ``model.<key>`` override that the checkpoint decides otherwise.
+
+    A checkpoint fixes its model's dimensions and batch size (``decided``: its
+    hyperparameters); a ``model.<key>`` that differs from the ``model=`` file's default
+    (the user asked for it) and from the checkpoint's value would otherwise be ignored while
+    the run's config claims it.
+
+    Raises:
+        ConfigError: Naming the option, both values and the way out.
+    """
+    cfg, defaults = _plain(model_cfg), _defaults(model_cfg)
+    for key, value in cfg.items():
+        if key == "_target_" or key not in decided or value == decided[key]:
+            continue
+        if key in defaults and defaults[key] == value:
+            continue  # not asked for: the checkpoint's value is used (and recorded)
+        raise ConfigError(f"model.{key}={value!r} disagrees with checkpoint {str(path)!r}, "
+                          f"which decides it ({key}={decided[key]!r}); drop the override, or "
+                          f"train or save a checkpoint with {key}={value!r}")
+
+
+def used_model_config(model_cfg: Any, model: Any) -> dict[str, Any]:
+    """``model_cfg`` with the values the model was built with (its ``hparams``): what
+    run.json records, so that a checkpoint's batch size or dimensions are never recorded
+    as the config's defaults."""
+    cfg = _plain(model_cfg)
+    decided = getattr(model, "hparams", {}) or {}
+    return {k: decided.get(k, v) if k != "_target_" else v for k, v in cfg.items()}
+
+
 def resolve_model(
     model_cfg: Any,
     stream: EventStream,
@@ -116,7 +167,9 @@ def resolve_model(
         path = Path(checkpoint)
     if path is not None and path.is_file():
         loaded = load_checkpoint(path, stream, device=dev, attach=False,
-                                 expect_target=str(model_cfg["_target_"]))
+                                 expect_target=str(model_cfg["_target_"]),
+                                 check_checksum=True)
+        check_overrides(model_cfg, getattr(loaded, "hparams", {}), path)
         return loaded, str(path)
     if path is not None and checkpoint != "auto":  # a path the user named: never guessed
         raise ConfigError(f"checkpoint {str(path)!r} does not exist (checkpoint=auto: the "
