@@ -11,6 +11,7 @@ of ``conf/`` is documented on some page.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import re
@@ -27,7 +28,8 @@ NOT_OPTIONS = frozenset({"wandb_sweep"})
 #: Keys that are never options, and maps whose keys are data (names), not options.
 SKIPPED = frozenset({"defaults", "_target_", "hydra"})
 DATA_MAPS = frozenset({"auto_ratios", "explainers"})
-DIRECTIVE = re.compile(r"^<!-- conf: ([\w/]+) -->$", re.M)
+DIRECTIVE = re.compile(r"^<!-- conf: ([\w/*]+) -->$", re.M)
+FILES_DIRECTIVE = re.compile(r"^<!-- conf-files: (\w+) -->$", re.M)
 _KEY = re.compile(r"^(\s*)([A-Za-z_][\w-]*):(.*)$")
 _COMMENT = re.compile(r"^(\s*)#\s?(.*)$")
 
@@ -151,16 +153,117 @@ def _cell(text: str) -> str:
 
 def options_table(name: str) -> str:
     """The Markdown table of ``conf/<name>.yaml``'s options."""
+    options = conf_options(name)
+    if not options:
+        return f"`conf/{name}.yaml` has no options.\n"
     rows = ["| option | default | what it does |", "| --- | --- | --- |"]
-    for opt in conf_options(name):
+    for opt in options:
         default = f"`{opt.default.replace('|', '&#124;')}`" if opt.default else ""
         rows.append(f"| `{opt.path}` | {default} | {_cell(opt.doc)} |")
     return f"Options of `conf/{name}.yaml`:\n\n" + "\n".join(rows) + "\n"
 
 
+def resolve(pattern: str) -> list[str]:
+    """The files a directive names: ``explainer/cftgnn``, or every file of a group, ``model/*``."""
+    return sorted(p.relative_to(CONF).with_suffix("").as_posix()
+                  for p in CONF.glob(f"{pattern}.yaml"))
+
+
+def tabled(markdown: str) -> set[str]:
+    """The files whose options table a page's ``<!-- conf: ... -->`` lines include."""
+    return {name for m in DIRECTIVE.finditer(markdown) for name in resolve(m.group(1))}
+
+
+def _head_comment(path: Path) -> str:
+    """The first comment paragraph of a file (``# @package`` lines left out)."""
+    out: list[str] = []
+    for line in path.read_text().splitlines():
+        comment = _COMMENT.match(line)
+        if not comment or comment.group(1):
+            break
+        text = comment.group(2).strip()
+        if text.startswith("@package"):
+            continue
+        if not text or text.startswith(("python ", "-m ")):
+            break
+        before, command, _ = text.partition("python scripts/")
+        out.append(before.rstrip(" :") if command else text)
+        if command:
+            break
+    return " ".join(out).removesuffix(":").strip()
+
+
+def files_table(group: str) -> str:
+    """The Markdown table of a group's files, each with the first paragraph of its comment."""
+    rows = ["| file | what it does |", "| --- | --- |"]
+    for path in sorted((CONF / group).glob("*.yaml")):
+        rows.append(f"| `{group}={path.stem}` | {_cell(_head_comment(path))} |")
+    return "\n".join(rows) + "\n"
+
+
+#: Exceptions of Python itself: a programming error, not a message for the user.
+_BUILTIN_ERRORS = frozenset({"TypeError", "ValueError", "AssertionError", "NotImplementedError",
+                             "RuntimeError", "KeyError", "IndexError", "AttributeError",
+                             "OSError", "FileNotFoundError", "SystemExit", "StopIteration"})
+
+
+def _message(node: ast.expr) -> str | None:
+    """The text of a message expression, ``…`` for every value filled in at run time."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _message(node.left), _message(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def error_messages() -> list[tuple[str, str, str]]:
+    """Every ``raise XError("...")`` of the package and the scripts whose message is a string:
+    (module, exception, message), in file order. These are the ``error: ...`` lines a user can
+    get (a script prints a project error as one such line, exit status 2)."""
+    found = []
+    files = sorted((ROOT / "cftgnn").rglob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
+    for path in files:
+        tree = ast.parse(path.read_text())
+        module = path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                    and node.exc.args):
+                continue
+            func = node.exc.func
+            name = func.id if isinstance(func, ast.Name) else (
+                func.attr if isinstance(func, ast.Attribute) else "")
+            if not name.endswith("Error") or name in _BUILTIN_ERRORS:
+                continue
+            text = _message(node.exc.args[0])
+            if text:
+                found.append((module.removeprefix("cftgnn."), name, " ".join(text.split())))
+    return found
+
+
+def errors_table() -> str:
+    """The Markdown table of :func:`error_messages`, one row per distinct message."""
+    rows = ["| where | error | message (… = a value of your run) |", "| --- | --- | --- |"]
+    seen = set()
+    for module, name, text in error_messages():
+        if (module, text) in seen:
+            continue
+        seen.add((module, text))
+        rows.append(f"| `{module}` | `{name}` | {_cell(text).replace('`', '')} |")
+    return "\n".join(rows) + "\n"
+
+
 def expand(markdown: str) -> str:
-    """A page's Markdown with every ``<!-- conf: NAME -->`` line replaced by its table."""
-    return DIRECTIVE.sub(lambda m: options_table(m.group(1)), markdown)
+    """A page's Markdown with every ``<!-- conf: NAME -->`` line replaced by its table (one per
+    file for ``GROUP/*``) and every ``<!-- conf-files: GROUP -->`` by the table of the files."""
+    markdown = DIRECTIVE.sub(lambda m: "\n".join(options_table(n) for n in resolve(m.group(1))),
+                             markdown)
+    markdown = FILES_DIRECTIVE.sub(lambda m: files_table(m.group(1)), markdown)
+    if "<!-- errors -->" in markdown:
+        markdown = markdown.replace("<!-- errors -->", errors_table())
+    return markdown
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
