@@ -1,0 +1,28 @@
+"""The factual explainers side by side, median seconds per event of each part:
+``python scripts/benchmark_explainers.py`` (options: conf/benchmark_explainers.yaml)."""
+
+import contextlib
+
+with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
+    import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.benchmarks.explainers import run
+from cftgnn.cli import friendly_errors, main_guard
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+@hydra.main(config_path="../conf", config_name="benchmark_explainers", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    with friendly_errors():
+        run(cfg)
+
+
+if __name__ == "__main__":
+    main_guard(main, CONF)
