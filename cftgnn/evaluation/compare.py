@@ -9,6 +9,10 @@ ids name different events), and only the events both runs explained; runs that s
 end in one ``error:`` line (exit status 2), since nothing was compared. Explanations are
 compared as *sets* of removed events (the order found is reported apart); numbers within
 ``atol``; the columns that describe the run or its timing (:data:`IGNORED`) are not compared.
+A column that a record's schema did not have yet and that reads back empty there (the
+explainer's ``ranking`` and ``importance`` and the curve logits of schema 4, in records made
+before it: :data:`NOT_RECORDED_BEFORE`) is *not recorded* for that event, not a difference;
+such events are counted apart.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import argparse
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.records import EventContext
 from cftgnn.evaluation.rundir import (
     FINGERPRINT,
     RECORDS,
@@ -32,6 +37,7 @@ from cftgnn.evaluation.rundir import (
     read_records,
     run_names,
 )
+from cftgnn.explain.result import RESULT_COLUMNS
 
 #: Columns that name the run or time it, never compared. Besides these, every timing column
 #: (``time_s`` or a name ending in ``_time_s``, e.g. ``robustness_time_s``) is ignored:
@@ -42,6 +48,16 @@ IGNORED = frozenset({
     "prune", "certify", "constraints", "oracle_mode",
 })
 
+
+
+#: Columns whose records made before a schema version read back empty (nothing was kept
+#: then: ``upgrade_records`` fills them with an empty list), with that version: an empty cell
+#: in a record of an older ``schema_version`` is not recorded, not compared.
+NOT_RECORDED_BEFORE: dict[str, int] = {
+    **{c.name: c.since for c in RESULT_COLUMNS if c.old == ()},
+    **{f.name: int(f.metadata["since"]) for f in fields(EventContext)
+       if f.metadata.get("old") == ()},
+}
 
 
 def is_timing(column: str) -> bool:
@@ -69,6 +85,8 @@ class RunComparison:
         mean_size: Mean size of the counterfactuals found among ``common``, ``(A, B)``.
         columns_differ: Column name -> number of ``common`` events on which it differs
             (only columns that differ somewhere; columns missing in one run count all).
+        not_recorded: Column name -> number of ``common`` events on which one run's record
+            predates the column (:data:`NOT_RECORDED_BEFORE`), so it was not compared.
     """
 
     common: int
@@ -80,6 +98,7 @@ class RunComparison:
     fidelity: tuple[float, float]
     mean_size: tuple[float, float]
     columns_differ: dict[str, int] = field(default_factory=dict)
+    not_recorded: dict[str, int] = field(default_factory=dict)
 
     @property
     def identical(self) -> bool:
@@ -101,6 +120,18 @@ def _same(a: Any, b: Any, atol: float) -> bool:
             return math.isnan(fa) and math.isnan(fb)
         return abs(fa - fb) <= atol
     return bool(a == b)
+
+
+def _unrecorded(frame: pd.DataFrame, column: str) -> list[bool]:
+    """Per row of ``frame``: whether ``column`` was not recorded yet (an empty cell in a record
+    of a schema before :data:`NOT_RECORDED_BEFORE`'s version; no ``schema_version``: 1)."""
+    since = NOT_RECORDED_BEFORE.get(column)
+    if since is None or column not in frame.columns:
+        return [False] * len(frame)
+    versions = (frame["schema_version"].fillna(1).astype(int).tolist()
+                if "schema_version" in frame.columns else [1] * len(frame))
+    return [v < since and np.asarray(x if x is not None else []).size == 0
+            for v, x in zip(versions, frame[column], strict=True)]
 
 
 def _mean_size(df: pd.DataFrame) -> float:
@@ -140,19 +171,26 @@ def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> Run
         if bool(fa) != bool(fb):
             flip_diff.append(int(ev))
     columns: dict[str, int] = {}
+    unrecorded: dict[str, int] = {}
     for col in compared_columns(set(ra.columns) | set(rb.columns)):
         if col not in ra.columns or col not in rb.columns:
             columns[col] = len(common)
             continue
-        n = sum(not _same(x, y, atol) for x, y in zip(ra[col], rb[col], strict=True))
+        skip = [x or y for x, y in zip(_unrecorded(ra, col), _unrecorded(rb, col),
+                                       strict=True)]
+        n = sum(not s and not _same(x, y, atol)
+                for x, y, s in zip(ra[col], rb[col], skip, strict=True))
         if n:
             columns[col] = n
+        if any(skip):
+            unrecorded[col] = sum(skip)
     fid = (float(ra["is_counterfactual"].astype(bool).mean()) if common else float("nan"),
            float(rb["is_counterfactual"].astype(bool).mean()) if common else float("nan"))
     return RunComparison(common=len(common), only_a=len(ea - eb), only_b=len(eb - ea),
                          explanation_differs=expl_diff, order_differs=order_diff,
                          flip_differs=flip_diff, fidelity=fid,
-                         mean_size=(_mean_size(ra), _mean_size(rb)), columns_differ=columns)
+                         mean_size=(_mean_size(ra), _mean_size(rb)), columns_differ=columns,
+                         not_recorded=unrecorded)
 
 
 def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") -> str:
@@ -175,6 +213,9 @@ def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") ->
             f"{k} ({v})" for k, v in c.columns_differ.items()))
     else:
         lines.append("every compared column is equal")
+    if c.not_recorded:
+        lines.append("not recorded in one run (records older than the column; not compared, "
+                     "events): " + ", ".join(f"{k} ({v})" for k, v in c.not_recorded.items()))
     return "\n".join(lines)
 
 
@@ -245,5 +286,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1)
 
 
-__all__ = ["IGNORED", "RunComparison", "check_comparable", "check_same_events", "compare_records",
-           "compared_columns", "format_comparison", "is_timing", "main"]
+__all__ = ["IGNORED", "NOT_RECORDED_BEFORE", "RunComparison", "check_comparable",
+           "check_same_events", "compare_records", "compared_columns", "format_comparison",
+           "is_timing", "main"]

@@ -83,6 +83,32 @@ def test_a_column_missing_in_one_run_differs_on_every_event_and_required_columns
         compare_records(a.drop(columns=["explanation"]), b)
 
 
+def test_schema_4_columns_of_older_records_are_not_recorded_rather_than_different():
+    old = records([(1, [3, 4], True, -0.5), (2, [], False, 0.7), (5, [6], True, -0.1)])
+    new = old.copy()
+    old["schema_version"] = [3, 3, 3]
+    new["schema_version"] = [5, 5, 5]
+    # what upgrade_records gives older rows: empty lists; the new run kept its ranking
+    old["ranking"] = [[], [], []]
+    new["ranking"] = [[4, 3, 9], [9], [6, 1]]
+    old["acc_curve_logits"] = [[], [], []]
+    new["acc_curve_logits"] = [[0.5, -0.1], [0.7], [0.2]]
+    c = compare_records(old, new)
+    assert c.identical and c.not_recorded == {"acc_curve_logits": 3, "ranking": 3}
+    assert "not recorded in one run" in format_comparison(c)
+    # a record of schema 4 or later with an empty ranking did record it: a difference
+    old.loc[2, "schema_version"] = 4
+    c = compare_records(old, new)
+    assert c.columns_differ == {"acc_curve_logits": 1, "ranking": 1}
+    assert c.not_recorded == {"acc_curve_logits": 2, "ranking": 2}
+    # and so does a non-empty cell, whatever the schema, and an older record without a
+    # version (schema 1)
+    old.loc[1, "ranking"] = [8]
+    c = compare_records(old.drop(columns="schema_version"), new)
+    assert c.columns_differ["ranking"] == 1 and c.not_recorded["ranking"] == 2
+    assert not compare_records(old, new).identical
+
+
 def test_two_runs_of_one_configuration_give_equal_records_through_the_script(tmp_path):
     for name in ("a", "b"):
         with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
