@@ -87,9 +87,10 @@ def _percentile(values: pd.Series, q: float) -> float:
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
                    max_size: int, m_max: int = 64, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune: bool = True,
-                   memory_budget_mib: float | None = 1024.0) -> dict[str, Any]:
+                   memory_budget_gb: float | None = 1.0) -> dict[str, Any]:
     """Exhaustive search on every event of ``events`` (see the module docstring), with
-    perturbation pruning (``prune``) and the cone replay's ``memory_budget_mib`` (TGN).
+    perturbation pruning (``prune``) and the replay engine's ``memory_budget_gb`` (which
+    bounds each pass of TGN's cone replay too).
 
     Times of the side-by-side rows are the searches' own (the plan's setup apart).
 
@@ -98,10 +99,9 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "pruning": [...side-by-side rows of the compare_top costliest events...]}``; times in
         seconds, memory in MiB, ``torch_threads`` stated.
     """
-    engine = ReplayEngine(model, stream)
+    engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
     if isinstance(engine.replay, TGNReplay):
         engine.replay.options.prune = prune
-        engine.replay.options.memory_budget_mib = memory_budget_mib
     rows = [search_event(engine, i, max_size, k, m_max)
             for i in tqdm(sorted(events), desc="tail events", disable=not progress)]
     table = pd.DataFrame(rows)
@@ -112,7 +112,7 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "median_s": _percentile(ok["seconds"], 50) if len(ok) else float("nan"),
         "p90_s": _percentile(ok["seconds"], 90) if len(ok) else float("nan"),
         "max_s": float(ok["seconds"].max()) if len(ok) else float("nan"),
-        "prune": prune, "memory_budget_mib": memory_budget_mib,
+        "prune": prune, "memory_budget_gb": memory_budget_gb,
         "peak_rss_mib": _peak_rss_mib(),
     }
     if len(ok) and "cone_sets" in ok and ok["cone_sets"].sum() > 0:
@@ -199,7 +199,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     res = benchmark_tail(model, stream, plan["event_id"].tolist(), max_size=max_size,
                          m_max=int(cfg.m_max), k=cfg.k, compare_top=int(cfg.compare_top),
                          progress=bool(cfg.progress), prune=bool(cfg.prune),
-                         memory_budget_mib=cfg.memory_budget_mib)
+                         memory_budget_gb=cfg.memory_budget_gb)
     res["weights"] = source
     print(format_tail(res))
     if cfg.out:

@@ -59,7 +59,7 @@ from cftgnn.oracle.snapshots import (
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.plans import ModelReplay, RecordedPlan, ReplayPlan
+from cftgnn.replay.plans import BudgetedReplay, ModelReplay, RecordedPlan, ReplayPlan
 from cftgnn.replay.registry import replay_for
 from cftgnn.training.checkpoint import load_checkpoint
 
@@ -97,12 +97,16 @@ class ReplayEngine:
             many batches of replay when the budget allows.
         replay: How removal sets are evaluated (default: :func:`replay_for` the model, its
             fastest exact replay).
-        memory_budget_gb: GiB (2**30 bytes) the unperturbed snapshots may take together,
-            the cursor included; None for no bound. The spacing of the snapshots is chosen
-            from it and the stream's length (:class:`SnapshotStore`): a longer stream gets
-            sparser snapshots, never more memory. Going back in the stream then costs
-            replay from the nearest kept snapshot (or from the start), never memory. A
-            budget below one snapshot keeps only the cursor.
+        memory_budget_gb: GiB (2**30 bytes) the replay may hold; None for no bound. The
+            unperturbed snapshots, the cursor and the explained event's plans stay within
+            it together, and so does each pass of a batched call of a replay that has
+            passes (:class:`~cftgnn.replay.plans.BudgetedReplay`: TGN's cone replay, whose
+            passes get at least 1 GiB, so that no budget changes a logit). The
+            spacing of the snapshots is chosen from it and the stream's length
+            (:class:`SnapshotStore`): a longer stream gets sparser snapshots, never more
+            memory. Going back in the stream then costs replay from the nearest kept
+            snapshot (or from the start), never memory. A budget below one snapshot keeps
+            only the cursor.
     """
 
     def __init__(
@@ -129,6 +133,8 @@ class ReplayEngine:
         self.snapshots = SnapshotStore(
             budget_bytes(memory_budget_gb), snapshot_nbytes(self._cursor),
             stream.num_events, self.batch_size, self.checkpoint_every)
+        if isinstance(self.replay, BudgetedReplay):  # its passes: the same budget
+            self.replay.set_memory_budget(memory_budget_gb)
 
     @classmethod
     def from_checkpoint(

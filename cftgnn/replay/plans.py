@@ -61,6 +61,17 @@ class RecordedPlan(Protocol):
 
 
 @runtime_checkable
+class BudgetedReplay(Protocol):
+    """A replay whose batched calls can hold much memory at once (TGN's cone replay): the
+    replay engine gives it its own ``memory_budget_gb``, one option for the engine's
+    snapshots and plans and for each pass of a batched call (docs/design.md §5)."""
+
+    def set_memory_budget(self, memory_budget_gb: float | None) -> None:
+        """Keep each pass of a batched call within ``memory_budget_gb`` GiB (None: no
+        bound)."""
+
+
+@runtime_checkable
 class BatchedReplay(Protocol):
     """A model's own way of evaluating P removal sets at once (the fast path).
 
@@ -77,4 +88,4 @@ class BatchedReplay(Protocol):
         """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 
-__all__ = ["BatchedReplay", "ModelReplay", "RecordedPlan", "ReplayPlan"]
+__all__ = ["BatchedReplay", "BudgetedReplay", "ModelReplay", "RecordedPlan", "ReplayPlan"]

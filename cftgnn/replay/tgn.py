@@ -28,6 +28,12 @@ from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.record import record_shared_trajectory
 from cftgnn.replay.registry import register_replay
 
+#: The least memory a pass of the cone replay gets, GiB, whatever the engine's budget:
+#: splitting a call into smaller passes can change a logit in its last bits (torch's
+#: matrix products round differently below five rows), so a budget below it must not split
+#: passes, or it would change records.
+MIN_PASS_BUDGET_GB = 1.0
+
 
 @dataclass
 class TGNReplayOptions:
@@ -55,8 +61,11 @@ class TGNReplayOptions:
             (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
         stats: Counters of the cone replay's work (rows updated, retired, sets settled),
             summed over calls, or None (benchmarks set one).
-        memory_budget_mib: Memory budget of one pass, MiB, or None for none. A pass of P
-            sets holds a row map of P entries per node its cone may reach and the
+        memory_budget_gb: Memory budget of one pass, GiB (2**30 bytes), or None for
+            none: the replay engine's ``memory_budget_gb``, but never below
+            :data:`MIN_PASS_BUDGET_GB`, which the engine sets here
+            (:meth:`TGNReplay.set_memory_budget`; one option, docs/design.md §5). A pass of
+            P sets holds a row map of P entries per node its cone may reach and the
             perturbed rows it keeps, checked after every batch, plus the embedding tables
             of its sets (estimated): a pass that outgrows the budget is split into halves,
             and later passes of the plan start from the size that fitted, so the
@@ -70,7 +79,7 @@ class TGNReplayOptions:
     max_sets_per_pass: int = 4096
     prune: bool = True
     stats: ConeStats | None = None
-    memory_budget_mib: float | None = 1024.0
+    memory_budget_gb: float | None = 1.0  # the engine's default
 
 
 @dataclass(frozen=True)
@@ -94,9 +103,9 @@ class TGNPlan:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
         opts = self.options
         step = max(1, opts.max_sets_per_pass)
-        if opts.memory_budget_mib is None:
+        if opts.memory_budget_gb is None:
             return step
-        budget = opts.memory_budget_mib * 2**20
+        budget = opts.memory_budget_gb * 2**30
         model = self.model
         deps = self.trajectory.deps
         columns = deps.num_columns if deps is not None else model.num_nodes
@@ -126,8 +135,8 @@ class TGNPlan:
             inputs = local_replay(model, self.local, sets)
             shared: BoolArray | None = self.local.removed
         else:
-            budget = (None if opts.memory_budget_mib is None
-                      else int(opts.memory_budget_mib * 2**20) // 2)
+            budget = (None if opts.memory_budget_gb is None
+                      else int(opts.memory_budget_gb * 2**30) // 2)
             try:
                 inputs = cone_replay(model, traj, sets, opts.prune, opts.stats, budget)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
@@ -150,6 +159,13 @@ class TGNReplay:
         self.model = model
         self.options = options if options is not None else TGNReplayOptions()
 
+    def set_memory_budget(self, memory_budget_gb: float | None) -> None:
+        """Keep each batched pass within the engine's ``memory_budget_gb``, or within
+        :data:`MIN_PASS_BUDGET_GB` when that is larger, so that no budget changes a logit
+        (:class:`~cftgnn.replay.plans.BudgetedReplay`)."""
+        self.options.memory_budget_gb = (None if memory_budget_gb is None
+                                         else max(float(memory_budget_gb), MIN_PASS_BUDGET_GB))
+
     def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
              removable: IntArray | None = None) -> TGNPlan:
         """Record ``[start, end)`` under ``removed`` with the dependency sets of the
@@ -166,4 +182,4 @@ class TGNReplay:
         return TGNPlan(model, trajectory, local, self.options)
 
 
-__all__ = ["TGNPlan", "TGNReplay", "TGNReplayOptions"]
+__all__ = ["MIN_PASS_BUDGET_GB", "TGNPlan", "TGNReplay", "TGNReplayOptions"]

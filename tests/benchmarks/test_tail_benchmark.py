@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import torch
 
 from cftgnn.benchmarks.tail import benchmark_tail, format_tail
@@ -32,3 +36,13 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
         assert row["max_abs_logit_diff"] <= 1e-5
     text = format_tail(res)
     assert "p90" in text and str(ok[0]["event_id"]) in text
+
+
+def test_the_cone_pass_budget_is_the_engines_memory_budget_gb(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "benchmark_tail.py"),
+                           "memory_budget_mib=1024"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: unknown option 'memory_budget_mib' (did you mean 'memory_budget_gb'?)"]

@@ -286,3 +286,13 @@ def test_recording_keeps_only_the_rows_the_cone_replay_reads():
     for p, removed in enumerate(chosen):
         assert float(logits[1][p]) == pytest.approx(
             naive_logit(model, sparse, end, sorted(removed)), abs=ATOL)
+
+
+def test_one_budget_bounds_the_snapshots_and_each_cone_pass(stream):
+    model = make_model("tgn", stream)
+    # a pass gets the budget, never less than MIN_PASS_BUDGET_GB (1 GiB): a smaller pass
+    # could round a logit differently, and the budget never changes a record
+    for budget, pass_gb in ((0.25, 1.0), (3.0, 3.0), (None, None)):
+        engine = ReplayEngine(model, stream, memory_budget_gb=budget)
+        assert engine.replay.options.memory_budget_gb == pass_gb  # type: ignore[attr-defined]
+        assert engine.snapshots.budget == budget_bytes(budget)

@@ -143,7 +143,7 @@ def test_memory_budget_holds_on_a_huge_cone():
     for name in stats:
         engine = ReplayEngine(model, stream)
         engine.replay.options = TGNReplayOptions(local_max_events=0, stats=stats[name],
-                                                  memory_budget_mib=None)
+                                                  memory_budget_gb=None)
         replay[name] = EventReplay(engine, last, m_max=64)
     cand = replay["free"].candidates.ids
     assert int(cand[-1]) < 100  # far back: the cone spans thousands of events
@@ -155,7 +155,7 @@ def test_memory_budget_holds_on_a_huge_cone():
     one, many = stats["one"].peak_bytes, stats["free"].peak_bytes
     assert many > 4 * one  # the sets together need far more than one set alone
     budget = many // 2  # bytes the cone replay may hold (half the pass budget)
-    replay["budget"].engine.replay.options.memory_budget_mib = 2 * budget / 2**20
+    replay["budget"].engine.replay.options.memory_budget_gb = 2 * budget / 2**30
     got = replay["budget"].exact(sets)
     np.testing.assert_allclose(got, free, atol=ATOL)
     assert stats["budget"].peak_bytes <= budget
