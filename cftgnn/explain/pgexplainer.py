@@ -195,6 +195,25 @@ def check_card(card: dict[str, Any], fingerprint: ModelFingerprint, path: str) -
                 f"{shown(card.get(key))}, this run has {shown(have)}; {train}")
 
 
+def missing_scorer(checkpoint: str, path: Path, fingerprint: ModelFingerprint | None) -> str:
+    """The one line for a PGExplainer checkpoint ``path`` that does not exist: the file, and
+    the command that trains one for the run's model and dataset (``checkpoint=auto``: into
+    the folder ``auto`` reads; a named file: the command, then that file named again)."""
+    if fingerprint is None:
+        return (f"no trained PGExplainer at {path} (no such file); train one with "
+                "`python scripts/train_explainer.py model=<model> dataset=<dataset>` and pass "
+                "the pgexplainer_<model>_<dataset>.pt it writes")
+    kind, data = fingerprint.model, fingerprint.dataset
+    train = f"python scripts/train_explainer.py model={kind} dataset={data}"
+    if checkpoint == "auto":
+        return (f"no trained PGExplainer at {path} (checkpoint=auto); train one with "
+                f"`{train} out_dir={path.parent}`")
+    return (f"no trained PGExplainer at {path} (checkpoint={checkpoint}: no such file); "
+            f"train one with `{train}` and pass the {scorer_path('', kind, data)} it writes "
+            "(its run directory, or out_dir=<folder>) as checkpoint=<that file>, or use "
+            "checkpoint=auto")
+
+
 _LOADED: dict[tuple[str, int, int], TrainedScorer] = {}
 
 
@@ -220,10 +239,7 @@ def resolve_scorer(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
     else:
         path = Path(checkpoint)
     if not path.is_file():
-        how = ("" if fingerprint is None else
-               f" with `python scripts/train_explainer.py model={fingerprint.model} "
-               f"dataset={fingerprint.dataset} out_dir={path.parent}`")
-        raise ConfigError(f"no trained PGExplainer at {path}; train one{how}")
+        raise ConfigError(missing_scorer(checkpoint, path, fingerprint))
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _LOADED:  # explain.py builds a fresh explainer per event
@@ -296,5 +312,5 @@ class PGExplainer(FactualExplainer):
 
 
 __all__ = ["HIDDEN", "EdgeScorer", "PGExplainer", "PGExplainerParams", "TrainedScorer",
-           "card_of", "check_card", "load_scorer", "pg_loss", "resolve_scorer", "save_scorer",
-           "scorer_path"]
+           "card_of", "check_card", "load_scorer", "missing_scorer", "pg_loss", "resolve_scorer",
+           "save_scorer", "scorer_path"]

@@ -157,10 +157,20 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
         with pytest.raises(CheckpointMismatchError, match=said) as err:
             check_card(load_scorer(pt).card, fingerprint(**change), str(pt))
         assert "\n" not in str(err.value) and "train_explainer.py" in str(err.value)
-    with pytest.raises(ConfigError, match="no trained PGExplainer.*train_explainer.py"):
+    with pytest.raises(ConfigError, match="no trained PGExplainer.*train_explainer.py") as err:
         resolve_scorer("auto", fingerprint(checkpoint_dir=str(tmp_path / "none")))
-    with pytest.raises(ConfigError, match="no trained PGExplainer"):
-        PGExplainer(checkpoint=str(tmp_path / "none.pt")).check_run(ok)
+    # the file auto reads, and the command that writes it there
+    said = str(err.value)
+    assert str(tmp_path / "none" / "pgexplainer_tgn_planted.pt") in said
+    assert f"model=tgn dataset=planted out_dir={tmp_path / 'none'}`" in said
+    # a named file: that file and the training command, no folder guessed from it
+    for named in (tmp_path / "none.pt", Path("/none.pt")):
+        with pytest.raises(ConfigError, match="no trained PGExplainer") as err:
+            PGExplainer(checkpoint=str(named)).check_run(ok)
+        said = str(err.value)
+        assert f"at {named} " in said and "\n" not in said
+        assert "`python scripts/train_explainer.py model=tgn dataset=planted`" in said
+        assert "out_dir=/" not in said and f"out_dir={named.parent}" not in said
     with pytest.raises(ExplainerError, match="needs a model with attention"):
         PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
     bad = tmp_path / "bad.pt"
