@@ -1,4 +1,6 @@
-"""MkDocs hook: a page's ``<!-- conf: NAME -->`` line becomes the options table of ``conf/NAME.yaml``.
+"""MkDocs hook: a page's ``<!-- conf: NAME -->`` line becomes the options table of
+``conf/NAME.yaml`` (``<!-- conf-files: GROUP -->``: the table of a group's files;
+``<!-- errors -->``: every error message of the code).
 
 The table lists every option of the file as the user overrides it on the command line (a group
 file's keys are prefixed by the group: ``explainer.it_max``), its default as written in the file
