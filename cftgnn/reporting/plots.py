@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -83,6 +83,29 @@ def _ok_flips_sparsity(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return flips, sp
 
 
+def _configuration_panels(records: pd.DataFrame,
+                          draw: Callable[[Axes, int, str, pd.DataFrame], None], title: str,
+                          legend: Literal["upper left", "lower right"], zero_line: bool = False,
+                          **axes: Any) -> Figure:
+    """One panel per dataset × model, titled by them: ``draw(ax, n, label, rows)`` for the
+    ``n``-th configuration (explainer / strategy / ``it_max``) of the panel; then a grey line
+    at 0 (``zero_line``), the axes' ``axes`` settings (limits, labels), a grid and the legend
+    at ``legend``; the figure titled ``title``."""
+    keys = config_keys(records)
+    panels = _groups(records, ["dataset", "model"])
+    fig, grid = _panels(len(panels))
+    for ax, ((dataset, model), rows) in zip(grid, panels, strict=True):
+        for n, (values, g) in enumerate(_groups(rows, keys[2:])):
+            draw(ax, n, _label(dict(zip(keys[2:], values, strict=True)), keys), g)
+        if zero_line:
+            ax.axhline(0.0, color="grey", linewidth=0.8)
+        ax.set(title=f"{dataset} · {model}", **axes)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc=legend)
+    fig.suptitle(title)
+    return fig
+
+
 def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
     """``F+(x)`` (share of events with a counterfactual of sparsity ≤ x) per configuration.
 
@@ -96,26 +119,20 @@ def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
     Returns:
         The figure.
     """
-    keys = config_keys(records)
-    panels = _groups(records, ["dataset", "model"])
-    fig, axes = _panels(len(panels))
-    for ax, ((dataset, model), rows) in zip(axes, panels, strict=True):
-        for n, (values, g) in enumerate(_groups(rows, keys[2:])):
-            flips, sp = _ok_flips_sparsity(g)
-            if len(flips) == 0:
-                continue
-            curve = fidelity_sparsity_curve(flips, sp, _GRID)
-            area = aufsc_plus(flips, sp)
-            label = _label(dict(zip(keys[2:], values, strict=True)), keys)
-            ax.step(_GRID, curve, where="post", linestyle=_STYLES[n % len(_STYLES)],
-                    linewidth=1.8, label=f"{label} (AUFSC+ {area:.2f})")
-        ax.set(xlim=(0.0, 1.0), ylim=(-0.02, 1.02), title=f"{dataset} · {model}",
-               xlabel="sparsity x = |s| / |C| (share of candidates removed)",
-               ylabel="F+(x): share flipped with sparsity ≤ x")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", loc="upper left")
-    fig.suptitle("Fidelity+ against sparsity (higher and further left is better)")
-    return fig
+    def draw(ax: Axes, n: int, label: str, g: pd.DataFrame) -> None:
+        flips, sp = _ok_flips_sparsity(g)
+        if len(flips) == 0:
+            return
+        curve = fidelity_sparsity_curve(flips, sp, _GRID)
+        area = aufsc_plus(flips, sp)
+        ax.step(_GRID, curve, where="post", linestyle=_STYLES[n % len(_STYLES)],
+                linewidth=1.8, label=f"{label} (AUFSC+ {area:.2f})")
+
+    return _configuration_panels(
+        records, draw, "Fidelity+ against sparsity (higher and further left is better)",
+        "upper left", xlim=(0.0, 1.0), ylim=(-0.02, 1.02),
+        xlabel="sparsity x = |s| / |C| (share of candidates removed)",
+        ylabel="F+(x): share flipped with sparsity ≤ x")
 
 
 def has_curves(records: pd.DataFrame) -> bool:
@@ -138,30 +155,22 @@ def plot_fidelity_kept(records: pd.DataFrame) -> Figure:
     Returns:
         The figure.
     """
-    keys = config_keys(records)
-    panels = _groups(records, ["dataset", "model"])
-    fig, axes = _panels(len(panels))
-    for ax, ((dataset, model), rows) in zip(axes, panels, strict=True):
-        for n, (values, g) in enumerate(_groups(rows, keys[2:])):
-            ok = g[explained(g["status"])]
-            if "fid_curve_logits" not in ok.columns:
-                continue
-            p0, kept = ok["original_logit"].to_numpy(float), list(ok["fid_curve_logits"])
-            curve = mean_fidelity_curve(p0, kept)
-            if np.isnan(curve).all():
-                continue
-            label = _label(dict(zip(keys[2:], values, strict=True)), keys)
-            ax.plot(FID_SHARES, curve, linestyle=_STYLES[n % len(_STYLES)],
-                    marker=_MARKERS[n % len(_MARKERS)], markersize=3, linewidth=1.8,
-                    label=f"{label} (AUFSC kept {aufsc_keep(p0, kept):.2f})")
-        ax.axhline(0.0, color="grey", linewidth=0.8)
-        ax.set(xlim=(0.0, 1.0), title=f"{dataset} · {model}",
-               xlabel="share of top-ranked events kept",
-               ylabel="mean fidelity (logit towards the original side)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", loc="lower right")
-    fig.suptitle("Fidelity against kept share (higher is better)")
-    return fig
+    def draw(ax: Axes, n: int, label: str, g: pd.DataFrame) -> None:
+        ok = g[explained(g["status"])]
+        if "fid_curve_logits" not in ok.columns:
+            return
+        p0, kept = ok["original_logit"].to_numpy(float), list(ok["fid_curve_logits"])
+        curve = mean_fidelity_curve(p0, kept)
+        if np.isnan(curve).all():
+            return
+        ax.plot(FID_SHARES, curve, linestyle=_STYLES[n % len(_STYLES)],
+                marker=_MARKERS[n % len(_MARKERS)], markersize=3, linewidth=1.8,
+                label=f"{label} (AUFSC kept {aufsc_keep(p0, kept):.2f})")
+
+    return _configuration_panels(
+        records, draw, "Fidelity against kept share (higher is better)", "lower right",
+        zero_line=True, xlim=(0.0, 1.0), xlabel="share of top-ranked events kept",
+        ylabel="mean fidelity (logit towards the original side)")
 
 
 def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
