@@ -99,6 +99,12 @@ def run_names(fingerprint: Mapping[str, Any]) -> tuple[str, str]:
     return dataset, model_name(config) if "_target_" in config else "?"
 
 
+def run_batch_size(fingerprint: Mapping[str, Any]) -> int | None:
+    """The model batch size a run's ``run.json`` records (None when it does not)."""
+    size = ((fingerprint.get("model") or {}).get("config") or {}).get("batch_size")
+    return None if size is None else int(size)
+
+
 @dataclass(frozen=True)
 class Run:
     """One explanation run: its directory, ``run.json`` and records."""
@@ -126,6 +132,16 @@ class Run:
         return Constraints.from_config(self.fingerprint.get("constraints"))
 
     @property
+    def history(self) -> str:
+        """The run's ``history`` (``event`` for runs older than the option)."""
+        return str(self.fingerprint.get("history", "event"))
+
+    @property
+    def batch_size(self) -> int | None:
+        """The run's model batch size (None when run.json does not say)."""
+        return run_batch_size(self.fingerprint)
+
+    @property
     def names(self) -> tuple[str, str]:
         """``(dataset, model)`` names."""
         return run_names(self.fingerprint)
@@ -133,10 +149,11 @@ class Run:
     @property
     def key(self) -> str:
         """What makes two runs' oracles the same: stream, model, weights, k, m_max,
-        constraints (JSON)."""
+        constraints, history (JSON)."""
         fp = self.fingerprint
         return json.dumps([fp.get("dataset"), fp.get("model"), self.k, self.m_max,
-                           self.constraints.to_dict()], sort_keys=True, default=str)
+                           self.constraints.to_dict(), self.history], sort_keys=True,
+                          default=str)
 
 
 def load_run(path: str | os.PathLike[str],
@@ -217,5 +234,6 @@ def load_run_model(run: Run, stream: EventStream,
 
 
 __all__ = ["FINGERPRINT", "FRESH", "RECORDS", "RECORD_COLUMNS", "Run", "find_runs",
+           "run_batch_size",
            "load_run", "load_run_model", "load_run_stream", "read_fingerprint", "read_records",
            "run_checkpoint", "run_names"]

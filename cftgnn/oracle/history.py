@@ -15,7 +15,9 @@ evaluation loop too, so ``batch_start`` is refused for it (:func:`check_history`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 from cftgnn.errors import ConfigError
 
@@ -53,4 +55,26 @@ def check_history(history: History | str, has_memory: bool, model: str = "this m
     return chosen
 
 
-__all__ = ["History", "check_history", "history_end"]
+def record_history_end(record: Mapping[str, Any] | Any, batch_size: int | None) -> int | None:
+    """Where the history of a recorded explanation ended, for rebuilding its candidates:
+    None for ``history=event`` (and records older than the ``history`` column), the start of
+    the event's batch for ``batch_start``.
+
+    Args:
+        record: An explanation record (``event_id``, ``history``): a mapping or a pandas
+            row.
+        batch_size: The run's model batch size (its ``run.json``).
+
+    Raises:
+        ConfigError: A ``batch_start`` record without the run's batch size.
+    """
+    if record.get("history") != History.BATCH_START.value:
+        return None
+    if batch_size is None:
+        raise ConfigError(f"event {int(record['event_id'])} was explained with "
+                          "history=batch_start; its candidates need the run's model batch size "
+                          "(model.config.batch_size in run.json)")
+    return history_end(int(record["event_id"]), batch_size, History.BATCH_START)
+
+
+__all__ = ["History", "check_history", "history_end", "record_history_end"]

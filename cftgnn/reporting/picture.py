@@ -37,7 +37,13 @@ from matplotlib.patches import FancyArrowPatch
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rundir import load_run_stream, read_fingerprint, read_records
+from cftgnn.evaluation.rundir import (
+    load_run_stream,
+    read_fingerprint,
+    read_records,
+    run_batch_size,
+)
+from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
 
 DPI = 120
@@ -135,7 +141,8 @@ def run_name(record: pd.Series | Mapping[str, Any]) -> str:
 
 
 def explanation_view(stream: EventStream, record: pd.Series | Mapping[str, Any], k: int,
-                     m_max: int, name: str = "") -> ExplanationView:
+                     m_max: int, name: str = "", batch_size: int | None = None
+                     ) -> ExplanationView:
     """Join a record with its stream: candidate endpoints, times and hop distances.
 
     Args:
@@ -144,6 +151,8 @@ def explanation_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
         k: The run's hop radius.
         m_max: The run's cap on the number of candidates.
         name: Shown in the title.
+        batch_size: The run's model batch size (a ``history=batch_start`` record's
+            candidates lie before its event's batch).
 
     Returns:
         The view.
@@ -153,7 +162,8 @@ def explanation_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
             stream, ``k`` or ``m_max`` than the run's).
     """
     event_id = int(record["event_id"])
-    cands = TemporalIndex(stream).candidates(event_id, k, m_max)
+    cands = TemporalIndex(stream).candidates(event_id, k, m_max,
+                                             record_history_end(record, batch_size))
     recorded = np.sort(np.asarray(record["candidate_ids"], dtype=np.int64))
     if not np.array_equal(recorded, cands.ids):
         raise ConfigError(f"the candidates of event {event_id} in this stream (k={k}, "
@@ -194,7 +204,8 @@ def load_view(run_dir: str | os.PathLike[str], event_id: int) -> ExplanationView
     record = find_record(read_records(run_dir), event_id, str(run_dir))
     stream = load_run_stream(fingerprint)
     return explanation_view(stream, record, hop_radius(fingerprint),
-                            int(fingerprint.get("m_max", 64)), run_name(record))
+                            int(fingerprint.get("m_max", 64)), run_name(record),
+                            run_batch_size(fingerprint))
 
 
 # --------------------------------------------------------------------------- drawing

@@ -202,3 +202,25 @@ def test_an_unknown_history_is_refused(tmp_path, capsys):
         cfg = compose("explain", overrides=["debug=default", "checkpoint=null",
                                             "history=batch", f"out_dir={tmp_path / 'run'}"])
     assert "history must be one of event, batch_start" in refused(capsys, cfg)
+
+
+def test_a_batch_start_record_is_drawn_with_its_own_candidates(walked):
+    from cftgnn.reporting.picture import load_view
+
+    ex = example_module()
+    event_id = int(records(walked / "run")["event_id"].iloc[0])
+    view = load_view(walked / "run", event_id)  # rebuilds the candidates before the batch
+    assert len(view.ids) and int(view.ids.max()) < event_id // ex.BATCH * ex.BATCH
+
+
+def test_the_summary_names_groups_that_follow_another_logit():
+    from cftgnn.evaluation.summaries import group_note
+
+    recs = pd.DataFrame({"group": ["correct", "incorrect", "correct"],
+                         "group_logit": ["screen"] * 3, "original_logit": [1.0, 0.5, 2.0]})
+    note = group_note(recs)
+    assert note is not None and "1 of 3 events" in note and "screen_logit" in note
+    assert group_note(recs.assign(original_logit=[1.0, -0.5, 2.0])) is None  # they agree
+    assert group_note(recs.assign(group_logit=["explained"] * 3)) is None
+    mixed = group_note(recs.assign(group_logit=["screen", "explained", "screen"]))
+    assert mixed is not None and "mix" in mixed

@@ -127,7 +127,7 @@ def order_rules(checked: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
 
 class RunOracles:
     """The exact oracles of a group of runs (one stream, model, ``k``, ``m_max``,
-    constraints), built on one :class:`~cftgnn.oracle.engine.ReplayEngine`: call it in
+    constraints, history), built on one :class:`~cftgnn.oracle.engine.ReplayEngine`: call it in
     stream order.
 
     Args:
@@ -147,13 +147,14 @@ class RunOracles:
                  atol: float = 1e-4) -> None:
         self.engine = ReplayEngine(model, stream, index)
         self.k, self.m_max, self.constraints = run.k, run.m_max, run.constraints
+        self.history = run.history
         self.logits = dict(original_logits)
         self.atol = atol
         self.where = str(run.path)
 
     def __call__(self, event_id: int) -> Oracle:
         oracle = self.engine.oracle(event_id, self.k, self.m_max, OracleMode.EXACT,
-                                    self.constraints)
+                                    self.constraints, self.history)
         want = self.logits.get(int(event_id))
         got = oracle.original_logit
         if want is not None and abs(got - want) > self.atol * (1 + abs(want)):

@@ -19,6 +19,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.explain.result import explained
 from cftgnn.oracle.constraints import Constraints
+from cftgnn.oracle.history import record_history_end
 
 #: The features of a candidate event ``e`` of an explained event ``ε_i = (u, v, t_i)``.
 FEATURES: dict[str, str] = {
@@ -94,17 +95,21 @@ def _correct(record: Mapping[str, Any]) -> int:
 
 
 def record_features(stream: EventStream, index: TemporalIndex, record: Mapping[str, Any],
-                    k: int, m_max: int, constraints: Constraints) -> pd.DataFrame:
+                    k: int, m_max: int, constraints: Constraints,
+                    batch_size: int | None = None) -> pd.DataFrame:
     """:func:`candidate_features` of one explained record, with ``correct``, ``removable``
     (not protected by the run's constraints) and ``label`` (in the explanation, and the
     explanation flips the prediction).
+
+    ``batch_size`` (the run's model batch size) places the candidates of a record explained
+    with ``history=batch_start`` before the event's batch.
 
     Raises:
         ConfigError: The stream's candidates of the event (``k``, ``m_max``) are not the
             record's ``candidate_ids`` (another stream or other settings than the run's).
     """
     event_id = int(record["event_id"])
-    cands = index.candidates(event_id, k, m_max)
+    cands = index.candidates(event_id, k, m_max, record_history_end(record, batch_size))
     recorded = np.sort(np.asarray(record["candidate_ids"], dtype=np.int64))
     if not np.array_equal(recorded, cands.ids):
         raise ConfigError(f"the candidates of event {event_id} in this stream (k={k}, "
@@ -119,7 +124,8 @@ def record_features(stream: EventStream, index: TemporalIndex, record: Mapping[s
 
 
 def feature_table(stream: EventStream, records: pd.DataFrame, k: int, m_max: int,
-                  constraints: Constraints, index: TemporalIndex | None = None) -> pd.DataFrame:
+                  constraints: Constraints, index: TemporalIndex | None = None,
+                  batch_size: int | None = None) -> pd.DataFrame:
     """:func:`record_features` of every explained record (status ``ok``), stacked.
 
     Records of several runs may explain the same event: each contributes its rows (with its
@@ -128,7 +134,7 @@ def feature_table(stream: EventStream, records: pd.DataFrame, k: int, m_max: int
     index = index if index is not None else TemporalIndex(stream)
     rows = records[explained(records["status"])] if "status" in records else records
     parts = [record_features(stream, index, {str(c): v for c, v in r.items()}, k, m_max,
-                             constraints) for r in rows.to_dict("records")]
+                             constraints, batch_size) for r in rows.to_dict("records")]
     if not parts:
         columns = ["event_id", "candidate", *FEATURE_NAMES, "removable", "label"]
         return pd.DataFrame({c: pd.Series(dtype=np.float64) for c in columns})

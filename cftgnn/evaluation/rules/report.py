@@ -143,7 +143,7 @@ def group_rules(name: str, runs: Sequence[Run], max_depth: int, min_coverage: fl
     stream = stream if stream is not None else load_run_stream(first.fingerprint)
     index = index if index is not None else TemporalIndex(stream)
     table = pd.concat([feature_table(stream, r.records, first.k, first.m_max,
-                                     first.constraints, index) for r in runs],
+                                     first.constraints, index, first.batch_size) for r in runs],
                       ignore_index=True)
     train_ids, held_ids = split_events(table["event_id"], seed)
     train = table[table["event_id"].isin(train_ids)]
