@@ -13,6 +13,7 @@ from cftgnn.explain.base import Explainer
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import OracleMode
 
 
@@ -24,6 +25,7 @@ def explain_event(
     m_max: int = 64,
     mode: OracleMode | str = OracleMode.APPROXIMATE,
     constraints: Constraints = NO_CONSTRAINTS,
+    history: History | str = History.EVENT,
 ) -> ExplanationResult:
     """Explain one event: build its oracle with ``engine`` and run ``explainer`` on it.
 
@@ -38,6 +40,8 @@ def explain_event(
         m_max: Maximum number of candidates.
         mode: Search mode of the oracle; confirmation is exact.
         constraints: User constraints (removable events, maximum size).
+        history: The explained prediction's history, ``event`` or ``batch_start``
+            (:mod:`cftgnn.oracle.history`).
 
     Example:
         >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())
@@ -45,7 +49,7 @@ def explain_event(
         >>> result = explain_event(engine, explainer, event_id=50_000)
     """
     start = time.perf_counter()
-    oracle = engine.oracle(event_id, k, m_max, mode, constraints)
+    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history)
     setup = time.perf_counter() - start
     return dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
 
