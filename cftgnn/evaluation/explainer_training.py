@@ -6,10 +6,12 @@ would be refused by every run anyway). It
 1. samples ``n_train_events`` events of the model's training split (``train_range`` of
    ``[0, train_end)``, :class:`~cftgnn.training.loop.Split` with ``train.py``'s shares), each
    with a nonzero logit and a removable event;
-2. trains :class:`~cftgnn.explain.pgexplainer.EdgeScorer` for ``epochs`` epochs: per event the
-   oracle's probe gives the candidates' features and the differentiable soft-removal logit,
-   :func:`~cftgnn.explain.pgexplainer.pg_loss` is averaged over ``batch_size`` events per Adam
-   step (events in stream order, so the replay engine moves forward);
+2. trains :class:`~cftgnn.explain.pgexplainer.EdgeScorer` for ``epochs`` epochs: per event a
+   probe (:func:`training_event`: the candidates and the model's state at the event, no
+   oracle: training evaluates no removal set) gives the candidates' features (computed in the
+   first epoch and kept: they do not depend on the MLP) and the differentiable soft-removal
+   logit, :func:`~cftgnn.explain.pgexplainer.pg_loss` is averaged over ``batch_size`` events
+   per Adam step (events in stream order, so the replay engine moves forward);
 3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
    directory; rerunning the same command resumes there (another configuration in that
    directory is refused);
@@ -24,6 +26,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,7 @@ from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.options import boolean, integer, number, text
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.oracle.probe import ModelProbe
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.loop import Split, library_versions
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
@@ -113,19 +117,86 @@ def training_events(stream: EventStream, split: Split, share: Any, n: int, seed:
     return np.sort(chosen)
 
 
-def event_loss(mlp: EdgeScorer, oracle: Oracle, size_coef: float, entropy_coef: float
-               ) -> torch.Tensor | None:
-    """PGExplainer's loss on one explained event (None when the event cannot be explained:
-    zero logit, no removable event, or no probe)."""
-    if Explainer.status(oracle) is not ExplanationStatus.OK or oracle.probe is None:
+@dataclass(frozen=True)
+class TrainingEvent:
+    """What PGExplainer's loss reads of one explained event.
+
+    Attributes:
+        event_id: The event.
+        original_logit: Its logit with the full history (nonzero).
+        probe: Its probe over the removable events (at least one).
+        features: ``probe.features()``, ``float32 [m, D]``.
+    """
+
+    event_id: int
+    original_logit: float
+    probe: ModelProbe
+    features: torch.Tensor
+
+    @classmethod
+    def of(cls, oracle: Oracle) -> TrainingEvent | None:
+        """The training event of an oracle (None when it cannot be explained: zero logit,
+        no removable event, or no probe)."""
+        if Explainer.status(oracle) is not ExplanationStatus.OK or oracle.probe is None:
+            return None
+        return cls(oracle.event_id, oracle.original_logit, oracle.probe,
+                   oracle.probe.features())
+
+
+def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
+                   features: dict[int, torch.Tensor] | None = None) -> TrainingEvent | None:
+    """One training event, without the oracle's replay plans (training evaluates no removal
+    set, so recording the history for them is wasted work).
+
+    The candidates are the oracle's (``k``, ``m_max``; all removable); the probe starts from
+    the engine's unperturbed state at the event's batch boundary (the cursor, moving forward
+    when events come in stream order) and advances to the event, which is the state an oracle's
+    probe reads (the same batches from the same start); the original logit is the model's
+    prediction there (:meth:`~cftgnn.oracle.probe.ModelProbe.logit`).
+
+    Args:
+        engine: The replay engine (its model offers soft removal).
+        event_id: The event.
+        k: Hop radius (None: the model's number of layers).
+        m_max: Most candidates.
+        features: Features of events seen before, by id (read, and filled for this one).
+
+    Returns:
+        The event, or None when it cannot be explained (no candidate, zero logit).
+    """
+    model = engine.model
+    if not isinstance(model, SoftRemovalModel):
         return None
-    probe = oracle.probe
-    weights = torch.sigmoid(mlp(probe.features()))
-    logit = probe.soft_logit(weights)
-    return pg_loss(logit, float(oracle.original_logit > 0), weights, size_coef, entropy_coef)
+    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
+                                   else int(k), int(m_max))
+    if len(cand) == 0:
+        return None
+    start = engine.boundary(int(event_id))
+    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
+    p0 = probe.logit()
+    if p0 == 0:
+        return None
+    cache = {} if features is None else features
+    if int(event_id) not in cache:
+        cache[int(event_id)] = probe.features()
+    return TrainingEvent(int(event_id), p0, probe, cache[int(event_id)])
 
 
-def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: DictConfig) -> int:
+def event_loss(mlp: EdgeScorer, event: Oracle | TrainingEvent | None, size_coef: float,
+               entropy_coef: float) -> torch.Tensor | None:
+    """PGExplainer's loss on one explained event (None when the event cannot be explained:
+    None, zero logit, no removable event, or no probe)."""
+    if isinstance(event, Oracle):
+        event = TrainingEvent.of(event)
+    if event is None:
+        return None
+    weights = torch.sigmoid(mlp(event.features))
+    logit = event.probe.soft_logit(weights)
+    return pg_loss(logit, float(event.original_logit > 0), weights, size_coef, entropy_coef)
+
+
+def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: DictConfig,
+                  features: dict[int, torch.Tensor] | None = None) -> int:
     """``D``, the probe's feature width (read on the first training event with a removable
     event).
 
@@ -133,9 +204,9 @@ def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: Dict
         ConfigError: When no training event has one.
     """
     for event_id in events.tolist():
-        probe = engine.oracle(int(event_id), cfg.k, int(cfg.m_max), "exact").probe
-        if probe is not None and len(probe.removable):
-            return int(probe.features().shape[1])
+        event = training_event(engine, int(event_id), cfg.k, int(cfg.m_max), features)
+        if event is not None:
+            return int(event.features.shape[1])
     raise ConfigError("no training event has a removable candidate; widen train_range or "
                       "draw more n_train_events")
 
@@ -194,7 +265,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                              int(cfg.seed))
     options = _options(cfg)
     torch.manual_seed(int(cfg.seed))
-    mlp = EdgeScorer(feature_width(engine, events, cfg), int(cfg.hidden))
+    features: dict[int, torch.Tensor] = {}  # by event: they do not depend on the MLP
+    mlp = EdgeScorer(feature_width(engine, events, cfg, features), int(cfg.hidden))
     optimizer = torch.optim.Adam(mlp.parameters(), lr=float(cfg.lr))
     state_file = out / STATE
     state = _load_state(state_file, options)
@@ -213,7 +285,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{kind}", dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
             start = time.perf_counter()
-            loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch)
+            loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch, features)
             seconds += time.perf_counter() - start
             history.append({"epoch": epoch, "loss": loss_sum / max(used, 1),
                             "events": used, "seconds": time.perf_counter() - start})
@@ -233,11 +305,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return card
 
 
-def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer, oracles: Iterable[Oracle],
-                batch_size: int, size_coef: float, entropy_coef: float,
+def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
+                oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
+                size_coef: float, entropy_coef: float,
                 bar: tqdm[Any] | None = None) -> tuple[float, int]:
-    """One pass over the explained events' oracles: :func:`event_loss` averaged over
-    ``batch_size`` events per optimizer step (a last, smaller batch steps too).
+    """One pass over the explained events (oracles or :class:`TrainingEvent`\\ s; None for one
+    that cannot be explained): :func:`event_loss` averaged over ``batch_size`` events per
+    optimizer step (a last, smaller batch steps too).
 
     Returns:
         ``(sum of the losses, events used)`` (events that cannot be explained are skipped).
@@ -267,14 +341,16 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer, oracles: Iter
 
 
 def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
-           optimizer: torch.optim.Optimizer, events: npt.NDArray[np.int64], epoch: int
-           ) -> tuple[float, int]:
+           optimizer: torch.optim.Optimizer, events: npt.NDArray[np.int64], epoch: int,
+           features: dict[int, torch.Tensor]) -> tuple[float, int]:
     """One pass over ``events`` (in stream order) with a progress bar."""
-    oracles = (engine.oracle(int(e), cfg.k, int(cfg.m_max), "exact") for e in events.tolist())
+    oracles = (training_event(engine, int(e), cfg.k, int(cfg.m_max), features)
+               for e in events.tolist())
     with tqdm(total=len(events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}", unit="event",
               disable=not cfg.progress, dynamic_ncols=True) as bar:
         return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), float(cfg.size_coef),
                            float(cfg.entropy_coef), bar)
 
 
-__all__ = ["check_options", "event_loss", "run", "train_epoch", "training_events"]
+__all__ = ["TrainingEvent", "check_options", "event_loss", "run", "train_epoch",
+           "training_event", "training_events"]

@@ -9,7 +9,8 @@ oracle's removable events ``R`` (in the order of ``oracle.removable``), and noth
 * :meth:`ModelProbe.attention`: the model's aggregated attention on each event of ``R``;
 * :meth:`ModelProbe.soft_logit`: the explained logit with a weight in ``[0, 1]`` per event
   of ``R``, differentiable (soft removal, docs/design.md §8);
-* :meth:`ModelProbe.features`: a feature row per event of ``R`` for a PGExplainer.
+* :meth:`ModelProbe.features`: a feature row per event of ``R`` for a PGExplainer;
+* :meth:`ModelProbe.logit`: the explained logit itself (the model's prediction).
 
 Each reads the model with the full history before the explained event: the state the
 oracle's exact plan recorded there when it has one (TGN's trajectory,
@@ -99,6 +100,13 @@ class ModelProbe:
 
     def _query(self) -> tuple[list[int], list[int], list[float]]:
         return [self.src], [self.dst], [self.t]
+
+    def logit(self) -> float:
+        """The explained logit with the full history: the model's own prediction at the
+        probe's state (the oracle's original logit to float rounding; PGExplainer's training
+        reads its sign without building an oracle)."""
+        with self._at_event(grad=False) as model:
+            return float(model.predict(*self._query())[0])
 
     def attention(self) -> npt.NDArray[np.float64]:
         """The model's aggregated attention on each event of ``R`` for the explained link

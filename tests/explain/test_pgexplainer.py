@@ -3,6 +3,7 @@ refusal of another model or stream) and scripts/train_explainer.py end to end.""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import subprocess
@@ -13,10 +14,12 @@ import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from testsupport.models import named_model
 from torch import Tensor
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
+from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError, ExplainerError
 from cftgnn.evaluation import explainer_training, pipeline
 from cftgnn.explain.pgexplainer import (
@@ -33,6 +36,7 @@ from cftgnn.explain.pgexplainer import (
 )
 from cftgnn.files import file_sha256
 from cftgnn.oracle import Oracle
+from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.testing import AdditiveBackend, make_candidates
 from cftgnn.training import loop
@@ -126,6 +130,29 @@ def test_training_learns_the_planted_cause(one_thread) -> None:
     # an untrained MLP does not: the test can fail
     fresh = PGExplainer(scorer=TrainedScorer(EdgeScorer(D, hidden=32), {}))
     assert np.mean([fresh.explain(o).ranking[0] == c for o, c in held_out]) < 0.6
+
+
+@pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat2"])
+def test_a_training_event_reads_what_the_oracles_probe_reads(one_thread, name) -> None:
+    # training builds no oracle (no replay plans): the same candidates, features and soft
+    # logits, bitwise, and the original logit to float rounding, event after event
+    stream = make_synthetic_stream(25, 400, seed=7, feat_dim=2, p_tie=0.3)
+    model = named_model(stream, name)
+    engine, light = ReplayEngine(model, stream), ReplayEngine(copy.deepcopy(model), stream)
+    features: dict[int, Tensor] = {}
+    for i in (61, 123, 261, 399):
+        oracle = engine.oracle(i, None, 12, "exact")
+        want = explainer_training.TrainingEvent.of(oracle)
+        got = explainer_training.training_event(light, i, None, 12, features)
+        assert want is not None and got is not None
+        np.testing.assert_array_equal(got.probe.removable, oracle.removable)
+        assert torch.equal(got.features, want.features) and i in features
+        assert got.original_logit == pytest.approx(oracle.original_logit, abs=1e-5)
+        w = torch.rand(len(oracle.removable), generator=torch.Generator().manual_seed(i))
+        assert torch.equal(got.probe.soft_logit(w), want.probe.soft_logit(w))
+    # the features of an event seen before are the ones kept
+    again = explainer_training.training_event(light, 123, None, 12, features)
+    assert again is not None and again.features is features[123]
 
 
 def test_a_trained_explainer_round_trips_through_its_checkpoint(tmp_path) -> None:
