@@ -278,15 +278,34 @@ class EventReplay:
         self._kept = {False: span - own, True: span - int(approx_mask[self.start :].sum())}
         # room before recording, so that snapshots and plans do not meet past the budget
         engine.snapshots.expect_plans(span)
-        replay = engine.replay
         with eval_mode(engine.model):
-            self._plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
-                                                 self._own, removable=self._cand)
-            self._approx_plan: ReplayPlan = replay.plan(self.base, self.start, self.event_id,
-                                                        approx_mask, removable=self._cand)
-        engine.snapshots.plans_built(span, snapshot_nbytes((self._plan, self._approx_plan)))
+            self._plan: ReplayPlan = engine.replay.plan(self.base, self.start, self.event_id,
+                                                        self._own, removable=self._cand)
+        # the approximate plan is made on the first approximate call (:meth:`_plan_of`): an
+        # explainer that only calls the exact backend (the factual ones, exact mode) never
+        # pays for recording the approximate history
+        self._approx_plan: ReplayPlan | None = None
+        engine.snapshots.plans_built(span, snapshot_nbytes(self._plan))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
+
+    def _plan_of(self, approximate: bool) -> ReplayPlan:
+        """The exact plan, or the approximate one (made on first use, and accounted for in
+        the engine's memory budget with the exact one)."""
+        if not approximate:
+            return self._plan
+        if self._approx_plan is None:
+            engine = self.engine
+            start = time.perf_counter()
+            span = self.event_id - self.start
+            with eval_mode(engine.model):
+                self._approx_plan = engine.replay.plan(
+                    self.base, self.start, self.event_id,
+                    self._mask(frozenset(), approximate=True), removable=self._cand)
+            engine.snapshots.plans_built(span, snapshot_nbytes((self._plan,
+                                                                self._approx_plan)))
+            engine.counters.setup_s += time.perf_counter() - start
+        return self._approx_plan
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self.engine.stream.num_events, dtype=bool)
@@ -310,14 +329,14 @@ class EventReplay:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
         model = engine.model
+        plan = None if reference else self._plan_of(approximate)  # setup, not evaluation
         start = time.perf_counter()
         with eval_mode(model):
-            if reference:  # whole masks; the plans hold the approximate history
+            if plan is None:  # whole masks; the plans hold the approximate history
                 generic = GenericReplay(model).plan(self.base, self.start, self.event_id)
                 logits = generic.logits(RemovalSets.from_dense(
                     np.stack([self._mask(s, approximate) for s in sets])))
             else:
-                plan = self._approx_plan if approximate else self._plan
                 logits = plan.logits(RemovalSets.from_sets(sets))
             out = logits.double().cpu().numpy()
         engine.counters.evaluations += len(sets)
