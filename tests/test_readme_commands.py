@@ -1,4 +1,5 @@
-"""Every ``python scripts/...`` command in the README's code blocks works as written.
+"""Every ``python scripts/...`` command in the README's code blocks, and in the documentation
+site's pages (docs/*.md; the extension guides run theirs in their own tests), works as written.
 
 Each command is composed exactly as Hydra composes it from the command line (a multirun through
 its sweeper, which expands the sweep into jobs and instantiates the launcher); argparse
@@ -10,6 +11,7 @@ dropped, and sizes made tiny.
 
 from __future__ import annotations
 
+import re
 import runpy
 from dataclasses import replace
 from pathlib import Path
@@ -42,17 +44,36 @@ def placeholder(name: str) -> str:
     return PLACEHOLDERS.get(name, name.replace(" ", "_"))
 
 
-COMMANDS = script_commands(README.read_text(), placeholder)
+#: The README and the site's pages; the guides (docs/add_*.md) show commands for files they
+#: create, and their tests run them (tests/test_extension_guides.py and
+#: tests/explain/test_add_explainer_guide.py).
+DOCUMENTS = [README, *sorted(p for p in (ROOT / "docs").rglob("*.md")
+                             if not p.name.startswith("add_"))]
+
+
+def _commands(document: Path) -> list[Command]:
+    """A document's commands; those with a shell loop's variable (``baseline=$b`` inside a
+    ``for`` loop of docs/baselines.md) are templates, not commands, and are left out."""
+    name = document.relative_to(ROOT).as_posix()
+    return [replace(c, text=f"{name}: {c.text}")
+            for c in script_commands(document.read_text(), placeholder)
+            if not any(re.search(r"\$[A-Za-z_{]", a) for a in c.args)]
+
+
+README_COMMANDS = _commands(README)
+COMMANDS = [c for document in DOCUMENTS for c in _commands(document)]
 
 
 def _id(command: Command) -> str:
-    return f"L{command.line}-{Path(command.script).stem}" + ("-m" if command.multirun else "")
+    document = command.text.split(":", 1)[0].removesuffix(".md").replace("/", "-")
+    return (f"{document}-L{command.line}-{Path(command.script).stem}"
+            + ("-m" if command.multirun else ""))
 
 
 def test_the_readme_shows_the_commands_of_every_kind():
-    scripts = {Path(c.script).name for c in COMMANDS}
+    scripts = {Path(c.script).name for c in README_COMMANDS}
     assert {"explain.py", "merge_records.py", "report.py", "show_explanation.py"} <= scripts
-    assert any(c.multirun for c in COMMANDS) and any(c.env for c in COMMANDS)
+    assert any(c.multirun for c in README_COMMANDS) and any(c.env for c in README_COMMANDS)
     assert all(c.args or c.script.endswith("explain.py") for c in COMMANDS)
 
 
@@ -93,7 +114,9 @@ def _key(arg: str) -> str:
 
 
 def _debug_args(command: Command) -> tuple[str, ...]:
-    return tuple(a for a in command.args if _key(a) not in STREAM_SPECIFIC)
+    """The arguments that still apply to the debug stream (a dataset's own options go with it)."""
+    return tuple(a for a in command.args
+                 if _key(a) not in STREAM_SPECIFIC and not _key(a).startswith("dataset."))
 
 
 def _runnable() -> list[Command]:
