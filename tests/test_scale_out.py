@@ -1,7 +1,8 @@
-"""Scale-out as the README documents it: ``-m sweep=shards`` through joblib, submitit on this
-machine, and SLURM (a stand-in ``sbatch`` on PATH), each merged into one run.
+"""Scale-out as the documentation shows it: ``-m sweep=shards`` through joblib, submitit on
+this machine, and SLURM (a stand-in ``sbatch`` on PATH), each merged into one run.
 
-The commands are read from the README; the tests add only a tiny debug configuration
+The commands are read from the README and docs/scale.md (Running at scale); the tests add only
+a tiny debug configuration
 (300 synthetic events, fresh weights, 8 events) and two shards instead of four.
 """
 
@@ -36,9 +37,12 @@ LAUNCHERS = {"joblib": "JoblibLauncher", "submitit_local": "LocalLauncher",
              "submitit_slurm": "SlurmLauncher"}
 
 
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "scale.md")
+
+
 def _commands() -> list[Command]:
-    text = (ROOT / "README.md").read_text()
-    return script_commands(text, lambda name: PLACEHOLDERS.get(name, name.replace(" ", "_")))
+    return [c for doc in DOCUMENTS for c in script_commands(
+        doc.read_text(), lambda name: PLACEHOLDERS.get(name, name.replace(" ", "_")))]
 
 
 def _launcher_of(command: Command) -> str:
@@ -49,12 +53,12 @@ def _launcher_of(command: Command) -> str:
 
 
 def documented_shard_command(launcher: str) -> Command:
-    """The README's ``explain.py -m sweep=shards`` command that runs on ``launcher``."""
+    """The documented ``explain.py -m sweep=shards`` command that runs on ``launcher``."""
     for command in _commands():
         if (command.script == "scripts/explain.py" and command.multirun
                 and "sweep=shards" in command.args and _launcher_of(command) == launcher):
             return command
-    raise AssertionError(f"the README shows no `-m sweep=shards` command for {launcher}")
+    raise AssertionError(f"the docs show no `-m sweep=shards` command for {launcher}")
 
 
 def with_overrides(command: Command, *extra: str) -> Command:
@@ -90,7 +94,7 @@ def _run(command: Command, cwd: Path, env: dict[str, str] | None = None,
 
 
 def _merge_as_documented(sweep: Path, capsys) -> pd.DataFrame:
-    """Run the README's merge_records.py command on ``sweep``; returns the merged records."""
+    """Run the documented merge_records.py command on ``sweep``; returns the merged records."""
     (merge,) = [c for c in _commands() if c.script == "scripts/merge_records.py"][:1]
     args = [str(sweep) if "outputs/sweeps" in a else a for a in merge.args]
     merge_main(args)
@@ -146,7 +150,7 @@ def test_documented_slurm_command_submits_one_array_task_per_shard(tmp_path, cap
     (sub,) = fake_slurm.submissions(state)
     settings = dict(a.removeprefix("hydra.launcher.").split("=", 1) for a in documented.args
                     if a.startswith("hydra.launcher."))
-    assert "partition" in settings, "the README's SLURM command must name the partition"
+    assert "partition" in settings, "the documented SLURM command must name the partition"
     expect = {"partition": settings["partition"], "time": settings.get("timeout_min", "60")}
     if "cpus_per_task" in settings:
         expect["cpus-per-task"] = settings["cpus_per_task"]
