@@ -2,7 +2,8 @@
 
 The approximate oracle exists to be cheap; where an exact call costs at most ``threshold``
 (default 1.5) times an approximate one, the search should use the exact oracle and never be
-misled by the approximation (on UCI · TGN the two cost about the same, README oracle table).
+misled by the approximation (on UCI · TGN the two cost about the same: the
+oracle table of docs/benchmarks.md).
 The ratio is measured on the explained stream with the model at hand: single-set calls of both
 backends on a few events (random removal sets of one to ``|C|/4`` candidates, as the oracle
 benchmark draws them), their medians compared.
