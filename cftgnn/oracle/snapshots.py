@@ -158,17 +158,26 @@ class SnapshotStore:
         p = max(before)
         return p, self._kept[p]
 
+    @property
+    def _plan_fixed(self) -> int:
+        """Bytes of an event's plans whatever its history: two plans, each holding about
+        two snapshots (the state at the explained event and its node input)."""
+        return 4 * self._reserve
+
     def expect_plans(self, span: int) -> None:
         """Make room, before they are recorded, for the plans of an explained event whose
-        history from its base state holds ``span`` events, estimated at the largest bytes
-        per history event of the plans seen so far (nothing is known before the first)."""
-        self.make_room(int(self._per_event * max(0, span)))
+        history from its base state holds ``span`` events, estimated as their fixed part
+        plus the largest bytes per history event beyond it seen so far (nothing is known
+        before the first)."""
+        if self._per_event:
+            self.make_room(self._plan_fixed + int(self._per_event * max(0, span)))
 
     def plans_built(self, span: int, plan_bytes: int) -> None:
         """The plans of the explained event are recorded: account for their real size
         (:meth:`make_room`) and learn their bytes per history event for the next ones."""
         if span > 0:
-            self._per_event = max(self._per_event, plan_bytes / span)
+            self._per_event = max(self._per_event,
+                                  max(0, plan_bytes - self._plan_fixed) / span, 1e-9)
         self.make_room(plan_bytes)
 
     def make_room(self, plan_bytes: int) -> None:

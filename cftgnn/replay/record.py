@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -95,19 +96,22 @@ def _applied_rows(model: TGN, base: State, steps: list[npt.NDArray[np.int64]]) -
 
 def record_shared_trajectory(model: TGN, base: State, end: int,
                              removed: npt.NDArray[np.bool_] | None = None,
-                             removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
+                             removable: npt.NDArray[np.int64] | None = None,
+                             max_bytes: int | None = None) -> Trajectory:
     """:func:`cftgnn.replay.cone.record_trajectory` with every recorded row stored once.
 
     The same batches (:meth:`~cftgnn.models.base.TemporalModel.history_steps`), the same
     updates and the same :class:`~cftgnn.replay.cone.Trajectory`; only ``mem_pre`` and
     ``mem_post`` of each record are :class:`SharedRows` views of one table. With
     ``removable``, only the rows the cone replay can read under removals of those events are
-    kept (see the module docstring; a :class:`PrunedTrajectory`). Leaves ``model`` holding the
-    recorded state at ``end``.
+    kept (see the module docstring; a :class:`PrunedTrajectory`), and with ``max_bytes`` at
+    most that many bytes of them are held: the latest segments of batches, the earlier ones
+    computed again from ``base`` when the cone replay reads them. Leaves ``model`` holding
+    the recorded state at ``end``.
     """
     if removable is not None and len(removable):
         return _record_read_rows(model, base, end, removed,
-                                 np.unique(np.asarray(removable, dtype=np.int64)))
+                                 np.unique(np.asarray(removable, dtype=np.int64)), max_bytes)
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
@@ -205,11 +209,92 @@ def _rows_read(model: TGN, records: list[BatchRecord], deps: Dependencies
     return pre, post
 
 
+#: Rows of one segment of a recording's table when it must fit a byte limit (one is held
+#: again at a time when the segments before the kept ones are replayed, 8 MiB at least).
+_MIN_SEGMENT_BYTES = 8 * 2**20
+
+
+class _Segment:
+    """Rows of consecutive batches of a recording: held, or computed again on demand by
+    ``make`` (a closure, so that measuring a plan's bytes does not count its base state)."""
+
+    def __init__(self, rows: Tensor | None, make: Callable[[], Tensor]) -> None:
+        self.held = rows
+        self.make = make
+
+    def rows(self) -> Tensor:
+        return self.held if self.held is not None else self.make()
+
+
+class SegmentRows(SharedRows):
+    """:class:`SharedRows` of a segment whose table may be computed again when read."""
+
+    def __init__(self, segment: _Segment, ptr: Tensor) -> None:
+        self.segment = segment
+        self.ptr = ptr
+
+    @property
+    def table(self) -> Tensor:  # type: ignore[override]
+        return self.segment.rows()
+
+
+class _Replayed:
+    """The rows of segments not held, computed again from the recording's base state: the
+    batches before a segment are applied (no rows written), then the segment's rows are
+    written as the recording wrote them (the same updates, so bitwise the same values). The
+    cone replay reads segments in order, so one pass serves a whole call; the last segment
+    computed is kept until another is asked for."""
+
+    def __init__(self, model: TGN, base: State, records: list[BatchRecord],
+                 writes: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+                 bounds: list[tuple[int, int, int]], held_from: int) -> None:
+        self.model, self.base, self.records = model, base, records
+        self.writes, self.bounds, self.held_from = writes, bounds, held_from
+        self.state: State | None = None
+        self.next = 0  # the batch the state is before
+        self.last: tuple[int, Tensor] | None = None
+
+    def __call__(self, j: int) -> Tensor:
+        if self.last is not None and self.last[0] == j:
+            return self.last[1]
+        lo, hi, count = self.bounds[j]
+        model = self.model
+        with torch.no_grad():
+            if self.state is None or self.next > lo:
+                self.state, self.next = self.base.clone(), 0
+            st = self.state
+            dev = st.memory.device
+            for x in range(self.next, lo):
+                model.apply_batch(st, torch.as_tensor(self.records[x].events, device=dev))
+            rows = st.memory.new_empty(count, st.memory.shape[1])
+            at = 0
+            for x in range(lo, hi):
+                new_pre, new_post = self.writes[x]
+                rows[at:at + len(new_pre)] = st.memory[torch.as_tensor(new_pre, device=dev)]
+                at += len(new_pre)
+                model.apply_batch(st, torch.as_tensor(self.records[x].events, device=dev))
+                rows[at:at + len(new_post)] = st.memory[torch.as_tensor(new_post, device=dev)]
+                at += len(new_post)
+            self.next = hi
+            if j + 1 >= self.held_from:  # the segments after it are held: no further use
+                self.state = None
+        self.last = (j, rows)
+        return rows
+
+
 def _record_read_rows(model: TGN, base: State, end: int,
                       removed: npt.NDArray[np.bool_] | None,
-                      universe: npt.NDArray[np.int64]) -> PrunedTrajectory:
+                      universe: npt.NDArray[np.int64],
+                      max_bytes: int | None = None) -> PrunedTrajectory:
     """:func:`record_shared_trajectory` keeping only the rows the cone replay can read under
-    removals from ``universe`` (see the module docstring)."""
+    removals from ``universe`` (see the module docstring), and, with ``max_bytes``, holding
+    at most that many bytes of them: the table is cut into segments of consecutive batches,
+    the latest segments that fit are held (every call of the cone replay reads from its
+    first removal to the end) and the earlier ones are computed again when read."""
+    dim = model.memory_dim
+    row_bytes = dim * base.memory.element_size()
+    seg_rows = (None if max_bytes is None
+                else max(1, max(_MIN_SEGMENT_BYTES, max_bytes // 8) // row_bytes))
     with torch.no_grad():
         steps = begin_recording(model, base, end, removed)
         st = model.state
@@ -221,11 +306,17 @@ def _record_read_rows(model: TGN, base: State, end: int,
                                        universe)
         pre, post = _rows_read(model, records, deps)
         # rows in the order they are written: a node's memory gets a row when first read
-        # after it changed (its pending message was applied), and keeps it until then
+        # after it changed (its pending message was applied) or in a new segment, and keeps
+        # it until then
         cur = np.full(model.num_nodes, -1, dtype=np.int64)
-        filled = 0
+        filled, seg_lo = 0, 0
+        bounds: list[tuple[int, int, int]] = []  # per segment: first batch, end, rows
         plan: list[tuple[Any, ...]] = []
         for x, rec in enumerate(records):
+            if seg_rows is not None and filled >= seg_rows:  # a new segment
+                bounds.append((seg_lo, x, filled))
+                cur[:] = -1
+                filled, seg_lo = 0, x
             nodes = rec.nodes
             new_pre = nodes[pre[x]][cur[nodes[pre[x]]] < 0]
             cur[new_pre] = filled + np.arange(len(new_pre))
@@ -241,27 +332,52 @@ def _record_read_rows(model: TGN, base: State, end: int,
             ptr_post = np.full(len(nodes), -1, dtype=np.int64)
             ptr_post[post[x]] = cur[nodes[post[x]]]
             plan.append((new_pre, new_post, ptr_pre, ptr_post))
-        table = st.memory.new_empty(filled, st.memory.shape[1])
+        bounds.append((seg_lo, len(records), filled))
+        # hold the latest segments that fit, compute the earlier ones again when read
+        held = len(bounds)
+        total = 0
+        while held > 0 and (max_bytes is None
+                            or total + bounds[held - 1][2] * row_bytes <= max_bytes):
+            held -= 1
+            total += bounds[held][2] * row_bytes
+        first_held = held
+        writes = {x: plan[x][:2] for j in range(first_held) for x in range(*bounds[j][:2])}
+        replayed = _Replayed(model, base, records, writes, bounds, first_held)
+        segments: list[_Segment] = []
+        seg_of = np.zeros(len(records), dtype=np.int64)
+        for j, (lo, hi, count) in enumerate(bounds):
+            seg_of[lo:hi] = j
+            rows = st.memory.new_empty(count, dim) if j >= first_held else None
+            segments.append(_Segment(rows, partial(replayed, j)))
         at = 0
-        for events, rec, (new_pre, new_post, ptr_pre, ptr_post) in zip(steps, records, plan,
-                                                                       strict=True):
-            if len(new_pre):
+        for x, (events, rec) in enumerate(zip(steps, records, strict=True)):
+            new_pre, new_post, ptr_pre, ptr_post = plan[x]
+            j = int(seg_of[x])
+            table = segments[j].held
+            if x == bounds[j][0]:
+                at = 0
+            if table is not None and len(new_pre):
                 table[at:at + len(new_pre)] = st.memory[torch.as_tensor(new_pre, device=dev)]
-                at += len(new_pre)
+            at += len(new_pre)
             model.apply_batch(st, torch.as_tensor(events, device=dev))
-            if len(new_post):
+            if table is not None and len(new_post):
                 table[at:at + len(new_post)] = st.memory[torch.as_tensor(new_post, device=dev)]
-                at += len(new_post)
+            at += len(new_post)
             nt = torch.as_tensor(rec.nodes, device=dev)
             rec.lu_post = st.last_update[nt].cpu().numpy()
             for ptr in (ptr_pre, ptr_post):  # a row not kept points past the table's end
-                ptr[ptr < 0] = filled
-            rec.mem_pre = cast(Tensor, SharedRows(table, torch.as_tensor(ptr_pre, device=dev)))
-            rec.mem_post = cast(Tensor, SharedRows(table, torch.as_tensor(ptr_post, device=dev)))
+                ptr[ptr < 0] = bounds[j][2]
+            p_pre, p_post = (torch.as_tensor(ptr, device=dev) for ptr in (ptr_pre, ptr_post))
+            if len(bounds) == 1 and table is not None:  # one table, held
+                rec.mem_pre = cast(Tensor, SharedRows(table, p_pre))
+                rec.mem_post = cast(Tensor, SharedRows(table, p_post))
+            else:
+                rec.mem_pre = cast(Tensor, SegmentRows(segments[j], p_pre))
+                rec.mem_post = cast(Tensor, SegmentRows(segments[j], p_post))
         traj = finish_recording(model, base, end, records, universe, deps)
 
     def rerecord(wider: npt.NDArray[np.int64]) -> Trajectory:
-        return _record_read_rows(model, base, end, removed, wider)
+        return _record_read_rows(model, base, end, removed, wider, max_bytes)
 
     return PrunedTrajectory(**{f.name: getattr(traj, f.name) for f in fields(traj)},
                             rerecord=rerecord)

@@ -158,13 +158,20 @@ class TGNReplay:
     def __init__(self, model: TGN, options: TGNReplayOptions | None = None) -> None:
         self.model = model
         self.options = options if options is not None else TGNReplayOptions()
+        #: Bytes of recorded rows a plan holds (None: all); the rest are computed again
+        #: when read (:func:`~cftgnn.replay.record.record_shared_trajectory`).
+        self.record_bytes: int | None = None
 
     def set_memory_budget(self, memory_budget_gb: float | None) -> None:
         """Keep each batched pass within the engine's ``memory_budget_gb``, or within
-        :data:`MIN_PASS_BUDGET_GB` when that is larger, so that no budget changes a logit
+        :data:`MIN_PASS_BUDGET_GB` when that is larger, so that no budget changes a logit,
+        and hold at most a quarter of it of a plan's recorded rows (the engine's snapshots
+        make room for the plans, so they must not take the whole budget)
         (:class:`~cftgnn.replay.plans.BudgetedReplay`)."""
         self.options.memory_budget_gb = (None if memory_budget_gb is None
                                          else max(float(memory_budget_gb), MIN_PASS_BUDGET_GB))
+        self.record_bytes = (None if memory_budget_gb is None
+                             else int(float(memory_budget_gb) * 2**30) // 4)
 
     def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
              removable: IntArray | None = None) -> TGNPlan:
@@ -178,7 +185,8 @@ class TGNReplay:
         # batches of more sets than local_max_sets go through the cone replay of the same
         # history: record it now, as per-event setup, rather than in the first such call
         history = removed if local is None else local.removed
-        trajectory = record_shared_trajectory(model, state, end, history, removable)
+        trajectory = record_shared_trajectory(model, state, end, history, removable,
+                                              self.record_bytes)
         return TGNPlan(model, trajectory, local, self.options)
 
 

@@ -235,10 +235,12 @@ def test_room_for_plans_is_made_before_they_are_recorded():
     for p in range(store.spacing, 2001, store.spacing):
         store.offer(p, blob.clone)
     assert len(store) == 8  # one every 23 batches
-    store.plans_built(100, 50)  # 0.5 bytes per history event
-    assert len(store) == 8
-    store.expect_plans(800)  # 400 bytes expected: 4 snapshots make room before recording
-    assert len(store) == 5 and store.nbytes + 100 + 400 <= 1000
+    # plans hold about four snapshots whatever their history (two plans, each with the
+    # state at the explained event and its input), then bytes per history event
+    store.plans_built(10, 4 * 100 + 5)  # 0.5 bytes per history event beyond the 400
+    assert len(store) == 4 and store.nbytes + 100 + 405 <= 1000
+    store.expect_plans(400)  # 400 + 200 bytes expected: room is made before recording
+    assert len(store) == 3 and store.nbytes + 100 + 600 <= 1000
 
 
 def test_recording_keeps_only_the_rows_the_cone_replay_reads():
@@ -296,3 +298,42 @@ def test_one_budget_bounds_the_snapshots_and_each_cone_pass(stream):
         engine = ReplayEngine(model, stream, memory_budget_gb=budget)
         assert engine.replay.options.memory_budget_gb == pass_gb  # type: ignore[attr-defined]
         assert engine.snapshots.budget == budget_bytes(budget)
+
+
+def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
+    from cftgnn.replay import record
+    from cftgnn.replay.batched import batched_logits
+    from cftgnn.replay.cone import cone_replay
+    from cftgnn.replay.masks import RemovalSets
+    from cftgnn.replay.record import SegmentRows, record_shared_trajectory
+
+    monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 2048)  # segments of a toy size
+
+    sparse = make_synthetic_stream(300, 2000, seed=3, feat_dim=2, p_tie=0.2)
+    model = _attached(make_model("tgn", sparse), sparse)
+    end = 1990
+    rng = np.random.default_rng(1)
+    removable = np.sort(rng.choice(np.arange(100, end - 20), 12, replace=False))
+    sets = RemovalSets.from_sets([frozenset(rng.choice(removable, size, replace=False).tolist())
+                                  for size in (1, 1, 2, 3, 5, 12)])
+    logits = {}
+    with eval_mode(model):
+        model.advance(0, 100)
+        base = model.snapshot()
+        for limit in (None, 20_000, 0):
+            traj = record_shared_trajectory(model, base, end, removable=removable,
+                                            max_bytes=limit)
+            segments = {id(r.mem_post.segment): r.mem_post.segment for r in traj.batches
+                        if isinstance(r.mem_post, SegmentRows)}.values()
+            held = sum(s.held.nbytes for s in segments if s.held is not None)
+            if limit is None:
+                assert not segments  # one table, held
+            else:
+                assert len(segments) > 2 and held <= limit
+                assert any(s.held is None for s in segments)
+            for _ in range(2):  # twice: the second call computes the dropped rows again
+                logits.setdefault(limit, []).append(batched_logits(
+                    model, sets, traj.removed, end, cone_replay(model, traj, sets)))
+    for limit in (20_000, 0):
+        for got in logits[limit]:
+            assert torch.equal(got, logits[None][0])  # the same values, bit for bit
