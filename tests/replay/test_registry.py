@@ -99,7 +99,12 @@ def test_the_engine_uses_the_registered_replay_and_the_declared_capabilities():
     engine = ReplayEngine(model, stream)
     assert isinstance(engine.replay, CountedReplay)
     replay = EventReplay(engine, 45)
-    assert calls == [45, 45]  # the exact and the approximate plan
+    assert calls == [45]  # the exact plan; the approximate one on its first call
+    replay.exact([frozenset()])
+    assert calls == [45]
+    replay.approximate([frozenset(), frozenset(replay.candidates.ids[:1].tolist())])
+    replay.approximate([frozenset()])
+    assert calls == [45, 45]  # made once
     # the default hop radius is the model's declared num_layers
     two_hops = engine.index.candidates(45, 2, 64).ids
     assert np.array_equal(replay.candidates.ids, two_hops)
