@@ -275,7 +275,7 @@ class TemporalAttentionEmbedding(nn.Module):
                             nb_t, layer - 1, weights, log, nb_count, soft)  # [K, d]
         dt = (t[rows] - nb_t).to(h_self.dtype)  # Δt in float64 first, then float32
         if not soft:
-            slots = torch.arange(len(rows), device=nodes.device)
+            h_nbr, slots = _zero_rows_shared(h_nbr, torch.arange(len(rows), device=nodes.device))
             return self.attend(layer, h_self, h_nbr, slots, rows, dt, stream_feat[nb_eid])
         w = None if weights is None else weights.on(nb_eid)  # [K]
         out, alpha = self.attend_soft(layer, h_self, h_nbr, rows, dt, stream_feat[nb_eid], w)
@@ -310,7 +310,8 @@ class TemporalAttentionEmbedding(nn.Module):
         heads, ch = conv.heads, conv.out_channels
         edge_attr = torch.cat([self.time_enc(dt), feat], dim=-1)  # [K, T + F]
         query = conv.lin_query(h_self).view(-1, heads, ch)  # [B, H, C]
-        key = conv.lin_key(h_src).view(-1, heads, ch)  # [K, H, C]
+        h_src, _ = _zero_rows_shared(h_src, target)  # [K or 1, d]: broadcast below
+        key = conv.lin_key(h_src).view(-1, heads, ch)  # [K or 1, H, C]
         value = conv.lin_value(h_src).view(-1, heads, ch)
         e = conv.lin_edge(edge_attr).view(-1, heads, ch)  # [K, H, C]
         score = (query[target] * (key + e)).sum(dim=-1) / math.sqrt(ch)  # [K, H]
@@ -361,12 +362,24 @@ class TemporalAttentionEmbedding(nn.Module):
         return out.relu() if layer < self.num_layers else out
 
 
+def _zero_rows_shared(h_src: Tensor, source: Tensor) -> tuple[Tensor, Tensor]:
+    """``(h_src, source)``, or, when every row of ``h_src`` is zero (TGAT's layer-0 input,
+    zeros for every node), its first row alone and every slot reading it: the key and value
+    projections of a zero row are their biases whatever the weights (``0·w`` sums to ``±0``
+    and ``b + ±0 = b``), so one row gives every slot the same floats without the ``[K, d]``
+    matrix products (about half of a two-layer TGAT embedding's arithmetic)."""
+    if len(h_src) > 1 and not bool(h_src.any()):
+        return h_src[:1], torch.zeros_like(source)
+    return h_src, source
+
+
 def _transformer_conv(conv: TransformerConv, h_self: Tensor, h_src: Tensor, source: Tensor,
                       target: Tensor, edge_attr: Tensor, edge: Tensor) -> Tensor:
     """``conv((h_src, h_self), [source, target], edge_attr[edge])`` without dropout, with the
     edge projection computed per row of ``edge_attr`` instead of per slot (PyG's
     :class:`TransformerConv` with ``concat``, root weight and no beta, as built above)."""
     heads, ch = conv.heads, conv.out_channels
+    h_src, source = _zero_rows_shared(h_src, source)
     query = conv.lin_query(h_self).view(-1, heads, ch)  # [B, H, C]
     key = conv.lin_key(h_src).view(-1, heads, ch)  # [S, H, C]
     value = conv.lin_value(h_src).view(-1, heads, ch)
