@@ -18,7 +18,14 @@ from cftgnn.data.paths import resolve_data_dir
 # infrastructure stand-ins); the fixtures below are shared by every test folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from testsupport.models import ModelFactory, graphmixer, tgat, tgn1, tgn2  # noqa: E402
+from testsupport.models import (  # noqa: E402
+    ModelFactory,
+    dygformer,
+    graphmixer,
+    tgat,
+    tgn1,
+    tgn2,
+)
 from testsupport.planted import planted_stream  # noqa: E402
 from testsupport.problems import PROBLEMS, STRATEGIES  # noqa: E402
 
@@ -64,8 +71,8 @@ def offline_wandb(tmp_path, monkeypatch) -> Path:
 
 
 # ------------------------------------------------------------ tiny models (testsupport.models)
-@pytest.fixture(params=[tgn1, tgn2, tgat, graphmixer],
-                ids=["tgn1", "tgn2", "tgat", "graphmixer"])
+@pytest.fixture(params=[tgn1, tgn2, tgat, graphmixer, dygformer],
+                ids=["tgn1", "tgn2", "tgat", "graphmixer", "dygformer"])
 def factory(request: pytest.FixtureRequest) -> ModelFactory:
     def make(stream: EventStream) -> TemporalModel:
         torch.manual_seed(0)

@@ -1,8 +1,10 @@
-"""Temporal models (architectures and state): TGN, TGAT and GraphMixer behind one replayable
-interface, the state-verb protocol and the one batching rule, ``eval_mode``. Their batched
-masked replay lives in :mod:`cftgnn.replay`, training and checkpoints in :mod:`cftgnn.training`."""
+"""Temporal models (architectures and state): TGN, TGAT, GraphMixer and DyGFormer behind one
+replayable interface, the state-verb protocol and the one batching rule, ``eval_mode``. Their
+batched masked replay lives in :mod:`cftgnn.replay`, training and checkpoints in
+:mod:`cftgnn.training`."""
 
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.dygformer import DyGFormer
 from cftgnn.models.graphmixer import GraphMixer
 from cftgnn.models.protocol import ModelStateError, ReplayableModel
 from cftgnn.models.pyg_tgn import PyGTGN
@@ -10,5 +12,5 @@ from cftgnn.models.state import State
 from cftgnn.models.tgat import TGAT
 from cftgnn.models.tgn import TGN
 
-__all__ = ["TGAT", "TGN", "GraphMixer", "ModelStateError", "PyGTGN", "ReplayableModel", "State",
-           "TemporalModel"]
+__all__ = ["TGAT", "TGN", "DyGFormer", "GraphMixer", "ModelStateError", "PyGTGN",
+           "ReplayableModel", "State", "TemporalModel"]

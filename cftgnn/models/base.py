@@ -375,12 +375,31 @@ class TemporalModel(nn.Module, ABC):
             raise ValueError(f"node ids must be in [0, {self.num_nodes})")
         bounds = None
         if before is not None:
-            b = torch.as_tensor(before, dtype=torch.long, device=dev).reshape(-1)
-            if len(b) != len(src_t):
-                raise ValueError(f"before has {len(b)} entries for {len(src_t)} queries")
-            bounds = torch.cat([b, b])
-        z = self.embed(nodes, torch.cat([tt, tt]), bounds, weights, log)
-        return self.decoder(z[: len(src_t)], z[len(src_t):])
+            bounds = torch.as_tensor(before, dtype=torch.long, device=dev).reshape(-1)
+            if len(bounds) != len(src_t):
+                raise ValueError(f"before has {len(bounds)} entries for {len(src_t)} queries")
+        z_src, z_dst = self.embed_pairs(src_t, dst_t, tt, bounds, weights, log)
+        return self.decoder(z_src, z_dst)
+
+    def embed_pairs(self, src: Tensor, dst: Tensor, t: Tensor, before: Tensor | None = None,
+                    weights: SlotWeights | None = None, log: AttentionLog | None = None
+                    ) -> tuple[Tensor, Tensor]:
+        """Embeddings ``([B, d], [B, d])`` of the two endpoints of links ``(src, dst, t)``.
+
+        Each endpoint is embedded on its own (:meth:`embed`); a model whose endpoint
+        embeddings read each other (DyGFormer) overrides this.
+
+        Args:
+            src: Sources, ``int64 [B]``.
+            dst: Destinations, ``int64 [B]``.
+            t: Query times, ``float64 [B]``.
+            before: Per-link neighbour bound (stream position), ``int64 [B]``, or None.
+            weights: Soft removal of events (see :meth:`predict_soft`).
+            log: Collects the attention on listed events (see :meth:`attention_by_event`).
+        """
+        bounds = None if before is None else torch.cat([before, before])
+        z = self.embed(torch.cat([src, dst]), torch.cat([t, t]), bounds, weights, log)
+        return z[: len(src)], z[len(src):]
 
     # ------------------------------------------------------------ soft removal
     def _positions(self, event_ids: npt.ArrayLike | Tensor) -> Tensor:

@@ -11,12 +11,14 @@
   replays, through the TGN memory's public interface; :mod:`cftgnn.replay.tgn` picks one.
 * :mod:`cftgnn.replay.batched`: the embedding pass over the distinct embeddings of P sets;
   :mod:`cftgnn.replay.tgat` is TGAT's whole replay, :mod:`cftgnn.replay.graphmixer`
-  GraphMixer's.
+  GraphMixer's; :mod:`cftgnn.replay.dygformer` runs DyGFormer once per distinct pair of
+  endpoint windows.
 
 The one batching rule is the models' (:meth:`cftgnn.models.base.TemporalModel.history_steps`,
 over :func:`cftgnn.models.protocol.kept_batches`); every replay here follows it.
 """
 
+from cftgnn.replay import dygformer as _dygformer  # noqa: F401  (registers DyGFormer's)
 from cftgnn.replay import graphmixer as _graphmixer  # noqa: F401  (registers GraphMixer's)
 from cftgnn.replay import tgat as _tgat  # noqa: F401  (registers TGAT's replay)
 from cftgnn.replay import tgn as _tgn  # noqa: F401  (registers TGN's replay)

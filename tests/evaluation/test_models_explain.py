@@ -22,7 +22,7 @@ from cftgnn.training.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
-MODELS = ["graphmixer"]
+MODELS = ["graphmixer", "dygformer"]
 EXPLAINERS = sorted(p.stem for p in (CONF / "explainer").glob("*.yaml"))
 #: The debug stream: 300 synthetic events of 30 nodes (``debug=default`` of explain.py).
 DEBUG = ["dataset=synthetic", "dataset.num_nodes=30", "dataset.num_events=300",

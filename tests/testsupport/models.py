@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cftgnn.data.stream import EventStream
-from cftgnn.models import TGAT, TGN, GraphMixer, TemporalModel
+from cftgnn.models import TGAT, TGN, DyGFormer, GraphMixer, TemporalModel
 
 BATCH = 16
 
@@ -30,6 +30,12 @@ def tgat(stream: EventStream) -> TemporalModel:
 def graphmixer(stream: EventStream) -> TemporalModel:
     return GraphMixer(stream.num_nodes, stream.feat_dim, time_dim=8, channels=8,
                       embedding_dim=8, num_neighbors=3, dropout=0.1, batch_size=BATCH)
+
+
+def dygformer(stream: EventStream) -> TemporalModel:
+    return DyGFormer(stream.num_nodes, stream.feat_dim, time_dim=8, channel_dim=4,
+                     embedding_dim=8, max_input_sequence_length=4, patch_size=2,
+                     batch_size=BATCH)
 
 
 def named_model(stream: EventStream, name: str, num_neighbors: int = 5) -> TemporalModel:

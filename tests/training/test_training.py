@@ -48,15 +48,17 @@ TINY_TGN = ["model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.embedd
             "model.num_neighbors=3", "model.batch_size=25", "epochs=1", "progress=false"]
 
 
-#: Each model's own size option, shrunk for the tiny runs.
-TINY_SIZE = {"tgn": "model.memory_dim=8", "tgat": "model.node_dim=4",
-             "graphmixer": "model.channels=8"}
+#: Each model's own size options, shrunk for the tiny runs.
+TINY_SIZE = {"tgn": ["model.memory_dim=8", "model.num_neighbors=3"],
+             "tgat": ["model.node_dim=4", "model.num_neighbors=3"],
+             "graphmixer": ["model.channels=8", "model.num_neighbors=3"],
+             "dygformer": ["model.channel_dim=4", "model.max_input_sequence_length=4"]}
 
 
 def tiny_cfg(tmp_path: Path, model: str, *overrides: str) -> object:
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("train", overrides=[
-            f"model={model}", TINY_SIZE[model], "model.time_dim=4", "model.embedding_dim=8", "model.num_neighbors=3",
+            f"model={model}", *TINY_SIZE[model], "model.time_dim=4", "model.embedding_dim=8",
             "model.batch_size=25", "epochs=2", "lr=0.01", "progress=false",
             f"out_dir={tmp_path}", *overrides])
     cfg.dataset = OmegaConf.create({"_target_": "testsupport.planted.planted_stream",
@@ -64,7 +66,7 @@ def tiny_cfg(tmp_path: Path, model: str, *overrides: str) -> object:
     return cfg
 
 
-@pytest.mark.parametrize("model", ["tgn", "tgat", "graphmixer"])
+@pytest.mark.parametrize("model", ["tgn", "tgat", "graphmixer", "dygformer"])
 def test_run_writes_a_checkpoint_that_reproduces_its_card(tmp_path: Path, model: str) -> None:
     cfg = tiny_cfg(tmp_path, model)
     card = run(cfg)  # type: ignore[arg-type]
@@ -84,7 +86,7 @@ def test_run_writes_a_checkpoint_that_reproduces_its_card(tmp_path: Path, model:
 
 
 def test_model_configs_instantiate() -> None:
-    for name in ("tgn", "tgat", "graphmixer"):
+    for name in ("tgn", "tgat", "graphmixer", "dygformer"):
         with initialize_config_dir(str(CONF), version_base="1.3"):
             cfg = compose("train", overrides=[f"model={name}"])
         model = instantiate(cfg.model, num_nodes=5, edge_dim=0)

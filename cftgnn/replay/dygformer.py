@@ -1,0 +1,100 @@
+"""DyGFormer's batched masked replay: one pass over the distinct pairs of sequences.
+
+DyGFormer has no memory; a link's logit is a function of its time and of its two endpoints'
+windows of most recent interactions (which the co-occurrence encoding and the transformer
+read together). A removal changes only the windows that hold it, so P removal sets are P
+masks of one pass: each set's two windows are sampled with its mask (the neighbour windows
+with masks of :func:`cftgnn.models.neighbors.recent_kept_neighbors_where`, as TGAT's and
+GraphMixer's replay), and the model runs once per distinct pair of windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from cftgnn.arrays import distinct_rows
+from cftgnn.data.stream import IntArray
+from cftgnn.models.dygformer import DyGFormer
+from cftgnn.models.neighbors import recent_kept_neighbors_where
+from cftgnn.models.protocol import BoolArray
+from cftgnn.models.state import State
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.registry import register_replay
+
+
+@dataclass(frozen=True)
+class DyGFormerPlan:
+    """What the passes of one explained event share.
+
+    Attributes:
+        model: The DyGFormer.
+        end: The explained event's id (its stream position: the oracle's model is attached
+            with event ids = positions).
+        removed: Events removed for every set (the base state's and the plan's own),
+            ``bool [E]``.
+    """
+
+    model: DyGFormer
+    end: int
+    removed: BoolArray
+
+    def logits(self, sets: RemovalSets) -> Tensor:
+        """All P masks in one pass over the distinct pairs of windows, ``float32 [P]``."""
+        model, position, shared = self.model, self.end, self.removed
+        num_p, dev = sets.num_sets, model.device
+        if num_p == 0:
+            return torch.zeros(0, device=dev)
+        stream = model.stream
+        k = model.num_neighbors
+        max_removed = int(sets.sizes(before=position).max()) + int(shared[:position].sum())
+        p = np.tile(np.arange(num_p, dtype=np.int64), 2)  # [2P]: the sources, then the dsts
+        nodes = np.repeat(np.array([stream.src[position], stream.dst[position]],
+                                   dtype=np.int64), num_p)
+
+        def is_removed(eid: IntArray) -> BoolArray:
+            out: BoolArray = sets.lookup(p, eid) | shared[eid]
+            return out
+
+        nbr, eid, valid = recent_kept_neighbors_where(
+            model.index, nodes, np.full(2 * num_p, position), k, is_removed, max_removed)
+        held = np.where(valid, eid, -1)
+        first, inverse = distinct_rows(np.concatenate([held[:num_p], held[num_p:]], axis=1))
+        u = len(first)
+
+        def window(rows: IntArray) -> tuple[Tensor, Tensor, Tensor]:
+            return (torch.as_tensor(nbr[rows], device=dev), torch.as_tensor(eid[rows], device=dev),
+                    torch.as_tensor(valid[rows], device=dev))
+
+        src = torch.full((u,), int(stream.src[position]), dtype=torch.long, device=dev)
+        dst = torch.full((u,), int(stream.dst[position]), dtype=torch.long, device=dev)
+        t = torch.full((u,), float(stream.t[position]), dtype=torch.float64, device=dev)
+        logits = model.logits_of_windows(src, dst, t, window(first), window(first + num_p))
+        return logits[torch.as_tensor(inverse, device=dev)]
+
+
+@register_replay(DyGFormer)
+class DyGFormerReplay:
+    """The replay of a DyGFormer (registered: :func:`cftgnn.replay.registry.replay_for`).
+
+    Args:
+        model: The DyGFormer, attached to the explained stream.
+    """
+
+    def __init__(self, model: DyGFormer) -> None:
+        self.model = model
+
+    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+             removable: IntArray | None = None) -> DyGFormerPlan:
+        """Keep the removals (``removable`` is not needed)."""
+        state: State = base
+        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed is None
+               else removed.copy())
+        return DyGFormerPlan(self.model, int(end), state.removed.numpy() | own)
+
+
+__all__ = ["DyGFormerPlan", "DyGFormerReplay"]
