@@ -257,7 +257,7 @@ class TemporalAttentionEmbedding(nn.Module):
         # and sources recur in positive and negative pairs. Rows are independent, so this
         # changes no value.
         key = torch.stack([nodes.to(torch.float64), before.to(torch.float64), t], dim=1)
-        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+        uniq, inverse = _sorted_distinct_rows(key)
         if len(uniq) < len(nodes):
             nodes, before, t = uniq[:, 0].long(), uniq[:, 1].long(), uniq[:, 2]
             if count is not None:  # a shared row stands for every query it replaces
@@ -360,6 +360,23 @@ class TemporalAttentionEmbedding(nn.Module):
                                    "in eval mode")
             out = _transformer_conv(conv, h_self, h_src, source, target, edge_attr, edge)
         return out.relu() if layer < self.num_layers else out
+
+
+def _sorted_distinct_rows(key: Tensor) -> tuple[Tensor, Tensor]:
+    """``torch.unique(key, dim=0, return_inverse=True)`` of a ``float64 [M, 3]`` key: the
+    distinct rows in lexicographic order and each row's index among them. On the CPU by a
+    NumPy lexsort (the same rows in the same order, about ten times faster on the few
+    hundred rows of an embedding's layer); elsewhere torch's own."""
+    if key.device.type != "cpu" or len(key) == 0:
+        return torch.unique(key, dim=0, return_inverse=True)
+    k = key.numpy()
+    order = np.lexsort(k.T[::-1])  # first column first
+    ordered = k[order]
+    new = np.ones(len(k), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(k), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return torch.from_numpy(ordered[new]), torch.from_numpy(inverse)
 
 
 def _zero_rows_shared(h_src: Tensor, source: Tensor) -> tuple[Tensor, Tensor]:
