@@ -243,12 +243,13 @@ class _Replayed:
     batches before a segment are applied (no rows written), then the segment's rows are
     written as the recording wrote them (the same updates, so bitwise the same values). The
     cone replay reads segments in order, so one pass serves a whole call; the last segment
-    computed is kept until another is asked for."""
+    computed is kept until another is asked for. It holds the batches' events, never the
+    records (which hold it): no reference cycle keeps a plan alive after its event."""
 
-    def __init__(self, model: TGN, base: State, records: list[BatchRecord],
+    def __init__(self, model: TGN, base: State, events: list[npt.NDArray[np.int64]],
                  writes: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
                  bounds: list[tuple[int, int, int]], held_from: int) -> None:
-        self.model, self.base, self.records = model, base, records
+        self.model, self.base, self.events = model, base, events
         self.writes, self.bounds, self.held_from = writes, bounds, held_from
         self.state: State | None = None
         self.next = 0  # the batch the state is before
@@ -265,14 +266,14 @@ class _Replayed:
             st = self.state
             dev = st.memory.device
             for x in range(self.next, lo):
-                model.apply_batch(st, torch.as_tensor(self.records[x].events, device=dev))
+                model.apply_batch(st, torch.as_tensor(self.events[x], device=dev))
             rows = st.memory.new_empty(count, st.memory.shape[1])
             at = 0
             for x in range(lo, hi):
                 new_pre, new_post = self.writes[x]
                 rows[at:at + len(new_pre)] = st.memory[torch.as_tensor(new_pre, device=dev)]
                 at += len(new_pre)
-                model.apply_batch(st, torch.as_tensor(self.records[x].events, device=dev))
+                model.apply_batch(st, torch.as_tensor(self.events[x], device=dev))
                 rows[at:at + len(new_post)] = st.memory[torch.as_tensor(new_post, device=dev)]
                 at += len(new_post)
             self.next = hi
@@ -342,7 +343,7 @@ def _record_read_rows(model: TGN, base: State, end: int,
             total += bounds[held][2] * row_bytes
         first_held = held
         writes = {x: plan[x][:2] for j in range(first_held) for x in range(*bounds[j][:2])}
-        replayed = _Replayed(model, base, records, writes, bounds, first_held)
+        replayed = _Replayed(model, base, list(steps), writes, bounds, first_held)
         segments: list[_Segment] = []
         seg_of = np.zeros(len(records), dtype=np.int64)
         for j, (lo, hi, count) in enumerate(bounds):

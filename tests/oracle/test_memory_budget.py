@@ -4,6 +4,8 @@ kept within the budget, and the same explanations whatever the budget and the or
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -337,3 +339,15 @@ def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
     for limit in (20_000, 0):
         for got in logits[limit]:
             assert torch.equal(got, logits[None][0])  # the same values, bit for bit
+    # no reference cycle: a plan's rows go when its trajectory goes, without the collector
+    gc.collect()
+    gc.disable()
+    try:
+        with eval_mode(model):
+            traj = record_shared_trajectory(model, base, end, removable=removable, max_bytes=0)
+            cone_replay(model, traj, sets)
+        segment = weakref.ref(traj.batches[-1].mem_post.segment)
+        del traj
+        assert segment() is None
+    finally:
+        gc.enable()
