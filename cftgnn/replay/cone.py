@@ -263,7 +263,7 @@ class Trajectory:
         batches: One record per batch of ``[start, end)``.
         final: The unperturbed state at ``end``.
         final_input: Its node input (memory with pending messages applied), ``[N, d]``.
-        removed: Events removed in the recording (``bool [E]``: the base state's removals
+        removed_mask: Events removed in the recording (``bool [E]``: the base state's removals
             and the recording's own, e.g. the approximate oracle's history), or None.
         deps: Dependency sets over the removable events, made by :meth:`dependencies_for`.
     """
@@ -273,7 +273,7 @@ class Trajectory:
     batches: list[BatchRecord]
     final: State
     final_input: Tensor
-    removed: npt.NDArray[np.bool_] | None = None
+    removed_mask: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
 
     def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
@@ -282,28 +282,29 @@ class Trajectory:
         prediction of the event at :attr:`end` can read under removals from that universe."""
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
-            self.deps = trajectory_dependencies(model, self.batches, self.end, self.removed,
+            self.deps = trajectory_dependencies(model, self.batches, self.end, self.removed_mask,
                                                 universe)
         return self.deps
 
 
 def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
-                            removed: npt.NDArray[np.bool_] | None,
+                            removed_mask: npt.NDArray[np.bool_] | None,
                             universe: npt.NDArray[np.int64]) -> Dependencies:
     """The dependency sets over ``universe`` of a recording of ``batches`` up to ``end``
-    (the events ``removed`` in it), restricted to the states the prediction of the event at
-    ``end`` can read (:func:`needed_until`). Reads only the records' events and nodes, so a
-    recording can compute it before its memory rows (:mod:`cftgnn.replay.record`)."""
+    (the events ``removed_mask`` masks in it), restricted to the states the prediction of
+    the event at ``end`` can read (:func:`needed_until`). Reads only the records' events and
+    nodes, so a recording can compute it before its memory rows
+    (:mod:`cftgnn.replay.record`)."""
     stream, index = model.stream, model.index
     link = np.array([stream.src[end], stream.dst[end]], dtype=np.int64)
     final = reachable_nodes(index, link, np.full(2, end), model.num_neighbors,
-                            model.embedding.num_layers, universe, removed)
+                            model.embedding.num_layers, universe, removed_mask)
     need = needed_until(batches, final, model.num_nodes, stream.src, stream.dst, universe)
     return dependencies(batches, universe, model.num_nodes, stream.src, stream.dst, need)
 
 
 def record_trajectory(model: TGN, base: State, end: int,
-                      removed: npt.NDArray[np.bool_] | None = None,
+                      removed_mask: npt.NDArray[np.bool_] | None = None,
                       removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
     """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
 
@@ -318,7 +319,7 @@ def record_trajectory(model: TGN, base: State, end: int,
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
-        steps = begin_recording(model, base, end, removed)
+        steps = begin_recording(model, base, end, removed_mask)
         st = model.state
         dev = st.memory.device
         for events in steps:
@@ -333,16 +334,16 @@ def record_trajectory(model: TGN, base: State, end: int,
 
 
 def begin_recording(model: TGN, base: State, end: int,
-                    removed: npt.NDArray[np.bool_] | None = None
+                    removed_mask: npt.NDArray[np.bool_] | None = None
                     ) -> list[npt.NDArray[np.int64]]:
-    """Restore ``base`` (with ``removed`` masked in ``[base.position, end)``) and return the
+    """Restore ``base`` (with ``removed_mask`` masked in ``[base.position, end)``) and return the
     history batches a recording applies one by one (:meth:`TemporalModel.history_steps`)."""
     model.restore(base)
     st = model.state
     lo = base.position
-    if removed is not None:
-        st.removed[lo:end] = torch.from_numpy(removed[lo:end].copy())
-    return model.history_steps(lo, end, removed, model.is_idle(st))
+    if removed_mask is not None:
+        st.removed[lo:end] = torch.from_numpy(removed_mask[lo:end].copy())
+    return model.history_steps(lo, end, removed_mask, model.is_idle(st))
 
 
 def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],

@@ -35,17 +35,17 @@ class DyGFormerPlan:
         model: The DyGFormer.
         end: The explained event's id (its stream position: the oracle's model is attached
             with event ids = positions).
-        removed: Events removed for every set (the base state's and the plan's own),
+        removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
     """
 
     model: DyGFormer
     end: int
-    removed: BoolArray
+    removed_mask: BoolArray
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one pass over the distinct pairs of windows, ``float32 [P]``."""
-        model, position, shared = self.model, self.end, self.removed
+        model, position, shared = self.model, self.end, self.removed_mask
         num_p, dev = sets.num_sets, model.device
         if num_p == 0:
             return torch.zeros(0, device=dev)
@@ -88,12 +88,12 @@ class DyGFormerReplay:
     def __init__(self, model: DyGFormer) -> None:
         self.model = model
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> DyGFormerPlan:
         """Keep the removals (``removable`` is not needed)."""
         state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed is None
-               else removed.copy())
+        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
+               else removed_mask.copy())
         return DyGFormerPlan(self.model, int(end), state.removed.numpy() | own)
 
 

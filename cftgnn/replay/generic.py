@@ -35,14 +35,14 @@ class GenericPlan:
         base: The model's snapshot at ``start`` (restored, never modified).
         start: A batch boundary (original id) where ``base`` stands.
         end: The explained event's id; history is ``[start, end)``.
-        removed: Events removed for every set (the approximate history's), ``bool [E]``.
+        removed_mask: Events removed for every set (the approximate history's), ``bool [E]``.
     """
 
     model: ReplayableModel
     base: Any
     start: int
     end: int
-    removed: BoolArray
+    removed_mask: BoolArray
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """Restore, advance ``[start, end)`` with the set masked, predict; for each set.
@@ -56,7 +56,7 @@ class GenericPlan:
         src, dst, t = stream.src[query].copy(), stream.dst[query].copy(), stream.t[query].copy()
         out = []
         for row in sets.table:
-            mask = self.removed.copy()
+            mask = self.removed_mask.copy()
             mask[sets.events[row]] = True
             model.restore(self.base)
             model.advance(self.start, self.end, mask)
@@ -74,11 +74,11 @@ class GenericReplay:
     def __init__(self, model: ReplayableModel) -> None:
         self.model = model
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> GenericPlan:
         """Keep the inputs (``removable`` is not needed: every set is replayed in full)."""
         num_events = self.model.stream.num_events
-        mask = np.zeros(num_events, dtype=bool) if removed is None else removed.copy()
+        mask = np.zeros(num_events, dtype=bool) if removed_mask is None else removed_mask.copy()
         return GenericPlan(self.model, base, int(start), int(end), mask)
 
 
@@ -105,10 +105,10 @@ class NativeReplay:
     def __init__(self, model: BatchedReplay) -> None:
         self.model = model
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> NativePlan:
         """The model's ``replay_plan`` (``start`` is the snapshot's own position)."""
-        return NativePlan(self.model, self.model.replay_plan(base, end, removed, removable))
+        return NativePlan(self.model, self.model.replay_plan(base, end, removed_mask, removable))
 
 
 __all__ = ["GenericPlan", "GenericReplay", "NativePlan", "NativeReplay"]

@@ -34,19 +34,19 @@ class GraphMixerPlan:
     Attributes:
         model: The GraphMixer.
         end: The explained event's id.
-        removed: Events removed for every set (the base state's and the plan's own),
+        removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
     """
 
     model: GraphMixer
     end: int
-    removed: BoolArray
+    removed_mask: BoolArray
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one window pass, ``float32 [P]``."""
         model = self.model
         none = torch.zeros(model.num_nodes, 0, device=model.device)  # no node input
-        return batched_logits(model, sets, self.removed, self.end, NodeInputs(none, none[:0]))
+        return batched_logits(model, sets, self.removed_mask, self.end, NodeInputs(none, none[:0]))
 
 
 @register_replay(GraphMixer)
@@ -60,12 +60,12 @@ class GraphMixerReplay:
     def __init__(self, model: GraphMixer) -> None:
         self.model = model
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> GraphMixerPlan:
         """Keep the removals (``removable`` is not needed)."""
         state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed is None
-               else removed.copy())
+        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
+               else removed_mask.copy())
         return GraphMixerPlan(self.model, int(end), state.removed.numpy() | own)
 
 

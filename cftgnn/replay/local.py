@@ -31,7 +31,7 @@ class LocalPlan:
     Attributes:
         base: Unperturbed state at the start (a batch boundary).
         end: Position of the explained event.
-        removed: Events removed in the plan, ``bool [E]``: the base state's removals and the
+        removed_mask: Events removed in the plan, ``bool [E]``: the base state's removals and the
             plan's own (e.g. the approximate history's).
         nodes: Nodes touched by the kept events or pending at the base, sorted, ``[T]``.
         loc: Local index of every node in ``nodes``, ``-1`` elsewhere, ``[N]``.
@@ -44,22 +44,22 @@ class LocalPlan:
 
     base: State
     end: int
-    removed: npt.NDArray[np.bool_]
+    removed_mask: npt.NDArray[np.bool_]
     nodes: npt.NDArray[np.int64]
     loc: npt.NDArray[np.int64]
     steps: list[npt.NDArray[np.int64]]
     states: list[tuple[Tensor, Tensor, npt.NDArray[np.int64]]]
 
 
-def local_plan(model: TGN, base: State, end: int, removed: npt.NDArray[np.bool_] | None,
+def local_plan(model: TGN, base: State, end: int, removed_mask: npt.NDArray[np.bool_] | None,
                max_events: int) -> LocalPlan | None:
-    """The plan of ``[base.position, end)`` under ``removed``, or None when more than
+    """The plan of ``[base.position, end)`` under ``removed_mask``, or None when more than
     ``max_events`` events are kept (then the cone replay is the better choice)."""
     src, dst = model.stream.src, model.stream.dst
     lo = base.position
     mask = base.removed.numpy().copy()  # the base's own removals stay removed
-    if removed is not None:
-        mask[lo:end] = removed[lo:end]
+    if removed_mask is not None:
+        mask[lo:end] = removed_mask[lo:end]
     # every empty batch is kept (idle=False): on a state without pending messages it is a
     # no-op, and a replay starts at the first step a removal set touches anyway
     steps = model.history_steps(lo, end, mask, idle=False)

@@ -35,7 +35,7 @@ class ReplayPlan(Protocol):
 class ModelReplay(Protocol):
     """Makes an explained event's :class:`ReplayPlan` (one replay per model)."""
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> ReplayPlan:
         """The plan of the masked replays of ``[start, end)`` from the snapshot ``base``.
 
@@ -43,7 +43,7 @@ class ModelReplay(Protocol):
             base: The unperturbed snapshot at the batch boundary ``start``.
             start: Where ``base`` stands.
             end: The explained event's id.
-            removed: Events removed for every set (the approximate history's), ``bool [E]``.
+            removed_mask: Events removed for every set (the approximate history's), ``bool [E]``.
             removable: The events later sets may remove (the candidates), so that the plan
                 can prepare for them; sets removing other events stay correct, only slower.
         """
@@ -80,7 +80,7 @@ class BatchedReplay(Protocol):
     equal the generic path's (:class:`cftgnn.replay.generic.GenericReplay`).
     """
 
-    def replay_plan(self, base: Any, end: int, removed: BoolArray | None = None,
+    def replay_plan(self, base: Any, end: int, removed_mask: BoolArray | None = None,
                     removable: IntArray | None = None) -> Any:
         """Work shared by every masked replay of ``[base.position, end)``."""
 

@@ -95,7 +95,7 @@ def _applied_rows(model: TGN, base: State, steps: list[npt.NDArray[np.int64]]) -
 
 
 def record_shared_trajectory(model: TGN, base: State, end: int,
-                             removed: npt.NDArray[np.bool_] | None = None,
+                             removed_mask: npt.NDArray[np.bool_] | None = None,
                              removable: npt.NDArray[np.int64] | None = None,
                              max_bytes: int | None = None) -> Trajectory:
     """:func:`cftgnn.replay.cone.record_trajectory` with every recorded row stored once.
@@ -110,12 +110,12 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
     the recorded state at ``end``.
     """
     if removable is not None and len(removable):
-        return _record_read_rows(model, base, end, removed,
+        return _record_read_rows(model, base, end, removed_mask,
                                  np.unique(np.asarray(removable, dtype=np.int64)), max_bytes)
     src, dst = model.stream.src, model.stream.dst
     records: list[BatchRecord] = []
     with torch.no_grad():
-        steps = begin_recording(model, base, end, removed)
+        steps = begin_recording(model, base, end, removed_mask)
         st = model.state
         dev = st.memory.device
         num_nodes = st.memory.shape[0]
@@ -284,7 +284,7 @@ class _Replayed:
 
 
 def _record_read_rows(model: TGN, base: State, end: int,
-                      removed: npt.NDArray[np.bool_] | None,
+                      removed_mask: npt.NDArray[np.bool_] | None,
                       universe: npt.NDArray[np.int64],
                       max_bytes: int | None = None) -> PrunedTrajectory:
     """:func:`record_shared_trajectory` keeping only the rows the cone replay can read under
@@ -297,7 +297,7 @@ def _record_read_rows(model: TGN, base: State, end: int,
     seg_rows = (None if max_bytes is None
                 else max(1, max(_MIN_SEGMENT_BYTES, max_bytes // 8) // row_bytes))
     with torch.no_grad():
-        steps = begin_recording(model, base, end, removed)
+        steps = begin_recording(model, base, end, removed_mask)
         st = model.state
         dev = st.memory.device
         pending = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
@@ -378,7 +378,7 @@ def _record_read_rows(model: TGN, base: State, end: int,
         traj = finish_recording(model, base, end, records, universe, deps)
 
     def rerecord(wider: npt.NDArray[np.int64]) -> Trajectory:
-        return _record_read_rows(model, base, end, removed, wider, max_bytes)
+        return _record_read_rows(model, base, end, removed_mask, wider, max_bytes)
 
     return PrunedTrajectory(**{f.name: getattr(traj, f.name) for f in fields(traj)},
                             rerecord=rerecord)

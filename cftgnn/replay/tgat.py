@@ -29,19 +29,19 @@ class TGATPlan:
     Attributes:
         model: The TGAT.
         end: The explained event's id.
-        removed: Events removed for every set (the base state's and the plan's own),
+        removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
     """
 
     model: TGAT
     end: int
-    removed: BoolArray
+    removed_mask: BoolArray
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one embedding pass, ``float32 [P]``."""
         model = self.model
         zeros = torch.zeros(1, model.node_dim, device=model.device).expand(model.num_nodes, -1)
-        return batched_logits(model, sets, self.removed, self.end,
+        return batched_logits(model, sets, self.removed_mask, self.end,
                               NodeInputs(zeros, zeros[:0]))
 
 
@@ -56,12 +56,12 @@ class TGATReplay:
     def __init__(self, model: TGAT) -> None:
         self.model = model
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> TGATPlan:
         """Keep the removals (``removable`` is not needed)."""
         state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed is None
-               else removed.copy())
+        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
+               else removed_mask.copy())
         return TGATPlan(self.model, int(end), state.removed.numpy() | own)
 
 

@@ -133,7 +133,7 @@ class TGNPlan:
         model, traj, opts = self.model, self.trajectory, self.options
         if self.local is not None and sets.num_sets <= opts.local_max_sets:
             inputs = local_replay(model, self.local, sets)
-            shared: BoolArray | None = self.local.removed
+            shared: BoolArray | None = self.local.removed_mask
         else:
             budget = (None if opts.memory_budget_gb is None
                       else int(opts.memory_budget_gb * 2**30) // 2)
@@ -142,7 +142,7 @@ class TGNPlan:
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)
-            shared = traj.removed
+            shared = traj.removed_mask
         return batched_logits(model, sets, shared, traj.end, inputs)
 
 
@@ -173,18 +173,18 @@ class TGNReplay:
         self.record_bytes = (None if memory_budget_gb is None
                              else int(float(memory_budget_gb) * 2**30) // 4)
 
-    def plan(self, base: Any, start: int, end: int, removed: BoolArray | None = None,
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> TGNPlan:
-        """Record ``[start, end)`` under ``removed`` with the dependency sets of the
+        """Record ``[start, end)`` under ``removed_mask`` with the dependency sets of the
         ``removable`` events; a short masked history is prepared for the local replay too."""
         state: State = base
         model = self.model
         local = None
-        if removed is not None:
-            local = local_plan(model, state, end, removed, self.options.local_max_events)
+        if removed_mask is not None:
+            local = local_plan(model, state, end, removed_mask, self.options.local_max_events)
         # batches of more sets than local_max_sets go through the cone replay of the same
         # history: record it now, as per-event setup, rather than in the first such call
-        history = removed if local is None else local.removed
+        history = removed_mask if local is None else local.removed_mask
         trajectory = record_shared_trajectory(model, state, end, history, removable,
                                               self.record_bytes)
         return TGNPlan(model, trajectory, local, self.options)

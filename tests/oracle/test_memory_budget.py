@@ -283,8 +283,8 @@ def test_recording_keeps_only_the_rows_the_cone_replay_reads():
               for size in (1, 1, 2, 3, 5, 12)] + [frozenset({outside, int(removable[0])})]
     sets = RemovalSets.from_sets(chosen)
     with eval_mode(model):
-        logits = [batched_logits(model, sets, traj.removed, end, cone_replay(model, traj, sets))
-                  for traj in (full, kept)]
+        logits = [batched_logits(model, sets, traj.removed_mask, end,
+                                 cone_replay(model, traj, sets)) for traj in (full, kept)]
     assert torch.equal(logits[0], logits[1])
     assert kept.deps is not None and outside in kept.deps.universe
     for p, removed in enumerate(chosen):
@@ -335,7 +335,7 @@ def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
                 assert any(s.held is None for s in segments)
             for _ in range(2):  # twice: the second call computes the dropped rows again
                 logits.setdefault(limit, []).append(batched_logits(
-                    model, sets, traj.removed, end, cone_replay(model, traj, sets)))
+                    model, sets, traj.removed_mask, end, cone_replay(model, traj, sets)))
     for limit in (20_000, 0):
         for got in logits[limit]:
             assert torch.equal(got, logits[None][0])  # the same values, bit for bit
