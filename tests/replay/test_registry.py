@@ -64,11 +64,11 @@ def test_a_class_has_one_replay():
 
 def test_a_model_with_its_own_batched_replay_is_called_that_way():
     class Batched:
-        def replay_plan(self, base: Any, end: int, removed: Any = None,
+        def replay_plan(self, base: Any, end: int, removed_mask: Any = None,
                         removable: Any = None) -> Any:
             return ("plan", end)
 
-        def masked_logits(self, plan: Any, removed: RemovalSets) -> Tensor:
+        def masked_logits(self, plan: Any, sets: RemovalSets) -> Tensor:
             raise AssertionError("not called here")
 
     class Plain:
@@ -90,10 +90,10 @@ def test_the_engine_uses_the_registered_replay_and_the_declared_capabilities():
 
     @register_replay(Counted)
     class CountedReplay(GenericReplay):
-        def plan(self, base: Any, start: int, end: int, removed: Any = None,
+        def plan(self, base: Any, start: int, end: int, removed_mask: Any = None,
                  removable: Any = None) -> Any:
             calls.append(end)
-            return super().plan(base, start, end, removed, removable)
+            return super().plan(base, start, end, removed_mask, removable)
 
     model = Counted(12, 2, memory_dim=4, num_layers=2, **SMALL)
     engine = ReplayEngine(model, stream)
