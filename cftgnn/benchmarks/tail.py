@@ -86,11 +86,11 @@ def _percentile(values: pd.Series, q: float) -> float:
 
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
                    max_size: int, m_max: int = 64, k: int | None = None,
-                   compare_top: int = 2, progress: bool = True, prune: bool = True,
+                   compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
                    memory_budget_gb: float | None = 1.0) -> dict[str, Any]:
     """Exhaustive search on every event of ``events`` (see the module docstring), with
-    perturbation pruning (``prune``) and the replay engine's ``memory_budget_gb`` (which
-    bounds each pass of TGN's cone replay too).
+    perturbation pruning (``prune_perturbations``) and the replay engine's
+    ``memory_budget_gb`` (which bounds each pass of TGN's cone replay too).
 
     Times of the side-by-side rows are the searches' own (the plan's setup apart).
 
@@ -101,7 +101,7 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     """
     engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
     if isinstance(engine.replay, TGNReplay):
-        engine.replay.options.prune = prune
+        engine.replay.options.prune_perturbations = prune_perturbations
     rows = [search_event(engine, i, max_size, k, m_max)
             for i in tqdm(sorted(events), desc="tail events", disable=not progress)]
     table = pd.DataFrame(rows)
@@ -112,7 +112,7 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "median_s": _percentile(ok["seconds"], 50) if len(ok) else float("nan"),
         "p90_s": _percentile(ok["seconds"], 90) if len(ok) else float("nan"),
         "max_s": float(ok["seconds"].max()) if len(ok) else float("nan"),
-        "prune": prune, "memory_budget_gb": memory_budget_gb,
+        "prune_perturbations": prune_perturbations, "memory_budget_gb": memory_budget_gb,
         "peak_rss_mib": _peak_rss_mib(),
     }
     if len(ok) and "cone_sets" in ok and ok["cone_sets"].sum() > 0:
@@ -124,10 +124,10 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     if compare_top > 0 and isinstance(replay, TGNReplay):
         for event_id in ranked["event_id"].head(compare_top).tolist():
             runs = {}
-            for prune in (False, True):
-                replay.options.prune = prune
-                runs[prune] = search_event(engine, int(event_id), max_size, k, m_max)
-            replay.options.prune = prune
+            for pruning in (False, True):
+                replay.options.prune_perturbations = pruning
+                runs[pruning] = search_event(engine, int(event_id), max_size, k, m_max)
+            replay.options.prune_perturbations = prune_perturbations
             off, on = runs[False], runs[True]
             same = all(off[key] == on[key] for key in
                        ("found", "explanation", "certified_minimal", "min_size_lower_bound"))
@@ -198,7 +198,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                        cfg.sample.max_abs_logit, int(cfg.seed), explicit)
     res = benchmark_tail(model, stream, plan["event_id"].tolist(), max_size=max_size,
                          m_max=int(cfg.m_max), k=cfg.k, compare_top=int(cfg.compare_top),
-                         progress=bool(cfg.progress), prune=bool(cfg.prune),
+                         progress=bool(cfg.progress),
+                         prune_perturbations=bool(cfg.prune_perturbations),
                          memory_budget_gb=cfg.memory_budget_gb)
     res["weights"] = source
     print(format_tail(res))

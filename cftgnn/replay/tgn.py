@@ -55,8 +55,9 @@ class TGNReplayOptions:
             few thousand sets larger passes share little more and run slower (all 43,744 sets
             of up to three of 64 candidates of a Wikipedia event: 4.4 s in passes of 4096,
             10.3 s in one pass).
-        prune: Perturbation pruning in the causal-cone replay (exact, on by default): a
-            perturbed row whose state after a batch equals the recorded one bit for bit is
+        prune_perturbations: Perturbation pruning in the causal-cone replay (exact, on by
+            default; not the answer pruning of the explainers' ``prune``): a perturbed row
+            whose state after a batch equals the recorded one bit for bit is
             retired, so a removal whose effect has died out stops costing anything
             (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
         stats: Counters of the cone replay's work (rows updated, retired, sets settled),
@@ -77,7 +78,7 @@ class TGNReplayOptions:
     local_max_events: int = 512
     local_max_sets: int = 1
     max_sets_per_pass: int = 4096
-    prune: bool = True
+    prune_perturbations: bool = True
     stats: ConeStats | None = None
     memory_budget_gb: float | None = 1.0  # the engine's default
 
@@ -138,7 +139,8 @@ class TGNPlan:
             budget = (None if opts.memory_budget_gb is None
                       else int(opts.memory_budget_gb * 2**30) // 2)
             try:
-                inputs = cone_replay(model, traj, sets, opts.prune, opts.stats, budget)
+                inputs = cone_replay(model, traj, sets, opts.prune_perturbations, opts.stats,
+                                     budget)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)

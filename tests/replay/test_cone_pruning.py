@@ -36,7 +36,7 @@ def replays(model: TGN, stream: EventStream, event: int, m_max: int = 16
     for prune in (True, False):
         engine = ReplayEngine(model, stream)
         assert isinstance(engine.replay, TGNReplay)
-        engine.replay.options = TGNReplayOptions(local_max_events=0, prune=prune,
+        engine.replay.options = TGNReplayOptions(local_max_events=0, prune_perturbations=prune,
                                                   stats=stats if prune else None)
         out.append(EventReplay(engine, event, m_max=m_max))
     return out[0], out[1], stats
@@ -176,7 +176,7 @@ def test_pruning_is_exact_on_a_real_data_prefix(real_data_dir, tmp_path):
         out = []
         for prune in (True, False):
             engine = ReplayEngine.from_checkpoint(ckpt, stream)
-            engine.replay.options = TGNReplayOptions(prune=prune,
+            engine.replay.options = TGNReplayOptions(prune_perturbations=prune,
                                                       stats=stats if prune else None)
             out.append(EventReplay(engine, i))
         pruned, full = out
