@@ -11,7 +11,6 @@ GraphMixer's replay), and the model runs once per distinct pair of windows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -22,8 +21,8 @@ from cftgnn.data.stream import IntArray
 from cftgnn.models.dygformer import DyGFormer
 from cftgnn.models.neighbors import recent_kept_neighbors_where
 from cftgnn.models.protocol import BoolArray
-from cftgnn.models.state import State
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.plans import MemorylessReplay
 from cftgnn.replay.registry import register_replay
 
 
@@ -78,23 +77,10 @@ class DyGFormerPlan:
 
 
 @register_replay(DyGFormer)
-class DyGFormerReplay:
-    """The replay of a DyGFormer (registered: :func:`cftgnn.replay.registry.replay_for`).
+class DyGFormerReplay(MemorylessReplay):
+    """The replay of a DyGFormer (registered: :func:`cftgnn.replay.registry.replay_for`)."""
 
-    Args:
-        model: The DyGFormer, attached to the explained stream.
-    """
-
-    def __init__(self, model: DyGFormer) -> None:
-        self.model = model
-
-    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
-             removable: IntArray | None = None) -> DyGFormerPlan:
-        """Keep the removals (``removable`` is not needed)."""
-        state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
-               else removed_mask.copy())
-        return DyGFormerPlan(self.model, int(end), state.removed.numpy() | own)
+    make_plan = DyGFormerPlan
 
 
 __all__ = ["DyGFormerPlan", "DyGFormerReplay"]

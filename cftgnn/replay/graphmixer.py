@@ -12,18 +12,15 @@ its window), with GraphMixer's link encoder in place of the attention
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from cftgnn.data.stream import IntArray
 from cftgnn.models.graphmixer import GraphMixer
 from cftgnn.models.protocol import BoolArray
-from cftgnn.models.state import State
 from cftgnn.replay.batched import NodeInputs, batched_logits
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.plans import MemorylessReplay
 from cftgnn.replay.registry import register_replay
 
 
@@ -50,23 +47,10 @@ class GraphMixerPlan:
 
 
 @register_replay(GraphMixer)
-class GraphMixerReplay:
-    """The replay of a GraphMixer (registered: :func:`cftgnn.replay.registry.replay_for`).
+class GraphMixerReplay(MemorylessReplay):
+    """The replay of a GraphMixer (registered: :func:`cftgnn.replay.registry.replay_for`)."""
 
-    Args:
-        model: The GraphMixer, attached to the explained stream.
-    """
-
-    def __init__(self, model: GraphMixer) -> None:
-        self.model = model
-
-    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
-             removable: IntArray | None = None) -> GraphMixerPlan:
-        """Keep the removals (``removable`` is not needed)."""
-        state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
-               else removed_mask.copy())
-        return GraphMixerPlan(self.model, int(end), state.removed.numpy() | own)
+    make_plan = GraphMixerPlan
 
 
 __all__ = ["GraphMixerPlan", "GraphMixerReplay"]

@@ -14,12 +14,14 @@ Which replay a model gets is :func:`cftgnn.replay.registry.replay_for`'s answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor
 
 from cftgnn.data.stream import IntArray
-from cftgnn.models.protocol import BoolArray
+from cftgnn.models.protocol import BoolArray, ReplayableModel
+from cftgnn.models.state import State
 from cftgnn.replay.masks import RemovalSets
 
 
@@ -88,4 +90,32 @@ class BatchedReplay(Protocol):
         """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 
-__all__ = ["BatchedReplay", "BudgetedReplay", "ModelReplay", "RecordedPlan", "ReplayPlan"]
+class MemorylessReplay:
+    """The replay of a model without memory (TGAT, GraphMixer, DyGFormer): nothing to replay,
+    so the plan is the explained event and the removals every set shares; a subclass names
+    its plan class (``make_plan``), which evaluates the sets from the masked neighbour
+    windows.
+
+    Args:
+        model: The model, attached to the explained stream.
+    """
+
+    #: The plan class: called with the model, the explained event's id and the shared
+    #: removal mask (the base state's and the plan's own), ``bool [E]``.
+    make_plan: Callable[[Any, int, BoolArray], ReplayPlan]
+
+    def __init__(self, model: ReplayableModel) -> None:
+        self.model = model
+
+    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
+             removable: IntArray | None = None) -> ReplayPlan:
+        """Keep the removals (``removable`` is not needed)."""
+        state: State = base
+        shared = state.removed.numpy().copy()
+        if removed_mask is not None:
+            shared |= removed_mask
+        return type(self).make_plan(self.model, int(end), shared)
+
+
+__all__ = ["BatchedReplay", "BudgetedReplay", "MemorylessReplay", "ModelReplay", "RecordedPlan",
+           "ReplayPlan"]

@@ -7,18 +7,15 @@ one embedding pass (:func:`cftgnn.replay.batched.batched_logits`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from cftgnn.data.stream import IntArray
 from cftgnn.models.protocol import BoolArray
-from cftgnn.models.state import State
 from cftgnn.models.tgat import TGAT
 from cftgnn.replay.batched import NodeInputs, batched_logits
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.plans import MemorylessReplay
 from cftgnn.replay.registry import register_replay
 
 
@@ -46,23 +43,10 @@ class TGATPlan:
 
 
 @register_replay(TGAT)
-class TGATReplay:
-    """The replay of a TGAT (registered: :func:`cftgnn.replay.registry.replay_for`).
+class TGATReplay(MemorylessReplay):
+    """The replay of a TGAT (registered: :func:`cftgnn.replay.registry.replay_for`)."""
 
-    Args:
-        model: The TGAT, attached to the explained stream.
-    """
-
-    def __init__(self, model: TGAT) -> None:
-        self.model = model
-
-    def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
-             removable: IntArray | None = None) -> TGATPlan:
-        """Keep the removals (``removable`` is not needed)."""
-        state: State = base
-        own = (np.zeros(self.model.stream.num_events, dtype=bool) if removed_mask is None
-               else removed_mask.copy())
-        return TGATPlan(self.model, int(end), state.removed.numpy() | own)
+    make_plan = TGATPlan
 
 
 __all__ = ["TGATPlan", "TGATReplay"]
