@@ -63,3 +63,16 @@ def test_benchmark_times_every_small_set(tmp_path, capsys):
         assert any(n_sets == m + comb(m, 2) for m in range(1, 65))
     assert ex["sets_per_s"] > 0 and ex["peak_rss_mib"] > 0
     assert "every set of size <= 2" in capsys.readouterr().out
+
+
+def test_without_naive_replays_the_exact_vs_naive_check_says_not_compared(capsys):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("benchmark_oracle", overrides=[
+            "dataset=synthetic", "dataset.num_events=400", "dataset.num_nodes=20",
+            "checkpoint=null", "n_events=2", "sets_per_event=2", "batch_size=4",
+            "min_event=200", "naive_per_event=0", "same_sets_singles=false",
+            "sibling_batches=false", "population_batches=false", "progress=false"])
+    res = run(cfg)
+    assert np.isnan(res["max_abs_exact_vs_naive"])  # nothing compared: not a measured 0
+    text = capsys.readouterr().out
+    assert "exact vs naive not compared" in text and "max |exact - naive|" not in text
