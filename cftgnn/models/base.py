@@ -485,3 +485,16 @@ class TemporalModel(nn.Module, ABC):
     def encode_time(self, dt: Tensor) -> Tensor:
         """The attention's time encoding of time gaps ``dt`` (``float [M]``), ``[M, T]``."""
         return self.embedding.time_enc(dt.to(torch.float32))
+
+
+class MemorylessModel(TemporalModel):
+    """A model without memory (TGAT, GraphMixer, DyGFormer): its state is the history position
+    and the removal mask, and every embedding reads its windows from the index at prediction
+    time, so applying a batch changes nothing and every state is idle. Their replay is
+    :class:`cftgnn.replay.plans.MemorylessReplay`."""
+
+    def is_idle(self, state: State) -> bool:
+        return True
+
+    def apply_batch(self, state: State, events: Tensor) -> None:
+        """Nothing to update: history is read from the index at prediction time."""

@@ -39,7 +39,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from cftgnn.models.base import TemporalModel
+from cftgnn.models.base import MemorylessModel
 from cftgnn.models.layers import (
     AttentionLog,
     LinkDecoder,
@@ -229,7 +229,7 @@ class PairEncoder(nn.Module):
                                   "cftgnn.replay.dygformer")
 
 
-class DyGFormer(TemporalModel):
+class DyGFormer(MemorylessModel):
     """DyGFormer link predictor (no memory; see the module docstring).
 
     Args:
@@ -271,12 +271,6 @@ class DyGFormer(TemporalModel):
         enc = self.embedding
         assert isinstance(enc, PairEncoder)
         return enc
-
-    def is_idle(self, state: State) -> bool:
-        return True
-
-    def apply_batch(self, state: State, events: Tensor) -> None:
-        """DyGFormer keeps no memory: sequences are read from the index at prediction time."""
 
     def node_input(self, state: State) -> Tensor:
         """No node input: ``[N, 0]``."""

@@ -34,7 +34,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from cftgnn.models.base import TemporalModel
+from cftgnn.models.base import MemorylessModel
 from cftgnn.models.layers import (
     AttentionLog,
     LinkDecoder,
@@ -232,7 +232,7 @@ class MixerLinkEncoder(nn.Module):
         return self.windows(num_targets, target, column, dt, feat)
 
 
-class GraphMixer(TemporalModel):
+class GraphMixer(MemorylessModel):
     """GraphMixer link predictor (no memory; see the module docstring).
 
     Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) scales the raw
@@ -272,12 +272,6 @@ class GraphMixer(TemporalModel):
                                           num_neighbors, num_mixer_layers, token_expansion,
                                           channel_expansion, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
-
-    def is_idle(self, state: State) -> bool:
-        return True
-
-    def apply_batch(self, state: State, events: Tensor) -> None:
-        """GraphMixer keeps no memory: windows are read from the index at prediction time."""
 
     def node_input(self, state: State) -> Tensor:
         """No node input: ``[N, 0]``."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from cftgnn.models.base import TemporalModel
+from cftgnn.models.base import MemorylessModel
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding
 from cftgnn.models.state import State
 
 
-class TGAT(TemporalModel):
+class TGAT(MemorylessModel):
     """Temporal Graph Attention network.
 
     Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) weights every
@@ -52,12 +52,6 @@ class TGAT(TemporalModel):
         self.embedding = TemporalAttentionEmbedding(node_dim, edge_dim, time_dim, embedding_dim,
                                                     num_layers, num_heads, dropout)
         self.decoder = LinkDecoder(embedding_dim, embedding_dim)
-
-    def is_idle(self, state: State) -> bool:
-        return True
-
-    def apply_batch(self, state: State, events: Tensor) -> None:
-        """TGAT keeps no memory: history is read from the index at prediction time."""
 
     def node_input(self, state: State) -> Tensor:
         return torch.zeros(self.num_nodes, self.node_dim, device=self.device)
