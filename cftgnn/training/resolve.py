@@ -185,4 +185,4 @@ def resolve_model(
         model_cfg, num_nodes=stream.num_nodes, edge_dim=stream.feat_dim
     )
     why = "checkpoint=null" if path is None else f"no checkpoint at {path}"
-    return model.to(dev), f"{FRESH}, seed {seed} ({why})"
+    return model.to(dev).eval(), f"{FRESH}, seed {seed} ({why})"  # as a loaded one

@@ -15,6 +15,7 @@ from cftgnn.oracle import OracleMode
 from cftgnn.oracle.engine import ReplayEngine, naive_logit
 from cftgnn.replay.dygformer import DyGFormerReplay
 from cftgnn.replay.graphmixer import GraphMixerReplay
+from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.registry import replay_for
 
 ATOL = 1e-5
@@ -156,3 +157,46 @@ def test_soft_removal_and_pooling_weights(name: str) -> None:
                   for v in (src[0], dst[0]))  # the two queries' non-empty windows
     assert float(mass.sum()) == pytest.approx(windows, abs=1e-9)
     assert bool((mass > 0).all())
+
+
+def test_dygformer_skips_the_pass_of_a_set_that_leaves_both_windows_unchanged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = make_synthetic_stream(12, 400, seed=2, feat_dim=2, p_tie=0.1)
+    model = small_former(stream, num_neighbors=3)
+    engine = ReplayEngine(model, stream)
+    i = 390
+    oracle = engine.oracle(i, m_max=40, mode=OracleMode.EXACT)
+    u, v = int(stream.src[i]), int(stream.dst[i])
+    windows = {int(e) for n in (u, v)
+               for e in engine.index.recent_neighbors(np.array([n]), np.array([i]),
+                                                      model.num_neighbors)[1][0]}
+    outside = [int(e) for e in oracle.candidates.ids if int(e) not in windows]
+    inside = [int(e) for e in oracle.candidates.ids if int(e) in windows]
+    assert outside and inside
+    passes = []
+    real = DyGFormer.logits_of_windows
+
+    def counted(self, src, *rest):  # type: ignore[no-untyped-def]
+        passes.append(len(src))
+        return real(self, src, *rest)
+
+    monkeypatch.setattr(DyGFormer, "logits_of_windows", counted)
+    sets = [frozenset(outside[:1]), frozenset(outside), frozenset(inside[:1])]
+    got = engine.oracle(i, m_max=40, mode=OracleMode.EXACT).batch(sets)
+    refs = [naive_logit(model, stream, i, sorted(s)) for s in sets]
+    np.testing.assert_allclose(got, refs, atol=ATOL)
+    assert got[0] == got[1] == pytest.approx(oracle.original_logit, abs=ATOL)
+    # one pass for the set that changes a window, at most one for the unperturbed pair
+    assert sum(passes) <= 2
+    # on the plan itself: the unperturbed pair is computed with the first set that needs a
+    # pass, and a set that changes nothing then costs none
+    model.attach(stream, index=engine.index)
+    plan = DyGFormerReplay(model).plan(model.snapshot(), 0, i)
+    passes.clear()
+    with torch.no_grad():
+        first = plan.logits(RemovalSets.from_sets([inside[:1], outside[:1]]))
+        assert passes == [2]
+        again = plan.logits(RemovalSets.from_sets([outside]))
+    assert passes == [2]
+    assert float(again[0]) == float(first[1])
+    np.testing.assert_allclose(first.numpy(), refs[2:3] + refs[:1], atol=ATOL)
