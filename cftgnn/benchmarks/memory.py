@@ -64,6 +64,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
           file=sys.stderr, flush=True)
     engine = ReplayEngine(model, stream, index, memory_budget_gb=job["budget"])
     times, records = [], []
+    engine.expect(plan["event_id"].tolist(), job["k"], int(job["m_max"]))  # as explain.py does
     for event_id in plan["event_id"].tolist():
         t0 = time.perf_counter()
         oracle = engine.oracle(int(event_id), job["k"], int(job["m_max"]), job["mode"])

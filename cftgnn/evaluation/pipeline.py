@@ -407,6 +407,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
                disable=not cfg.progress, dynamic_ncols=True)
+    # the base states of the events to explain are kept as the cursor passes them
+    engine.expect(todo["event_id"].tolist(), cfg.k, int(cfg.m_max), history)
     rows = zip(todo["event_id"].tolist(), todo["group"].tolist(),
                todo["screen_logit"].tolist(), strict=True)
     for n, (event_id, group, screen_logit) in enumerate(rows, start=1):
@@ -444,6 +446,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             record.update(robust.columns(oracle, result, cfg, constraints))
             record["time_s"] += record["robustness_time_s"] or 0.0
         store.write(record)
+        del oracle, explainer  # its plans go before the next event's are recorded (budget)
         flips += bool(result.is_counterfactual)
         bar.set_postfix(success=f"{flips / n:.2f}", size=result.size, refresh=False)
         bar.update()

@@ -188,20 +188,40 @@ class ReplayEngine:
                 pos = self._cursor_at
                 model.restore(self._cursor)
             step = store.spacing
-            while pos < boundary:
+            while pos < boundary:  # stopping at the spacing's and the announced positions
                 nxt = min(boundary, (pos // step + 1) * step)
+                wanted = store.next_wanted(pos)
+                if wanted is not None:
+                    nxt = min(nxt, wanted)
                 model.advance(pos, nxt)
                 self.counters.setup_events += nxt - pos
                 pos = nxt
-                if pos % step == 0 and pos < boundary:
+                if pos < boundary and (pos % step == 0 or store.wanted(pos)):
                     store.offer(pos, model.snapshot)
             kept = store.get(pos)
             self._cursor = kept if kept is not None else model.snapshot()
             self._cursor_at = pos
-            if kept is None and pos % step == 0:
+            if kept is None and (pos % step == 0 or store.wanted(pos)):
                 store.offer(pos, lambda: self._cursor)
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor
+
+    def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = 64,
+               history: History | str = History.EVENT) -> None:
+        """Announce the events about to be explained, in the order they will be (the same
+        ``k``, ``m_max`` and ``history`` as their :meth:`oracle` calls): the walk forward
+        keeps a snapshot at each one's base state, within the budget
+        (:meth:`SnapshotStore.want`). Optional; it only saves replay, never changes an
+        answer."""
+        hist = check_history(history, bool(self.model.has_memory), type(self.model).__name__)
+        k = int(self.model.num_layers) if k is None else k
+        bases = []
+        for event_id in event_ids:
+            end = history_end(int(event_id), self.batch_size, hist)
+            until = None if hist is History.EVENT else end
+            oldest = self.index.candidates(int(event_id), k, m_max, until).oldest
+            bases.append(self.boundary(end if oldest is None else oldest))
+        self.snapshots.want(bases)
 
     # ------------------------------------------------------------------ evaluation
     def oracle(
@@ -262,6 +282,7 @@ class EventReplay:
         self.eps_min = self.history_end if oldest is None else oldest
         self.start = engine.boundary(self.eps_min)
         self.base = engine.base_state(self.start)
+        engine.snapshots.used(self.start)  # one announced use of it, if any (expect)
         self._cand = self.candidates.ids
         self._reach: Reach | None = None
         start = time.perf_counter()
@@ -276,8 +297,13 @@ class EventReplay:
         own = self.event_id - self.history_end
         # history events each replay covers when no candidate is removed
         self._kept = {False: span - own, True: span - int(approx_mask[self.start :].sum())}
-        # room before recording, so that snapshots and plans do not meet past the budget
-        engine.snapshots.expect_plans(span)
+        # room before recording, so that snapshots and plans do not meet past the budget:
+        # the replay's own estimate where it has one, else one learnt from earlier plans
+        if isinstance(engine.replay, BudgetedReplay):
+            engine.snapshots.make_room(engine.replay.plan_nbytes(self.base, self.start,
+                                                                 self.event_id))
+        else:
+            engine.snapshots.expect_plans(span)
         with eval_mode(engine.model):
             self._plan: ReplayPlan = engine.replay.plan(self.base, self.start, self.event_id,
                                                         self._own, removable=self._cand)
@@ -297,13 +323,13 @@ class EventReplay:
         if self._approx_plan is None:
             engine = self.engine
             start = time.perf_counter()
-            span = self.event_id - self.start
             with eval_mode(engine.model):
                 self._approx_plan = engine.replay.plan(
                     self.base, self.start, self.event_id,
                     self._mask(frozenset(), approximate=True), removable=self._cand)
-            engine.snapshots.plans_built(span, snapshot_nbytes((self._plan,
-                                                                self._approx_plan)))
+            # accounted for, not learnt from: its history is the candidates alone, so its
+            # size says nothing about bytes per history event (expect_plans)
+            engine.snapshots.make_room(snapshot_nbytes((self._plan, self._approx_plan)))
             engine.counters.setup_s += time.perf_counter() - start
         return self._approx_plan
 

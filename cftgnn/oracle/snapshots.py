@@ -16,7 +16,12 @@ memory than the machine has, so :class:`SnapshotStore` keeps them within a budge
 * when a snapshot would exceed the budget (snapshots that grow with the history, plans, or a
   budget below the stream's even spacing), the **least useful** one is dropped first: the one whose
   removal merges the two shortest neighbouring gaps, that is, adds the least replay to the
-  worst way back. Dropping is always exact: a missing snapshot is replayed again.
+  worst way back. Dropping is always exact: a missing snapshot is replayed again;
+* when the caller says which base states it will ask for, in order
+  (:meth:`SnapshotStore.want`, :meth:`~cftgnn.oracle.engine.ReplayEngine.expect`), the walk
+  forward keeps a snapshot at each of them, and they are dropped last (the one needed
+  latest first), so that a run going back and forth in the stream replays each part of the
+  stream about once instead of once per explained event.
 
 A snapshot's size is measured by :func:`snapshot_nbytes` (the bytes of the tensors and arrays
 it holds); the built-in models' unperturbed snapshots are ``O(N·d)`` whatever the stream's
@@ -125,6 +130,8 @@ class SnapshotStore:
         self._kept: dict[int, Any] = {}
         self._size: dict[int, int] = {}
         self._plans = 0  # bytes of the current explained event's replay plans
+        self._wanted: dict[int, list[int]] = {}  # position -> the turns it is wanted at
+        self._turns = 0  # wanted positions announced so far (their order of use)
 
     @property
     def capacity(self) -> int | None:
@@ -149,6 +156,36 @@ class SnapshotStore:
         """The snapshot kept at ``position``, or None."""
         return self._kept.get(position)
 
+    def want(self, positions: list[int]) -> None:
+        """Announce base states that will be asked for, in the order they will be: each is
+        kept when the walk passes it (:meth:`wanted`) and dropped after every other kept
+        snapshot, the one needed latest first."""
+        for position in positions:
+            self._wanted.setdefault(int(position), []).append(self._turns)
+            self._turns += 1
+
+    def wanted(self, position: int) -> bool:
+        """Whether a base state at ``position`` was announced and is still to be used."""
+        return int(position) in self._wanted
+
+    def next_wanted(self, position: int) -> int | None:
+        """The first announced position after ``position``, or None."""
+        after = [p for p in self._wanted if p > position]
+        return min(after) if after else None
+
+    def used(self, position: int) -> None:
+        """One announced use of ``position`` is done (:meth:`want`); unannounced ones are
+        ignored. Announced uses of an earlier turn that never came (an event skipped) are
+        forgotten, so that they do not hold snapshots for nothing."""
+        turns = self._wanted.get(int(position))
+        if not turns:
+            return
+        turn = turns[0]
+        for p in list(self._wanted):
+            self._wanted[p] = [x for x in self._wanted[p] if x > turn]
+            if not self._wanted[p]:
+                del self._wanted[p]
+
     def latest(self, position: int) -> tuple[int, Any] | None:
         """The kept snapshot closest at or before ``position`` as ``(its position, it)``, or
         None when there is none (then replay starts from the empty state)."""
@@ -165,16 +202,17 @@ class SnapshotStore:
         return 4 * self._reserve
 
     def expect_plans(self, span: int) -> None:
-        """Make room, before they are recorded, for the plans of an explained event whose
-        history from its base state holds ``span`` events, estimated as their fixed part
-        plus the largest bytes per history event beyond it seen so far (nothing is known
-        before the first)."""
+        """Make room, before it is recorded, for the exact plan of an explained event whose
+        history from its base state holds ``span`` events, estimated as its fixed part plus
+        the largest bytes per history event beyond it seen so far in exact plans (nothing
+        is known before the first; the approximate plan, whose history is the candidates
+        alone, is accounted for when it is made, :meth:`make_room`)."""
         if self._per_event:
             self.make_room(self._plan_fixed + int(self._per_event * max(0, span)))
 
     def plans_built(self, span: int, plan_bytes: int) -> None:
-        """The plans of the explained event are recorded: account for their real size
-        (:meth:`make_room`) and learn their bytes per history event for the next ones."""
+        """The exact plan of the explained event is recorded: account for its real size
+        (:meth:`make_room`) and learn its bytes per history event for the next ones."""
         if span > 0:
             self._per_event = max(self._per_event,
                                   max(0, plan_bytes - self._plan_fixed) / span, 1e-9)
@@ -210,11 +248,14 @@ class SnapshotStore:
 
     def _least_useful(self) -> int:
         """The kept position whose removal leaves the shortest merged gap (the oldest among
-        equals): dropping it adds the least replay to any way back."""
+        equals): dropping it adds the least replay to any way back. Announced positions
+        (:meth:`want`) go last, the one needed latest first."""
         pos = self.positions()
+        free = [j for j, p in enumerate(pos) if p not in self._wanted]
+        if not free:
+            return max(pos, key=lambda p: self._wanted[p][0])
         edges = [0, *pos, self.num_events]
-        gaps = [edges[j + 2] - edges[j] for j in range(len(pos))]
-        return pos[int(np.argmin(gaps))]
+        return pos[min(free, key=lambda j: edges[j + 2] - edges[j])]
 
     def _drop(self, position: int) -> None:
         del self._kept[position], self._size[position]

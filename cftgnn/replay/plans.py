@@ -72,6 +72,11 @@ class BudgetedReplay(Protocol):
         """Keep each pass of a batched call within ``memory_budget_gb`` GiB (None: no
         bound)."""
 
+    def plan_nbytes(self, base: Any, start: int, end: int) -> int:
+        """An upper estimate of the bytes of :meth:`ModelReplay.plan` of ``[start, end)``
+        from ``base``, before it is made: the engine's snapshots make room for it first, so
+        that recording it does not take the process past the budget."""
+
 
 @runtime_checkable
 class BatchedReplay(Protocol):

@@ -19,7 +19,7 @@ from cftgnn.explain import GreedyExplainer
 from cftgnn.explain.run import explain_event
 from cftgnn.models import TGAT, TGN, TemporalModel
 from cftgnn.models.base import eval_mode
-from cftgnn.oracle.engine import ReplayEngine, naive_logit
+from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.snapshots import SnapshotStore, budget_bytes, snapshot_nbytes
 
 ATOL = 1e-5
@@ -351,3 +351,66 @@ def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
         assert segment() is None
     finally:
         gc.enable()
+
+
+def test_announced_positions_are_dropped_last_the_one_needed_latest_first():
+    store = SnapshotStore(budget=4 * 100, snapshot_size=100, num_events=1000, batch_size=10,
+                          min_batches=1)
+    blob = torch.zeros(100, dtype=torch.uint8)
+    store.want([600, 130, 770])  # in the order they will be asked for
+    assert store.wanted(130) and not store.wanted(140)
+    assert store.next_wanted(0) == 130 and store.next_wanted(130) == 600
+    assert store.next_wanted(770) is None
+    for p in (130, 340, 600, 770):  # one must go: the unannounced one, whatever its gaps
+        store.offer(p, blob.clone)
+    assert store.positions() == [130, 600, 770]
+    store.make_room(100)  # room for the plans: only announced ones left, 770 is needed last
+    assert store.positions() == [130, 600]
+    store.used(130)  # 600's turn came first and never came: it is forgotten
+    assert not store.wanted(600) and not store.wanted(130) and store.wanted(770)
+    store.used(770)
+    store.want([500, 500])
+    store.used(500)
+    assert store.wanted(500)  # announced twice: still wanted once
+    store.used(500)
+    assert not store.wanted(500)
+    store.used(123)  # unannounced: nothing to do
+    assert store.nbytes + 100 + 100 <= 400
+
+
+def test_announced_events_replay_less_and_answer_the_same(stream):
+    # TGN: a model with memory, whose base states cost replay (TGAT's cost nothing)
+    model = make_model("tgn", stream)
+    size = one_snapshot_gb(_attached(model, stream))
+    order = [300, 320, 330, 590, 599]  # in stream order, their bases back and forth
+    out, replayed = {}, {}
+    for announce in (False, True):
+        engine = ReplayEngine(model, stream, memory_budget_gb=40 * size)
+        if announce:
+            engine.expect(order, m_max=40)
+            assert len(engine.snapshots._wanted) > 0
+        rows = []
+        for i in order:
+            r = explain_event(engine, GreedyExplainer(), i, m_max=40, mode="exact")
+            rows.append(dataclasses.replace(r, wall_time_s=0.0, oracle_time_s=0.0,
+                                            setup_time_s=0.0))
+            assert engine.snapshots.nbytes + size * 2**30 <= 40 * size * 2**30
+        out[announce], replayed[announce] = rows, engine.counters.setup_events
+        assert not engine.snapshots._wanted  # every announced use was made
+    assert out[True] == out[False]
+    assert replayed[True] < replayed[False]
+
+
+@pytest.mark.parametrize("budget", [None, 1e-4])
+def test_tgn_plan_estimate_bounds_the_recorded_plan(budget):
+    # dense and sparse streams, events whose candidates lie near and far back: the room the
+    # engine makes before recording (plan_nbytes) holds the plan recorded after it
+    for num_nodes, num_events in ((25, 600), (200, 3000)):
+        s = make_synthetic_stream(num_nodes, num_events, seed=5, feat_dim=2)
+        model = make_model("tgn", s)
+        engine = ReplayEngine(model, s, memory_budget_gb=budget)
+        for event_id in (num_events // 3, num_events - 1, num_events // 2 + 7):
+            replay = EventReplay(engine, event_id, m_max=30)
+            plan = replay._plan
+            estimate = engine.replay.plan_nbytes(replay.base, replay.start, event_id)
+            assert estimate >= snapshot_nbytes(plan) > 0
