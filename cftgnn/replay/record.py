@@ -31,6 +31,7 @@ the removable events re-records the history for the wider set (:class:`PrunedTra
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -106,7 +107,8 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
     ``removable``, only the rows the cone replay can read under removals of those events are
     kept (see the module docstring; a :class:`PrunedTrajectory`), and with ``max_bytes`` at
     most that many bytes of them are held: the latest segments of batches, the earlier ones
-    computed again from ``base`` when the cone replay reads them. Leaves ``model`` holding
+    written to a temporary file and read back when the cone replay reads them (computed
+    again from ``base`` where no file can be made). Leaves ``model`` holding
     the recorded state at ``end``.
     """
     if removable is not None and len(removable):
@@ -215,8 +217,9 @@ _MIN_SEGMENT_BYTES = 8 * 2**20
 
 
 class _Segment:
-    """Rows of consecutive batches of a recording: held, or computed again on demand by
-    ``make`` (a closure, so that measuring a plan's bytes does not count its base state)."""
+    """Rows of consecutive batches of a recording: held, or read back (or computed again)
+    on demand by ``make`` (a closure, so that measuring a plan's bytes does not count its
+    base state or its file)."""
 
     def __init__(self, rows: Tensor | None, make: Callable[[], Tensor]) -> None:
         self.held = rows
@@ -227,7 +230,7 @@ class _Segment:
 
 
 class SegmentRows(SharedRows):
-    """:class:`SharedRows` of a segment whose table may be computed again when read."""
+    """:class:`SharedRows` of a segment whose table may be read back when read."""
 
     def __init__(self, segment: _Segment, ptr: Tensor) -> None:
         self.segment = segment
@@ -236,6 +239,45 @@ class SegmentRows(SharedRows):
     @property
     def table(self) -> Tensor:  # type: ignore[override]
         return self.segment.rows()
+
+
+class _Spilled:
+    """The rows of segments not held, written to an unnamed temporary file as they were
+    recorded and read back when asked for (the same floats, so bitwise the same rows): no
+    replay, and no memory but the segment read, which is kept until another is asked for
+    (the cone replay reads segments in order). The file goes with the plan (it is closed
+    and its space freed when this object is collected)."""
+
+    def __init__(self, dim: int, dtype: torch.dtype, device: torch.device) -> None:
+        self.file = tempfile.TemporaryFile(prefix="cftgnn-plan-")  # noqa: SIM115 (the plan's)
+        self.dim, self.dtype, self.device = dim, dtype, device
+        self.where: dict[int, tuple[int, int]] = {}  # segment -> (offset, rows)
+        self.last: tuple[int, Tensor] | None = None
+
+    def write(self, j: int, rows: Tensor) -> None:
+        data = rows.detach().cpu().contiguous().numpy()
+        self.where[j] = (self.file.seek(0, 2), len(rows))
+        self.file.write(data.tobytes())
+
+    def __call__(self, j: int) -> Tensor:
+        if self.last is not None and self.last[0] == j:
+            return self.last[1]
+        offset, count = self.where[j]
+        self.file.seek(offset)
+        raw = bytearray(count * self.dim * torch.empty(0, dtype=self.dtype).element_size())
+        self.file.readinto(raw)
+        rows = torch.frombuffer(raw, dtype=self.dtype).view(count, self.dim).to(self.device)
+        self.last = (j, rows)
+        return rows
+
+
+def _spill_file(dim: int, dtype: torch.dtype, device: torch.device) -> _Spilled | None:
+    """A :class:`_Spilled` in the temporary directory, or None when none can be made
+    (the segments are then computed again when read)."""
+    try:
+        return _Spilled(dim, dtype, device)
+    except OSError:
+        return None
 
 
 class _Replayed:
@@ -291,7 +333,8 @@ def _record_read_rows(model: TGN, base: State, end: int,
     removals from ``universe`` (see the module docstring), and, with ``max_bytes``, holding
     at most that many bytes of them: the table is cut into segments of consecutive batches,
     the latest segments that fit are held (every call of the cone replay reads from its
-    first removal to the end) and the earlier ones are computed again when read."""
+    first removal to the end) and the earlier ones are spilled to a temporary file (or,
+    without one, computed again) and read back when read."""
     dim = model.memory_dim
     row_bytes = dim * base.memory.element_size()
     seg_rows = (None if max_bytes is None
@@ -334,7 +377,7 @@ def _record_read_rows(model: TGN, base: State, end: int,
             ptr_post[post[x]] = cur[nodes[post[x]]]
             plan.append((new_pre, new_post, ptr_pre, ptr_post))
         bounds.append((seg_lo, len(records), filled))
-        # hold the latest segments that fit, compute the earlier ones again when read
+        # hold the latest segments that fit, read the earlier ones back when read
         held = len(bounds)
         total = 0
         while held > 0 and (max_bytes is None
@@ -342,21 +385,30 @@ def _record_read_rows(model: TGN, base: State, end: int,
             held -= 1
             total += bounds[held][2] * row_bytes
         first_held = held
-        writes = {x: plan[x][:2] for j in range(first_held) for x in range(*bounds[j][:2])}
-        replayed = _Replayed(model, base, list(steps), writes, bounds, first_held)
+        # the segments not held are written to a temporary file as they are recorded (one
+        # segment's rows in memory at a time), or, without one, computed again when read
+        spill = _spill_file(dim, st.memory.dtype, dev) if first_held else None
+        if spill is None:
+            writes = {x: plan[x][:2] for j in range(first_held) for x in range(*bounds[j][:2])}
+            again: Callable[[int], Tensor] = _Replayed(model, base, list(steps), writes, bounds,
+                                                       first_held)
+        else:
+            again = spill
         segments: list[_Segment] = []
         seg_of = np.zeros(len(records), dtype=np.int64)
         for j, (lo, hi, count) in enumerate(bounds):
             seg_of[lo:hi] = j
             rows = st.memory.new_empty(count, dim) if j >= first_held else None
-            segments.append(_Segment(rows, partial(replayed, j)))
+            segments.append(_Segment(rows, partial(again, j)))
         at = 0
         for x, (events, rec) in enumerate(zip(steps, records, strict=True)):
             new_pre, new_post, ptr_pre, ptr_post = plan[x]
             j = int(seg_of[x])
-            table = segments[j].held
             if x == bounds[j][0]:
                 at = 0
+                if spill is not None and j < first_held:  # this segment's rows, to spill
+                    spilling = st.memory.new_empty(bounds[j][2], dim)
+            table = segments[j].held if j >= first_held or spill is None else spilling
             if table is not None and len(new_pre):
                 table[at:at + len(new_pre)] = st.memory[torch.as_tensor(new_pre, device=dev)]
             at += len(new_pre)
@@ -364,6 +416,9 @@ def _record_read_rows(model: TGN, base: State, end: int,
             if table is not None and len(new_post):
                 table[at:at + len(new_post)] = st.memory[torch.as_tensor(new_post, device=dev)]
             at += len(new_post)
+            if spill is not None and j < first_held and x == bounds[j][1] - 1:
+                spill.write(j, spilling)
+                del spilling
             nt = torch.as_tensor(rec.nodes, device=dev)
             rec.lu_post = st.last_update[nt].cpu().numpy()
             for ptr in (ptr_pre, ptr_post):  # a row not kept points past the table's end

@@ -86,7 +86,7 @@ class TGNReplayOptions:
     max_sets_per_pass: int = 4096
     prune_perturbations: bool = True
     stats: ConeStats | None = None
-    memory_budget_gb: float | None = 1.0  # the engine's default
+    memory_budget_gb: float | None = MIN_PASS_BUDGET_GB  # what the engine's default gives
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,9 @@ class TGNReplay:
     def __init__(self, model: TGN, options: TGNReplayOptions | None = None) -> None:
         self.model = model
         self.options = options if options is not None else TGNReplayOptions()
-        #: Bytes of recorded rows a plan holds (None: all); the rest are computed again
-        #: when read (:func:`~cftgnn.replay.record.record_shared_trajectory`).
+        #: Bytes of recorded rows a plan holds (None: all); the rest are spilled to a
+        #: temporary file and read back when read
+        #: (:func:`~cftgnn.replay.record.record_shared_trajectory`).
         self.record_bytes: int | None = None
 
     def set_memory_budget(self, memory_budget_gb: float | None) -> None:

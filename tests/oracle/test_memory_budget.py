@@ -302,7 +302,10 @@ def test_one_budget_bounds_the_snapshots_and_each_cone_pass(stream):
         assert engine.snapshots.budget == budget_bytes(budget)
 
 
-def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
+@pytest.mark.parametrize("spill", [True, False])
+def test_recording_within_a_byte_limit_reads_dropped_rows_again(monkeypatch, spill):
+    # the segments not held are read back from the plan's temporary file, or, where none
+    # can be made, computed again from the base state: the same rows either way
     from cftgnn.replay import record
     from cftgnn.replay.batched import batched_logits
     from cftgnn.replay.cone import cone_replay
@@ -310,6 +313,13 @@ def test_recording_within_a_byte_limit_computes_dropped_rows_again(monkeypatch):
     from cftgnn.replay.record import SegmentRows, record_shared_trajectory
 
     monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 2048)  # segments of a toy size
+    if spill:
+        def no_replay(self, j):  # type: ignore[no-untyped-def]
+            raise AssertionError("a spilled segment was computed again")
+
+        monkeypatch.setattr(record._Replayed, "__call__", no_replay)
+    else:
+        monkeypatch.setattr(record, "_spill_file", lambda *args: None)
 
     sparse = make_synthetic_stream(300, 2000, seed=3, feat_dim=2, p_tie=0.2)
     model = _attached(make_model("tgn", sparse), sparse)
