@@ -33,6 +33,7 @@ from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.models.base import TemporalModel
 from cftgnn.options import as_integer
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.replay.cone import ConeStats
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -88,7 +89,7 @@ def _percentile(values: pd.Series, q: float) -> float:
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
                    max_size: int, m_max: int = 64, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
-                   memory_budget_gb: float | None = 1.0) -> dict[str, Any]:
+                   memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB) -> dict[str, Any]:
     """Exhaustive search on every event of ``events`` (see the module docstring), with
     perturbation pruning (``prune_perturbations``) and the replay engine's
     ``memory_budget_gb`` (which bounds each pass of TGN's cone replay too).

@@ -56,6 +56,7 @@ from cftgnn.options import boolean, integer, number, text
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
+from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.loop import Split, library_versions
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
@@ -257,7 +258,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError(f"the PGExplainer trains through soft removal, which model {kind!r} "
                           "does not offer; use model=tgn or model=tgat")
     fp = model_fingerprint(cfg, stream, model, weights)
-    engine = ReplayEngine(model, stream, memory_budget_gb=cfg.get("memory_budget_gb", 1.0))
+    engine = ReplayEngine(model, stream,
+                          memory_budget_gb=cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB))
     engine.fingerprint = fp
     split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
                                 float(cfg.split.test))

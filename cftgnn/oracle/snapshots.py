@@ -42,7 +42,7 @@ from torch import Tensor
 from cftgnn.errors import ConfigError
 
 #: The engine's default budget for unperturbed snapshots, GiB.
-DEFAULT_MEMORY_BUDGET_GB = 1.0
+DEFAULT_MEMORY_BUDGET_GB = 0.5
 
 
 def budget_bytes(memory_budget_gb: float | None) -> int | None:
