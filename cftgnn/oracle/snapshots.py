@@ -30,10 +30,12 @@ length (:class:`~cftgnn.models.state.State` stores "nothing removed" in one byte
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -130,8 +132,10 @@ class SnapshotStore:
         self._kept: dict[int, Any] = {}
         self._size: dict[int, int] = {}
         self._plans = 0  # bytes of the current explained event's replay plans
-        self._wanted: dict[int, list[int]] = {}  # position -> the turns it is wanted at
+        self._wanted: dict[int, deque[int]] = {}  # position -> the turns it is wanted at
+        self._announced: list[int] = []  # those positions, ascending
         self._turns = 0  # wanted positions announced so far (their order of use)
+        self._passed = -1  # turns up to this one are done (or were skipped)
 
     @property
     def capacity(self) -> int | None:
@@ -160,31 +164,47 @@ class SnapshotStore:
         """Announce base states that will be asked for, in the order they will be: each is
         kept when the walk passes it (:meth:`wanted`) and dropped after every other kept
         snapshot, the one needed latest first."""
-        for position in positions:
-            self._wanted.setdefault(int(position), []).append(self._turns)
+        for position in map(int, positions):
+            if position not in self._wanted:
+                self._wanted[position] = deque()
+                bisect.insort(self._announced, position)
+            self._wanted[position].append(self._turns)
             self._turns += 1
+
+    def _turns_of(self, position: int) -> deque[int] | None:
+        """The turns still to come at ``position`` (None: none), forgetting those of turns
+        already passed (:meth:`used`)."""
+        turns = self._wanted.get(position)
+        while turns and turns[0] <= self._passed:
+            turns.popleft()
+        if turns is not None and not turns:
+            del self._wanted[position]
+            self._announced.remove(position)
+            return None
+        return turns
 
     def wanted(self, position: int) -> bool:
         """Whether a base state at ``position`` was announced and is still to be used."""
-        return int(position) in self._wanted
+        return self._turns_of(int(position)) is not None
 
     def next_wanted(self, position: int) -> int | None:
-        """The first announced position after ``position``, or None."""
-        after = [p for p in self._wanted if p > position]
-        return min(after) if after else None
+        """The first announced position after ``position`` still to be used, or None."""
+        j = bisect.bisect_right(self._announced, int(position))
+        while j < len(self._announced):
+            p = self._announced[j]
+            if self._turns_of(p) is not None:
+                return p
+            # p was used up and left the list: the next one is at j now
+        return None
 
     def used(self, position: int) -> None:
         """One announced use of ``position`` is done (:meth:`want`); unannounced ones are
         ignored. Announced uses of an earlier turn that never came (an event skipped) are
         forgotten, so that they do not hold snapshots for nothing."""
-        turns = self._wanted.get(int(position))
-        if not turns:
-            return
-        turn = turns[0]
-        for p in list(self._wanted):
-            self._wanted[p] = [x for x in self._wanted[p] if x > turn]
-            if not self._wanted[p]:
-                del self._wanted[p]
+        turns = self._turns_of(int(position))
+        if turns is not None:
+            self._passed = max(self._passed, turns[0])
+            self._turns_of(int(position))
 
     def latest(self, position: int) -> tuple[int, Any] | None:
         """The kept snapshot closest at or before ``position`` as ``(its position, it)``, or
@@ -251,9 +271,10 @@ class SnapshotStore:
         equals): dropping it adds the least replay to any way back. Announced positions
         (:meth:`want`) go last, the one needed latest first."""
         pos = self.positions()
-        free = [j for j, p in enumerate(pos) if p not in self._wanted]
+        turns = {p: self._turns_of(p) for p in pos}
+        free = [j for j, p in enumerate(pos) if turns[p] is None]
         if not free:
-            return max(pos, key=lambda p: self._wanted[p][0])
+            return max(pos, key=lambda p: cast("deque[int]", turns[p])[0])
         edges = [0, *pos, self.num_events]
         return pos[min(free, key=lambda j: edges[j + 2] - edges[j])]
 

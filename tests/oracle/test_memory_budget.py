@@ -378,6 +378,7 @@ def test_announced_positions_are_dropped_last_the_one_needed_latest_first():
     assert store.positions() == [130, 600]
     store.used(130)  # 600's turn came first and never came: it is forgotten
     assert not store.wanted(600) and not store.wanted(130) and store.wanted(770)
+    assert store.next_wanted(0) == 770  # the used and the forgotten ones are skipped
     store.used(770)
     store.want([500, 500])
     store.used(500)
@@ -398,7 +399,7 @@ def test_announced_events_replay_less_and_answer_the_same(stream):
         engine = ReplayEngine(model, stream, memory_budget_gb=40 * size)
         if announce:
             engine.expect(order, m_max=40)
-            assert len(engine.snapshots._wanted) > 0
+            assert engine.snapshots.next_wanted(-1) is not None
         rows = []
         for i in order:
             r = explain_event(engine, GreedyExplainer(), i, m_max=40, mode="exact")
@@ -406,7 +407,7 @@ def test_announced_events_replay_less_and_answer_the_same(stream):
                                             setup_time_s=0.0))
             assert engine.snapshots.nbytes + size * 2**30 <= 40 * size * 2**30
         out[announce], replayed[announce] = rows, engine.counters.setup_events
-        assert not engine.snapshots._wanted  # every announced use was made
+        assert engine.snapshots.next_wanted(-1) is None  # every announced use was made
     assert out[True] == out[False]
     assert replayed[True] < replayed[False]
 
