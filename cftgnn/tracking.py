@@ -25,7 +25,7 @@ import os
 import socket
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -144,6 +144,19 @@ class Tracker(ABC):
         Args:
             step: Progress counter (e.g. the number of events explained so far).
             metrics: Metric name to value (e.g. ``{"progress/success_rate": 0.4}``).
+        """
+
+    def log_curve(self, key: str, x: Sequence[float], y: Sequence[float],  # noqa: B027
+                  x_label: str, y_label: str) -> None:  # optional: no-op unless overridden
+        """Log one curve of the run (e.g. the mean fidelity against the kept share); a
+        tracker that draws nothing ignores it (the default).
+
+        Args:
+            key: Name of the curve (``"curves/fidelity_kept"``).
+            x: Its abscissae.
+            y: Its values, one per abscissa (NaN where undefined).
+            x_label: Name of the x axis.
+            y_label: Name of the y axis.
         """
 
     @abstractmethod
@@ -431,6 +444,18 @@ class WandbTracker(Tracker):
         """
         run = self._active_run()
         run.summary.update({str(k): _plain_number(v) for k, v in metrics.items()})
+
+    def log_curve(self, key: str, x: Sequence[float], y: Sequence[float], x_label: str,
+                  y_label: str) -> None:
+        """Log a curve as a W&B line plot (``wandb.plot.line`` over a two-column table;
+        NaN points are left out)."""
+        import wandb
+
+        run = self._active_run()
+        rows: list[Iterable[Any]] = [[float(a), float(b)] for a, b in zip(x, y, strict=True)
+                                     if b == b]
+        table = wandb.Table(data=rows, columns=[x_label, y_label])
+        run.log({key: wandb.plot.line(table, x_label, y_label, title=key)})
 
     def log_progress(self, step: int, metrics: Mapping[str, float]) -> None:
         """Log running values, plotted against ``progress/step``.

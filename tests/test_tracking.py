@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from hydra.utils import instantiate
@@ -247,3 +248,56 @@ def test_logger_wandb_config_overrides(monkeypatch):
 def test_wandb_tracker_rejects_unknown_mode():
     with pytest.raises(ValueError, match="mode must be one of online, offline, disabled, shared"):
         WandbTracker(mode="offlne")
+
+
+def test_wandb_tracker_logs_a_curve_as_a_line_plot_offline(offline_wandb):
+    tracker = WandbTracker()
+    with tracking(tracker, dict(CONFIG), name="curves", dir=offline_wandb):
+        tracker.log_curve("curves/fidelity_kept", [0.0, 0.5, 1.0], [0.25, float("nan"), 1.5],
+                          "share kept", "mean fidelity")
+    (table_file,) = (tracker.run_dir / "files").glob("media/table/curves/fidelity_kept*.table.json")
+    table = json.loads(table_file.read_text())
+    assert table["columns"] == ["share kept", "mean fidelity"]
+    assert table["data"] == [[0.0, 0.25], [1.0, 1.5]]  # the NaN point left out
+
+
+def test_null_tracker_ignores_curves_and_the_pipeline_logs_the_mean_ones():
+    from cftgnn.evaluation.curves import (
+        ACC_SHARES,
+        FID_SHARES,
+        acc_curve,
+        mean_fidelity_curve,
+    )
+    from cftgnn.evaluation.pipeline import log_curves
+
+    NullTracker().log_curve("curves/x", [0.0], [1.0], "x", "y")  # a no-op
+
+    class Recorder(NullTracker):
+        def __init__(self) -> None:
+            self.curves: dict[str, tuple[list[float], list[float], str, str]] = {}
+
+        def log_curve(self, key, x, y, x_label, y_label):  # type: ignore[no-untyped-def]
+            self.curves[key] = (list(x), list(y), x_label, y_label)
+
+    rng = np.random.default_rng(0)
+    records = pd.DataFrame({
+        "status": ["ok", "ok", "error"],
+        "original_logit": [1.5, -0.5, 2.0],
+        "fid_curve_logits": [tuple(rng.normal(size=len(FID_SHARES))) for _ in range(3)],
+        "acc_curve_logits": [tuple(rng.normal(size=len(ACC_SHARES))) for _ in range(3)],
+    })
+    tracker = Recorder()
+    log_curves(tracker, records)
+    ok = records.iloc[:2]
+    fid = tracker.curves["curves/fidelity_kept"]
+    assert fid[0] == list(FID_SHARES)
+    np.testing.assert_allclose(fid[1], mean_fidelity_curve(ok["original_logit"].to_numpy(),
+                                                           list(ok["fid_curve_logits"])))
+    acc = tracker.curves["curves/acc"]
+    assert acc[0] == list(ACC_SHARES)
+    np.testing.assert_allclose(acc[1], acc_curve(ok["original_logit"].to_numpy(),
+                                                 list(ok["acc_curve_logits"])))
+    quiet = Recorder()
+    log_curves(quiet, records.drop(columns=["fid_curve_logits", "acc_curve_logits"]))
+    log_curves(quiet, records.iloc[:0])
+    assert quiet.curves == {}

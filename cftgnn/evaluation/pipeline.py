@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -40,7 +41,13 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, user_error
-from cftgnn.evaluation.curves import curve_removal_plan
+from cftgnn.evaluation.curves import (
+    ACC_SHARES,
+    FID_SHARES,
+    acc_curve,
+    curve_removal_plan,
+    mean_fidelity_curve,
+)
 from cftgnn.evaluation.options import check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
@@ -48,7 +55,12 @@ from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, group_note, summarize
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
-from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
+from cftgnn.explain.result import (
+    SCHEMA_VERSION,
+    ExplanationResult,
+    ExplanationStatus,
+    explained,
+)
 from cftgnn.files import check_writable_dir, sha256_if_file
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.protocol import SoftRemovalModel
@@ -297,7 +309,27 @@ def run(cfg: DictConfig) -> pd.DataFrame:
         write_summary(table, out)
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
+        log_curves(tracker, records)
     return table
+
+
+def log_curves(tracker: Tracker, records: pd.DataFrame) -> None:
+    """The run's mean curves to the tracker (W&B line plots): T-GNNExplainer's mean
+    fidelity against the kept share (``curves/fidelity_kept``) and TempME's accuracy against
+    it (``curves/acc``), over the explained events that recorded curve logits; nothing
+    without one."""
+    if records.empty or "fid_curve_logits" not in records.columns:
+        return
+    ok = records[explained(records["status"])]
+    p0 = ok["original_logit"].to_numpy(float)
+    fid = mean_fidelity_curve(p0, list(ok["fid_curve_logits"]))
+    if np.isnan(fid).all():
+        return
+    tracker.log_curve("curves/fidelity_kept", FID_SHARES, fid.tolist(),
+                      "share of top-ranked events kept", "mean fidelity")
+    acc = acc_curve(p0, list(ok["acc_curve_logits"]))
+    tracker.log_curve("curves/acc", ACC_SHARES, acc.tolist(),
+                      "share of top-ranked events kept", "accuracy (TempME)")
 
 
 AUTO_MODE_FILE = "auto_mode.json"
