@@ -266,10 +266,13 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     store = RecordStore(out, fp, schema=RECORD_SCHEMA)
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
 
+    # the engine first: the sampling pass shares its index and leaves it snapshots
+    engine = ReplayEngine(model, stream, memory_budget_gb=budget)
+    engine.fingerprint = run_fp
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed),
-                       None if cfg.events is None else list(cfg.events), history)
+                       None if cfg.events is None else list(cfg.events), history, engine)
     plan = plan.iloc[shard::num_shards].reset_index(drop=True)
     done = store.done() & set(plan["event_id"].tolist())
     todo = plan[~plan["event_id"].isin(done)]
@@ -285,8 +288,6 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     run_name = "-".join([names["dataset"], names["model"], cfg_name(cfg.explainer),
                          cfg_name(cfg.strategy)] + ([f"shard{shard}"] if num_shards > 1 else []))
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
-        engine = ReplayEngine(model, stream, memory_budget_gb=budget)
-        engine.fingerprint = run_fp
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         extra = None if robust is None else Robustness(
             robust, None if second is None else ReplayEngine(second, stream, engine.index,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,9 @@ from cftgnn.errors import CftgnnError
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.oracle.history import History
 from cftgnn.training.loop import score_batches
+
+if TYPE_CHECKING:
+    from cftgnn.oracle.engine import ReplayEngine
 
 _ADVANCE_BATCHES = 1024  # history batches per advance call of the screening pass
 
@@ -71,7 +75,8 @@ def event_range(stream: EventStream, share: Sequence[float]) -> tuple[int, int]:
 
 def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
                   keep: npt.ArrayLike | None = None,
-                  history: History | str = History.EVENT) -> npt.NDArray[np.float64]:
+                  history: History | str = History.EVENT,
+                  engine: ReplayEngine | None = None) -> npt.NDArray[np.float64]:
     """The model's logit of every event in ``[lo, hi)`` from one streaming pass, ``[hi - lo]``.
 
     The model is attached to ``stream`` (which resets it), advanced over the history before
@@ -91,18 +96,31 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
         history: ``batch_start``: score each event from the completed batches only, which
             is the explained prediction of that history (:mod:`cftgnn.oracle.history`);
             ``event``: neighbour sampling also sees the event's earlier batch mates.
+        engine: The replay engine of ``model`` that will explain the sampled events, or
+            None: the pass uses its index and, on the way to the range, offers it the
+            unperturbed snapshots of its spacing (:class:`~cftgnn.oracle.snapshots.
+            SnapshotStore`, within its budget), so that the first explained event starts
+            from the nearest of them instead of replaying the stream's prefix again.
     """
     if not 0 <= lo < hi <= stream.num_events:
         raise SamplingError(f"cannot screen events [{lo}, {hi}) of a stream of "
                             f"{stream.num_events} events")
     ids = None if keep is None else np.asarray(keep, dtype=np.int64).reshape(-1)
     out = np.empty(hi - lo if ids is None else len(ids), dtype=np.float32)
-    model.attach(stream)
+    model.attach(stream, index=None if engine is None else engine.index)
     start = lo - lo % model.batch_size
     chunk = _ADVANCE_BATCHES * model.batch_size
+    store = None if engine is None else engine.snapshots
     with eval_mode(model):
-        for pos in range(0, start, chunk):  # in chunks: advance lists its batches up front
-            model.advance(pos, min(pos + chunk, start))
+        pos = 0
+        while pos < start:  # in chunks: advance lists its batches up front
+            nxt = min(pos + chunk, start)
+            if store is not None:  # and at the engine's spacing, where it keeps snapshots
+                nxt = min(nxt, (pos // store.spacing + 1) * store.spacing)
+            model.advance(pos, nxt)
+            pos = nxt
+            if store is not None and pos % store.spacing == 0:
+                store.offer(pos, model.snapshot)
         own = History(history) is History.EVENT
         for a, logits in score_batches(model, start, hi, own_batch_neighbors=own):
             b = a + len(logits)
@@ -196,6 +214,7 @@ def plan_events(
     seed: int = 0,
     events: Sequence[int] | None = None,
     history: History | str = History.EVENT,
+    engine: ReplayEngine | None = None,
 ) -> pd.DataFrame:
     """The events a run explains: sampled (see :func:`sample_events`) or given explicitly.
 
@@ -210,6 +229,8 @@ def plan_events(
         seed: Random seed.
         events: Explicit event ids; sampling options other than the ids are then ignored.
         history: The explained prediction's history (see :func:`screen_logits`).
+        engine: The engine that will explain the events (see :func:`screen_logits`), or
+            None.
 
     Returns:
         Columns ``event_id`` (ascending), ``group`` and ``screen_logit``.
@@ -219,7 +240,7 @@ def plan_events(
         if len(ids) == 0:
             return sample_events(np.zeros(0), 0, 0)
         values = screen_logits(model, stream, int(ids[0]), int(ids[-1]) + 1, keep=ids,
-                               history=history)
+                               history=history, engine=engine)
         return pd.DataFrame({
             "event_id": ids,
             "group": np.where(values > 0, PredictionGroup.CORRECT.value,
@@ -227,7 +248,7 @@ def plan_events(
             "screen_logit": values,
         })
     lo, hi = event_range(stream, share)
-    logits = screen_logits(model, stream, lo, hi, history=history)
+    logits = screen_logits(model, stream, lo, hi, history=history, engine=engine)
     return sample_events(logits, lo, n, prediction, min_abs_logit, max_abs_logit, seed)
 
 

@@ -425,3 +425,33 @@ def test_tgn_plan_estimate_bounds_the_recorded_plan(budget):
             plan = replay._plan
             estimate = engine.replay.plan_nbytes(replay.base, replay.start, event_id)
             assert estimate >= snapshot_nbytes(plan) > 0
+
+
+def test_the_sampling_pass_hands_its_snapshots_to_the_engine(stream):
+    from cftgnn.evaluation.sampling import plan_events, screen_logits
+
+    plain = screen_logits(make_model("tgn", stream), stream, 450, 600)
+    model = make_model("tgn", stream)
+    engine = ReplayEngine(model, stream, checkpoint_every=2, memory_budget_gb=None)
+    handed = screen_logits(model, stream, 450, 600, engine=engine)
+    np.testing.assert_array_equal(handed, plain)  # the same pass, the same logits
+    kept = engine.snapshots.positions()
+    assert kept and all(p % engine.snapshots.spacing == 0 and p <= 440 for p in kept)
+    fresh = ReplayEngine(make_model("tgn", stream), stream, checkpoint_every=2,
+                         memory_budget_gb=None)
+    for p in kept:  # each is the unperturbed state there, bit for bit
+        assert engine.snapshots.get(p).equals(fresh.base_state(p), atol=0.0)
+    # explained after the pass, the events start from those snapshots: less replay, the same
+    # answers as an engine that never saw the pass
+    results, replayed = {}, {}
+    for name, eng in (("handed", engine), ("fresh", ReplayEngine(
+            make_model("tgn", stream), stream, checkpoint_every=2, memory_budget_gb=None))):
+        events = plan_events(eng.model, stream, 4, (0.75, 1.0), seed=1,
+                             engine=eng if name == "handed" else None)["event_id"].tolist()
+        eng.counters.setup_events = 0
+        results[name] = [dataclasses.replace(
+            explain_event(eng, GreedyExplainer(), i, m_max=12, mode="exact"),
+            wall_time_s=0.0, oracle_time_s=0.0, setup_time_s=0.0) for i in events]
+        replayed[name] = eng.counters.setup_events
+    assert results["handed"] == results["fresh"]
+    assert replayed["handed"] < replayed["fresh"]
