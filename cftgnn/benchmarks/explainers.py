@@ -45,7 +45,7 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import as_integer
+from cftgnn.options import integer
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -150,9 +150,7 @@ def _pairs(cfg: DictConfig) -> list[tuple[str, str]]:
 def run(cfg: DictConfig) -> pd.DataFrame:
     """The benchmark of ``conf/benchmark_explainers.yaml``: every pair, every explainer, the
     same sampled events per pair; prints the medians and writes the rows (``out``)."""
-    n_events = as_integer(cfg.n_events)
-    if n_events is None or n_events < 1:
-        raise ConfigError(f"n_events must be an integer >= 1, got {cfg.n_events!r}")
+    integer(cfg, "n_events", minimum=1)
     if not cfg.explainers:
         raise ConfigError("explainers is empty; name at least one of conf/explainer/")
     device = resolve_device(str(cfg.device))

@@ -25,10 +25,9 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
 from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import as_integer
+from cftgnn.options import integer
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.oracle import Oracle, is_flip
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -381,9 +380,7 @@ def format_table(res: dict[str, Any]) -> str:
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Load data and model (checkpoint when available), benchmark, print, write JSON."""
-    naive = as_integer(cfg.naive_per_event)
-    if naive is None or naive < 0:
-        raise ConfigError(f"naive_per_event must be an integer >= 0, got {cfg.naive_per_event!r}")
+    integer(cfg, "naive_per_event", minimum=0)
     device = resolve_device(cfg.device)  # before loading anything
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)

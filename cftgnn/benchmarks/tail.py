@@ -31,7 +31,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import as_integer
+from cftgnn.options import boolean, integer
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.replay.cone import ConeStats
@@ -186,12 +186,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     max_size = cfg.max_size
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
         raise ConfigError(f"max_size must be an integer >= 1, got {max_size!r}")
-    n_events = as_integer(cfg.n_events)
-    if (n_events is None or n_events < 1) and not cfg.get("events"):
-        raise ConfigError(f"n_events must be an integer >= 1, got {cfg.n_events!r}")
-    if not isinstance(cfg.prune_perturbations, bool):
-        raise ConfigError("prune_perturbations must be true or false, got "
-                          f"{cfg.prune_perturbations!r}")
+    if not cfg.get("events"):
+        integer(cfg, "n_events", minimum=1)
+    boolean(cfg, "prune_perturbations")
     device = resolve_device(cfg.device)
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
