@@ -115,11 +115,11 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
         pos = 0
         while pos < start:  # in chunks: advance lists its batches up front
             nxt = min(pos + chunk, start)
-            if store is not None:  # and at the engine's spacing, where it keeps snapshots
-                nxt = min(nxt, (pos // store.spacing + 1) * store.spacing)
+            if store is not None:  # and where the engine's store may keep a state
+                nxt = store.next_stop(pos, nxt)
             model.advance(pos, nxt)
             pos = nxt
-            if store is not None and pos % store.spacing == 0:
+            if store is not None and store.keeps(pos):
                 store.offer(pos, model.snapshot)
         own = History(history) is History.EVENT
         for a, logits in score_batches(model, start, hi, own_batch_neighbors=own):

@@ -187,21 +187,17 @@ class ReplayEngine:
             else:
                 pos = self._cursor_at
                 model.restore(self._cursor)
-            step = store.spacing
-            while pos < boundary:  # stopping at the spacing's and the announced positions
-                nxt = min(boundary, (pos // step + 1) * step)
-                wanted = store.next_wanted(pos)
-                if wanted is not None:
-                    nxt = min(nxt, wanted)
+            while pos < boundary:  # stopping where the store may keep a state
+                nxt = store.next_stop(pos, boundary)
                 model.advance(pos, nxt)
                 self.counters.setup_events += nxt - pos
                 pos = nxt
-                if pos < boundary and (pos % step == 0 or store.wanted(pos)):
+                if pos < boundary and store.keeps(pos):
                     store.offer(pos, model.snapshot)
             kept = store.get(pos)
             self._cursor = kept if kept is not None else model.snapshot()
             self._cursor_at = pos
-            if kept is None and (pos % step == 0 or store.wanted(pos)):
+            if kept is None and store.keeps(pos):
                 store.offer(pos, lambda: self._cursor)
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor

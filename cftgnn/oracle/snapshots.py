@@ -200,11 +200,24 @@ class SnapshotStore:
     def used(self, position: int) -> None:
         """One announced use of ``position`` is done (:meth:`want`); unannounced ones are
         ignored. Announced uses of an earlier turn that never came (an event skipped) are
-        forgotten, so that they do not hold snapshots for nothing."""
+        forgotten (lazily, by :meth:`_turns_of`), so that they do not hold snapshots for
+        nothing."""
         turns = self._turns_of(int(position))
         if turns is not None:
             self._passed = max(self._passed, turns[0])
-            self._turns_of(int(position))
+
+    def next_stop(self, position: int, end: int) -> int:
+        """Where a walk forward from ``position`` towards ``end`` stops next: at ``end``,
+        the next multiple of the spacing or the next announced position, whichever comes
+        first (a state there may be kept, :meth:`keeps`)."""
+        stop = min(int(end), (int(position) // self.spacing + 1) * self.spacing)
+        wanted = self.next_wanted(position)
+        return stop if wanted is None else min(stop, wanted)
+
+    def keeps(self, position: int) -> bool:
+        """Whether a walk offers the state at ``position``: a multiple of the spacing or an
+        announced position still to be used."""
+        return int(position) % self.spacing == 0 or self.wanted(position)
 
     def latest(self, position: int) -> tuple[int, Any] | None:
         """The kept snapshot closest at or before ``position`` as ``(its position, it)``, or

@@ -257,7 +257,7 @@ class _Spilled:
     def write(self, j: int, rows: Tensor) -> None:
         data = rows.detach().cpu().contiguous().numpy()
         self.where[j] = (self.file.seek(0, 2), len(rows))
-        self.file.write(data.tobytes())
+        self.file.write(data.data.cast("B"))  # no copy of the segment
 
     def __call__(self, j: int) -> Tensor:
         if self.last is not None and self.last[0] == j:
