@@ -8,11 +8,21 @@ event's time, the cone replay's work and memory, and the p90 and maximum over ev
 ``compare_top`` costliest events are then searched again with perturbation pruning off and
 on, side by side in the same process, so the saving is a ratio measured under the same
 load, and the answers and certificates of the two runs are compared.
+
+With ``prune_tolerance`` ``τ > 0`` the ``compare_top`` costliest events are instead searched
+with the exact replay (bitwise perturbation pruning) and with tolerance pruning at ``τ``
+(:class:`~cftgnn.replay.tgn.TGNReplayOptions`), side by side: time, rows updated, whether
+the answers and ``min_size_lower_bound`` agree, and the largest logit difference over the
+final logits and the single removals' logits. Tolerance pruning is **not exact** (its
+logits differ from a fresh replay by an amount with no sound bound), so its columns are
+a measurement, never an answer or a certificate; the per-event table above always comes
+from the exact replay.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import sys
 import time
@@ -31,7 +41,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import boolean, integer
+from cftgnn.options import boolean, integer, number
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.replay.cone import ConeStats
@@ -46,9 +56,12 @@ def _peak_rss_mib() -> float:
 
 
 def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
-                 m_max: int) -> dict[str, Any]:
+                 m_max: int, single_logits: bool = False) -> dict[str, Any]:
     """One exhaustive search on ``event_id`` (a fresh plan), timed, with the cone replay's
-    counters when the engine's replay is the TGN replay."""
+    counters when the engine's replay is the TGN replay. With ``single_logits``, the row
+    holds the logits of removing each candidate alone too (key ``single_logits``), read
+    after the timing and the counters (from the oracle's cache, where the search evaluated
+    them)."""
     model_replay = engine.replay
     stats = ConeStats()
     if isinstance(model_replay, TGNReplay):
@@ -78,6 +91,8 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
     )
     if isinstance(model_replay, TGNReplay):
         model_replay.options.stats = None
+    if single_logits:
+        row["single_logits"] = oracle.exact_batch([[int(c)] for c in cand]).tolist()
     return row
 
 
@@ -89,21 +104,29 @@ def _percentile(values: pd.Series, q: float) -> float:
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
                    max_size: int, m_max: int = 64, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
-                   memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB) -> dict[str, Any]:
+                   memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
+                   prune_tolerance: float = 0.0) -> dict[str, Any]:
     """Exhaustive search on every event of ``events`` (see the module docstring), with
     perturbation pruning (``prune_perturbations``) and the replay engine's
     ``memory_budget_gb`` (which bounds each pass of TGN's cone replay too).
 
-    Times of the side-by-side rows are the searches' own (the plan's setup apart).
+    Times of the side-by-side rows are the searches' own (the plan's setup apart). With
+    ``prune_tolerance > 0`` the side-by-side rows compare the exact replay with tolerance
+    pruning (``"tolerance"``, not exact) instead of pruning off and on (``"pruning"``).
 
     Returns:
         ``{"events": [...one row per event, costliest first...], "summary": {...},
-        "pruning": [...side-by-side rows of the compare_top costliest events...]}``; times in
-        seconds, memory in MiB, ``torch_threads`` stated.
+        "pruning": [...side-by-side rows of the compare_top costliest events...],
+        "tolerance": [...the same, exact vs prune_tolerance...]}``; times in seconds, memory
+        in MiB, ``torch_threads`` stated.
     """
+    tolerance = float(prune_tolerance)
+    if not (math.isfinite(tolerance) and tolerance >= 0.0):
+        raise ValueError(f"prune_tolerance must be a finite number >= 0, got {prune_tolerance!r}")
     engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
     if isinstance(engine.replay, TGNReplay):
         engine.replay.options.prune_perturbations = prune_perturbations
+        engine.replay.options.prune_tolerance = 0.0  # the per-event table is exact
     rows = [search_event(engine, i, max_size, k, m_max)
             for i in tqdm(sorted(events), desc="tail events", disable=not progress)]
     table = pd.DataFrame(rows)
@@ -115,15 +138,21 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "p90_s": _percentile(ok["seconds"], 90) if len(ok) else float("nan"),
         "max_s": float(ok["seconds"].max()) if len(ok) else float("nan"),
         "prune_perturbations": prune_perturbations, "memory_budget_gb": memory_budget_gb,
-        "peak_rss_mib": _peak_rss_mib(),
+        "prune_tolerance": tolerance, "peak_rss_mib": _peak_rss_mib(),
     }
     if len(ok) and "cone_sets" in ok and ok["cone_sets"].sum() > 0:
         summary["settled_share"] = float(ok["settled_sets"].sum() / ok["cone_sets"].sum())
         summary["max_cone_peak_mib"] = float(ok["cone_peak_mib"].max())
     ranked = ok.sort_values("seconds", ascending=False) if len(ok) else ok
     side: list[dict[str, Any]] = []
+    tol_rows: list[dict[str, Any]] = []
     replay = engine.replay
-    if compare_top > 0 and isinstance(replay, TGNReplay):
+    if compare_top > 0 and isinstance(replay, TGNReplay) and tolerance > 0:
+        for event_id in ranked["event_id"].head(compare_top).tolist():
+            tol_rows.append(_tolerance_row(engine, replay, int(event_id), max_size, k, m_max,
+                                           tolerance))
+        replay.options.prune_perturbations = prune_perturbations
+    elif compare_top > 0 and isinstance(replay, TGNReplay):
         for event_id in ranked["event_id"].head(compare_top).tolist():
             runs = {}
             for pruning in (False, True):
@@ -144,7 +173,41 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
                          "max_abs_logit_diff": abs(off["final_logit"] - on["final_logit"])})
     records = ranked.to_dict(orient="records") + (
         table[table["status"] != "ok"].to_dict(orient="records") if len(table) else [])
-    return {"summary": summary, "events": records, "pruning": side}
+    return {"summary": summary, "events": records, "pruning": side, "tolerance": tol_rows}
+
+
+def _tolerance_row(engine: ReplayEngine, replay: TGNReplay, event_id: int, max_size: int,
+                   k: int | None, m_max: int, tolerance: float) -> dict[str, Any]:
+    """One event searched with the exact replay (bitwise pruning), then with tolerance
+    pruning at ``tolerance`` (not exact), compared."""
+    runs = {}
+    replay.options.prune_perturbations = True
+    for tau in (0.0, tolerance):
+        replay.options.prune_tolerance = tau
+        try:
+            runs[tau] = search_event(engine, event_id, max_size, k, m_max, single_logits=True)
+        finally:
+            replay.options.prune_tolerance = 0.0
+    exact, approx = runs[0.0], runs[tolerance]
+    same_answer = all(exact.get(key) == approx.get(key)
+                      for key in ("status", "found", "explanation", "size"))
+    diffs = np.abs(np.subtract(exact.get("single_logits", []),
+                               approx.get("single_logits", []))).tolist()
+    if "final_logit" in exact and "final_logit" in approx:
+        diffs.append(abs(exact["final_logit"] - approx["final_logit"]))
+    exact_s = exact.get("search_s", exact["seconds"])
+    approx_s = approx.get("search_s", approx["seconds"])
+    return {"event_id": event_id, "span": exact["span"], "prune_tolerance": tolerance,
+            "seconds_exact": exact_s, "seconds_tolerance": approx_s,
+            "speedup": exact_s / approx_s if approx_s > 0 else float("nan"),
+            "row_updates_exact": exact.get("row_updates", 0),
+            "row_updates_tolerance": approx.get("row_updates", 0),
+            "same_answer": same_answer,
+            "same_min_size_lower_bound": (exact.get("min_size_lower_bound")
+                                          == approx.get("min_size_lower_bound")),
+            "max_abs_logit_diff": max(diffs) if diffs else 0.0,
+            "explanation_exact": exact.get("explanation"),
+            "explanation_tolerance": approx.get("explanation")}
 
 
 def format_tail(res: dict[str, Any], top: int = 10) -> str:
@@ -178,6 +241,20 @@ def format_tail(res: dict[str, Any], top: int = 10) -> str:
                          f"{p['seconds_on']:.1f} | {p['speedup']:.1f}× | "
                          f"{p['row_updates_off']} → {p['row_updates_on']} | "
                          f"{p['same_answer_and_certificate']} |")
+    if res.get("tolerance"):
+        tau = res["tolerance"][0]["prune_tolerance"]
+        lines += ["", f"Exact replay and tolerance pruning τ = {tau:g} side by side (search "
+                  "time, the plan's setup apart). The τ columns are NOT EXACT: a measurement, "
+                  "not an answer or a certificate:", "",
+                  "| event | back | exact (s) | τ, not exact (s) | speedup | rows updated "
+                  "exact → τ (not exact) | same answer | same lower bound | max abs Δ logit "
+                  "(final, singles) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for p in res["tolerance"]:
+            lines.append(f"| {p['event_id']} | {p['span']} | {p['seconds_exact']:.1f} | "
+                         f"{p['seconds_tolerance']:.1f} | {p['speedup']:.1f}× | "
+                         f"{p['row_updates_exact']} → {p['row_updates_tolerance']} | "
+                         f"{p['same_answer']} | {p['same_min_size_lower_bound']} | "
+                         f"{p['max_abs_logit_diff']:.1e} |")
     return "\n".join(lines)
 
 
@@ -189,6 +266,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if not cfg.get("events"):
         integer(cfg, "n_events", minimum=1)
     boolean(cfg, "prune_perturbations")
+    tolerance = number(cfg, "prune_tolerance", minimum=0.0)
+    if tolerance is None or not math.isfinite(tolerance):
+        raise ConfigError(f"prune_tolerance must be a finite number >= 0.0, got {tolerance!r}")
     device = resolve_device(cfg.device)
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
@@ -203,7 +283,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          m_max=int(cfg.m_max), k=cfg.k, compare_top=int(cfg.compare_top),
                          progress=bool(cfg.progress),
                          prune_perturbations=bool(cfg.prune_perturbations),
-                         memory_budget_gb=cfg.memory_budget_gb)
+                         memory_budget_gb=cfg.memory_budget_gb, prune_tolerance=tolerance)
     res["weights"] = source
     print(format_tail(res))
     if cfg.out:

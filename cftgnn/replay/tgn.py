@@ -66,6 +66,16 @@ class TGNReplayOptions:
             whose state after a batch equals the recorded one bit for bit is
             retired, so a removal whose effect has died out stops costing anything
             (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
+        prune_tolerance: ``0.0`` (the default): the pruning above compares memories bit
+            for bit and is exact. ``τ > 0`` (opt-in, **not exact**): a perturbed memory
+            within ``τ`` of the recorded one in every coordinate counts as the recorded one
+            (the last-update time and pending message are still compared exactly), which
+            removes most of the cone work of far-back removals on long histories (issue 27;
+            "Tolerance pruning" in :mod:`cftgnn.replay.cone`). The logits then differ from
+            a fresh replay by an amount that is not soundly bounded, so nothing computed
+            with it is a proof: it is for measurements (``scripts/benchmark_tail.py
+            prune_tolerance=…``), never for records or certificates. Used only with
+            ``prune_perturbations``.
         stats: Counters of the cone replay's work (rows updated, retired, sets settled),
             summed over calls, or None (benchmarks set one).
         memory_budget_gb: Memory budget of one pass, GiB (2**30 bytes), or None for
@@ -85,6 +95,7 @@ class TGNReplayOptions:
     local_max_sets: int = 1
     max_sets_per_pass: int = 4096
     prune_perturbations: bool = True
+    prune_tolerance: float = 0.0
     stats: ConeStats | None = None
     memory_budget_gb: float | None = MIN_PASS_BUDGET_GB  # what the engine's default gives
 
@@ -146,7 +157,7 @@ class TGNPlan:
                       else int(opts.memory_budget_gb * 2**30) // 2)
             try:
                 inputs = cone_replay(model, traj, sets, opts.prune_perturbations, opts.stats,
-                                     budget)
+                                     budget, opts.prune_tolerance)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)

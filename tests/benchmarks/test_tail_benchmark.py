@@ -1,4 +1,5 @@
-"""The tail benchmark: exhaustive search per event, ranked by cost, pruning off vs on."""
+"""The tail benchmark: exhaustive search per event, ranked by cost, pruning off vs on, and
+the exact replay vs tolerance pruning."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from cftgnn.benchmarks.tail import benchmark_tail, format_tail
@@ -36,6 +38,32 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
         assert row["max_abs_logit_diff"] <= 1e-5
     text = format_tail(res)
     assert "p90" in text and str(ok[0]["event_id"]) in text
+
+
+def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():
+    stream = make_synthetic_stream(20, 1200, seed=4, feat_dim=1, p_tie=0.3)
+    torch.manual_seed(0)
+    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+                num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+    events = [900, 1199]
+    exact = benchmark_tail(model, stream, events, max_size=2, m_max=12, compare_top=0,
+                           progress=False)
+    res = benchmark_tail(model, stream, events, max_size=2, m_max=12, compare_top=1,
+                         progress=False, prune_tolerance=1e-4)
+    assert res["summary"]["prune_tolerance"] == 1e-4 and res["pruning"] == []
+    # the per-event table is the exact replay's, whatever the tolerance
+    assert ([(r["event_id"], r["explanation"], r["final_logit"]) for r in res["events"]]
+            == [(r["event_id"], r["explanation"], r["final_logit"]) for r in exact["events"]])
+    (row,) = res["tolerance"]
+    assert row["event_id"] == res["events"][0]["event_id"]
+    assert row["prune_tolerance"] == 1e-4
+    assert row["same_answer"] and row["same_min_size_lower_bound"]
+    assert row["row_updates_tolerance"] <= row["row_updates_exact"]
+    assert row["max_abs_logit_diff"] <= 1e-4
+    text = format_tail(res)
+    assert "NOT EXACT" in text and "τ = 0.0001" in text
+    with pytest.raises(ValueError, match="prune_tolerance"):
+        benchmark_tail(model, stream, events, max_size=2, progress=False, prune_tolerance=-1.0)
 
 
 def test_the_cone_pass_budget_is_the_engines_memory_budget_gb(tmp_path):
