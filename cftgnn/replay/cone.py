@@ -769,21 +769,17 @@ def _memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
     ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
     ``tolerance`` (not exact, see "Tolerance pruning" in the module docstring).
     Returns ``bool [R]``."""
-    if tolerance == 0.0:
-        # the first coordinate tells most differing rows apart; compare the rest after it
-        eq = (_bits(mem[rt, 0]) == _bits(recorded[lt, 0])).cpu().numpy()
-        e = np.flatnonzero(eq)
-        if len(e):
-            et = torch.as_tensor(e, device=mem.device)
-            eq[e] = (_bits(mem[rt[et]]) == _bits(recorded[lt[et]])).all(
-                dim=1).cpu().numpy()
-        return eq
-    eq = ((mem[rt, 0] - recorded[lt, 0]).abs() <= tolerance).cpu().numpy()
+    def same(a: Tensor, b: Tensor) -> Tensor:
+        if tolerance == 0.0:
+            return _bits(a) == _bits(b)
+        return (a - b).abs() <= tolerance
+
+    # the first coordinate tells most differing rows apart; compare the rest after it
+    eq: npt.NDArray[np.bool_] = same(mem[rt, 0], recorded[lt, 0]).cpu().numpy()
     e = np.flatnonzero(eq)
     if len(e):
         et = torch.as_tensor(e, device=mem.device)
-        eq[e] = ((mem[rt[et]] - recorded[lt[et]]).abs() <= tolerance).all(
-            dim=1).cpu().numpy()
+        eq[e] = same(mem[rt[et]], recorded[lt[et]]).all(dim=1).cpu().numpy()
     return eq
 
 
