@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testsupport.planted import huge_cone_stream
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.explain import ExhaustiveExplainer
@@ -115,22 +116,6 @@ def test_exhaustive_answers_and_certificates_do_not_depend_on_pruning(event):
     assert a.certified_minimal == b.certified_minimal
     assert a.final_logit == pytest.approx(b.final_logit, abs=ATOL)
     assert stats.calls > 0
-
-
-def huge_cone_stream(num_nodes: int = 40, num_events: int = 3000, seed: int = 0
-                     ) -> EventStream:
-    """The explained link ``(0, 1)`` (the last event) and its only candidates: the first 60
-    events, among nodes 0, 1 and 2. Node 2 then talks to everyone for thousands of events,
-    so removing any candidate changes the memory of every node."""
-    rng = np.random.default_rng(seed)
-    old = rng.choice([(0, 1), (0, 2), (1, 2)], size=60)
-    rest = rng.integers(3, num_nodes, size=(num_events - 61, 2))
-    rest[rng.random(len(rest)) < 0.2, 0] = 2
-    pairs = np.concatenate([old, rest, [[0, 1]]]).astype(np.int64)
-    t = np.arange(num_events, dtype=np.float64)
-    return EventStream(pairs[:, 0].copy(), pairs[:, 1].copy(), t,
-                       rng.normal(size=(num_events, 1)).astype(np.float32),
-                       np.zeros(num_events, dtype=np.int64), num_nodes, "huge_cone")
 
 
 def test_memory_budget_holds_on_a_huge_cone():

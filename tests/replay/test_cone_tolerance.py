@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from testsupport.planted import huge_cone_stream
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TGN
@@ -25,22 +26,6 @@ def tgn(stream: EventStream, num_layers: int = 1, seed: int = 0) -> TGN:
 
 def small_sets(cand: list[int], k: int) -> list[frozenset[int]]:
     return [frozenset(c) for s in range(1, k + 1) for c in itertools.combinations(cand, s)]
-
-
-def far_back_stream(num_nodes: int = 40, num_events: int = 1500, seed: int = 0
-                    ) -> EventStream:
-    """The explained link ``(0, 1)`` (the last event) and its only candidates: the first 60
-    events, among nodes 0, 1 and 2; node 2 then talks to everyone for the rest, so a
-    removal perturbs every node a little (as ``huge_cone_stream`` of test_cone_pruning)."""
-    rng = np.random.default_rng(seed)
-    old = rng.choice([(0, 1), (0, 2), (1, 2)], size=60)
-    rest = rng.integers(3, num_nodes, size=(num_events - 61, 2))
-    rest[rng.random(len(rest)) < 0.2, 0] = 2
-    pairs = np.concatenate([old, rest, [[0, 1]]]).astype(np.int64)
-    t = np.arange(num_events, dtype=np.float64)
-    return EventStream(pairs[:, 0].copy(), pairs[:, 1].copy(), t,
-                       rng.normal(size=(num_events, 1)).astype(np.float32),
-                       np.zeros(num_events, dtype=np.int64), num_nodes, "far_back")
 
 
 def replay(model: TGN, stream: EventStream, event: int, m_max: int, **options: float
@@ -87,7 +72,7 @@ def test_zero_tolerance_is_the_exact_path(num_layers):
 @pytest.mark.parametrize("tau", [1e-5, 1e-4])
 def test_tolerance_stays_close_to_fresh_replays_with_less_work(tau):
     # far-back removals perturb every node a little for thousands of events
-    stream = far_back_stream()
+    stream = huge_cone_stream(num_events=1500, name="far_back")
     model = tgn(stream, 1, seed=3)
     last = stream.num_events - 1
     exact, s_exact = replay(model, stream, last, 16)
@@ -109,7 +94,7 @@ def test_tolerance_stays_close_to_fresh_replays_with_less_work(tau):
 
 @pytest.mark.parametrize("bad", [-1e-6, float("nan"), float("inf")])
 def test_a_negative_or_infinite_tolerance_is_refused(bad):
-    stream = far_back_stream(12, 300)
+    stream = huge_cone_stream(12, 300, name="far_back")
     model = tgn(stream, 1)
     rep, _ = replay(model, stream, 299, 8, prune_tolerance=bad)
     with pytest.raises(ValueError, match="tolerance must be a finite number >= 0"):

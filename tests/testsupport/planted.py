@@ -40,3 +40,20 @@ def planted_stream(num_events: int = 1200, num_src: int = 20, num_dst: int = 20,
         feat[:, 0] = is_active
     return EventStream(src, dst + num_src, t, feat, np.zeros(num_events, np.int64),
                        num_src + num_dst, name)
+
+
+def huge_cone_stream(num_nodes: int = 40, num_events: int = 3000, seed: int = 0,
+                     name: str = "huge_cone") -> EventStream:
+    """The explained link ``(0, 1)`` (the last event) and its only candidates: the first 60
+    events, among nodes 0, 1 and 2. Node 2 then talks to everyone for the rest of the
+    stream, so removing any candidate perturbs the memory of every node (a huge causal
+    cone, and perturbations that rarely die out bit for bit)."""
+    rng = np.random.default_rng(seed)
+    old = rng.choice([(0, 1), (0, 2), (1, 2)], size=60)
+    rest = rng.integers(3, num_nodes, size=(num_events - 61, 2))
+    rest[rng.random(len(rest)) < 0.2, 0] = 2
+    pairs = np.concatenate([old, rest, [[0, 1]]]).astype(np.int64)
+    t = np.arange(num_events, dtype=np.float64)
+    return EventStream(pairs[:, 0].copy(), pairs[:, 1].copy(), t,
+                       rng.normal(size=(num_events, 1)).astype(np.float32),
+                       np.zeros(num_events, dtype=np.int64), num_nodes, name)
