@@ -249,6 +249,19 @@ class Embed1:
         return float(min(spectral, unit))
 
 # ----------------------------------------------------------------------------- the study
+def set_pending(PP, ev, S, src, dst, N):
+    """Each endpoint's pending message after a batch ``ev`` with the events of ``S`` removed:
+    its last kept event there (TGN keeps the last message of a batch)."""
+    keep = ev[~np.isin(ev, S)]
+    if len(keep):
+        nodes = np.concatenate([src[keep], dst[keep]])
+        evs = np.concatenate([keep, keep])
+        last = np.full(N, -1, dtype=np.int64)
+        np.maximum.at(last, nodes, evs)
+        tn = np.flatnonzero(last >= 0)
+        PP[torch.as_tensor(tn)] = torch.as_tensor(last[tn])
+
+
 class Study:
     def __init__(self, ds, event, ckpt_every=32):
         t0 = time.perf_counter()
@@ -386,14 +399,7 @@ class Study:
                 ev = self.steps[x]
                 pn, pe, post, lupost = self.rec[x]
                 if len(pn) == 0:
-                    keep = ev[~np.isin(ev, S)]
-                    if len(keep):
-                        nodes = np.concatenate([src[keep], dst[keep]])
-                        evs = np.concatenate([keep, keep])
-                        last = np.full(N, -1, dtype=np.int64)
-                        np.maximum.at(last, nodes, evs)
-                        tn = np.flatnonzero(last >= 0)
-                        PP[torch.as_tensor(tn)] = torch.as_tensor(last[tn])
+                    set_pending(PP, ev, S, src, dst, N)
                     tr_pert[x] = (maxabs > 0).sum()
                     continue
                 pnt = torch.as_tensor(pn)
@@ -454,14 +460,7 @@ class Study:
                 P[pnt[hs_t]] = new[hs_t]
                 PLU[pnt[hs_t]] = tnew[hs_t]
                 PP[pnt] = -1
-                keep = ev[~np.isin(ev, S)]
-                if len(keep):
-                    nodes = np.concatenate([src[keep], dst[keep]])
-                    evs = np.concatenate([keep, keep])
-                    last = np.full(N, -1, dtype=np.int64)
-                    np.maximum.at(last, nodes, evs)
-                    tn = np.flatnonzero(last >= 0)
-                    PP[torch.as_tensor(tn)] = torch.as_tensor(last[tn])
+                set_pending(PP, ev, S, src, dst, N)
                 U[pnt] = post
                 LU[pnt] = lupost
                 dif = (P[pnt] - post).double()
