@@ -40,9 +40,14 @@ every batch, :func:`cone_replay` retires the rows whose whole state (memory bit 
 last update, pending message and its sender's memory) equals the recording, merges rows of
 one node whose states are equal bit for bit, and gives a set a row again only when its
 state can differ (it removes the node's pending message, or the sender of that message
-holds a perturbed memory). No value is approximated, so the logits are those of the replay
-without pruning (up to the float rounding any two replays differ by), and so are the
-answers and certificates built on them; the tests compare them.
+holds a perturbed memory). A row merged or revived that way can hold sets whose causal
+pasts differ; such a *mixed* row is split by the message each of its sets receives
+whenever its node has an event (:func:`_split_mixed`), since a later message can tell the
+sets apart without the node's dependency set growing (missing that split made some logits
+wrong by up to 1e-3 on UCI · TGN before issue 27's tail run found it). No value is
+approximated, so the logits are those of the replay without pruning (up to the float
+rounding any two replays differ by), and so are the answers and certificates built on
+them; the tests compare them.
 
 **Tolerance pruning (opt-in, not exact).** With a tolerance ``τ > 0`` (``tolerance`` of
 :func:`cone_replay`, ``prune_tolerance`` of :class:`cftgnn.replay.tgn.TGNReplayOptions`)
@@ -383,8 +388,12 @@ class _Rows:
 
     ``rowmap[p, columns[n]]`` is the row holding node ``n``'s state under set ``p``, or
     ``-1`` when that state is the recorded one (always for nodes without a column: their
-    dependency set never grows); ``rep[r]`` is one set using row ``r`` (any one will do: all
-    of them agree on every removal the row depends on).
+    dependency set never grows); ``rep[r]`` is one set using row ``r``. The sets of a row
+    made by splitting agree on every removal the row depends on, so any one will do; a row
+    that perturbation pruning gave to sets whose keys differ, because their states were
+    equal (:func:`_merge`, :func:`_revive`), is ``mixed``: its sets may diverge when the node
+    receives its next message, so :func:`_split_mixed` splits it by that message whenever
+    its node has an event, whether or not its dependency set grows.
     """
 
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
@@ -398,6 +407,7 @@ class _Rows:
         self.rep = np.empty(cap, dtype=np.int64)
         self.n = np.empty(cap, dtype=np.int64)
         self.alive = np.zeros(cap, dtype=bool)
+        self.mixed = np.zeros(cap, dtype=bool)
         self.size = 0
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
@@ -425,6 +435,7 @@ class _Rows:
             self.rep = np.resize(self.rep, cap)
             self.n = np.resize(self.n, cap)
             self.alive = np.resize(self.alive, cap)
+            self.mixed = np.resize(self.mixed, cap)
         rows = np.arange(self.size, need, dtype=np.int64)
         rt = torch.as_tensor(rows, device=self.mem.device)
         self.mem[rt] = mem
@@ -432,6 +443,7 @@ class _Rows:
         self.pend[rows] = -1
         self.rep[rows], self.n[rows] = rep, n
         self.alive[rows] = True
+        self.mixed[rows] = False
         self.size = need
         return rows
 
@@ -453,7 +465,7 @@ class _Rows:
     def nbytes(self) -> int:
         """Bytes held: the row map and every allocated row."""
         cap = len(self.pend)
-        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 1
+        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 2
         return int(self.rowmap.nbytes) + cap * row
 
     def compact(self, force: bool = False) -> None:
@@ -475,7 +487,7 @@ class _Rows:
         mem = self.mem.new_empty(cap, self.mem.shape[1])
         mem[:len(keep)] = self.mem[kt]
         self.mem = mem
-        for name in ("lu", "pend", "rep", "n", "alive"):
+        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
             old = getattr(self, name)
             new = np.empty(cap, dtype=old.dtype)
             new[:len(keep)] = old[keep]
@@ -604,6 +616,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             counts.rows_made += rows.size - made
             _new_pending(rows, rec, rem, loc, deps.need > x)
             if prune:
+                counts.rows_made += _split_mixed(rows, rec, rem, loc, deps.need > x, src, dst)
                 made = rows.size
                 counts.rows_pruned += _prune(model, rows, rec, loc, x, deps.need, src, dst,
                                              tolerance)
@@ -666,7 +679,9 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], words
 
     Keys only refine (``D`` grows), so the sets of one new key all held the same old row:
     the first new key of an old row keeps it, the others get copies, and pairs that were
-    unperturbed start from the recorded state after this batch's pending messages.
+    unperturbed start from the recorded state after this batch's pending messages. (A mixed
+    row, :class:`_Rows`, holds sets of several keys; it is split the same way, and every
+    row this leaves holds the sets of one key.)
 
     With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
     pair gets a row only when its set removes the node's recorded pending message of this
@@ -721,6 +736,7 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], words
             lu[ci] = rows.lu[old[ci]]
         g_row[fresh] = rows.add(g_p[fresh], g_n[fresh], mem, lu)
     rows.rowmap[pp, cols[jj]] = g_row[group]
+    rows.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
 
 def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -747,6 +763,70 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     kept = ~rem[rows.rep[r][owner], kk]
     val = np.where(kept, rec.events[kk], -1)
     rows.pend[r] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
+
+
+def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
+                 loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
+                 src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+    """Step 3b of a batch (with pruning): split every mixed row (:class:`_Rows`) of a node
+    with events in the batch whose later state is read (``read``, ``bool [N]``) by the
+    message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
+    and the row of that message's sender under the set. :func:`_new_pending` gave the row
+    its representative set's message; sets whose message or sender differs would diverge
+    when it is applied in the next batch, so each such group gets its own copy of the row
+    (mixed still: its sets may differ in the node's causal past). Returns the rows made.
+    """
+    size = rows.size
+    node = rows.n[:size]
+    m = np.flatnonzero(rows.mixed[:size] & rows.alive[:size] & read[node] & (loc[node] >= 0))
+    if not len(m):
+        return 0
+    lk = loc[node[m]]
+    m = m[rec.inc_end[lk] > rec.inc_start[lk]]  # a new message in this batch
+    if not len(m):
+        return 0
+    is_m = np.zeros(size, dtype=bool)
+    is_m[m] = True
+    cols = np.unique(rows.columns[node[m]])
+    sub = rows.rowmap[:, cols]  # [P, C]
+    pp, cc = np.nonzero(sub >= 0)
+    rr = sub[pp, cc].astype(np.int64)
+    mine = is_m[rr]
+    pp, rr = pp[mine], rr[mine]  # every (set, row) pair of the mixed rows
+    n = rows.n[rr]
+    lp = loc[n]
+    starts, ends = rec.inc_start[lp], rec.inc_end[lp]
+    lens = ends - starts
+    kk = rec.inc_k[concat_ranges(starts, ends)]
+    owner = np.repeat(np.arange(len(pp)), lens)
+    val = np.where(~rem[pp[owner], kk], rec.events[kk], -1)
+    pend = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # each set's last kept event
+    sender = np.full(len(pp), -2, dtype=np.int64)  # -2: no message, -1: recorded sender
+    has = np.flatnonzero(pend >= 0)
+    sender[has] = rows.lookup(pp[has], other_endpoint(src, dst, pend[has], n[has]))
+    order = np.lexsort((pp, sender, pend, rr))
+    pp, rr, pend, sender = pp[order], rr[order], pend[order], sender[order]
+    head = np.concatenate(([True], (rr[1:] != rr[:-1]) | (pend[1:] != pend[:-1])
+                           | (sender[1:] != sender[:-1])))
+    group = np.cumsum(head) - 1
+    heads = np.flatnonzero(head)
+    g_row = rr[heads]
+    first = np.concatenate(([True], g_row[1:] != g_row[:-1]))  # a row's first group keeps it
+    keep = heads[first]
+    rows.pend[rr[keep]], rows.rep[rr[keep]] = pend[keep], pp[keep]
+    more = heads[~first]
+    if not len(more):
+        return 0
+    dev = rows.mem.device
+    new = rows.add(pp[more], rows.n[rr[more]],
+                   rows.mem[torch.as_tensor(rr[more], device=dev)], rows.lu[rr[more]])
+    rows.pend[new] = pend[more]
+    rows.mixed[new] = True
+    ids = g_row.copy()
+    ids[~first] = new
+    moved = np.flatnonzero(~first[group])
+    rows.rowmap[pp[moved], rows.columns[rows.n[rr[moved]]]] = ids[group[moved]]
+    return len(new)
 
 
 def _bits(t: Tensor) -> Tensor:
@@ -912,6 +992,7 @@ def _merge(model: TGN, rows: _Rows, r: npt.NDArray[np.int64], need: npt.NDArray[
     sub[use] = remap[sub[use]]
     rows.rowmap[:, cols] = sub
     gone = r[moved]
+    rows.mixed[target[moved]] = True  # sets of several keys, equal states (see _Rows)
     rows.alive[gone] = False
     rows.pend[gone] = -1
     return len(moved)
@@ -966,6 +1047,7 @@ def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
                    rec.lu_post[lo_])
     rows.pend[new] = rec_pend[lo_]
     rows.rowmap[pp, rows.columns[n[jj]]] = new[group]
+    rows.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see _Rows)
 
 
 def _final_inputs(model: TGN, rows: _Rows, traj: Trajectory, deps: Dependencies,
