@@ -4,10 +4,14 @@ Both talk to the oracle's **exact** backend only (docs/design.md §7: certificat
 exact evaluations), in batched calls:
 
 * :func:`search_by_size` evaluates every removable set of size 1, 2, …, ``max_size`` (sizes in
-  increasing order, within a size in the order of a ranking, in chunks of ``chunk_size`` sets)
-  and stops after the first size that holds a counterfactual, answering the one with the
-  largest margin there. Nothing is skipped by monotonicity: the oracle is not monotone.
-  The exhaustive explainer and every explainer's ``certify`` use it.
+  increasing order, in chunks of ``chunk_size`` sets) and stops after the first size that
+  holds a counterfactual, answering the one with the largest margin there (ties → the
+  better-ranked set). Nothing is skipped by monotonicity: the oracle is not monotone. Within
+  a size, sets are evaluated in time order (by their earliest event, then the next): the sets
+  of one chunk then share their oldest removals, whose effects the causal-cone replay
+  computes once per chunk (issue 27: on UCI · TGN event 54454, K = 3, 1.4-1.6x faster and a
+  third fewer rows updated than chunks in ranking order, whose every chunk names every
+  far-back event). The exhaustive explainer and every explainer's ``certify`` use it.
 * :func:`prune` shrinks a counterfactual by dropping one event at a time (all ``X \\ {e}`` in
   one batched call) while it stays counterfactual, until no single event can be dropped
   (1-minimal).
@@ -92,9 +96,13 @@ def search_by_size(
 ) -> SizeSearch:
     """Every removal set of size ``1..max_size`` over ``ranked``, exactly, smallest first.
 
-    Within one size, sets come in the lexicographic order of their positions in ``ranked``
-    (``itertools.combinations``), so a better-ranked set comes first; among counterfactuals
-    of the first size that holds one, the largest margin wins, ties → the earlier set.
+    Within one size, sets are evaluated in the lexicographic order of their events sorted by
+    time (event ids ascending, ``itertools.combinations`` of the sorted events), so that a
+    chunk's sets share their oldest removals (see the module docstring). Among
+    counterfactuals of the first size that holds one, the largest margin wins, ties → the
+    better-ranked set (the lexicographically smaller positions in ``ranked``), which the
+    answer lists in ranking order. A search cut short by ``max_calls`` or ``deadline`` has
+    evaluated the sets of its last size that come first in time.
 
     Args:
         oracle: Oracle of the explained event.
@@ -123,8 +131,17 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
     calls0 = oracle.stats.exact_calls
     evaluated = 0
     per_set = 0.0  # seconds per set of the last chunk (sizes the chunks under a deadline)
+    position = {e: i for i, e in enumerate(events)}
+    by_time = sorted(events)
+
+    def ranked(c: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(c, key=position.__getitem__))
+
+    def rank_key(c: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(position[e] for e in c))
+
     for size in range(1, max(0, max_size) + 1):
-        combos = itertools.combinations(events, size)
+        combos = itertools.combinations(by_time, size)
         best: tuple[int, ...] | None = None
         best_margin, best_logit = -math.inf, math.nan
         while True:
@@ -147,9 +164,16 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
             per_set = (time.perf_counter() - start) / len(chunk)
             evaluated += len(chunk)
             margins = _flip_margins(p0, logits)
-            j = int(np.argmax(margins))
-            if margins[j] > best_margin:
-                best, best_margin, best_logit = chunk[j], float(margins[j]), float(logits[j])
+            top = float(margins.max())
+            if top == -math.inf or top < best_margin:
+                continue
+            ties = [chunk[i] for i in np.flatnonzero(margins == top)]
+            if top == best_margin and best is not None:
+                ties.append(best)
+            pick = ranked(min(ties, key=rank_key))
+            if pick != best:
+                j = chunk.index(tuple(sorted(pick)))
+                best, best_margin, best_logit = pick, top, float(logits[j])
         if best is not None:
             return SizeSearch(best, best_logit, size, False, evaluated)
     return SizeSearch(None, None, max(0, max_size), False, evaluated)

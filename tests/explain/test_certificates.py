@@ -94,14 +94,18 @@ def test_exhaustive_non_monotone_cases() -> None:
     assert not _flips(backend, F({3})) and not _flips(backend, F({4}))
 
 
-def test_exhaustive_enumerates_by_size_in_strategy_order_and_takes_the_largest_margin() -> None:
+def test_exhaustive_enumerates_by_size_in_time_order_and_takes_the_largest_margin() -> None:
     backend = AdditiveBackend(1.0, {1: 0.6, 2: 0.6, 3: 0.5, 4: 0.9})
     oracle = _oracle(backend, [1, 2, 3, 4])
     result = ExhaustiveExplainer(RecentStrategy(), max_size=3, chunk_size=2).explain(oracle)
-    assert F(result.explanation) == F({2, 4})  # margin 0.5, ties with {1, 4}: recent first
+    # margin 0.5, tied with {1, 4}, which an earlier chunk found: the better-ranked one wins
+    # (recent first), listed in ranking order
+    assert result.explanation == (4, 2)
     sizes = [len(s) for s in backend.log if s]
     assert sizes == sorted(sizes) and max(sizes) == 2  # stopped after size 2
-    assert backend.log[:4] == [F({4}), F({3}), F({2}), F({1})]  # ranked: most recent first
+    assert backend.log[:4] == [F({1}), F({2}), F({3}), F({4})]  # oldest removals first
+    pairs = [s for s in backend.log if len(s) == 2]
+    assert pairs == [F(c) for c in itertools.combinations([1, 2, 3, 4], 2)]
 
 
 def test_exhaustive_budget_cuts_short_and_voids_the_claim() -> None:
