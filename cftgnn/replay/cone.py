@@ -793,6 +793,8 @@ def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     rr = sub[pp, cc].astype(np.int64)
     mine = is_m[rr]
     pp, rr = pp[mine], rr[mine]  # every (set, row) pair of the mixed rows
+    if not len(pp):  # rows no set uses any more (compaction frees them)
+        return 0
     n = rows.n[rr]
     lp = loc[n]
     starts, ends = rec.inc_start[lp], rec.inc_end[lp]
