@@ -211,3 +211,20 @@ def test_pruning_is_exact_on_a_real_data_prefix(real_data_dir, tmp_path):
         np.testing.assert_allclose(got, full.exact(sets), atol=ATOL)
         np.testing.assert_allclose(got[-6:], pruned.exact_replay(sets[-6:]), atol=ATOL)
     assert stats.rows_pruned > 0
+
+
+def test_a_mixed_row_that_no_set_uses_is_left_alone():
+    # pruning can leave a mixed row behind that every set has moved away from; the next
+    # batch with an event at its node must skip it (it once raised an IndexError)
+    from cftgnn.replay.cone import _Rows, _split_mixed, batch_record
+
+    src, dst = np.array([0, 1]), np.array([1, 2])
+    rec = batch_record(np.array([0, 1]), np.array([0, 1, 2]), torch.zeros(3, 4),
+                       torch.zeros(3, 4), np.zeros(3), src, dst)
+    rows = _Rows(2, np.array([0, 1, 2]), 3, 4, torch.device("cpu"))
+    row = rows.add(np.array([0]), np.array([1]), torch.ones(1, 4), np.zeros(1))
+    rows.mixed[row] = True  # alive, mixed, and no set's row map points at it
+    loc = np.array([0, 1, 2])
+    made = _split_mixed(rows, rec, np.zeros((2, 2), dtype=bool), loc, np.ones(3, dtype=bool),
+                        src, dst)
+    assert made == 0 and rows.size == 1
