@@ -228,3 +228,18 @@ def test_a_mixed_row_that_no_set_uses_is_left_alone():
     made = _split_mixed(rows, rec, np.zeros((2, 2), dtype=bool), loc, np.ones(3, dtype=bool),
                         src, dst)
     assert made == 0 and rows.size == 1
+
+
+@pytest.mark.dataset
+def test_the_uci_sets_that_shared_a_mixed_row_get_their_own_logits(real_data_dir, tmp_path):
+    # UCI · TGN event 54454: evaluated together, the second set once read node 2's row
+    # under the first set's sender and came out 6.7e-4 off (issue 27's tail run)
+    from pathlib import Path
+
+    from cftgnn.data import load_uci
+
+    ckpt = Path(__file__).resolve().parents[2] / "checkpoints" / "tgn_uci.pt"
+    stream = load_uci(data_dir=real_data_dir, cache_dir=tmp_path, download=False)
+    replay = EventReplay(ReplayEngine.from_checkpoint(ckpt, stream), 54454)
+    sets = [frozenset({42740, 42929, 43607}), frozenset({41505, 43607, 52620})]
+    np.testing.assert_allclose(replay.exact(sets), replay.exact_replay(sets), atol=ATOL)
