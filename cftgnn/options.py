@@ -8,6 +8,7 @@ truncated, before any work starts (:func:`as_integer`: ``1e3`` is ``1000``, ``1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from typing import Any
 
@@ -65,8 +66,10 @@ def integer(cfg: Any, key: str, minimum: int | None = None, optional: bool = Fal
 
 
 def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | None = None,
-           optional: bool = False, strict_minimum: bool = False) -> float | None:
-    """``cfg.<key>`` as a number within bounds (null allowed when ``optional``).
+           optional: bool = False, strict_minimum: bool = False,
+           finite: bool = False) -> float | None:
+    """``cfg.<key>`` as a number within bounds (null allowed when ``optional``; infinities
+    refused when ``finite``).
 
     Raises:
         ConfigError: For a value that is not a number or out of bounds.
@@ -79,6 +82,8 @@ def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | No
         ok = value > minimum if strict_minimum else value >= minimum
     if ok and maximum is not None:
         ok = value <= maximum
+    if ok and finite:
+        ok = math.isfinite(value)
     if not ok:
         bounds = []
         if minimum is not None:
@@ -87,7 +92,8 @@ def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | No
             bounds.append(f"<= {maximum}")
         null = "null or " if optional else ""
         within = f" {' and '.join(bounds)}" if bounds else ""
-        raise ConfigError(f"{key} must be {null}a number{within}, got {value!r}")
+        kind = "a finite number" if finite else "a number"
+        raise ConfigError(f"{key} must be {null}{kind}{within}, got {value!r}")
     return float(value)
 
 

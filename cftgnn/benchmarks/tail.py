@@ -22,7 +22,6 @@ from the exact replay.
 from __future__ import annotations
 
 import json
-import math
 import resource
 import sys
 import time
@@ -44,7 +43,7 @@ from cftgnn.models.base import TemporalModel
 from cftgnn.options import boolean, integer, number
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
-from cftgnn.replay.cone import ConeStats
+from cftgnn.replay.cone import ConeStats, checked_tolerance
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.training.resolve import resolve_device, resolve_model
 
@@ -120,9 +119,7 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "tolerance": [...the same, exact vs prune_tolerance...]}``; times in seconds, memory
         in MiB, ``torch_threads`` stated.
     """
-    tolerance = float(prune_tolerance)
-    if not (math.isfinite(tolerance) and tolerance >= 0.0):
-        raise ValueError(f"prune_tolerance must be a finite number >= 0, got {prune_tolerance!r}")
+    tolerance = checked_tolerance(prune_tolerance, "prune_tolerance")
     engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
     if isinstance(engine.replay, TGNReplay):
         engine.replay.options.prune_perturbations = prune_perturbations
@@ -266,9 +263,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if not cfg.get("events"):
         integer(cfg, "n_events", minimum=1)
     boolean(cfg, "prune_perturbations")
-    tolerance = number(cfg, "prune_tolerance", minimum=0.0)
-    if tolerance is None or not math.isfinite(tolerance):
-        raise ConfigError(f"prune_tolerance must be a finite number >= 0.0, got {tolerance!r}")
+    tolerance = float(number(cfg, "prune_tolerance", minimum=0.0, finite=True) or 0.0)
     device = resolve_device(cfg.device)
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)

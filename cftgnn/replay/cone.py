@@ -66,6 +66,7 @@ nothing computed with ``τ > 0`` is a proof: no record or certificate may rest o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -546,6 +547,18 @@ class ConeStats:
     settled_sets: int = 0
 
 
+def checked_tolerance(tolerance: float, name: str = "tolerance") -> float:
+    """``tolerance`` as a float, if it is a finite number ``>= 0`` (a pruning tolerance).
+
+    Raises:
+        ValueError: Otherwise.
+    """
+    value = float(tolerance)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {tolerance!r}")
+    return value
+
+
 def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = True,
                 stats: ConeStats | None = None, max_bytes: int | None = None,
                 tolerance: float = 0.0) -> NodeInputs:
@@ -589,9 +602,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
         The node inputs (memory with pending messages applied) under each set: node ``n``
         under set ``p`` reads its perturbed row where it has one, else the recorded input.
     """
-    tolerance = float(tolerance)
-    if not tolerance >= 0.0 or tolerance == float("inf"):
-        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    tolerance = checked_tolerance(tolerance)
     src, dst = model.stream.src, model.stream.dst
     num_nodes = model.num_nodes
     if len(sets.events) == 0:
