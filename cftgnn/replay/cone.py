@@ -783,9 +783,10 @@ def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     with events in the batch whose later state is read (``read``, ``bool [N]``) by the
     message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
     and the row of that message's sender under the set. :func:`_new_pending` gave the row
-    its representative set's message; sets whose message or sender differs would diverge
-    when it is applied in the next batch, so each such group gets its own copy of the row
-    (mixed still: its sets may differ in the node's causal past). Returns the rows made.
+    its representative set's message, which it keeps; sets whose message or sender differs
+    from that would diverge when it is applied in the next batch, so each such group gets its
+    own copy of the row (mixed still: its sets may differ in the node's causal past). Returns
+    the rows made.
     """
     size = rows.size
     node = rows.n[:size]
@@ -796,14 +797,12 @@ def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     m = m[rec.inc_end[lk] > rec.inc_start[lk]]  # a new message in this batch
     if not len(m):
         return 0
-    is_m = np.zeros(size, dtype=bool)
+    is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
     is_m[m] = True
     cols = np.unique(rows.columns[node[m]])
     sub = rows.rowmap[:, cols]  # [P, C]
-    pp, cc = np.nonzero(sub >= 0)
-    rr = sub[pp, cc].astype(np.int64)
-    mine = is_m[rr]
-    pp, rr = pp[mine], rr[mine]  # every (set, row) pair of the mixed rows
+    pp, cc = np.nonzero(is_m[sub])
+    rr = sub[pp, cc].astype(np.int64)  # every (set, row) pair of the mixed rows
     if not len(pp):  # rows no set uses any more (compaction frees them)
         return 0
     n = rows.n[rr]
@@ -814,32 +813,39 @@ def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     owner = np.repeat(np.arange(len(pp)), lens)
     val = np.where(~rem[pp[owner], kk], rec.events[kk], -1)
     pend = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # each set's last kept event
-    sender = np.full(len(pp), -2, dtype=np.int64)  # -2: no message, -1: recorded sender
-    has = np.flatnonzero(pend >= 0)
-    sender[has] = rows.lookup(pp[has], other_endpoint(src, dst, pend[has], n[has]))
-    order = np.lexsort((pp, sender, pend, rr))
+    sender = _sender_rows(rows, pp, pend, n, src, dst)
+    # the row keeps the message _new_pending gave it (its representative set's); the pairs
+    # whose message or sender differs from that move to rows of their own
+    mine = np.empty(size, dtype=np.int64)
+    mine[m] = _sender_rows(rows, rows.rep[m], rows.pend[m], rows.n[m], src, dst)
+    off = np.flatnonzero((pend != rows.pend[rr]) | (sender != mine[rr]))
+    if not len(off):
+        return 0
+    pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
+    order = np.lexsort((sender, pend, rr))
     pp, rr, pend, sender = pp[order], rr[order], pend[order], sender[order]
     head = np.concatenate(([True], (rr[1:] != rr[:-1]) | (pend[1:] != pend[:-1])
                            | (sender[1:] != sender[:-1])))
     group = np.cumsum(head) - 1
     heads = np.flatnonzero(head)
-    g_row = rr[heads]
-    first = np.concatenate(([True], g_row[1:] != g_row[:-1]))  # a row's first group keeps it
-    keep = heads[first]
-    rows.pend[rr[keep]], rows.rep[rr[keep]] = pend[keep], pp[keep]
-    more = heads[~first]
-    if not len(more):
-        return 0
     dev = rows.mem.device
-    new = rows.add(pp[more], rows.n[rr[more]],
-                   rows.mem[torch.as_tensor(rr[more], device=dev)], rows.lu[rr[more]])
-    rows.pend[new] = pend[more]
+    new = rows.add(pp[heads], rows.n[rr[heads]],
+                   rows.mem[torch.as_tensor(rr[heads], device=dev)], rows.lu[rr[heads]])
+    rows.pend[new] = pend[heads]
     rows.mixed[new] = True
-    ids = g_row.copy()
-    ids[~first] = new
-    moved = np.flatnonzero(~first[group])
-    rows.rowmap[pp[moved], rows.columns[rows.n[rr[moved]]]] = ids[group[moved]]
+    rows.rowmap[pp, rows.columns[rows.n[rr]]] = new[group]
     return len(new)
+
+
+def _sender_rows(rows: _Rows, p: npt.NDArray[np.int64], pend: npt.NDArray[np.int64],
+                 n: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+                 dst: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Row of the sender of node ``n[m]``'s pending event ``pend[m]`` under set ``p[m]``:
+    ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
+    out = np.full(len(p), -2, dtype=np.int64)
+    has = np.flatnonzero(pend >= 0)
+    out[has] = rows.lookup(p[has], other_endpoint(src, dst, pend[has], n[has]))
+    return out
 
 
 def _bits(t: Tensor) -> Tensor:
