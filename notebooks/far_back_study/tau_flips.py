@@ -5,9 +5,11 @@ cone replay and by the replay with tolerance pruning at each τ, in one process.
 decision compares a set's logit with the original one's sign; moving the decoder's output
 bias by ``b`` subtracts ``b`` from every logit (in exact arithmetic), so the decision at
 threshold ``b`` differs between the two replays exactly for the sets whose two logits lie on
-either side of ``b``. The script reports the largest logit difference and, over every
-threshold ``b`` (so also where the boundary sits among the densest logits), the most sets
-whose decision the tolerance would change, and that count at the median logit.
+either side of ``b``. The same exact replay with the sets in other passes (ranking order)
+gives the float noise floor: two exact replays differ in their last bits too. The script
+reports the largest logit difference and, over every threshold ``b`` (so also where the
+boundary sits among the densest logits), the most sets whose decision would change, and that
+count at the median logit.
 
     CFTGNN_DATA_DIR=../shared/data python notebooks/far_back_study/tau_flips.py \
         uci 54454 3 1e-5,1e-4
@@ -33,16 +35,18 @@ from cftgnn.training.resolve import resolve_device, resolve_model
 CHUNK = 4096
 
 
-def logits_of(engine: ReplayEngine, event: int, k: int, tau: float
+def logits_of(engine: ReplayEngine, event: int, k: int, tau: float, time_order: bool = True
               ) -> tuple[list[frozenset[int]], np.ndarray, float]:
     """Logits of every set of up to ``k`` candidates (sizes in order, time order within a
-    size, in chunks), with tolerance ``tau`` (0: exact), and the seconds they took."""
+    size unless ``time_order`` is false, in chunks), with tolerance ``tau`` (0: exact), and
+    the seconds they took."""
     engine.replay.options.prune_tolerance = tau
     replay = EventReplay(engine, event, None, 64)
     oracle = replay.oracle("exact")
     strategy = ClosestStrategy()
     strategy.prepare(oracle)
-    events = sorted(int(e) for e in strategy.rank(oracle.removable))
+    events = [int(e) for e in strategy.rank(oracle.removable)]
+    events = sorted(events) if time_order else events
     sets = [frozenset(c) for size in range(1, k + 1)
             for c in itertools.combinations(events, size)]
     start = time.perf_counter()
@@ -76,12 +80,18 @@ def main() -> None:
     median = float(np.median(exact))
     print(f"{dataset} {event} K={k}: {len(sets)} sets, exact {seconds:.1f} s, logits "
           f"{exact.min():.3f}..{exact.max():.3f} (median {median:.3f})", flush=True)
+    # the float noise floor: the same exact replay with the sets in other passes
+    sets_r, again, secs = logits_of(engine, event, k, 0.0, time_order=False)
+    where = {s: i for i, s in enumerate(sets_r)}
+    again = again[[where[s] for s in sets]]
+    runs = [("exact, ranking order", sets, again, secs)]
     for tau in taus:
-        sets_t, got, secs = logits_of(engine, event, k, tau)
+        runs.append((f"τ={tau:g}", *logits_of(engine, event, k, tau)))
+    for name, sets_t, got, secs in runs:
         assert sets_t == sets
         diff = np.abs(got - exact)
         at_median = int(((exact > median) != (got > median)).sum())
-        print(f"  τ={tau:g}: {secs:.1f} s ({seconds / secs:.1f}x), max |Δ logit| "
+        print(f"  {name}: {secs:.1f} s ({seconds / secs:.1f}x), max |Δ logit| "
               f"{diff.max():.1e}, p99 {np.percentile(diff, 99):.1e}; decisions changed at "
               f"the median logit: {at_median}, at the worst threshold: "
               f"{most_changed(exact, got)} of {len(sets)}", flush=True)
