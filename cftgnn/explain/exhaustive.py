@@ -3,10 +3,11 @@
 UFCE checks every one-, two- and three-feature change inside the features a user allows.
 Here the changes are removals of past events: every removable set of size 1, 2, …,
 ``max_size`` goes through the batched **exact** oracle (chunked, so memory stays bounded),
-sizes in increasing order, within a size in the order of the strategy δ's ranking. It stops
-after the first size that holds a counterfactual and answers the one with the largest margin
-there (ties → the better-ranked set). That answer is cardinality-minimal among the removable
-events, and the result says so (``certified_minimal``).
+sizes in increasing order, within a size in time order
+(:func:`~cftgnn.explain.exact_search.search_by_size`). It stops after the first size that
+holds a counterfactual and answers the one with the largest margin there (ties → the set
+the strategy δ ranks first). That answer is cardinality-minimal among the removable events,
+and the result says so (``certified_minimal``).
 
 Without a counterfactual it answers nothing (``is_counterfactual = False``, an empty
 explanation) and its ``min_size_lower_bound`` is ``max_size + 1``: no counterfactual of size
@@ -43,8 +44,8 @@ class ExhaustiveExplainer(Explainer):
     """Every removable set up to ``max_size`` events, exactly, smallest first.
 
     Args:
-        strategy: Ranks the removable events; sets of one size are enumerated in that order
-            (default: recent).
+        strategy: Ranks the removable events; among counterfactuals of equal margin the
+            better-ranked set wins (default: recent).
         post: The steps after the search.
         **options: :class:`ExhaustiveParams` (``max_size``, ``chunk_size``) and the budget
             keys.
