@@ -14,19 +14,14 @@ candidates, in chunks of 4096 through ``EventReplay.exact``). One torch thread.
 import itertools
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
-import torch
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
+from engine import tgn_engine
 
-import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
 from cftgnn.explain import ClosestStrategy
-from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.engine import EventReplay
 from cftgnn.replay import cone
 from cftgnn.replay.cone import ConeStats
-from cftgnn.training.resolve import resolve_device, resolve_model
 
 CHUNK = 4096
 
@@ -42,15 +37,8 @@ def all_sets(replay: EventReplay, k: int, time_order: bool) -> list[tuple[int, .
 
 
 def main() -> None:
-    torch.set_num_threads(1)
     dataset, event, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    conf = str(Path(__file__).resolve().parents[2] / "conf")
-    with initialize_config_dir(config_dir=conf, version_base=None):
-        cfg = compose("benchmark_tail", overrides=[f"dataset={dataset}", "model=tgn"])
-    stream = instantiate(cfg.dataset)
-    model, _ = resolve_model(cfg.model, stream, "auto", cfg.paths.checkpoint_dir,
-                             resolve_device("cpu"), 0)
-    engine = ReplayEngine(model, stream, memory_budget_gb=0.5)
+    engine = tgn_engine(dataset)
     fixed = cone._split_mixed
     runs = [("before the fix, ranking order", False, False),
             ("fixed, ranking order", True, False), ("fixed, time order", True, True)]

@@ -20,17 +20,12 @@ Arguments: dataset, event id, K, comma-separated τ values. One torch thread.
 import itertools
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
-import torch
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
+from engine import tgn_engine
 
-import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
 from cftgnn.explain import ClosestStrategy
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.training.resolve import resolve_device, resolve_model
 
 CHUNK = 4096
 
@@ -66,16 +61,9 @@ def most_changed(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def main() -> None:
-    torch.set_num_threads(1)
     dataset, event, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     taus = [float(t) for t in sys.argv[4].split(",")]
-    conf = str(Path(__file__).resolve().parents[2] / "conf")
-    with initialize_config_dir(config_dir=conf, version_base=None):
-        cfg = compose("benchmark_tail", overrides=[f"dataset={dataset}", "model=tgn"])
-    stream = instantiate(cfg.dataset)
-    model, _ = resolve_model(cfg.model, stream, "auto", cfg.paths.checkpoint_dir,
-                             resolve_device("cpu"), 0)
-    engine = ReplayEngine(model, stream, memory_budget_gb=0.5)
+    engine = tgn_engine(dataset)
     sets, exact, seconds = logits_of(engine, event, k, 0.0)
     median = float(np.median(exact))
     print(f"{dataset} {event} K={k}: {len(sets)} sets, exact {seconds:.1f} s, logits "
