@@ -240,6 +240,12 @@ def test_pruning_is_exact_for_random_sets_on_dense_streams(seed, batch_size):
     sets = [frozenset(rng.choice(removable, size=int(rng.integers(1, 4)),
                                  replace=False).tolist()) for _ in range(80)]
     np.testing.assert_allclose(replay.exact(sets), replay.exact_replay(sets), atol=ATOL)
+    # the approximate oracle's plan replays its masked history through the same cone
+    cand = replay.candidates.ids
+    some = [frozenset(rng.choice(cand, size=int(rng.integers(1, min(4, len(cand)) + 1)),
+                                 replace=False).tolist()) for _ in range(40)]
+    np.testing.assert_allclose(replay.approximate(some), replay.approximate_replay(some),
+                               atol=ATOL)
 
 
 def test_a_mixed_row_that_no_set_uses_is_left_alone():
