@@ -9,9 +9,10 @@ exact evaluations), in batched calls:
   better-ranked set). Nothing is skipped by monotonicity: the oracle is not monotone. Within
   a size, sets are evaluated in time order (by their earliest event, then the next): the sets
   of one chunk then share their oldest removals, whose effects the causal-cone replay
-  computes once per chunk (issue 27: on UCI · TGN event 54454, K = 3, 1.4-1.6x faster and a
-  third fewer rows updated than chunks in ranking order, whose every chunk names every
-  far-back event). The exhaustive explainer and every explainer's ``certify`` use it.
+  computes once per chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than
+  chunks in ranking order, whose every chunk names every far-back event, and on event 54454 a
+  third fewer rows updated; docs/quality.md). The exhaustive explainer and every explainer's
+  ``certify`` use it.
 * :func:`prune` shrinks a counterfactual by dropping one event at a time (all ``X \\ {e}`` in
   one batched call) while it stays counterfactual, until no single event can be dropped
   (1-minimal).
@@ -134,10 +135,12 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
     position = {e: i for i, e in enumerate(events)}
     by_time = sorted(events)
 
-    def ranked(c: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(sorted(c, key=position.__getitem__))
+    def ranked(c: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        """The set's events in ranking order (the answer's order)."""
+        return None if c is None else tuple(sorted(c, key=position.__getitem__))
 
     def rank_key(c: tuple[int, ...]) -> tuple[int, ...]:
+        """Orders sets as ``itertools.combinations`` over the ranking would."""
         return tuple(sorted(position[e] for e in c))
 
     for size in range(1, max(0, max_size) + 1):
@@ -156,8 +159,8 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
             chunk = list(itertools.islice(combos, max(take, 0))) if not out_of_time else []
             if not chunk:
                 if out_of_time or (take <= 0 and next(combos, None) is not None):
-                    return SizeSearch(best, None if best is None else best_logit, size - 1,
-                                      True, evaluated)
+                    return SizeSearch(ranked(best), None if best is None else best_logit,
+                                      size - 1, True, evaluated)
                 break
             start = time.perf_counter()
             logits = oracle.exact_batch([frozenset(c) for c in chunk])
@@ -167,15 +170,11 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
             top = float(margins.max())
             if top == -math.inf or top < best_margin:
                 continue
-            ties = [chunk[i] for i in np.flatnonzero(margins == top)]
-            if top == best_margin and best is not None:
-                ties.append(best)
-            pick = ranked(min(ties, key=rank_key))
-            if pick != best:
-                j = chunk.index(tuple(sorted(pick)))
-                best, best_margin, best_logit = pick, top, float(logits[j])
+            for i in np.flatnonzero(margins == top):  # ties → the better-ranked set
+                if best is None or top > best_margin or rank_key(chunk[i]) < rank_key(best):
+                    best, best_margin, best_logit = chunk[i], top, float(logits[i])
         if best is not None:
-            return SizeSearch(best, best_logit, size, False, evaluated)
+            return SizeSearch(ranked(best), best_logit, size, False, evaluated)
     return SizeSearch(None, None, max(0, max_size), False, evaluated)
 
 
