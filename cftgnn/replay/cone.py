@@ -992,11 +992,9 @@ def _merge(model: TGN, rows: _Rows, r: npt.NDArray[np.int64], need: npt.NDArray[
         same = (_bits(rows.mem[gt]) == _bits(rows.mem[ht])).all(dim=1).cpu().numpy()
         mem_id[r[d[grp[same]]]] = inv[grp[same]]
     pend = rows.pend[r]
-    sid = np.full(len(r), -1, dtype=np.int64)
-    s_ = np.flatnonzero((pend >= 0) & (need[n] > x))
-    if len(s_):
-        ro = rows.lookup(rows.rep[r[s_]], other_endpoint(src, dst, pend[s_], n[s_]))
-        sid[s_] = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
+    # the sender's memory identity, -1 for the recorded one or no message applied next
+    ro = _sender_rows(rows, rows.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
+    sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
     key = np.stack([n, mem_id[r], rows.lu[r].view(np.int64), pend, sid], axis=1)
     head, group = distinct_rows(key)
     if len(head) == len(r):
