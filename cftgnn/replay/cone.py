@@ -762,18 +762,23 @@ def _new_pending(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     # position of each live row's node in rec.nodes
     pos = np.where(read[node] & rows.alive[:size], loc[node], -1)
     r = np.flatnonzero(pos >= 0)
-    starts, ends = rec.inc_start[pos[r]], rec.inc_end[pos[r]]
-    has_events = ends > starts
-    r, starts, ends = r[has_events], starts[has_events], ends[has_events]
+    r = r[rec.inc_end[pos[r]] > rec.inc_start[pos[r]]]  # nodes with events in the batch
     if len(r) == 0:
         return
-    idx = concat_ranges(starts, ends)
+    rows.pend[r] = _last_kept(rec, rem, rows.rep[r], pos[r])
+
+
+def _last_kept(rec: BatchRecord, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.int64],
+               pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The last event of node ``rec.nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
+    (``rem``: removals of the batch's events, ``[P, K]``), ``-1`` where it removes them all;
+    every such node has an event in the batch. Returns ``int64 [M]``."""
+    starts, ends = rec.inc_start[pos], rec.inc_end[pos]
     lens = ends - starts
-    owner = np.repeat(np.arange(len(r)), lens)
-    kk = rec.inc_k[idx]
-    kept = ~rem[rows.rep[r][owner], kk]
-    val = np.where(kept, rec.events[kk], -1)
-    rows.pend[r] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
+    kk = rec.inc_k[concat_ranges(starts, ends)]
+    owner = np.repeat(np.arange(len(p)), lens)
+    val = np.where(~rem[p[owner], kk], rec.events[kk], -1)
+    return np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
 
 
 def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -806,13 +811,7 @@ def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
     if not len(pp):  # rows no set uses any more (compaction frees them)
         return 0
     n = rows.n[rr]
-    lp = loc[n]
-    starts, ends = rec.inc_start[lp], rec.inc_end[lp]
-    lens = ends - starts
-    kk = rec.inc_k[concat_ranges(starts, ends)]
-    owner = np.repeat(np.arange(len(pp)), lens)
-    val = np.where(~rem[pp[owner], kk], rec.events[kk], -1)
-    pend = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # each set's last kept event
+    pend = _last_kept(rec, rem, pp, loc[n])  # each set's message
     sender = _sender_rows(rows, pp, pend, n, src, dst)
     # the row keeps the message _new_pending gave it (its representative set's); the pairs
     # whose message or sender differs from that move to rows of their own
