@@ -1,6 +1,10 @@
-"""The replay engine of a dataset's committed TGN checkpoint, for the study's scripts."""
+"""The replay engine of a dataset's committed TGN checkpoint, and the command line of the
+study's scripts."""
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from hydra import compose, initialize_config_dir
@@ -22,3 +26,44 @@ def tgn_engine(dataset: str) -> ReplayEngine:
     model, _ = resolve_model(cfg.model, stream, "auto", cfg.paths.checkpoint_dir,
                              resolve_device("cpu"), 0)
     return ReplayEngine(model, stream, memory_budget_gb=0.5)
+
+
+DATASETS = ("uci", "wikipedia")
+
+
+def arguments(usage: str, *convert: Callable[[str], Any]) -> list[Any]:
+    """The command line's arguments, each through its converter; a wrong count, a value
+    that does not convert or an unknown dataset (the first argument) ends in one line
+    ``error: usage: …`` and exit status 2."""
+    args = sys.argv[1:]
+    try:
+        if len(args) != len(convert):
+            raise ValueError
+        values = [f(a) for f, a in zip(convert, args, strict=True)]
+    except ValueError:
+        print(f"error: usage: {usage}", file=sys.stderr)
+        sys.exit(2)
+    if values[0] not in DATASETS:
+        print(f"error: dataset must be one of {', '.join(DATASETS)}, got {values[0]!r}",
+              file=sys.stderr)
+        sys.exit(2)
+    return values
+
+
+def positive(text: str) -> int:
+    """An integer >= 1 (K), else ValueError."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def tolerances(text: str) -> list[float]:
+    """Comma-separated finite numbers > 0, else ValueError."""
+    values = [float(t) for t in text.split(",")]
+    if not all(0.0 < v < float("inf") for v in values):
+        raise ValueError(text)
+    return values
+
+
+__all__ = ["arguments", "positive", "tgn_engine", "tolerances"]

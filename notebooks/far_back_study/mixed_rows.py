@@ -12,12 +12,12 @@ candidates, in chunks of 4096 through ``EventReplay.exact``). One torch thread.
 """
 
 import itertools
-import sys
 import time
 
 import numpy as np
-from engine import tgn_engine
+from engine import arguments, positive, tgn_engine
 
+from cftgnn.cli import friendly_errors
 from cftgnn.explain import ClosestStrategy
 from cftgnn.oracle.engine import EventReplay
 from cftgnn.replay import cone
@@ -37,7 +37,7 @@ def all_sets(replay: EventReplay, k: int, time_order: bool) -> list[tuple[int, .
 
 
 def main() -> None:
-    dataset, event, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    dataset, event, k = arguments("mixed_rows.py DATASET EVENT K", str, int, positive)
     engine = tgn_engine(dataset)
     fixed = cone._split_mixed
     runs = [("before the fix, ranking order", False, False),
@@ -75,4 +75,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with friendly_errors():  # an event outside the stream: one error: line
+        main()

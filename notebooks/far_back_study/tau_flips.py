@@ -18,12 +18,12 @@ Arguments: dataset, event id, K, comma-separated τ values. One torch thread.
 """
 
 import itertools
-import sys
 import time
 
 import numpy as np
-from engine import tgn_engine
+from engine import arguments, positive, tgn_engine, tolerances
 
+from cftgnn.cli import friendly_errors
 from cftgnn.explain import ClosestStrategy
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 
@@ -61,8 +61,8 @@ def most_changed(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def main() -> None:
-    dataset, event, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    taus = [float(t) for t in sys.argv[4].split(",")]
+    dataset, event, k, taus = arguments("tau_flips.py DATASET EVENT K TAU[,TAU...]", str, int,
+                                        positive, tolerances)
     engine = tgn_engine(dataset)
     sets, exact, seconds = logits_of(engine, event, k, 0.0)
     median = float(np.median(exact))
@@ -87,4 +87,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with friendly_errors():  # an event outside the stream: one error: line
+        main()
