@@ -311,7 +311,7 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
                 oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
                 size_coef: float, entropy_coef: float,
                 bar: tqdm[Any] | None = None) -> tuple[float, int]:
-    """One pass over the explained events (oracles or ``TrainingEvent``\\ s; None for one
+    """One pass over the explained events (oracles or ``TrainingEvent`` objects; None for one
     that cannot be explained): ``event_loss`` averaged over ``batch_size`` events per
     optimizer step (a last, smaller batch steps too).
 
