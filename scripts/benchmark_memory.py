@@ -12,7 +12,6 @@ import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
-from cftgnn.benchmarks.memory import run
 from cftgnn.cli import friendly_errors, main_guard
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -21,6 +20,8 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 @hydra.main(config_path="../conf", config_name="benchmark_memory", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     with friendly_errors():
+        from cftgnn.benchmarks.memory import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 
