@@ -254,44 +254,54 @@ def config_problem(argv: Sequence[str], cfg: Any, config_name: str,
         return (f"{what} is a sweep, which runs only with -m: "
                 f"python scripts/{config_name}.py -m {' '.join(argv)}")
     logger = cfg.get("logger")
-    if logger is not None and hasattr(logger, "get") and "mode" in logger:
-        from cftgnn.tracking import WANDB_MODES
+    try:
+        if logger is not None and hasattr(logger, "get") and "mode" in logger:
+            from cftgnn.tracking import check_logger_mode  # pandas: only with a logger
 
-        mode = logger.get("mode")
-        if mode not in WANDB_MODES:
-            return f"logger.mode must be one of {', '.join(WANDB_MODES)}; got {mode!r}"
-    if check is not None:
-        try:
+            check_logger_mode(logger.get("mode"))
+        if check is not None:
             check(cfg)
-        except Exception as exc:
-            error = user_error(exc)
-            if error is None:
-                raise
-            return str(error)
+    except Exception as exc:
+        error = user_error(exc)
+        if error is None:
+            raise
+        return str(error)
+    return None
+
+
+def folder_problem(option: str, value: str) -> str | None:
+    """A one-line message when the folder ``value`` of ``option`` cannot be made: its nearest
+    existing ancestor is a file, is not writable, or takes no new folder (``/proc``, which
+    :func:`os.access` calls writable for root: a folder is made there and removed at once).
+    None when it can be made (nothing is left behind)."""
+    folder = Path(value)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return f"{option} {value!r} cannot be written ({existing} is not a folder)"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{option} {value!r} cannot be written (no write permission in {existing})"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".cftgnn-probe-", dir=existing))
+    except OSError as exc:
+        return (f"{option} {value!r} cannot be created (no folder can be made in {existing}: "
+                f"{exc.strerror or exc})")
     return None
 
 
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
-    command line, without interpolations) cannot be created: Hydra makes these folders before
-    the script's code runs. None when they can be, or were not given."""
+    command line, without interpolations) cannot be created (:func:`folder_problem`): Hydra
+    makes these folders before the script's code runs. None when they can be, or were not
+    given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
+        value = value.strip("'\"")
         if key not in ("hydra.run.dir", "hydra.sweep.dir") or not value or "${" in value:
             continue
-        folder = Path(value)
-        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-        if existing is None:
-            continue
-        if not existing.is_dir():
-            return f"{key} {value!r} cannot be written ({existing} is not a folder)"
-        if not os.access(existing, os.W_OK | os.X_OK):
-            return f"{key} {value!r} cannot be written (no write permission in {existing})"
-        try:  # a folder made and removed at once: os.access says yes to root, even in /proc
-            os.rmdir(tempfile.mkdtemp(prefix=".cftgnn-probe-", dir=existing))
-        except OSError as exc:
-            return (f"{key} {value!r} cannot be created (no folder can be made in "
-                    f"{existing}: {exc.strerror or exc})")
+        if (problem := folder_problem(key, value)) is not None:
+            return problem
     return None
 
 
@@ -380,7 +390,7 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
                 message = config_problem(args, cfg, name, check)
         follow = _run_dir_follows(args, cfg, run_dir_from) if message is None else None
         if follow is not None:
-            message = unwritable_run_dir([f"hydra.run.dir={follow}"])
+            message = folder_problem(str(run_dir_from), follow)
         if message is not None:
             _fail(message)
         if follow is not None and own:
@@ -408,5 +418,5 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
 
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "compose_command_line", "config_problem",
-           "friendly_errors", "hydra_problem", "interrupted", "main_guard", "search_paths",
-           "unknown_choice", "unwritable_run_dir"]
+           "folder_problem", "friendly_errors", "hydra_problem", "interrupted", "main_guard",
+           "search_paths", "unknown_choice", "unwritable_run_dir"]
