@@ -17,6 +17,7 @@ import difflib
 import inspect
 import os
 import re
+import shlex
 import signal
 import sys
 import tempfile
@@ -252,7 +253,7 @@ def config_problem(argv: Sequence[str], cfg: Any, config_name: str,
         given = next((a for a in argv if a.lstrip("+").startswith("sweep=")), None)
         what = given or "hydra.sweeper.params"
         return (f"{what} is a sweep, which runs only with -m: "
-                f"python scripts/{config_name}.py -m {' '.join(argv)}")
+                f"python scripts/{config_name}.py -m {shlex.join(argv)}")
     logger = cfg.get("logger")
     try:
         if logger is not None and hasattr(logger, "get") and "mode" in logger:

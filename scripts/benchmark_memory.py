@@ -12,6 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
+from cftgnn.benchmarks.options import check_memory_options
 from cftgnn.cli import friendly_errors, main_guard
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -26,4 +27,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF)
+    main_guard(main, CONF, check=check_memory_options)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
-from cftgnn.options import integer, integer_list
+from cftgnn.evaluation.options import check_candidate_options
+from cftgnn.options import boolean, integer, integer_list, is_integer, number
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:
@@ -82,4 +85,59 @@ def check_index_options(cfg: Any) -> None:
     integer(cfg, "repeats", minimum=1)
 
 
-__all__ = ["check_explainers_options", "check_index_options", "check_oracle_options", "pairs"]
+def check_memory_options(cfg: Any) -> None:
+    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts
+    (the ``budgets`` entries are checked by the engine's own rule when the run starts).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    streams = OmegaConf.to_container(cfg.streams)
+    if not isinstance(streams, list) or not all(
+            isinstance(s, list) and len(s) == 2 for s in streams):
+        raise ConfigError("streams must be a list of [num_events, num_nodes]")
+    for num_events, num_nodes in streams:
+        if not (is_integer(num_events) and is_integer(num_nodes)
+                and num_events >= 1 and num_nodes >= 2):
+            raise ConfigError(f"streams must hold [num_events, num_nodes] integers, got "
+                              f"{[num_events, num_nodes]!r}")
+    budgets = OmegaConf.to_container(cfg.budgets)
+    if not isinstance(budgets, list) or not budgets:
+        raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")
+    integer(cfg, "n_events", minimum=0)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "seed")
+    integer(cfg, "k", minimum=1, optional=True)
+    number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
+
+
+def check_tail_options(cfg: Any) -> None:
+    """``benchmark_tail.py``: ``max_size >= 1``, ``n_events >= 1`` (without ``events``), the
+    pruning options.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "max_size", minimum=1)
+    if not cfg.get("events"):
+        integer(cfg, "n_events", minimum=1)
+    boolean(cfg, "prune_perturbations")
+    number(cfg, "prune_tolerance", minimum=0.0, finite=True)
+
+
+def check_quality_options(cfg: Any) -> None:
+    """``benchmark_quality.py``: ``max_size >= 1``, ``n_events >= 1``, the candidates'
+    ``m_max`` and ``k`` (the configurations of ``explainers`` are checked when the run
+    starts).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "max_size", minimum=1)
+    check_candidate_options(cfg)
+    integer(cfg, "n_events", minimum=1)
+
+
+__all__ = ["check_explainers_options", "check_index_options", "check_memory_options",
+           "check_oracle_options", "check_quality_options", "check_tail_options", "pairs"]

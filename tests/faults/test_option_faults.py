@@ -51,6 +51,9 @@ CASES = [
     ("benchmark_explainers.py", ["explainers=[attentoin]"], "unknown explainer 'attentoin'"),
     ("benchmark_oracle.py", ["batch_size=0"], "batch_size must be an integer >= 1"),
     ("benchmark_index.py", ["ks=[0]"], "ks must be a list of integers >= 1"),
+    ("benchmark_memory.py", ["streams=[[0,5]]"], "streams must hold [num_events, num_nodes]"),
+    ("benchmark_tail.py", ["max_size=0"], "max_size must be an integer >= 1"),
+    ("benchmark_quality.py", ["n_events=1.5"], "n_events must be an integer >= 1"),
     ("dataset_info.py", ["dataset=uci2"], "unknown dataset 'uci2'"),
 ]
 
