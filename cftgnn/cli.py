@@ -279,14 +279,15 @@ def folder_problem(option: str, value: str) -> str | None:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is None:
         return None
+    where = existing.absolute()
     if not existing.is_dir():
-        return f"{option} {value!r} cannot be written ({existing} is not a folder)"
+        return f"{option} {value!r} cannot be written ({where} is not a folder)"
     if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{option} {value!r} cannot be written (no write permission in {existing})"
+        return f"{option} {value!r} cannot be written (no write permission in {where})"
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".cftgnn-probe-", dir=existing))
     except OSError as exc:
-        return (f"{option} {value!r} cannot be created (no folder can be made in {existing}: "
+        return (f"{option} {value!r} cannot be created (no folder can be made in {where}: "
                 f"{exc.strerror or exc})")
     return None
 
@@ -304,6 +305,31 @@ def unwritable_run_dir(argv: Sequence[str]) -> str | None:
         if (problem := folder_problem(key, value)) is not None:
             return problem
     return None
+
+
+def default_run_dir_problem(argv: Sequence[str], cfg: Any) -> str | None:
+    """:func:`folder_problem` for the run (or sweep) directory the config names when the
+    command line names none: its fixed part (``outputs/explain`` of
+    ``outputs/explain/${...}/${now:...}``) must take a new folder, e.g. not when the current
+    directory is read-only. None when it can, or when nothing would be written there."""
+    from omegaconf import OmegaConf
+
+    key = "hydra.sweep.dir" if any(a in ("-m", "--multirun") for a in argv) else "hydra.run.dir"
+    if "hydra" not in cfg or any(a.lstrip("+").startswith(f"{key}=") for a in argv):
+        return None
+    node = OmegaConf.to_container(cfg.hydra.sweep if key == "hydra.sweep.dir" else cfg.hydra.run,
+                                  resolve=False)
+    raw = node.get("dir") if isinstance(node, dict) else None
+    if not isinstance(raw, str) or not raw:
+        return None
+    if "${" not in raw:
+        if Path(raw).is_dir() and cfg.hydra.get("output_subdir") is None:
+            return None  # an existing folder where Hydra writes nothing (the benchmarks' ".")
+        return folder_problem(key, raw)
+    fixed = raw.split("${")[0]
+    if "/" not in fixed:
+        return None
+    return folder_problem(key, fixed.rsplit("/", 1)[0] or "/")
 
 
 def _quoted(value: str) -> str:
@@ -392,6 +418,8 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         follow = _run_dir_follows(args, cfg, run_dir_from) if message is None else None
         if follow is not None:
             message = folder_problem(str(run_dir_from), follow)
+        elif message is None and cfg is not None:
+            message = default_run_dir_problem(args, cfg)
         if message is not None:
             _fail(message)
         if follow is not None and own:
@@ -419,5 +447,5 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
 
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "compose_command_line", "config_problem",
-           "folder_problem", "friendly_errors", "hydra_problem", "interrupted", "main_guard",
-           "search_paths", "unknown_choice", "unwritable_run_dir"]
+           "default_run_dir_problem", "folder_problem", "friendly_errors", "hydra_problem",
+           "interrupted", "main_guard", "search_paths", "unknown_choice", "unwritable_run_dir"]

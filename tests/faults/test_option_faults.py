@@ -77,6 +77,9 @@ def test_a_run_directory_that_cannot_be_made_is_refused(tmp_path):
     if Path("/proc/self").is_dir():  # Linux: /proc passes os.access for root, yet takes no mkdir
         line, _ = refused("explain.py", "hydra.run.dir=/proc/x", cwd=tmp_path)
         assert line.startswith("error: hydra.run.dir '/proc/x' cannot be created")
+        line, _ = refused("explain.py", cwd=Path("/proc"))  # the default outputs/explain/...
+        assert line == ("error: hydra.run.dir 'outputs/explain' cannot be created (no folder "
+                        "can be made in /proc: No such file or directory)")
     assert list(tmp_path.iterdir()) == [a_file]
 
 
