@@ -135,11 +135,13 @@ def text(cfg: Any, key: str, optional: bool = False) -> str | None:
     return str(value)
 
 
-def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
-    """``cfg.<key>`` as a list of integers (null allowed when ``optional``).
+def integer_list(cfg: Any, key: str, optional: bool = True,
+                 minimum: int | None = None) -> list[int] | None:
+    """``cfg.<key>`` as a list of integers, each ``>= minimum`` (null allowed when
+    ``optional``).
 
     Raises:
-        ConfigError: Naming the first entry that is not an integer.
+        ConfigError: Naming the first entry that is not an integer or is below ``minimum``.
     """
     value = _get(cfg, key)
     if value is None and optional:
@@ -151,6 +153,9 @@ def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
         whole = as_integer(item)
         if whole is None:
             raise ConfigError(f"{key} must be a list of integers, got {item!r} in {list(value)}")
+        if minimum is not None and whole < minimum:
+            raise ConfigError(f"{key} must be a list of integers >= {minimum}, got {item!r} in "
+                              f"{list(value)}")
         out.append(whole)
     return out
 

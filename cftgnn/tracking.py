@@ -32,6 +32,8 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
+from cftgnn.errors import ConfigError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only; wandb stays optional at runtime
     from wandb.sdk.wandb_run import Run
 
@@ -40,12 +42,23 @@ __all__ = [
     "NullTracker",
     "Tracker",
     "WandbTracker",
+    "check_logger_mode",
     "table_frame",
     "tracking",
 ]
 
 #: Modes ``wandb.init`` accepts. ``offline`` writes only local files; ``disabled`` writes nothing.
 WANDB_MODES: tuple[str, ...] = ("online", "offline", "disabled", "shared")
+
+
+def check_logger_mode(mode: Any) -> None:
+    """Refuse a ``logger.mode`` that is not one of :data:`WANDB_MODES`.
+
+    Raises:
+        ConfigError: Naming the modes.
+    """
+    if mode not in WANDB_MODES:
+        raise ConfigError(f"logger.mode must be one of {', '.join(WANDB_MODES)}; got {mode!r}")
 
 #: Seconds to wait for a TCP connection to the W&B server before logging offline instead.
 CONNECT_TIMEOUT_S = 3.0
@@ -305,7 +318,7 @@ class WandbTracker(Tracker):
         notes: Free-text notes attached to the run.
 
     Raises:
-        ValueError: If ``mode`` is not one of ``WANDB_MODES``.
+        ConfigError: If ``mode`` is not one of :data:`WANDB_MODES` (a ``ValueError``).
     """
 
     def __init__(
@@ -317,8 +330,7 @@ class WandbTracker(Tracker):
         job_type: str = "explain",
         notes: str | None = None,
     ) -> None:
-        if mode not in WANDB_MODES:
-            raise ValueError(f"logger mode must be one of {', '.join(WANDB_MODES)}; got {mode!r}")
+        check_logger_mode(mode)
         if isinstance(tags, str):
             tags = (tags,)
         self.project = project

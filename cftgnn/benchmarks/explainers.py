@@ -38,6 +38,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from cftgnn.benchmarks.options import check_explainers_options, pairs
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.pipeline import build_explainer, model_fingerprint
@@ -47,7 +48,6 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import integer
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -136,29 +136,14 @@ def format_summary(summary: pd.DataFrame, threads: int) -> str:
     return "\n".join(lines)
 
 
-def _pairs(cfg: DictConfig) -> list[tuple[str, str]]:
-    pairs = []
-    for pair in cfg.pairs:
-        parts = str(pair).split("-")
-        if len(parts) != 2 or not all(parts):
-            raise ConfigError(f"pairs must be <dataset>-<model> names, e.g. uci-tgn; got "
-                              f"{pair!r}")
-        pairs.append((parts[0], parts[1]))
-    if not pairs:
-        raise ConfigError("pairs is empty; name at least one <dataset>-<model>")
-    return pairs
-
-
 def run(cfg: DictConfig) -> pd.DataFrame:
     """The benchmark of ``conf/benchmark_explainers.yaml``: every pair, every explainer, the
     same sampled events per pair; prints the medians and writes the rows (``out``)."""
-    integer(cfg, "n_events", minimum=1)
-    if not cfg.explainers:
-        raise ConfigError("explainers is empty; name at least one of conf/explainer/")
+    check_explainers_options(cfg)
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     tables = []
-    for dataset, kind in _pairs(cfg):
+    for dataset, kind in pairs(cfg):
         base = [f"dataset={dataset}", f"model={kind}", "mode=exact"]
         explainers: dict[str, FactualExplainer] = {}
         for name in cfg.explainers:

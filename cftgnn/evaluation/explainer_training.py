@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.options import check_train_explainer_options as check_options
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.pgexplainer import (
@@ -52,7 +53,6 @@ from cftgnn.explain.pgexplainer import (
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.files import check_writable_dir
 from cftgnn.models.protocol import SoftRemovalModel
-from cftgnn.options import boolean, integer, number, text
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
@@ -67,34 +67,6 @@ STATE = "state.pt"
 #: (``epochs`` is not one: rerunning with more epochs trains on from the last one.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
-
-
-def check_options(cfg: Any) -> None:
-    """Refuse a bad top-level option of ``conf/train_explainer.yaml`` before anything loads.
-
-    Raises:
-        ConfigError: Naming the first bad option.
-    """
-    integer(cfg, "seed")
-    integer(cfg, "n_train_events", minimum=1)
-    integer(cfg, "epochs", minimum=1)
-    integer(cfg, "batch_size", minimum=1)
-    integer(cfg, "hidden", minimum=1)
-    integer(cfg, "num_threads", minimum=1)
-    integer(cfg, "m_max", minimum=1)
-    integer(cfg, "k", minimum=1, optional=True)
-    number(cfg, "lr", minimum=0, strict_minimum=True)
-    number(cfg, "size_coef", minimum=0)
-    number(cfg, "entropy_coef", minimum=0)
-    share = cfg.train_range
-    if (isinstance(share, str) or not hasattr(share, "__len__") or len(share) != 2
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)
-            or not 0 <= share[0] < share[1] <= 1):
-        raise ConfigError(f"train_range must be [start, end] with 0 <= start < end <= 1 (a "
-                          f"share of the training split), got {share!r}")
-    boolean(cfg, "progress")
-    boolean(cfg, "overwrite")
-    text(cfg, "out_dir", optional=True)
 
 
 def run_dir(cfg: DictConfig) -> Path:

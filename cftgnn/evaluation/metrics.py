@@ -44,7 +44,6 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from pymoo.indicators.hv import HV
-from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
 from cftgnn.oracle.oracle import is_flip
 
@@ -229,8 +228,12 @@ def characterization_score(
         return 1.0 - fm
     if wn == 0.0:
         return fp
+    import cftgnn._compat  # noqa: F401  (torch_geometric, quietly; only this score needs it)
+    # isort: split
+    from torch_geometric.explain.metric import characterization_score
+
     a = wp / (wp + wn)
-    score = _pyg_characterization(
+    score = characterization_score(
         torch.tensor(fp, dtype=torch.float64),
         torch.tensor(fm, dtype=torch.float64),
         pos_weight=a,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,7 @@ import pandas as pd
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
+from cftgnn.evaluation.options import PredictionGroup
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.oracle.history import History
 from cftgnn.training.loop import score_batches
@@ -40,20 +40,6 @@ _ADVANCE_BATCHES = 1024  # history batches per advance call of the screening pas
 
 class SamplingError(CftgnnError):
     """The requested events cannot be sampled (empty range, ids outside the stream)."""
-
-
-class PredictionGroup(str, Enum):
-    """Which predictions to sample.
-
-    * ``correct`` / ``incorrect`` — only that group;
-    * ``both`` — half of the events from each group (``ceil(n/2)`` correct);
-    * ``any`` — uniformly from the whole range, whatever the prediction.
-    """
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    BOTH = "both"
-    ANY = "any"
 
 
 def event_range(stream: EventStream, share: Sequence[float]) -> tuple[int, int]:

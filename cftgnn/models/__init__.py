@@ -3,6 +3,7 @@ replayable interface, the state-verb protocol and the one batching rule, ``eval_
 batched masked replay lives in ``cftgnn.replay``, training and checkpoints in
 ``cftgnn.training``."""
 
+import cftgnn._compat  # noqa: F401  (first: torch_geometric is imported quietly)
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.dygformer import DyGFormer
 from cftgnn.models.graphmixer import GraphMixer

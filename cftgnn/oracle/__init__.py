@@ -12,19 +12,38 @@
 * ``cftgnn.oracle.auto_mode``: measuring both modes to pick one.
 """
 
-from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
-from cftgnn.oracle.engine import EventReplay, ReplayCounters, ReplayEngine, naive_logit
-from cftgnn.oracle.oracle import (
-    Confirmation,
-    LogitFn,
-    Oracle,
-    OracleMode,
-    OracleStats,
-    delta,
-    is_flip,
-    margin,
-    node_score,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cftgnn.lazy import lazy_attribute
+
+if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy): cftgnn.oracle.history stays light
+    from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
+    from cftgnn.oracle.engine import EventReplay, ReplayCounters, ReplayEngine, naive_logit
+    from cftgnn.oracle.oracle import (
+        Confirmation,
+        LogitFn,
+        Oracle,
+        OracleMode,
+        OracleStats,
+        delta,
+        is_flip,
+        margin,
+        node_score,
+    )
+
+_EXPORTS = {
+    "cftgnn.oracle.constraints": ("NO_CONSTRAINTS", "Constraints"),
+    "cftgnn.oracle.engine": ("EventReplay", "ReplayCounters", "ReplayEngine", "naive_logit"),
+    "cftgnn.oracle.oracle": ("Confirmation", "LogitFn", "Oracle", "OracleMode", "OracleStats",
+                             "delta", "is_flip", "margin", "node_score"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)
+
 
 __all__ = [
     "NO_CONSTRAINTS",

@@ -24,20 +24,22 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
 from torch import nn
-from torch_geometric.nn import TGNMemory
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.files import file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.pyg_tgn import PyGTGN
+
+if TYPE_CHECKING:
+    from torch_geometric.nn import TGNMemory
 
 
 class CheckpointMismatchError(CftgnnError, ValueError):

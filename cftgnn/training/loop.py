@@ -39,9 +39,9 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.files import check_writable_dir
 from cftgnn.models.base import TemporalModel, eval_mode
-from cftgnn.options import boolean, integer, number, text
 from cftgnn.training.checkpoint import checkpoint_path, model_kind, save_checkpoint
 from cftgnn.training.metrics import average_precision, roc_auc
+from cftgnn.training.options import check_train_options
 from cftgnn.training.resolve import resolve_device
 
 log = logging.getLogger(__name__)
@@ -265,32 +265,6 @@ def checkpoint_destination(cfg: DictConfig, stream: EventStream) -> Path:
                           "replace it, or leave out out_dir to write into the run's own "
                           "directory")
     return pt
-
-
-def check_train_options(cfg: DictConfig) -> None:
-    """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
-    anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
-    (never truncated), ``0 < lr``, split shares that leave a training part.
-
-    Raises:
-        ConfigError: Naming the first bad option.
-    """
-    integer(cfg, "epochs", minimum=1)
-    integer(cfg, "patience", minimum=0)
-    integer(cfg, "seed")
-    integer(cfg, "num_threads", minimum=1)
-    number(cfg, "lr", minimum=0, strict_minimum=True)
-    val = number(cfg, "split.val", minimum=0, maximum=1, strict_minimum=True)
-    test = number(cfg, "split.test", minimum=0, maximum=1, strict_minimum=True)
-    if val is not None and test is not None and val + test >= 1:
-        raise ConfigError(f"split.val + split.test must be < 1 (the rest trains), got "
-                          f"{val} + {test}")
-    boolean(cfg, "progress")
-    boolean(cfg, "save_checkpoint")
-    boolean(cfg, "overwrite")
-    text(cfg, "out_dir", optional=True)
-    text(cfg, "model_name", optional=True)
-    text(cfg, "name_suffix", optional=True)
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
