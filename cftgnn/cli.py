@@ -269,7 +269,9 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
 def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
     """Inside a script's ``main``: bad input (:class:`~cftgnn.errors.CftgnnError`, also when
     ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
-    traceback; Ctrl-C in one line, ``on_interrupt``, and exit status 130."""
+    traceback, and so does a full disk (an ``ENOSPC``/``EDQUOT`` error behind the exception,
+    :func:`cftgnn.files.no_space`: the file and its disk); Ctrl-C in one line,
+    ``on_interrupt``, and exit status 130."""
     _ctrl_c_raises()
     try:
         yield
@@ -277,9 +279,14 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
         interrupted(on_interrupt)
     except Exception as exc:
         error = user_error(exc)
-        if error is None:
+        if error is not None:
+            _fail(str(error))
+        from cftgnn.files import disk_full_message, no_space
+
+        full = no_space(exc)
+        if full is None:
             raise
-        _fail(str(error))
+        _fail(disk_full_message(full.filename, full))
 
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "friendly_errors", "hydra_problem", "interrupted",
