@@ -13,6 +13,7 @@ import difflib
 import inspect
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -188,10 +189,16 @@ def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -
     return None
 
 
+#: Free bytes below which a ``hydra.run.dir`` given on the command line counts as full (Hydra
+#: writes ``.hydra/*.yaml``, a few kilobytes, before the script's code runs).
+RUN_DIR_MIN_FREE = 64 * 1024
+
+
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
-    command line, without interpolations) cannot be created: Hydra makes these folders before
-    the script's code runs. None when they can be, or were not given."""
+    command line, without interpolations) cannot be created, or its disk is full (less than
+    :data:`RUN_DIR_MIN_FREE` free): Hydra makes these folders and writes its files there
+    before the script's code runs. None when they can be, or were not given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
         if key not in ("hydra.run.dir", "hydra.sweep.dir") or not value or "${" in value:
@@ -204,6 +211,10 @@ def unwritable_run_dir(argv: Sequence[str]) -> str | None:
             return f"{key} {value!r} cannot be written ({existing} is not a folder)"
         if not os.access(existing, os.W_OK | os.X_OK):
             return f"{key} {value!r} cannot be written (no write permission in {existing})"
+        if shutil.disk_usage(existing).free < RUN_DIR_MIN_FREE:
+            from cftgnn.files import disk_full_message
+
+            return f"{key}: {disk_full_message(folder, folder=True)}"
     return None
 
 
