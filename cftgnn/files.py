@@ -200,7 +200,9 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files (:func:`temporary_path`) in ``folder`` whose writer is no
-    longer running on this machine (killed mid-write); a live writer's are kept.
+    longer running on this machine (killed mid-write); a live writer's are kept. (Process ids
+    are this machine's: a folder shared with writers on other machines is resumed after they
+    stopped.)
 
     Returns:
         The files removed.

@@ -68,7 +68,8 @@ from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 #: The resumable state in the run directory.
 STATE = "state.pt"
 #: The options that decide what a training computes (a resumed run must match them).
-#: (``epochs`` is not one: rerunning with more epochs trains on from the last one.)
+#: (``epochs`` is not one: rerunning with more epochs trains on from the last one; fewer
+#: than the state holds are refused, :func:`_load_state`.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
 
@@ -276,6 +277,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
     remove_stale_temporaries(out)  # what a killed run was writing
+    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
     options = _options(cfg)
     state_file = out / STATE
     state = _load_state(state_file, options, int(cfg.epochs))

@@ -339,6 +339,7 @@ def test_a_truncated_state_is_set_aside_with_one_warning_and_training_restarts(
     shutil.copytree(trained, run)
     state = run / "state.pt"
     state.write_bytes(state.read_bytes()[:1000])
+    (run / "state.tmp").write_bytes(bytes(100))  # what versions before issue 39 left
     capsys.readouterr()
     explainer_training.run(pg(model, run, 2))
     warned = one_line(capsys.readouterr().err, "warning: ")
@@ -347,6 +348,7 @@ def test_a_truncated_state_is_set_aside_with_one_warning_and_training_restarts(
     assert (run / "state.pt.corrupt-1").stat().st_size == 1000
     assert torch.load(state, weights_only=True)["epoch"] == 2
     assert [h["epoch"] for h in card(run)["history"]] == [0, 1]
+    assert temporaries(run) == []
 
 
 def test_fewer_epochs_than_the_state_holds_are_refused_and_the_card_tells_the_truth(
