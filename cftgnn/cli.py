@@ -1,7 +1,7 @@
 """Helpers shared by the entry points in ``scripts/``: friendly one-line errors.
 
-Before a Hydra script runs, :func:`main_guard` checks the command line the way Hydra will read
-it (:func:`hydra_problem`): an unknown ``group=option``, an override that does not parse
+Before a Hydra script runs, ``main_guard`` checks the command line the way Hydra will read
+it (``hydra_problem``): an unknown ``group=option``, an override that does not parse
 (``n_events=[1,2``) or a key the config does not have (``nevents=4``) ends in one ``error:``
 line naming it and the nearest valid key, exit status 2, instead of Hydra's multi-line
 message. Ctrl-C in any script ends in one line (exit status 130) instead of a traceback.
@@ -101,7 +101,7 @@ def _one_value(override: Any, text: str) -> str | None:
 
 def _nearest_key(key: str, overrides: Sequence[str], conf_dir: Path,
                  config_name: str) -> str:
-    """`` (did you mean 'x'?)`` for a key the config lacks, by :mod:`difflib` among the keys
+    """`` (did you mean 'x'?)`` for a key the config lacks, by ``difflib`` among the keys
     of the deepest node of ``key`` that exists; empty when nothing is close."""
     from hydra import compose, initialize_config_dir
     from omegaconf import DictConfig
@@ -197,7 +197,7 @@ RUN_DIR_MIN_FREE = 64 * 1024
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
     command line, without interpolations) cannot be created, or its disk is full (less than
-    :data:`RUN_DIR_MIN_FREE` free): Hydra makes these folders and writes its files there
+    ``RUN_DIR_MIN_FREE`` free): Hydra makes these folders and writes its files there
     before the script's code runs. None when they can be, or were not given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
@@ -228,14 +228,14 @@ def _config_name(main: Callable[[], None]) -> str | None:
 
 
 def _ctrl_c_raises() -> None:
-    """Let Ctrl-C raise :class:`KeyboardInterrupt` again (the scripts' start-up handler of
+    """Let Ctrl-C raise ``KeyboardInterrupt`` again (the scripts' start-up handler of
     ``scripts/_ctrl_c.py`` only covers loading the libraries)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def interrupted(hint: str) -> NoReturn:
-    """One line for Ctrl-C and exit status :data:`INTERRUPTED` (no traceback)."""
+    """One line for Ctrl-C and exit status ``INTERRUPTED`` (no traceback)."""
     print(f"interrupted (Ctrl-C): {hint}", file=sys.stderr)
     raise SystemExit(INTERRUPTED)
 
@@ -248,8 +248,8 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
                argv: Sequence[str] | None = None, config_name: str | None = None,
                on_interrupt: str = RESUME_HINT) -> None:
     """Call a Hydra ``main`` unless the command line is one Hydra would refuse: a
-    ``group=option`` naming no config file (:func:`unknown_choice`), an override that does
-    not parse or names a key the config lacks (:func:`hydra_problem`) — then one line on
+    ``group=option`` naming no config file (``unknown_choice``), an override that does
+    not parse or names a key the config lacks (``hydra_problem``) — then one line on
     stderr and exit status 2, before Hydra prints its longer message. Ctrl-C ends in one
     line, ``on_interrupt``, and exit status 130.
 
@@ -278,10 +278,10 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
 
 @contextmanager
 def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
-    """Inside a script's ``main``: bad input (:class:`~cftgnn.errors.CftgnnError`, also when
+    """Inside a script's ``main``: bad input (``CftgnnError``, also when
     ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
     traceback, and so does a full disk (an ``ENOSPC``/``EDQUOT`` error behind the exception,
-    :func:`cftgnn.files.no_space`: the file and its disk); Ctrl-C in one line,
+    ``cftgnn.files.no_space``: the file and its disk); Ctrl-C in one line,
     ``on_interrupt``, and exit status 130."""
     _ctrl_c_raises()
     try:

@@ -1,13 +1,13 @@
 """File helpers every stage shares: durable atomic writes, SHA-256 of a file, a writable-folder
 check made before any work starts.
 
-Every file a stage writes goes through :func:`atomic_output` (or :func:`atomic_write`): the
+Every file a stage writes goes through ``atomic_output`` (or ``atomic_write``): the
 bytes go to a temporary ``.<name>.<pid>.tmp`` next to the file, are flushed to the disk, then
 renamed onto the file, so the file is complete or absent after a crash. A write that fails
 removes its temporary file; one that fails for lack of space (``ENOSPC``, or ``EDQUOT``: a
-quota) raises :class:`DiskFullError`, one line naming the file and its disk, which the scripts
-print as ``error: …`` (:func:`cftgnn.cli.friendly_errors`). Temporaries left by a writer that
-was killed are removed when a run resumes (:func:`remove_stale_temporaries`).
+quota) raises ``DiskFullError``, one line naming the file and its disk, which the scripts
+print as ``error: …`` (``cftgnn.cli.friendly_errors``). Temporaries left by a writer that
+was killed are removed when a run resumes (``remove_stale_temporaries``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def sha256_if_file(path: str | os.PathLike[str]) -> str | None:
-    """:func:`file_sha256` of ``path``, None when it is not a file (fresh weights' text)."""
+    """``file_sha256`` of ``path``, None when it is not a file (fresh weights' text)."""
     return file_sha256(path) if Path(path).is_file() else None
 
 
@@ -86,7 +86,7 @@ def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -
 
 
 def no_space(exc: BaseException) -> OSError | None:
-    """The ``ENOSPC``/``EDQUOT`` :class:`OSError` behind ``exc`` (itself, its cause or its
+    """The ``ENOSPC``/``EDQUOT`` ``OSError`` behind ``exc`` (itself, its cause or its
     context: ``torch.save`` reports a full disk as a ``RuntimeError`` raised while handling
     it), or None."""
     seen: set[int] = set()
@@ -154,12 +154,12 @@ def temporary_path(path: str | os.PathLike[str]) -> Path:
 @contextmanager
 def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s bytes into, moved onto ``path`` (flushed, renamed,
-    :func:`replace_durably`) when the block ends without error; otherwise removed, so that
+    ``replace_durably``) when the block ends without error; otherwise removed, so that
     ``path`` keeps its old content (or stays absent) and no temporary file is left.
 
     Raises:
         DiskFullError: When the write (or the flush) found no space or no quota left; the
-            message names the file and its disk (:func:`disk_full_message`).
+            message names the file and its disk (``disk_full_message``).
     """
     path = Path(path)
     tmp = temporary_path(path)
@@ -176,7 +176,7 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably (:func:`atomic_output`).
+    """Write ``data`` to ``path`` atomically and durably (``atomic_output``).
 
     Raises:
         DiskFullError: When no space is left on its disk (nothing is left under ``path``'s
@@ -199,7 +199,7 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
-    """Remove the temporary files (:func:`temporary_path`) in ``folder`` whose writer is no
+    """Remove the temporary files (``temporary_path``) in ``folder`` whose writer is no
     longer running on this machine (killed mid-write); a live writer's are kept. (Process ids
     are this machine's: a folder shared with writers on other machines is resumed after they
     stopped.)

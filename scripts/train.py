@@ -26,7 +26,7 @@ RESUME = ("no checkpoint was written (it is saved when training ends); rerun the
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in :func:`cftgnn.training.loop.run`."""
+    """Hydra entry point; all work happens in ``cftgnn.training.loop.run``."""
     with friendly_errors(on_interrupt=RESUME):
         run(cfg)
 

@@ -26,7 +26,7 @@ RESUME = ("the state after the last finished epoch is kept in the run directory;
 
 @hydra.main(config_path="../conf", config_name="train_explainer", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in :func:`cftgnn.evaluation.explainer_training.run`."""
+    """Hydra entry point; all work happens in ``cftgnn.evaluation.explainer_training.run``."""
     with friendly_errors(on_interrupt=RESUME):
         run(cfg)
 

@@ -1,14 +1,16 @@
 """Factual explainers side by side (``scripts/benchmark_explainers.py``): seconds per event.
 
 Every explainer that scores events (attention, perturb-one, PGExplainer, random;
-:class:`~cftgnn.explain.factual.FactualExplainer`) does two things per explained event, timed
+[``FactualExplainer``][cftgnn.explain.FactualExplainer]) does two things per explained event, timed
 apart here, in one process, on the same events of every pair (issue 26's targets, 1 thread):
 
-* **inference**: the explainer's own work, :meth:`FactualExplainer.rank`: its scores (the
-  probe's features and the MLP, the probe's attention, or the single-removal exact batch of
-  perturb-one, which is the explainer's own use of the oracle) and the ranking;
+* **inference**: the explainer's own work,
+  [``FactualExplainer.rank``][cftgnn.explain.FactualExplainer.rank]: its scores (the probe's
+  features and the MLP, the probe's attention, or the single-removal exact batch of perturb-one,
+  which is the explainer's own use of the oracle) and the ranking;
 * **prefix**: the oracle's shortest-flipping-prefix check,
-  :meth:`FactualExplainer.flipping_prefix` (one batched exact call over the prefixes).
+  [``FactualExplainer.flipping_prefix``][cftgnn.explain.FactualExplainer.flipping_prefix] (one
+  batched exact call over the prefixes).
 
 **setup** is building the event's oracle (candidates, base state, replay plan, original
 logit), which every explainer pays alike; **event** = setup + inference + prefix, the part of
@@ -16,8 +18,8 @@ logit), which every explainer pays alike; **event** = setup + inference + prefix
 hit). Each explainer gets a fresh oracle per event, so none reads another's cached logits;
 one untimed oracle per event first moves the engine's cursor to the event (``explain.py``
 pays that once per event), so that no explainer's setup includes it.
-Events are sampled as ``explain.py`` samples them (:func:`~cftgnn.evaluation.sampling.
-plan_events`, the same seed and range), explained in stream order.
+Events are sampled as ``explain.py`` samples them ([``plan_events``][cftgnn.evaluation.plan_events],
+the same seed and range), explained in stream order.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 For each seeded synthetic stream (``[num_events, num_nodes]``) and each engine memory budget,
 one child process does what ``scripts/explain.py`` does with fresh weights: build the stream
 and its index, the sampling pass over ``sample_range``, then explain the sampled events in
-stream order through a :class:`~cftgnn.oracle.engine.ReplayEngine` with that budget. The
+stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget. The
 parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
 ``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
 and each event's explanation, and the table says whether the explanations equal those of the
@@ -84,7 +84,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(job: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
-    """Run :func:`measure` in a child process; adds ``peak_rss_gib`` from the kernel."""
+    """Run ``measure`` in a child process; adds ``peak_rss_gib`` from the kernel."""
     with tempfile.TemporaryDirectory() as tmp:
         spec, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
         spec.write_text(json.dumps(job))

@@ -10,7 +10,7 @@ For each sampled event (docs/design.md §7, "Quality benchmark"):
 3. every explainer configuration given, each on a fresh oracle (no shared cache): found or
    not, size, certificate, time (oracle setup + search), oracle calls.
 
-One row per event × configuration goes to ``quality.parquet``; :func:`quality_table` turns
+One row per event × configuration goes to ``quality.parquet``; ``quality_table`` turns
 them into the table of ``quality.md``. Each event's rows are written as soon as it is done
 (``records/<event>.parquet``, atomically), so an interrupted run resumes where it stopped
 when rerun with the same options. Configurations name files of ``conf/explainer`` and
@@ -207,7 +207,7 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
       there (NaN for rows without ``n_counterfactuals``).
 
     Args:
-        rows: The rows of :func:`evaluate_event` (``quality.parquet``).
+        rows: The rows of ``evaluate_event`` (``quality.parquet``).
 
     Returns:
         One row per configuration, in order of first appearance.

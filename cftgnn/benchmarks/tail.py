@@ -11,7 +11,7 @@ load, and the answers and certificates of the two runs are compared.
 
 With ``prune_tolerance`` ``τ > 0`` the ``compare_top`` costliest events are instead searched
 with the exact replay (bitwise perturbation pruning) and with tolerance pruning at ``τ``
-(:class:`~cftgnn.replay.tgn.TGNReplayOptions`), side by side: time, rows updated, whether
+(``TGNReplayOptions``), side by side: time, rows updated, whether
 the answers and ``min_size_lower_bound`` agree, and the largest logit difference over the
 final logits and the single removals' logits. Tolerance pruning is **not exact** (its
 logits differ from a fresh replay by an amount with no sound bound), so its columns are

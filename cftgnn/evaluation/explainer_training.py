@@ -4,13 +4,13 @@ One run = one dataset × one model (its committed checkpoint; an explainer of fr
 would be refused by every run anyway). It
 
 1. samples ``n_train_events`` events of the model's training split (``train_range`` of
-   ``[0, train_end)``, :class:`~cftgnn.training.loop.Split` with ``train.py``'s shares), each
+   ``[0, train_end)``, ``Split`` with ``train.py``'s shares), each
    with a nonzero logit and a removable event;
-2. trains :class:`~cftgnn.explain.pgexplainer.EdgeScorer` for ``epochs`` epochs: per event a
-   probe (:func:`training_event`: the candidates and the model's state at the event, no
+2. trains ``EdgeScorer`` for ``epochs`` epochs: per event a
+   probe (``training_event``: the candidates and the model's state at the event, no
    oracle: training evaluates no removal set) gives the candidates' features (computed in the
    first epoch and kept: they do not depend on the MLP) and the differentiable soft-removal
-   logit, :func:`~cftgnn.explain.pgexplainer.pg_loss` is averaged over ``batch_size`` events
+   logit, ``pg_loss`` is averaged over ``batch_size`` events
    per Adam step (events in stream order, so the replay engine moves forward);
 3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
    directory (atomically: a kill or a full disk leaves the last complete state); rerunning the
@@ -69,7 +69,7 @@ from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 STATE = "state.pt"
 #: The options that decide what a training computes (a resumed run must match them).
 #: (``epochs`` is not one: rerunning with more epochs trains on from the last one; fewer
-#: than the state holds are refused, :func:`_load_state`.)
+#: than the state holds are refused, ``_load_state``.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
 
@@ -158,7 +158,7 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
     the engine's unperturbed state at the event's batch boundary (the cursor, moving forward
     when events come in stream order) and advances to the event, which is the state an oracle's
     probe reads (the same batches from the same start); the original logit is the model's
-    prediction there (:meth:`~cftgnn.oracle.probe.ModelProbe.logit`).
+    prediction there (``logit``).
 
     Args:
         engine: The replay engine (its model offers soft removal).
@@ -271,7 +271,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         CftgnnError: For bad options, a model without soft removal or without a checkpoint,
             a run directory of other options or of more epochs, or an existing checkpoint
             without ``overwrite=true``; before any training. A full disk
-            (:class:`~cftgnn.files.DiskFullError`) leaves the last complete state.
+            (``DiskFullError``) leaves the last complete state.
     """
     check_options(cfg)
     out = run_dir(cfg)
@@ -347,8 +347,8 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
                 oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
                 size_coef: float, entropy_coef: float,
                 bar: tqdm[Any] | None = None) -> tuple[float, int]:
-    """One pass over the explained events (oracles or :class:`TrainingEvent`\\ s; None for one
-    that cannot be explained): :func:`event_loss` averaged over ``batch_size`` events per
+    """One pass over the explained events (oracles or ``TrainingEvent`` objects; None for one
+    that cannot be explained): ``event_loss`` averaged over ``batch_size`` events per
     optimizer step (a last, smaller batch steps too).
 
     Returns:

@@ -26,9 +26,9 @@ def check_explain_options(cfg: Any) -> None:
 
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
     ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
-    ``sample.prediction`` one of :class:`~cftgnn.evaluation.sampling.PredictionGroup`'s
+    ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    :class:`~cftgnn.oracle.history.History`'s values.
+    ``History``'s values.
 
     Raises:
         ConfigError: Naming the first bad option.

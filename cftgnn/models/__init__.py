@@ -1,7 +1,7 @@
 """Temporal models (architectures and state): TGN, TGAT, GraphMixer and DyGFormer behind one
 replayable interface, the state-verb protocol and the one batching rule, ``eval_mode``. Their
-batched masked replay lives in :mod:`cftgnn.replay`, training and checkpoints in
-:mod:`cftgnn.training`."""
+batched masked replay lives in ``cftgnn.replay``, training and checkpoints in
+``cftgnn.training``."""
 
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.dygformer import DyGFormer

@@ -1,14 +1,15 @@
 """The oracle: the explained event's logit as a function of the removed past events.
 
-* :mod:`cftgnn.oracle.oracle`: :class:`Oracle` (caching, counting, two-stage confirmation),
-  :class:`OracleMode`, and the semantics every stage shares: ``delta``, ``margin``,
-  ``node_score`` and ``is_flip`` (the one flip test).
-* :mod:`cftgnn.oracle.constraints`: the search space (removable events, maximum size).
-* :mod:`cftgnn.oracle.engine`: :class:`ReplayEngine`, which builds an explained event's oracle
-  from unperturbed snapshots and the model's replay (:func:`cftgnn.replay.registry.replay_for`:
-  its registered batched replay, or one replay per set) as the oracle's exact and approximate
-  backends; it never runs an explainer (:func:`cftgnn.explain.explain_event` does).
-* :mod:`cftgnn.oracle.auto_mode`: measuring both modes to pick one.
+* ``cftgnn.oracle.oracle``: [``Oracle``][cftgnn.oracle.Oracle] (caching, counting, two-stage
+  confirmation), [``OracleMode``][cftgnn.oracle.OracleMode], and the semantics every stage shares:
+  ``delta``, ``margin``, ``node_score`` and ``is_flip`` (the one flip test).
+* ``cftgnn.oracle.constraints``: the search space (removable events, maximum size).
+* ``cftgnn.oracle.engine``: [``ReplayEngine``][cftgnn.oracle.ReplayEngine], which builds an
+  explained event's oracle from unperturbed snapshots and the model's replay
+  (``cftgnn.replay.registry.replay_for``: its registered batched replay, or one replay per set) as
+  the oracle's exact and approximate backends; it never runs an explainer
+  ([``cftgnn.explain.explain_event``][cftgnn.explain.explain_event] does).
+* ``cftgnn.oracle.auto_mode``: measuring both modes to pick one.
 """
 
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints

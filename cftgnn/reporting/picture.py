@@ -3,7 +3,8 @@
 ``python scripts/show_explanation.py RUN_DIR EVENT_ID [--out PNG] [--x order]`` reads the event's
 record from a run directory, loads the run's stream (the dataset config stored in ``run.json``; the
 data directory comes from ``$CFTGNN_DATA_DIR`` or ``<project>/data`` as for every loader),
-recomputes the candidates' hop distances with :class:`cftgnn.data.TemporalIndex` and draws
+recomputes the candidates' hop distances with
+[``cftgnn.data.TemporalIndex``][cftgnn.data.TemporalIndex] and draws
 
 * left, the candidate events on a time axis (relative to the explained event), one lane per
   endpoint pair, grouped by hop distance, the explanation's events highlighted and the
@@ -194,7 +195,7 @@ def explanation_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
 
 
 def load_view(run_dir: str | os.PathLike[str], event_id: int) -> ExplanationView:
-    """The :class:`ExplanationView` of ``event_id`` in a run directory.
+    """The ``ExplanationView`` of ``event_id`` in a run directory.
 
     Raises:
         ConfigError: Not a run directory, the event has no record, or the stream does not
@@ -367,7 +368,7 @@ def plot_explanation(view: ExplanationView, x_axis: str = "time") -> Figure:
     """The picture of one explained event (timeline left, graph right, logits in the title).
 
     Args:
-        view: From :func:`explanation_view` or :func:`load_view`.
+        view: From ``explanation_view`` or ``load_view``.
         x_axis: ``"time"`` (relative to the explained event) or ``"order"`` (candidate
             position, evenly spaced: easier to read when events crowd in time).
 

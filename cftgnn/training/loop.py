@@ -10,7 +10,7 @@ Each training step predicts a batch from the history before it (memory with the 
 batch's messages applied, with gradients) and then advances the model over that batch, so
 training uses exactly the replay path the explainers use.
 
-:func:`run` writes ``<model>_<dataset>.pt`` and its ``.json`` card into the run's own
+``run`` writes ``<model>_<dataset>.pt`` and its ``.json`` card into the run's own
 directory (``out_dir``, else Hydra's run directory); it never replaces an existing checkpoint,
 e.g. a committed one under ``checkpoints/``, unless ``overwrite=true`` (checked before
 training starts).
@@ -139,7 +139,7 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
                   own_batch_neighbors: bool = True
                   ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
     """Score the events ``[lo, hi)`` batch by batch, advancing the model over each batch
-    after scoring it (the scoring rule of :func:`score_range`, streamed: nothing is kept).
+    after scoring it (the scoring rule of ``score_range``, streamed: nothing is kept).
 
     Args:
         model: An attached model at position ``lo`` (a batch boundary).
@@ -150,7 +150,7 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
         own_batch_neighbors: Let each event's neighbour sampling see the earlier events of
             its own batch (``before`` = its position, as in training); False: only the
             consumed batches (the prediction of ``history=batch_start``,
-            :mod:`cftgnn.oracle.history`).
+            ``cftgnn.oracle.history``).
 
     Yields:
         ``(a, logits)``: the batch's first event and its logits, ``float32 [b - a]``, then
@@ -296,7 +296,7 @@ def check_train_options(cfg: DictConfig) -> None:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train the configured model on the configured dataset, evaluate, and save a checkpoint.
 
-    The checkpoint and its card go to :func:`checkpoint_destination` (checked before any
+    The checkpoint and its card go to ``checkpoint_destination`` (checked before any
     training, so a run that would replace a file without ``overwrite=true`` costs nothing).
 
     Args:

@@ -96,7 +96,7 @@ def temporaries(folder: Path) -> list[Path]:
 
 
 class Disk:
-    """A mounted tmpfs the test fills (:meth:`fill`) and frees (:meth:`free_up`)."""
+    """A mounted tmpfs the test fills (``fill``) and frees (``free_up``)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
