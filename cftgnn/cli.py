@@ -18,6 +18,7 @@ import inspect
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -270,11 +271,17 @@ def config_problem(argv: Sequence[str], cfg: Any, config_name: str,
     return None
 
 
+#: Free bytes below which a run directory counts as full (Hydra writes ``.hydra/*.yaml``, a
+#: few kilobytes, before the script's code runs).
+RUN_DIR_MIN_FREE = 64 * 1024
+
+
 def folder_problem(option: str, value: str) -> str | None:
     """A one-line message when the folder ``value`` of ``option`` cannot be made: its nearest
     existing ancestor is a file, is not writable, or takes no new folder (``/proc``, which
-    :func:`os.access` calls writable for root: a folder is made there and removed at once).
-    None when it can be made (nothing is left behind)."""
+    :func:`os.access` calls writable for root: a folder is made there and removed at once), or
+    sits on a disk with less than ``RUN_DIR_MIN_FREE`` free. None when it can be made
+    (nothing is left behind)."""
     folder = Path(value)
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is None:
@@ -289,14 +296,18 @@ def folder_problem(option: str, value: str) -> str | None:
     except OSError as exc:
         return (f"{option} {value!r} cannot be created (no folder can be made in {where}: "
                 f"{exc.strerror or exc})")
+    if shutil.disk_usage(existing).free < RUN_DIR_MIN_FREE:
+        from cftgnn.files import disk_full_message
+
+        return f"{option}: {disk_full_message(folder, folder=True)}"
     return None
 
 
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
-    command line, without interpolations) cannot be created (:func:`folder_problem`): Hydra
-    makes these folders before the script's code runs. None when they can be, or were not
-    given."""
+    command line, without interpolations) cannot be created or its disk is full
+    (:func:`folder_problem`): Hydra makes these folders and writes its files there before the
+    script's code runs. None when they can be, or were not given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
         value = value.strip("'\"")
@@ -433,7 +444,9 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
 def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
     """Inside a script's ``main``: bad input (``CftgnnError``, also when
     ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
-    traceback; Ctrl-C in one line, ``on_interrupt``, and exit status 130."""
+    traceback, and so does a full disk (an ``ENOSPC``/``EDQUOT`` error behind the exception,
+    ``cftgnn.files.no_space``: the file and its disk); Ctrl-C in one line,
+    ``on_interrupt``, and exit status 130."""
     _ctrl_c_raises()
     try:
         yield
@@ -441,9 +454,14 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
         interrupted(on_interrupt)
     except Exception as exc:
         error = user_error(exc)
-        if error is None:
+        if error is not None:
+            _fail(str(error))
+        from cftgnn.files import disk_full_message, no_space
+
+        full = no_space(exc)
+        if full is None:
             raise
-        _fail(str(error))
+        _fail(disk_full_message(full.filename, full))
 
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "compose_command_line", "config_problem",

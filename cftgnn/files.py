@@ -1,14 +1,42 @@
 """File helpers every stage shares: durable atomic writes, SHA-256 of a file, a writable-folder
-check made before any work starts."""
+check made before any work starts.
+
+Every file a stage writes goes through ``atomic_output`` (or ``atomic_write``): the
+bytes go to a temporary ``.<name>.<pid>.tmp`` next to the file, are flushed to the disk, then
+renamed onto the file, so the file is complete or absent after a crash. A write that fails
+removes its temporary file; one that fails for lack of space (``ENOSPC``, or ``EDQUOT``: a
+quota) raises ``DiskFullError``, one line naming the file and its disk, which the scripts
+print as ``error: …`` (``cftgnn.cli.friendly_errors``). Temporaries left by a writer that
+was killed are removed when a run resumes (``remove_stale_temporaries``).
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
+import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import BinaryIO
 
-from cftgnn.errors import ConfigError
+from cftgnn.errors import CftgnnError, ConfigError
+
+#: ``errno`` values that mean "the disk (or the user's quota on it) is full".
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: The temporary name of a file being written by process ``pid``: ``.<name>.<pid>.tmp``.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
+
+
+class DiskFullError(CftgnnError, OSError):
+    """No space is left (or the quota is spent) on the disk a file was being written to; the
+    message names the file and the disk's folder, and nothing was left under the file's name."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -57,17 +85,147 @@ def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -
     fsync_dir(Path(path).parent)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably (temporary file, fsync, rename)."""
+def no_space(exc: BaseException) -> OSError | None:
+    """The ``ENOSPC``/``EDQUOT`` ``OSError`` behind ``exc`` (itself, its cause or its
+    context: ``torch.save`` reports a full disk as a ``RuntimeError`` raised while handling
+    it), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno in NO_SPACE:
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def mount_point(path: str | os.PathLike[str]) -> Path:
+    """The mount point of the file system holding ``path`` (or its nearest existing folder)."""
+    folder = Path(os.path.abspath(path))
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    while not os.path.ismount(folder) and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _size(n: int) -> str:
+    """``n`` bytes for a person: ``0 B``, ``20 KiB``, ``1.4 MiB``, ``3.0 GiB``."""
+    size, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{size:.0f} {unit}" if unit in ("B", "KiB") else f"{size:.1f} {unit}"
+
+
+def disk_full_message(path: str | os.PathLike[str] | None, exc: OSError | None = None,
+                      folder: bool = False) -> str:
+    """One line for a write of ``path`` that found no space (or no quota) left: the file, its
+    folder, the disk's mount point and free space, and what to do.
+
+    Args:
+        path: The file written (None: unknown).
+        exc: The error (``EDQUOT`` says "disk quota exceeded").
+        folder: ``path`` is a folder (a check made before any work), not the file written.
+    """
+    quota = exc is not None and exc.errno == errno.EDQUOT
+    what = "disk quota exceeded" if quota else "no space left on device"
+    if path is None:
+        return f"{what}; free some space or choose an output folder on another disk"
+    file = Path(os.path.abspath(path))
+    where = f"in {file}" if folder else f"writing {file.name} in {file.parent}"
+    disk = mount_point(file)
+    try:
+        free = f", {_size(shutil.disk_usage(disk).free)} free"
+    except OSError:
+        free = ""
+    return (f"{what} {where} (the disk mounted at {disk}{free}); free some space there or "
+            "choose an output folder on another disk")
+
+
+def temporary_path(path: str | os.PathLike[str]) -> Path:
+    """Where this process writes ``path`` before renaming it: ``.<name>.<pid>.tmp`` next to it
+    (one per writer, so that two processes never share one)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    replace_durably(tmp, path)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s bytes into, moved onto ``path`` (flushed, renamed,
+    ``replace_durably``) when the block ends without error; otherwise removed, so that
+    ``path`` keeps its old content (or stays absent) and no temporary file is left.
+
+    Raises:
+        DiskFullError: When the write (or the flush) found no space or no quota left; the
+            message names the file and its disk (``disk_full_message``).
+    """
+    path = Path(path)
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+        replace_durably(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        full = no_space(exc)
+        if full is not None:
+            raise DiskFullError(full.errno, disk_full_message(path, full), str(path)) from exc
+        raise
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically and durably (``atomic_output``).
+
+    Raises:
+        DiskFullError: When no space is left on its disk (nothing is left under ``path``'s
+            name, nor a temporary file).
+    """
+    with atomic_output(path) as f:
+        f.write(data)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files (``temporary_path``) in ``folder`` whose writer is no
+    longer running on this machine (killed mid-write); a live writer's are kept. (Process ids
+    are this machine's: a folder shared with writers on other machines is resumed after they
+    stopped.)
+
+    Returns:
+        The files removed.
+    """
+    removed: list[Path] = []
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        m = _TEMPORARY.match(entry.name)
+        if m is None or _alive(int(m.group("pid"))) or not entry.is_file():
+            continue
+        try:
+            entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed
 
 
 def check_writable_dir(path: str | os.PathLike[str], option: str) -> Path:
-    """Create ``path`` (with its parents) and check that a file can be written in it, before
-    any work that would write there starts.
+    """Create ``path`` (with its parents) and check that a file can be written in it (a block
+    of bytes: a full disk is refused too), before any work that would write there starts.
 
     Args:
         path: The folder.
@@ -80,14 +238,21 @@ def check_writable_dir(path: str | os.PathLike[str], option: str) -> Path:
     probe = folder / f".write-test-{uuid.uuid4().hex}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
+        probe.write_bytes(bytes(4096))  # a full disk refuses a block
         probe.unlink()
     except OSError as exc:
+        with suppress(OSError):
+            probe.unlink(missing_ok=True)
+        if exc.errno in NO_SPACE:
+            raise ConfigError(f"{option}: {disk_full_message(folder, exc, folder=True)}"
+                              ) from None
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"{option} {str(folder)!r} cannot be written ({reason}); choose a "
                           "writable folder") from None
     return folder
 
 
-__all__ = ["atomic_write", "check_writable_dir", "file_sha256", "fsync_dir", "fsync_file",
-           "replace_durably", "sha256_if_file"]
+__all__ = ["NO_SPACE", "DiskFullError", "atomic_output", "atomic_write", "check_writable_dir",
+           "disk_full_message", "file_sha256", "fsync_dir", "fsync_file", "mount_point",
+           "no_space", "remove_stale_temporaries", "replace_durably", "sha256_if_file",
+           "temporary_path"]

@@ -26,7 +26,7 @@ import hashlib
 import io
 import json
 import os
-import warnings
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,7 @@ from cftgnn.data.download import download as download_file
 from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import DataFormatError, DataNotFoundError, DownloadError
+from cftgnn.files import DiskFullError, atomic_output, remove_stale_temporaries
 
 #: Bump when parsing changes, so that stale processed caches are ignored.
 LOADER_VERSION = 1
@@ -399,26 +400,37 @@ def _cache_path(cache_dir: Path, path: Path, options: dict[str, Any]) -> Path:
 
 
 def _save_cache(stream: EventStream, dest: Path) -> None:
+    """Write the processed copy (complete or absent: ``atomic_output``); a
+    cache that cannot be written (a read-only folder, a full disk) is one warning line, the run
+    goes on without it."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(
-            tmp,
-            src=stream.src,
-            dst=stream.dst,
-            t=stream.t,
-            edge_feat=stream.edge_feat,
-            labels=stream.labels,
-            num_nodes=np.int64(stream.num_nodes),
-            name=np.str_(stream.name),
-            meta=np.str_(json.dumps(stream.meta)),
-        )
-        os.replace(tmp, dest)
+        remove_stale_temporaries(dest.parent)  # what killed writers left
+        with atomic_output(dest) as f:
+            np.savez(
+                f,
+                src=stream.src,
+                dst=stream.dst,
+                t=stream.t,
+                edge_feat=stream.edge_feat,
+                labels=stream.labels,
+                num_nodes=np.int64(stream.num_nodes),
+                name=np.str_(stream.name),
+                meta=np.str_(json.dumps(stream.meta)),
+            )
     except OSError as exc:
-        warnings.warn(f"could not write the processed cache {dest}: {exc}", stacklevel=3)
+        reason = str(exc) if isinstance(exc, DiskFullError) else (exc.strerror or str(exc))
+        _warn(f"could not write the processed cache {dest} ({reason}); the run goes on "
+              "without it")
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def _load_cache(path: Path) -> EventStream | None:
+    """The stream of a processed copy, or None (one warning line) when it does not load: cut
+    short, emptied, of another layout; the caller parses the source again and rewrites it."""
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
@@ -433,8 +445,11 @@ def _load_cache(path: Path) -> EventStream | None:
                 str(z["name"]),
                 meta,
             )
-    except (OSError, KeyError, ValueError, DataFormatError):
-        return None  # stale or broken cache: parse the source again
+    except Exception as exc:  # noqa: BLE001  (whatever a broken zip raises: BadZipFile, EOF...)
+        reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+        _warn(f"processed cache {path} does not load ({reason[:160]}); rebuilding it from the "
+              "source data")
+        return None
 
 
 def _load(

@@ -13,8 +13,11 @@ would be refused by every run anyway). It
    logit, ``pg_loss`` is averaged over ``batch_size`` events
    per Adam step (events in stream order, so the replay engine moves forward);
 3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
-   directory; rerunning the same command resumes there (another configuration in that
-   directory is refused);
+   directory (atomically: a kill or a full disk leaves the last complete state); rerunning the
+   same command resumes there (another configuration in that directory is refused, and so is
+   ``epochs`` below the epochs the state already holds: its card would not say what was
+   trained). A ``state.pt`` that does not load (cut short by a copy) is moved aside as
+   ``state.pt.corrupt-<n>`` with one warning line, and training starts again from epoch 0;
 4. writes ``pgexplainer_<model>_<dataset>.pt`` and its ``.json`` card (training events,
    epochs, seconds, loss history, the stream checksum and the model checkpoint's SHA-256)
    into the run directory, or ``out_dir`` (replacing a file there takes ``overwrite=true``).
@@ -23,7 +26,7 @@ would be refused by every run anyway). It
 from __future__ import annotations
 
 import json
-import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.options import check_train_explainer_options as check_options
 from cftgnn.evaluation.pipeline import model_fingerprint
+from cftgnn.evaluation.records import set_aside
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.pgexplainer import (
     EdgeScorer,
@@ -51,7 +55,7 @@ from cftgnn.explain.pgexplainer import (
     scorer_path,
 )
 from cftgnn.explain.result import ExplanationStatus
-from cftgnn.files import check_writable_dir
+from cftgnn.files import atomic_output, check_writable_dir, remove_stale_temporaries
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
@@ -64,7 +68,8 @@ from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 #: The resumable state in the run directory.
 STATE = "state.pt"
 #: The options that decide what a training computes (a resumed run must match them).
-#: (``epochs`` is not one: rerunning with more epochs trains on from the last one.)
+#: (``epochs`` is not one: rerunning with more epochs trains on from the last one; fewer
+#: than the state holds are refused, ``_load_state``.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
 
@@ -190,13 +195,41 @@ def _options(cfg: DictConfig) -> dict[str, Any]:
     return {k: node.get(k) for k in TRAINING_KEYS}
 
 
-def _load_state(path: Path, options: dict[str, Any]) -> dict[str, Any] | None:
+#: What a training state holds (a file without one of them is not a state).
+_STATE_KEYS = ("mlp", "optimizer", "epoch", "history", "seconds", "options")
+
+
+def _load_state(path: Path, options: dict[str, Any], epochs: int) -> dict[str, Any] | None:
+    """The training state of an earlier run in this directory, or None (none, or one that does
+    not load: moved aside with one warning line, training starts again).
+
+    Raises:
+        ConfigError: The state was trained with other options, or holds more epochs than
+            ``epochs`` (the card would say fewer than were trained).
+    """
     if not path.is_file():
         return None
-    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-    if json.loads(str(state["options"])) != json.loads(json.dumps(options)):
+    try:
+        state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+        missing = [k for k in _STATE_KEYS if k not in state]
+        if missing:
+            raise KeyError(f"no {missing[0]!r}")
+        stored = json.loads(str(state["options"]))
+        done = int(state["epoch"])
+    except Exception as exc:  # noqa: BLE001  (whatever a cut-short or foreign file raises)
+        reason = (str(exc).splitlines() or [""])[0].split(". ")[0] or type(exc).__name__
+        moved = set_aside(path)
+        print(f"warning: training state {path} is unreadable ({reason[:160]}); moved to "
+              f"{moved.name}, training starts again from epoch 0", file=sys.stderr)
+        return None
+    if stored != json.loads(json.dumps(options)):
         raise ConfigError(f"{path} holds a training with other options; rerun with its "
                           "options, or use another hydra.run.dir")
+    if done > epochs:
+        raise ConfigError(f"{path} holds {done} trained epochs, more than epochs={epochs}; "
+                          f"rerun with epochs={done} (or more, to train on), or use another "
+                          f"hydra.run.dir to train {epochs} epoch{'s' * (epochs != 1)} from "
+                          "scratch")
     return state
 
 
@@ -208,12 +241,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     Raises:
         CftgnnError: For bad options, a model without soft removal or without a checkpoint,
-            a run directory of other options, or an existing checkpoint without
-            ``overwrite=true``; before any training.
+            a run directory of other options or of more epochs, or an existing checkpoint
+            without ``overwrite=true``; before any training. A full disk
+            (``DiskFullError``) leaves the last complete state.
     """
     check_options(cfg)
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
+    remove_stale_temporaries(out)  # what a killed run was writing
+    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
+    options = _options(cfg)
+    state_file = out / STATE
+    state = _load_state(state_file, options, int(cfg.epochs))
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
@@ -237,13 +276,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                 float(cfg.split.test))
     events = training_events(stream, split, cfg.train_range, int(cfg.n_train_events),
                              int(cfg.seed))
-    options = _options(cfg)
     torch.manual_seed(int(cfg.seed))
     features: dict[int, torch.Tensor] = {}  # by event: they do not depend on the MLP
     mlp = EdgeScorer(feature_width(engine, events, cfg, features), int(cfg.hidden))
     optimizer = torch.optim.Adam(mlp.parameters(), lr=float(cfg.lr))
-    state_file = out / STATE
-    state = _load_state(state_file, options)
     history: list[dict[str, float]] = []
     seconds, first = 0.0, 0
     if state is not None:
@@ -264,10 +300,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             history.append({"epoch": epoch, "loss": loss_sum / max(used, 1),
                             "events": used, "seconds": time.perf_counter() - start})
             tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"]})
-            torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
-                        "epoch": epoch + 1, "history": history, "seconds": seconds,
-                        "options": json.dumps(options)}, state_file.with_suffix(".tmp"))
-            os.replace(state_file.with_suffix(".tmp"), state_file)
+            with atomic_output(state_file) as f:  # complete or the last one
+                torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
+                            "epoch": epoch + 1, "history": history, "seconds": seconds,
+                            "options": json.dumps(options)}, f)
         card = card_of(fp, training_events=int(history[-1]["events"]) if history else used,
                        event_ids=[int(e) for e in events], epochs=int(cfg.epochs),
                        training_seconds=seconds, history=history, options=options,

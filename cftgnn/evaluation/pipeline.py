@@ -61,7 +61,7 @@ from cftgnn.explain.result import (
     ExplanationStatus,
     explained,
 )
-from cftgnn.files import check_writable_dir, sha256_if_file
+from cftgnn.files import atomic_write, check_writable_dir, sha256_if_file
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
@@ -397,9 +397,9 @@ def choose_auto_mode(cfg: DictConfig, engine: ReplayEngine, event_ids: Sequence[
     else:
         choice = measure_mode(engine, list(event_ids), cfg.k, int(cfg.m_max),
                               threshold=threshold, seed=int(cfg.seed))
-    path.write_text(json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
-                                "threshold": choice.threshold, "calls": choice.calls},
-                               indent=2))
+    atomic_write(path, json.dumps({"mode": choice.mode.value, "ratio": choice.ratio,
+                                   "threshold": choice.threshold, "calls": choice.calls},
+                                  indent=2).encode())
     return choice
 
 
@@ -610,10 +610,10 @@ def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:
 
 
 def write_summary(table: pd.DataFrame, out: Path) -> None:
-    """``summary.csv`` and ``summary.json`` next to the records."""
-    table.to_csv(out / "summary.csv", index=False)
-    (out / "summary.json").write_text(json.dumps(table.to_dict("records"), indent=2,
-                                                 default=float))
+    """``summary.csv`` and ``summary.json`` next to the records (each complete or absent)."""
+    atomic_write(out / "summary.csv", table.to_csv(index=False).encode())
+    atomic_write(out / "summary.json", json.dumps(table.to_dict("records"), indent=2,
+                                                  default=float).encode())
 
 
 __all__ = ["build_explainer", "constraints_of", "fingerprint",

@@ -7,12 +7,13 @@ A run directory holds::
     summary.csv, summary.md  written at the end (derived; safe to delete)
 
 Each record is written as soon as its event is explained (to a temporary name, flushed to
-the disk, then renamed), so a run killed at any moment, or a machine that loses power, leaves
-only complete records behind. Rerunning with the same directory reads every record back
-([``RecordStore.done``][cftgnn.evaluation.RecordStore.done]), skips their events and explains the
-rest; a record that does not read back (cut short by a full disk, a zero-byte file, a file of
-another schema) is moved aside as ``records/<name>.corrupt-<n>`` with one warning line, and its
-event is explained again. Readers of finished runs
+the disk, then renamed: ``cftgnn.files.atomic_output``), so a run killed at any moment, a
+machine that loses power or a full disk leaves only complete records behind (the temporary
+files of killed writers are removed when the run resumes). Rerunning with the same directory
+reads every record back ([``RecordStore.done``][cftgnn.evaluation.RecordStore.done]), skips
+their events and explains the rest; a record that does not read back (cut short by a copy, a
+zero-byte file, a file of another schema) is moved aside as ``records/<name>.corrupt-<n>`` with
+one warning line, and its event is explained again. Readers of finished runs
 ([``read_records``][cftgnn.evaluation.read_records]) name such a file in one warning line and leave
 it out. A directory holding records under another fingerprint is refused, so records of two
 configurations never mix (one without records is simply taken over).
@@ -38,7 +39,7 @@ import pyarrow.parquet as pq
 
 from cftgnn.errors import CftgnnError
 from cftgnn.explain.result import RESULT_COLUMNS, ExplanationResult, column_types
-from cftgnn.files import atomic_write, replace_durably
+from cftgnn.files import atomic_output, atomic_write, remove_stale_temporaries
 
 
 class RunDirectoryError(CftgnnError):
@@ -157,6 +158,8 @@ class RecordStore:
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
         self.records_dir.mkdir(exist_ok=True)
+        for folder in (self.root, self.records_dir):  # what killed writers left half-written
+            remove_stale_temporaries(folder)
 
     def _has_records(self) -> bool:
         return self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet"))
@@ -194,11 +197,14 @@ class RecordStore:
         Columns get explicit types (the store's schema, ``arrow_table``), so the files of
         a run directory share one schema and read as one dataset with plain
         ``pandas.read_parquet`` or ``pyarrow.dataset``.
+
+        Raises:
+            DiskFullError: No space left on the disk (the file is absent, no temporary left).
         """
         path = self._file(int(event_id))
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer
-        pq.write_table(arrow_table(rows, self.schema), tmp)
-        replace_durably(tmp, path)
+        table = arrow_table(rows, self.schema)
+        with atomic_output(path) as f:  # a temporary file per writer; none left on failure
+            pq.write_table(table, f)
         return path
 
     def load(self) -> pd.DataFrame:

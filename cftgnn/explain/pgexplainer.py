@@ -58,7 +58,7 @@ from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.params import BudgetParams, option
-from cftgnn.files import atomic_write, file_sha256
+from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
@@ -146,9 +146,8 @@ def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, A
     pt.parent.mkdir(parents=True, exist_ok=True)
     blob = {"state_dict": {k: v.detach().cpu() for k, v in mlp.state_dict().items()},
             "input_dim": mlp.input_dim, "hidden": mlp.hidden, "card": card}
-    tmp = pt.with_name(pt.name + ".tmp")
-    torch.save(blob, tmp)
-    os.replace(tmp, pt)
+    with atomic_output(pt) as f:  # complete or absent, also on a full disk
+        torch.save(blob, f)
     js = pt.with_suffix(".json")
     atomic_write(js, (json.dumps({**card, "weights_sha256": file_sha256(pt)}, indent=2)
                       + "\n").encode())

@@ -20,7 +20,7 @@ import pandas as pd
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.rundir import read_fingerprint, read_records
 from cftgnn.reporting.picture import find_record
-from cftgnn.reporting.plots import DPI, pareto_figure
+from cftgnn.reporting.plots import DPI, pareto_figure, save_png
 
 
 def _count(record: pd.Series) -> int:
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     fig = pareto_figure(record)
     out = Path(args.out or Path(args.run_dir) / f"pareto_{args.event_id}.png")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=DPI)
+    save_png(fig, out, DPI)
     print(fig.get_suptitle().replace("\n", " | "))
     print(f"wrote {out}")
     return out

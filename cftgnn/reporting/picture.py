@@ -44,6 +44,7 @@ from cftgnn.evaluation.rundir import (
     read_records,
     run_batch_size,
 )
+from cftgnn.files import atomic_output
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
 
@@ -401,7 +402,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     view = load_view(args.run_dir, args.event_id)
     out = Path(args.out or Path(args.run_dir) / f"explanation_{args.event_id}.png")
     out.parent.mkdir(parents=True, exist_ok=True)
-    plot_explanation(view, args.x_axis).savefig(out, dpi=DPI)
+    with atomic_output(out) as f:  # complete or absent, also on a full disk
+        plot_explanation(view, args.x_axis).savefig(f, format="png", dpi=DPI)
     print(picture_title(view).replace("\n", " | "))
     print(f"wrote {out}")
     return out

@@ -34,6 +34,7 @@ from cftgnn.evaluation.metrics import (
 )
 from cftgnn.explain.population import pareto_mask
 from cftgnn.explain.result import explained
+from cftgnn.files import atomic_output
 from cftgnn.oracle.oracle import is_flip, margin
 from cftgnn.reporting.runs import config_keys
 from cftgnn.reporting.tables import it_max_table
@@ -448,6 +449,15 @@ def report_figures(records: pd.DataFrame) -> dict[str, Figure]:
     return figures
 
 
+def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Path:
+    """Write ``fig`` as a PNG at ``path``, complete or not at all (``atomic_output``: a
+    full disk leaves no empty or cut-short image and raises
+    ``DiskFullError``)."""
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png", dpi=dpi)
+    return Path(path)
+
+
 def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
                  dpi: int = DPI) -> list[Path]:
     """Write each figure as ``<out>/<name>.png``.
@@ -464,13 +474,11 @@ def save_figures(figures: Mapping[str, Figure], out: str | os.PathLike[str],
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for name, fig in figures.items():
-        path = folder / f"{name}.png"
-        fig.savefig(path, dpi=dpi)
-        files.append(path)
+        files.append(save_png(fig, folder / f"{name}.png", dpi))
     return files
 
 
 
 __all__ = ["DPI", "has_curves", "pareto_figure", "plot_fidelity_kept", "plot_fidelity_sparsity",
            "plot_it_max", "plot_robustness", "plot_size_hist", "report_figures",
-           "save_figures"]
+           "save_figures", "save_png"]

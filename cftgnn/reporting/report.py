@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from cftgnn.files import atomic_write
 from cftgnn.reporting.plots import (
     plot_fidelity_kept,
     plot_fidelity_sparsity,
@@ -132,7 +133,8 @@ def write_report(paths: Sequence[str | os.PathLike[str]],
     pngs = save_figures(report_figures(records), folder)
     md = folder / "report.md"
     rules = sorted({f for p in paths for f in Path(p).rglob("rules.md")})
-    md.write_text(report_markdown(records, table, groups, [p.name for p in pngs], rules))
+    atomic_write(md, report_markdown(records, table, groups, [p.name for p in pngs],
+                                     rules).encode())
     return Report(table=table, groups=groups, files=[md, *pngs])
 
 

@@ -34,7 +34,7 @@ from torch import nn
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
-from cftgnn.files import file_sha256
+from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.pyg_tgn import PyGTGN
 
@@ -113,11 +113,14 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
     pt.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = stream_fingerprint(stream)
     state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    torch.save({"state_dict": state_dict, "config": model.config(), "dataset": fingerprint}, pt)
+    with atomic_output(pt) as f:  # complete or absent, also on a full disk
+        torch.save({"state_dict": state_dict, "config": model.config(), "dataset": fingerprint},
+                   f)
     full_card = {"model": model.config(), "dataset": fingerprint,
                  "weights_sha256": file_sha256(pt), **(card or {})}
     js = pt.with_suffix(".json")
-    js.write_text(json.dumps(full_card, indent=2, sort_keys=False, default=str) + "\n")
+    atomic_write(js, (json.dumps(full_card, indent=2, sort_keys=False, default=str)
+                      + "\n").encode())
     return pt, js
 
 

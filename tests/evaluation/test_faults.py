@@ -484,6 +484,7 @@ def _kill_and_resume(reference: Path, tmp_path: Path, rng: random.Random) -> Non
         read_records(out, unreadable="raise")  # what the kill left is complete
     pipeline.run(explain_cfg(f"out_dir={out}"))  # resume
     assert not list((out / "records").glob("*.corrupt-*")), "a record was cut short"
+    assert not list(out.rglob("*.tmp")), "a killed writer's temporary file stayed"
     assert same_records(out, reference)  # none lost, none doubled, equal to uninterrupted
 
 

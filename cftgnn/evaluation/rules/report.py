@@ -37,6 +37,7 @@ from cftgnn.evaluation.rundir import (
     load_run_stream,
     run_checkpoint,
 )
+from cftgnn.files import atomic_write
 
 #: The first line of ``--help``.
 DESCRIPTION = "Regional counterfactual rules: short, checked statements of *what* to remove."
@@ -180,11 +181,13 @@ def write_results(results: Sequence[GroupResult], out: Path, header: str) -> lis
     """``rules.md`` and ``rules.csv`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     md, csv = out / "rules.md", out / "rules.csv"
-    md.write_text(header + "\n\n" + "\n\n".join(format_result(r) for r in results) + "\n")
+    atomic_write(md, (header + "\n\n" + "\n\n".join(format_result(r) for r in results)
+                      + "\n").encode())
     tables = [r.table for r in results if not r.table.empty]
-    (pd.concat(tables, ignore_index=True) if tables
-     else pd.DataFrame(columns=["group", "rank", *CHECK_COLUMNS, "score", "train_events"])
-     ).to_csv(csv, index=False)
+    atomic_write(csv, (pd.concat(tables, ignore_index=True) if tables
+                       else pd.DataFrame(columns=["group", "rank", *CHECK_COLUMNS, "score",
+                                                  "train_events"])
+                       ).to_csv(index=False).encode())
     return [md, csv]
 
 
