@@ -9,9 +9,9 @@ message. Ctrl-C in any script ends in one line (exit status 130) instead of a tr
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import inspect
-import os
 import re
 import signal
 import sys
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cftgnn.errors import user_error
+from cftgnn.files import unwritable_reason
 
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -196,14 +197,9 @@ def unwritable_run_dir(argv: Sequence[str]) -> str | None:
         key, _, value = arg.lstrip("+").partition("=")
         if key not in ("hydra.run.dir", "hydra.sweep.dir") or not value or "${" in value:
             continue
-        folder = Path(value)
-        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-        if existing is None:
-            continue
-        if not existing.is_dir():
-            return f"{key} {value!r} cannot be written ({existing} is not a folder)"
-        if not os.access(existing, os.W_OK | os.X_OK):
-            return f"{key} {value!r} cannot be written (no write permission in {existing})"
+        reason = unwritable_reason(value)
+        if reason is not None:
+            return f"{key} {value!r} cannot be written ({reason})"
     return None
 
 
@@ -282,6 +278,17 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
         _fail(str(error))
 
 
-__all__ = ["INTERRUPTED", "RESUME_HINT", "friendly_errors", "hydra_problem", "interrupted",
-           "search_paths",
+class ArgumentParser(argparse.ArgumentParser):
+    """The argument parser of the argparse scripts (``report.py``, ``compare_runs.py``, ...):
+    a bad argument (a missing one, a wrong type, an unknown flag) ends in one ``error:`` line
+    naming it and exit status 2, instead of argparse's usage block; ``--help`` is unchanged.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <message> (see <prog> --help)`` on stderr; exit status 2."""
+        _fail(f"{message} (see {self.prog} --help)")
+
+
+__all__ = ["INTERRUPTED", "RESUME_HINT", "ArgumentParser", "friendly_errors", "hydra_problem",
+           "interrupted", "search_paths",
            "main_guard", "unknown_choice", "unwritable_run_dir"]

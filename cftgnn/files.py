@@ -77,17 +77,71 @@ def check_writable_dir(path: str | os.PathLike[str], option: str) -> Path:
         ConfigError: Naming the folder, the option and the reason.
     """
     folder = Path(path)
-    probe = folder / f".write-test-{uuid.uuid4().hex}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        reason = _probe(folder)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+    if reason is not None:
         raise ConfigError(f"{option} {str(folder)!r} cannot be written ({reason}); choose a "
-                          "writable folder") from None
+                          "writable folder")
     return folder
 
 
-__all__ = ["atomic_write", "check_writable_dir", "file_sha256", "fsync_dir", "fsync_file",
-           "replace_durably", "sha256_if_file"]
+def _probe(folder: Path) -> str | None:
+    """Why no file can be created in the existing ``folder`` (None when one can): a real
+    file is written and removed, since permission bits say nothing about a read-only mount
+    (and root passes every ``os.access`` check)."""
+    probe = folder / f".write-test-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why the folder ``path`` could not be created or written in, without creating it.
+
+    The nearest existing folder of ``path`` and its parents is probed with a real file.
+
+    Returns:
+        The reason (``Read-only file system``, ``/x is not a folder``), or None when files
+        can be written there.
+    """
+    folder = Path(path)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    return _probe(existing)
+
+
+def check_can_write(path: str | os.PathLike[str], option: str, file: bool = False) -> Path:
+    """Check, before any work and without creating anything, that the folder ``path`` (or,
+    with ``file``, the file ``path``) can be written.
+
+    Args:
+        path: The output folder, or the output file when ``file`` is true.
+        option: What named it, for the message (``--out``).
+        file: Whether ``path`` names a file (its folder is checked).
+
+    Raises:
+        ConfigError: Naming the path, the option and the reason.
+    """
+    target = Path(path)
+    if file and target.is_dir():
+        reason: str | None = "it is a folder; name a file"
+    else:
+        reason = unwritable_reason(target.parent if file else target)
+    if reason is not None:
+        kind = "a writable file" if file else "a writable folder"
+        raise ConfigError(f"{option} {str(target)!r} cannot be written ({reason}); choose "
+                          f"{kind}")
+    return target
+
+
+__all__ = ["atomic_write", "check_can_write", "check_writable_dir", "file_sha256", "fsync_dir",
+           "fsync_file", "replace_durably", "sha256_if_file", "unwritable_reason"]

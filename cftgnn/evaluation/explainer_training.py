@@ -242,6 +242,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     check_options(cfg)
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
+    if cfg.get("out_dir"):
+        check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
