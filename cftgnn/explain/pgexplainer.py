@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -171,10 +172,13 @@ def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
         mlp = EdgeScorer(int(blob["input_dim"]), int(blob["hidden"]))
         mlp.load_state_dict(blob["state_dict"])
         card = dict(blob["card"])
-    except pickle.UnpicklingError:
-        raise CheckpointError(f"{not_one} (it holds pickled Python objects, which safe "
-                              "weights-only loading refuses; nothing in it was run); train "
-                              "one with scripts/train_explainer.py") from None
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))
+        why = (f"it holds a pickled Python object ({found.group(1)}), which safe "
+               "weights-only loading refuses; nothing in it was run" if found
+               else "not a torch file, or cut short")
+        raise CheckpointError(f"{not_one} ({why}); train one with "
+                              "scripts/train_explainer.py") from None
     except (OSError, RuntimeError, KeyError, TypeError, ValueError, EOFError,
             AttributeError, IndexError, zipfile.BadZipFile) as err:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]

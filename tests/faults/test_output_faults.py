@@ -23,7 +23,8 @@ import torch
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.cli import friendly_errors
+from cftgnn.cli import friendly_errors, main_guard
+from cftgnn.data import info
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.evaluation import compare, merge, pipeline
 from cftgnn.evaluation.rules import report as rules_report
@@ -98,9 +99,9 @@ def test_a_fractional_synthetic_size_is_one_line_in_train(tmp_path: Path) -> Non
 
 
 def test_a_synthetic_stream_too_big_for_the_machine_is_refused_before_allocating(
-        tmp_path: Path) -> None:
-    message = script("dataset_info.py", "dataset=synthetic", "dataset.feat_dim=1e8",
-                     cwd=tmp_path)
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = config("dataset_info", "dataset=synthetic", "dataset.feat_dim=1e8")
+    message = refused(capsys, info.run, cfg)
     assert "feat_dim 100,000,000 would need" in message and "TiB of memory" in message
 
 
@@ -141,11 +142,11 @@ def test_train_refuses_a_stream_too_small_and_writes_no_checkpoint(tmp_path: Pat
     assert not list(tmp_path.rglob("*.pt"))
 
 
-@pytest.mark.parametrize("events", [0, 1])
-def test_train_refuses_empty_and_one_event_streams(events: int, tmp_path: Path,
+@pytest.mark.parametrize("events", [1, 2])
+def test_train_refuses_one_and_two_event_csv_streams(events: int, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    csv = tmp_path / "one.csv"
-    csv.write_text("src,dst,t\n" + "0,1,5\n" * events)
+    csv = tmp_path / "few.csv"
+    csv.write_text("src,dst,t\n" + "".join(f"0,1,{t}\n" for t in range(events)))
     cfg = config("train", "dataset=csv", f"dataset.path={csv}", f"out_dir={tmp_path / 'out'}",
                  "progress=false")
     message = refused(capsys, loop.run, cfg)
@@ -162,7 +163,8 @@ def test_minimum_events_is_the_fewest_that_train_and_validate() -> None:
 
 def test_a_nan_loss_saves_no_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loop, "train_epoch", lambda *a, **k: float("nan"))
+    real = loop.train_epoch
+    monkeypatch.setattr(loop, "train_epoch", lambda *a, **k: real(*a, **k) * float("nan"))
     cfg = config("train", *TINY_TRAIN, f"out_dir={tmp_path}")
     message = refused(capsys, loop.run, cfg)
     assert "epoch 0: the training loss is nan" in message and "no checkpoint" in message
@@ -181,11 +183,14 @@ def test_train_explainer_refuses_a_read_only_out_dir_before_training(
     assert not (run_dir / "state.pt").exists()
 
 
-def test_report_refuses_a_read_only_out_before_reading(tmp_path: Path, read_only: Path) -> None:
-    # the run does not even exist: the output is checked first
-    message = script("report.py", str(tmp_path / "no_run"), "--out", str(read_only / "r"),
-                     cwd=tmp_path)
-    assert "--out" in message and "Read-only file system" in message
+def test_a_read_only_hydra_run_dir_is_refused_before_hydra_makes_it(
+        read_only: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ran = []
+    with pytest.raises(SystemExit) as exc:
+        main_guard(lambda: ran.append(1), CONF, argv=[f"hydra.run.dir={read_only}/run"],
+                   config_name="train")
+    assert exc.value.code == 2 and not ran
+    assert "(Read-only file system)" in one_error(capsys.readouterr().err)
 
 
 def _merge(runs: str, out: str) -> Any:
@@ -217,6 +222,7 @@ COMMANDS = {"merge_records": (_merge, "merged"), "show_explanation": (_picture, 
 def test_read_only_outputs_are_refused_first(name: str, tmp_path: Path, read_only: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     main, leaf = COMMANDS[name]
+    # the run does not even exist: the output is checked first
     message = refused(capsys, main, str(tmp_path / "no_run"), str(read_only / leaf))
     assert "--out" in message and "(Read-only file system)" in message
 
@@ -240,9 +246,12 @@ def test_a_picture_out_naming_a_folder_is_refused(tmp_path: Path,
 # ---- 10. compare_runs' tolerance ------------------------------------------------------------
 
 
-def test_a_negative_tolerance_is_an_error(tmp_path: Path) -> None:
-    message = script("compare_runs.py", "a", "b", "--atol", "-1", "--strict", cwd=tmp_path)
-    assert message == "error: --atol must be a number >= 0, got -1.0"
+@pytest.mark.parametrize("atol", ["-1", "nan"])
+def test_a_negative_tolerance_is_an_error(atol: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # the runs do not exist: the tolerance is checked first
+    message = refused(capsys, compare.main, ["a", "b", "--atol", atol, "--strict"])
+    assert message == f"error: --atol must be a number >= 0, got {float(atol)}"
 
 
 # ---- minors: argparse errors, pickled PGExplainer files -------------------------------------
@@ -258,6 +267,7 @@ def test_a_bad_argument_type_is_one_line_in_a_subprocess(tmp_path: Path) -> None
     (merge.main, []),
     (rules_report.main, ["run", "--max-depth", "two"]),
     (pareto.main, ["run", "x"]),
+    (picture.main, ["run", "3.5"]),
     (picture.main, ["run", "3", "--x", "sideways"]),
     (compare.main, ["a", "b", "--atol", "tiny"]),
 ])
@@ -284,4 +294,5 @@ def test_a_pickled_pgexplainer_file_is_one_line_without_torch_advice(tmp_path: P
             load_scorer(path)
     message = str(exc.value)
     assert f"{path} is not a PGExplainer checkpoint of this project" in message
+    assert "pickled Python object (fractions.Fraction)" in message
     assert "weights_only" not in message and "\n" not in message and "\x1b" not in message
