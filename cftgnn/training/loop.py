@@ -346,7 +346,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         The model card (config, split, metrics, timing).
 
     Raises:
-        ConfigError: For a bad device, or a checkpoint that exists without ``overwrite=true``.
+        ConfigError: For a bad device, a checkpoint that exists without ``overwrite=true``,
+            or a stream too small to train and validate on (:func:`check_trainable`); before
+            training.
+        TrainingError: For a loss or validation AP that is not a number (nothing is saved).
     """
     check_train_options(cfg)
     check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
