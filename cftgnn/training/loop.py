@@ -76,10 +76,20 @@ class Split:
 def minimum_events(batch_size: int, val: float = 0.15, test: float = 0.15) -> int:
     """The fewest events whose :meth:`Split.chronological` split trains and validates
     (:attr:`Split.trainable`): one batch for each part at least."""
-    # by then training and validation span >= 2 batches each before rounding down
-    bound = math.ceil(2 * batch_size / min(1.0 - val - test, val)) + 1
-    return next((n for n in range(batch_size, bound + 1)
-                 if Split.chronological(n, batch_size, val, test).trainable), bound)
+    train, train_val = 1.0 - val - test, 1.0 - test
+    # enough for sure: the training part spans a batch, the validation part two
+    bound = math.ceil(max(batch_size / train, 2 * batch_size / val)) + 1
+    # the least one is where the training part first reaches a batch, or where the training
+    # and validation parts together reach k batches (k >= 2); +-1 for rounding
+    steps = [math.ceil(batch_size / train)]
+    steps += (math.ceil(k * batch_size / train_val) for k in range(2, 100_002))
+    for n in sorted(steps):
+        if n > bound:
+            break
+        for m in (n - 1, n, n + 1):
+            if m > 0 and Split.chronological(m, batch_size, val, test).trainable:
+                return m
+    return bound
 
 
 def check_trainable(split: Split, batch_size: int, val: float, test: float,

@@ -154,11 +154,22 @@ def test_train_refuses_one_and_two_event_csv_streams(events: int, tmp_path: Path
     assert not list(tmp_path.rglob("*.pt"))
 
 
-def test_minimum_events_is_the_fewest_that_train_and_validate() -> None:
-    for batch in (1, 25, 200):
-        need = loop.minimum_events(batch)
-        assert loop.Split.chronological(need, batch).trainable
-        assert not any(loop.Split.chronological(n, batch).trainable for n in range(need))
+@pytest.mark.parametrize(("batch", "val", "test"), [
+    (1, 0.15, 0.15), (25, 0.15, 0.15), (200, 0.15, 0.15), (200, 0.01, 0.5), (7, 0.3, 0.6),
+])
+def test_minimum_events_is_the_fewest_that_train_and_validate(batch: int, val: float,
+                                                              test: float) -> None:
+    need = loop.minimum_events(batch, val, test)
+    assert loop.Split.chronological(need, batch, val, test).trainable
+    assert not any(loop.Split.chronological(n, batch, val, test).trainable
+                   for n in range(need))
+
+
+def test_minimum_events_is_quick_for_a_tiny_validation_share() -> None:
+    started = time.perf_counter()
+    need = loop.minimum_events(200, 1e-9, 0.15)
+    assert time.perf_counter() - started < 1
+    assert loop.Split.chronological(need, 200, 1e-9, 0.15).trainable
 
 
 def test_a_nan_loss_saves_no_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str],
