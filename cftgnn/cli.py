@@ -13,6 +13,7 @@ instead of a traceback.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import inspect
 import os
@@ -464,6 +465,18 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
         _fail(disk_full_message(full.filename, full))
 
 
-__all__ = ["INTERRUPTED", "RESUME_HINT", "compose_command_line", "config_problem",
-           "default_run_dir_problem", "folder_problem", "friendly_errors", "hydra_problem",
-           "interrupted", "main_guard", "search_paths", "unknown_choice", "unwritable_run_dir"]
+class ArgumentParser(argparse.ArgumentParser):
+    """The argument parser of the argparse scripts (``report.py``, ``compare_runs.py``, ...):
+    a bad argument (a missing one, a wrong type, an unknown flag) ends in one ``error:`` line
+    naming it and exit status 2, instead of argparse's usage block; ``--help`` is unchanged.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <message> (see <prog> --help)`` on stderr; exit status 2."""
+        _fail(f"{message} (see {self.prog} --help)")
+
+
+__all__ = ["INTERRUPTED", "RESUME_HINT", "ArgumentParser", "compose_command_line",
+           "config_problem", "default_run_dir_problem", "folder_problem", "friendly_errors",
+           "hydra_problem", "interrupted", "main_guard", "search_paths", "unknown_choice",
+           "unwritable_run_dir"]

@@ -35,6 +35,11 @@ class ConfigError(CftgnnError, ValueError):
     """A configuration value is out of range or inconsistent."""
 
 
+class TrainingError(CftgnnError, RuntimeError):
+    """Training produced no usable model (a loss or validation metric that is not a number);
+    nothing is saved."""
+
+
 def user_error(exc: BaseException) -> CftgnnError | None:
     """The ``CftgnnError`` behind ``exc`` (``exc`` itself or a cause), if any.
 

@@ -235,24 +235,85 @@ def check_writable_dir(path: str | os.PathLike[str], option: str) -> Path:
         ConfigError: Naming the folder, the option and the reason.
     """
     folder = Path(path)
-    probe = folder / f".write-test-{uuid.uuid4().hex}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(bytes(4096))  # a full disk refuses a block
-        probe.unlink()
+        error = _probe(folder)
     except OSError as exc:
-        with suppress(OSError):
-            probe.unlink(missing_ok=True)
-        if exc.errno in NO_SPACE:
-            raise ConfigError(f"{option}: {disk_full_message(folder, exc, folder=True)}"
+        error = exc
+    if error is not None:
+        if error.errno in NO_SPACE:
+            raise ConfigError(f"{option}: {disk_full_message(folder, error, folder=True)}"
                               ) from None
-        reason = exc.strerror or type(exc).__name__
+        reason = error.strerror or type(error).__name__
         raise ConfigError(f"{option} {str(folder)!r} cannot be written ({reason}); choose a "
                           "writable folder") from None
     return folder
 
 
-__all__ = ["NO_SPACE", "DiskFullError", "atomic_output", "atomic_write", "check_writable_dir",
-           "disk_full_message", "file_sha256", "fsync_dir", "fsync_file", "mount_point",
-           "no_space", "remove_stale_temporaries", "replace_durably", "sha256_if_file",
-           "temporary_path"]
+def _probe(folder: Path) -> OSError | None:
+    """The error that writing a file in the existing ``folder`` raises (None when it can be
+    written): a real file of one block is written and removed, since permission bits say
+    nothing about a read-only mount (and root passes every ``os.access`` check), and a full
+    disk refuses a block."""
+    probe = folder / f".write-test-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(bytes(4096))
+        probe.unlink()
+    except OSError as exc:
+        with suppress(OSError):
+            probe.unlink(missing_ok=True)
+        return exc
+    return None
+
+
+def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why the folder ``path`` could not be created or written in, without creating it.
+
+    The nearest existing folder of ``path`` and its parents is probed with a real file.
+
+    Returns:
+        The reason (``Read-only file system``, ``/x is not a folder``), or None when files
+        can be written there.
+    """
+    folder = Path(path)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    error = _probe(existing)
+    if error is None:
+        return None
+    if error.errno in NO_SPACE:
+        return disk_full_message(existing, error, folder=True)
+    return error.strerror or type(error).__name__
+
+
+def check_can_write(path: str | os.PathLike[str], option: str, file: bool = False) -> Path:
+    """Check, before any work and without creating anything, that the folder ``path`` (or,
+    with ``file``, the file ``path``) can be written.
+
+    Args:
+        path: The output folder, or the output file when ``file`` is true.
+        option: What named it, for the message (``--out``).
+        file: Whether ``path`` names a file (its folder is checked).
+
+    Raises:
+        ConfigError: Naming the path, the option and the reason.
+    """
+    target = Path(path)
+    if file and target.is_dir():
+        reason: str | None = "it is a folder; name a file"
+    else:
+        reason = unwritable_reason(target.parent if file else target)
+    if reason is not None:
+        kind = "a writable file" if file else "a writable folder"
+        raise ConfigError(f"{option} {str(target)!r} cannot be written ({reason}); choose "
+                          f"{kind}")
+    return target
+
+
+__all__ = ["NO_SPACE", "DiskFullError", "atomic_output", "atomic_write", "check_can_write",
+           "check_writable_dir", "disk_full_message", "file_sha256", "fsync_dir", "fsync_file",
+           "mount_point", "no_space", "remove_stale_temporaries", "replace_durably",
+           "sha256_if_file", "temporary_path", "unwritable_reason"]

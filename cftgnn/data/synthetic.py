@@ -4,8 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from cftgnn.arrays import check_fits_memory
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import DataFormatError
+from cftgnn.errors import ConfigError, DataFormatError
+from cftgnn.options import as_integer
+
+#: Bytes a generated stream holds per event besides its features (``src``, ``dst``, ``t``,
+#: ``labels``: 8 each) plus the generator's temporaries of that length (about as much again).
+_BYTES_PER_EVENT = 64
+#: Bytes of one feature value (``float32``) plus its ``float64`` draw.
+_BYTES_PER_FEATURE = 12
+
+
+def _count(name: str, value: object, minimum: int) -> int:
+    """``value`` as an integer ``>= minimum`` (:func:`~cftgnn.options.as_integer`: ``1e3`` is
+    ``1000``, ``2.5`` and ``"ten"`` are refused)."""
+    whole = as_integer(value)
+    if whole is None or whole < minimum:
+        raise ConfigError(f"dataset.{name} must be an integer >= {minimum}, got {value!r}")
+    return whole
+
+
+def synthetic_bytes(num_nodes: int, num_events: int, feat_dim: int,
+                    num_partners: int = 3) -> int:
+    """About the peak bytes :func:`make_synthetic_stream` allocates for these sizes."""
+    per_node = 8 * (4 + num_partners)  # community, partners, activity, pool
+    per_event = _BYTES_PER_EVENT + _BYTES_PER_FEATURE * feat_dim
+    return num_nodes * per_node + num_events * per_event
 
 
 def make_synthetic_stream(
@@ -45,11 +70,21 @@ def make_synthetic_stream(
 
     Returns:
         The stream; ``meta`` holds the generator's arguments and the partner table.
+
+    Raises:
+        ConfigError: For a size that is not an integer (``2.5``, ``ten``) or out of range,
+            or sizes whose arrays would not fit the machine's memory (checked before
+            allocating).
+        DataFormatError: For probabilities outside ``[0, 1]``.
     """
-    if num_nodes < 2:
-        raise DataFormatError(f"num_nodes must be >= 2, got {num_nodes}")
-    if num_events < 0 or feat_dim < 0:
-        raise DataFormatError("num_events and feat_dim must be >= 0")
+    num_nodes = _count("num_nodes", num_nodes, 2)
+    num_events = _count("num_events", num_events, 0)
+    feat_dim = _count("feat_dim", feat_dim, 0)
+    num_partners = _count("num_partners", num_partners, 1)
+    num_communities = _count("num_communities", num_communities, 1)
+    check_fits_memory(synthetic_bytes(num_nodes, num_events, feat_dim, num_partners),
+                      f"a synthetic stream of {num_events:,} events, {num_nodes:,} nodes and "
+                      f"feat_dim {feat_dim:,}")
     if not (0 <= p_partner <= 1 and 0 <= p_tie <= 1):
         raise DataFormatError("p_partner and p_tie must be probabilities")
     rng = np.random.default_rng(seed)

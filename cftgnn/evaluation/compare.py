@@ -17,7 +17,6 @@ such events are counted apart.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.records import EventContext
 from cftgnn.evaluation.rundir import (
@@ -270,7 +270,7 @@ def check_same_events(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str
 def main(argv: Sequence[str] | None = None) -> None:
     """``compare_runs.py A B [--atol X] [--strict]``: print the comparison; with
     ``--strict`` exit with status 1 when the runs differ."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_a")
     parser.add_argument("run_b")
     parser.add_argument("--atol", type=float, default=1e-6,
@@ -278,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="exit status 1 when any compared column or event differs")
     args = parser.parse_args(argv)
+    if not args.atol >= 0:  # also refuses nan
+        raise ConfigError(f"--atol must be a number >= 0, got {args.atol}")
     check_comparable(args.run_a, args.run_b)
     a, b = _run(args.run_a), _run(args.run_b)
     check_same_events(a, b, args.run_a, args.run_b)

@@ -248,6 +248,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     check_options(cfg)
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
+    if cfg.get("out_dir"):
+        check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
     remove_stale_temporaries(out)  # what a killed run was writing
     (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
     options = _options(cfg)

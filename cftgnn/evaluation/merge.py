@@ -9,7 +9,6 @@ runs accepts.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,11 +16,13 @@ from typing import Any
 
 import pandas as pd
 
+from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.pipeline import summary_table, write_summary
 from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, fingerprint_diff
 from cftgnn.evaluation.rundir import find_runs, read_fingerprint, read_records
 from cftgnn.evaluation.summaries import format_summary
+from cftgnn.files import check_can_write
 
 
 def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:
@@ -61,11 +62,12 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
 
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     """Command line: ``merge_records.py PATH [PATH ...] [--out DIR]``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", help="run or sweep directories holding the shards")
     parser.add_argument("--out", help="output run directory (default: <first path>/merged)")
     args = parser.parse_args(argv)
     out = Path(args.out or Path(args.paths[0]) / "merged")
+    check_can_write(out, "--out")
     runs = [r for r in find_runs(args.paths) if r.resolve() != out.resolve()]
     records = merge_runs(runs, out)
     table = summary_table(records)

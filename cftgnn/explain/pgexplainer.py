@@ -44,6 +44,8 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,22 +157,33 @@ def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, A
 
 
 def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
-    """Load a trained PGExplainer (``torch.load(..., weights_only=True)``).
+    """Load a trained PGExplainer (``torch.load(..., weights_only=True)``: a pickle's code is
+    never run, and no other way of loading is offered).
 
     Raises:
         CheckpointError: When the file does not load as one (one line, naming it).
     """
     file = Path(path)
+    not_one = f"{file} is not a PGExplainer checkpoint of this project"
     try:
-        blob = torch.load(file, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on loading are no news here
+            warnings.simplefilter("ignore")
+            blob = torch.load(file, map_location="cpu", weights_only=True)
         mlp = EdgeScorer(int(blob["input_dim"]), int(blob["hidden"]))
         mlp.load_state_dict(blob["state_dict"])
         card = dict(blob["card"])
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))
+        why = (f"it holds a pickled Python object ({found.group(1)}), which safe "
+               "weights-only loading refuses; nothing in it was run" if found
+               else "not a torch file, or cut short")
+        raise CheckpointError(f"{not_one} ({why}); train one with "
+                              "scripts/train_explainer.py") from None
     except (OSError, RuntimeError, KeyError, TypeError, ValueError, EOFError,
-            pickle.UnpicklingError, zipfile.BadZipFile) as err:
-        reason = (str(err).splitlines() or [type(err).__name__])[0]
-        raise CheckpointError(f"{file} is not a trained PGExplainer checkpoint: {reason}"
-                              ) from None
+            AttributeError, IndexError, zipfile.BadZipFile) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+        raise CheckpointError(f"{not_one} ({type(err).__name__}: {reason}); train one with "
+                              "scripts/train_explainer.py") from None
     mlp.eval()
     return TrainedScorer(mlp, card, str(file))
 

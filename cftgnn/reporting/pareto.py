@@ -10,15 +10,16 @@ changes, the answer ringed and the non-dominated front as a staircase. Unlike
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.rundir import read_fingerprint, read_records
+from cftgnn.files import check_can_write
 from cftgnn.reporting.picture import find_record
 from cftgnn.reporting.plots import DPI, pareto_figure, save_png
 
@@ -53,14 +54,15 @@ def load_pareto_record(run_dir: str | os.PathLike[str], event_id: int) -> pd.Ser
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """Command line: ``show_pareto.py RUN_DIR EVENT_ID [--out PNG]``."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("run_dir", help="a run directory (holding run.json and records/)")
     parser.add_argument("event_id", type=int, help="an explained event of that run")
     parser.add_argument("--out", help="PNG file (default: <run dir>/pareto_<event>.png)")
     args = parser.parse_args(argv)
+    out = Path(args.out or Path(args.run_dir) / f"pareto_{args.event_id}.png")
+    check_can_write(out, "--out", file=True)
     record = load_pareto_record(args.run_dir, args.event_id)
     fig = pareto_figure(record)
-    out = Path(args.out or Path(args.run_dir) / f"pareto_{args.event_id}.png")
     out.parent.mkdir(parents=True, exist_ok=True)
     save_png(fig, out, DPI)
     print(fig.get_suptitle().replace("\n", " | "))

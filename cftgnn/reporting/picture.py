@@ -17,7 +17,6 @@ recomputes the candidates' hop distances with
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 
+from cftgnn.cli import ArgumentParser
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
@@ -44,7 +44,7 @@ from cftgnn.evaluation.rundir import (
     read_records,
     run_batch_size,
 )
-from cftgnn.files import atomic_output
+from cftgnn.files import atomic_output, check_can_write
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
 
@@ -392,15 +392,16 @@ def plot_explanation(view: ExplanationView, x_axis: str = "time") -> Figure:
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """Command line: ``show_explanation.py RUN_DIR EVENT_ID [--out PNG]``."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("run_dir", help="a run directory (holding run.json and records/)")
     parser.add_argument("event_id", type=int, help="an explained event of that run")
     parser.add_argument("--out", help="PNG file (default: <run dir>/explanation_<event>.png)")
     parser.add_argument("--x", choices=("time", "order"), default="time", dest="x_axis",
                         help="x axis of the timeline: time (default) or candidate order")
     args = parser.parse_args(argv)
-    view = load_view(args.run_dir, args.event_id)
     out = Path(args.out or Path(args.run_dir) / f"explanation_{args.event_id}.png")
+    check_can_write(out, "--out", file=True)
+    view = load_view(args.run_dir, args.event_id)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(out) as f:  # complete or absent, also on a full disk
         plot_explanation(view, args.x_axis).savefig(f, format="png", dpi=DPI)

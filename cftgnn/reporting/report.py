@@ -24,7 +24,6 @@ reuse them piece by piece as ``report.<name>``.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from cftgnn.files import atomic_write
+from cftgnn.cli import ArgumentParser
+from cftgnn.files import atomic_write, check_can_write
 from cftgnn.reporting.plots import (
     plot_fidelity_kept,
     plot_fidelity_sparsity,
@@ -124,10 +124,12 @@ def write_report(paths: Sequence[str | os.PathLike[str]],
         The tables and the files written.
 
     Raises:
-        ConfigError: A path does not exist, or the paths hold no run or no record.
+        ConfigError: A path does not exist, the paths hold no run or no record, or the
+            output folder cannot be written (checked first).
     """
-    records = load_runs(paths)
     folder = Path(out) if out is not None else Path(paths[0]) / "report"
+    check_can_write(folder, "--out" if out is not None else "report folder (--out)")
+    records = load_runs(paths)
     table = comparison_table(records)
     groups = comparison_table(records, by_group=True)
     pngs = save_figures(report_figures(records), folder)
@@ -140,7 +142,7 @@ def write_report(paths: Sequence[str | os.PathLike[str]],
 
 def main(argv: Sequence[str] | None = None) -> Report:
     """Command line: ``report.py PATH [PATH ...] [--out DIR]``."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("paths", nargs="+", help="run directories or sweep directories")
     parser.add_argument("--out", help="output folder (default: <first path>/report)")
     args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import logging
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -36,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
+from cftgnn.errors import ConfigError, TrainingError
 from cftgnn.files import check_writable_dir
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.training.checkpoint import checkpoint_path, model_kind, save_checkpoint
@@ -64,6 +65,46 @@ class Split:
             return int(num_events * frac) // batch_size * batch_size
 
         return cls(cut(1.0 - val - test), cut(1.0 - test), num_events)
+
+    @property
+    def trainable(self) -> bool:
+        """Whether the training and the validation part each hold at least one event (so
+        that the loss and the validation AP are numbers)."""
+        return 0 < self.train_end < self.val_end
+
+
+def minimum_events(batch_size: int, val: float = 0.15, test: float = 0.15) -> int:
+    """The fewest events whose :meth:`Split.chronological` split trains and validates
+    (:attr:`Split.trainable`): one batch for each part at least."""
+    train, train_val = 1.0 - val - test, 1.0 - test
+    # enough for sure: the training part spans a batch, the validation part two
+    bound = math.ceil(max(batch_size / train, 2 * batch_size / val)) + 1
+    # the least one is where the training part first reaches a batch, or where the training
+    # and validation parts together reach k batches (k >= 2); +-1 for rounding
+    steps = [math.ceil(batch_size / train)]
+    steps += (math.ceil(k * batch_size / train_val) for k in range(2, 100_002))
+    for n in sorted(steps):
+        if n > bound:
+            break
+        for m in (n - 1, n, n + 1):
+            if m > 0 and Split.chronological(m, batch_size, val, test).trainable:
+                return m
+    return bound
+
+
+def check_trainable(split: Split, batch_size: int, val: float, test: float,
+                    name: str) -> None:
+    """Refuse a stream too small to train and validate on, before training.
+
+    Raises:
+        ConfigError: Saying how many events the split needs.
+    """
+    if not split.trainable:
+        need = minimum_events(batch_size, val, test)
+        raise ConfigError(
+            f"stream {name!r} has {split.num_events:,} events, too few to train and validate "
+            f"on: with batch size {batch_size} and split.val={val:g}, split.test={test:g} "
+            f"the training and validation parts need a batch each, {need:,} events at least")
 
 
 def negative_destinations(stream: EventStream, lo: int, hi: int, seed: int) -> npt.NDArray[
@@ -215,6 +256,10 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
 
     Returns:
         A history with per-epoch loss and validation metrics, the best epoch and its val AP.
+
+    Raises:
+        TrainingError: When an epoch's loss or validation AP is not a number (the weights
+            diverged, or a part of the split is empty): no checkpoint is kept.
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     best_ap, best_epoch, best_state = -1.0, -1, copy.deepcopy(model.state_dict())
@@ -229,6 +274,11 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
                         "val_auc": val["auc"], "seconds": time.perf_counter() - t0})
         log.info("epoch %d loss %.4f val AP %.4f AUC %.4f (%.0f s)", epoch, loss, val["ap"],
                  val["auc"], history[-1]["seconds"])
+        if not (math.isfinite(loss) and math.isfinite(val["ap"])):
+            raise TrainingError(
+                f"epoch {epoch}: the training loss is {loss:.4g} and the validation AP "
+                f"{val['ap']:.4g}, not numbers (diverged weights: try a smaller lr); no "
+                "checkpoint was written")
         if val["ap"] > best_ap:
             best_ap, best_epoch = val["ap"], epoch
             best_state = copy.deepcopy(model.state_dict())
@@ -280,7 +330,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         The model card (config, split, metrics, timing).
 
     Raises:
-        ConfigError: For a bad device, or a checkpoint that exists without ``overwrite=true``.
+        ConfigError: For a bad device, a checkpoint that exists without ``overwrite=true``,
+            or a stream too small to train and validate on (:func:`check_trainable`); before
+            training.
+        TrainingError: For a loss or validation AP that is not a number (nothing is saved).
     """
     check_train_options(cfg)
     check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
@@ -295,6 +348,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     model.attach(stream)
     split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
                                 float(cfg.split.test))
+    check_trainable(split, model.batch_size, float(cfg.split.val), float(cfg.split.test),
+                    stream.name)
     log.info("%s on %s: %d events, split %s, device %s", type(model).__name__, stream.name,
              stream.num_events, split, device)
     t0 = time.perf_counter()

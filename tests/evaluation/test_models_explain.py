@@ -40,7 +40,8 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """A model checkpoint of the debug stream (one epoch) and a PGExplainer for it."""
     model = str(request.param)
     root = tmp_path_factory.mktemp(model)
-    loop.run(_compose("train", f"model={model}", "epochs=1", f"out_dir={root}"))
+    loop.run(_compose("train", f"model={model}", "model.batch_size=25", "epochs=1",
+                      f"out_dir={root}"))
     ckpt = root / f"{model}_synthetic.pt"
     explainer_training.run(_compose("train_explainer", f"model={model}", f"checkpoint={ckpt}",
                                     "n_train_events=8", "batch_size=4", "m_max=8",

@@ -202,7 +202,7 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
         PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="not a trained PGExplainer"):
+    with pytest.raises(CheckpointError, match="not a PGExplainer checkpoint of this project"):
         load_scorer(bad)
 
 
@@ -229,8 +229,8 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     first, trained for one epoch, then resumed for a second."""
     root = tmp_path_factory.mktemp("pgx")
     for seed in (0, 1):
-        loop.run(_compose("train", "model=tgat", "epochs=1", f"seed={seed}",
-                          f"out_dir={root / f'm{seed}'}"))
+        loop.run(_compose("train", "model=tgat", "model.batch_size=25", "epochs=1",
+                          f"seed={seed}", f"out_dir={root / f'm{seed}'}"))
     model = root / "m0" / "tgat_synthetic.pt"
     common = ["model=tgat", f"checkpoint={model}", "n_train_events=12", "batch_size=4",
               "m_max=8", f"+run_dir={root / 'run'}"]

@@ -6,7 +6,6 @@ of ``scripts/rules.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cftgnn.cli import ArgumentParser
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
@@ -37,7 +37,7 @@ from cftgnn.evaluation.rundir import (
     load_run_stream,
     run_checkpoint,
 )
-from cftgnn.files import atomic_write
+from cftgnn.files import atomic_write, check_can_write
 
 #: The first line of ``--help``.
 DESCRIPTION = "Regional counterfactual rules: short, checked statements of *what* to remove."
@@ -201,7 +201,7 @@ HEADER = ("# Regional counterfactual rules\n\nRules learned on a seeded half of 
 def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
     """``rules.py RUN [RUN ...] [--out DIR] [--max-depth 3] [--min-coverage 0.05] [--top 5]
     [--seed 0]``: print and write the rules per dataset × model."""
-    parser = argparse.ArgumentParser(description=DESCRIPTION)
+    parser = ArgumentParser(description=DESCRIPTION)
     parser.add_argument("runs", nargs="*", metavar="RUN",
                         help="explanation run directories (holding run.json and records/)")
     parser.add_argument("--out", help="output folder (default: <first run>/rules)")
@@ -229,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
         raise ConfigError(f"--top must be >= 1, got {args.top}")
     if args.num_threads < 1:
         raise ConfigError(f"--num-threads must be >= 1, got {args.num_threads}")
+    out = Path(args.out) if args.out else Path(args.runs[0]) / "rules"
+    check_can_write(out, "--out")
     runs = [load_run(p) for p in args.runs]
     torch.set_num_threads(args.num_threads)
     if all(r.records.empty for r in runs):
@@ -259,7 +261,6 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
                              stream=stream, index=index)
         print(format_result(result) + "\n")
         results.append(result)
-    out = Path(args.out) if args.out else runs[0].path / "rules"
     header = HEADER.format(depth=args.max_depth, cov=args.min_coverage, seed=args.seed)
     files = write_results(results, out, header)
     print("wrote " + ", ".join(str(f) for f in files), file=sys.stdout)
