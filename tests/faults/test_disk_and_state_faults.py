@@ -293,7 +293,8 @@ def test_a_truncated_processed_cache_is_rebuilt_with_one_warning(tmp_path, capsy
 def model(tmp_path_factory) -> Path:
     """A tiny TGAT checkpoint to train explainers for."""
     out = tmp_path_factory.mktemp("model")
-    loop.run(cfg_of("train", *STREAM, "model=tgat", "epochs=1", f"out_dir={out}"))
+    loop.run(cfg_of("train", *STREAM, "model=tgat", "model.batch_size=25", "epochs=1",
+                    f"out_dir={out}"))
     return out / "tgat_synthetic.pt"
 
 
