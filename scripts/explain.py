@@ -23,7 +23,8 @@ RESUME = ("the records written so far are kept; to resume, rerun the same comman
 @hydra.main(config_path="../conf", config_name="explain", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     with friendly_errors(on_interrupt=RESUME):
-        run(cfg)
+        from cftgnn.reporting.picture import save_picture  # noqa: PLC0415 (matplotlib: here)
+        run(cfg, draw=save_picture)
 
 
 if __name__ == "__main__":
