@@ -389,4 +389,5 @@ def group_note(records: pd.DataFrame) -> str | None:
             "batch-start prediction itself)")
 
 
-__all__ = ["MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS", "format_summary", "group_note", "summarize", "summary_metrics"]
+__all__ = ["MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS", "format_summary", "group_note",
+           "summarize", "summary_metrics"]

@@ -38,14 +38,14 @@ from matplotlib.patches import FancyArrowPatch
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.files import atomic_write
-from cftgnn.evaluation.showcase import time_unit
 from cftgnn.evaluation.rundir import (
     load_run_stream,
     read_fingerprint,
     read_records,
     run_batch_size,
 )
+from cftgnn.evaluation.showcase import time_unit
+from cftgnn.files import atomic_write
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
 
