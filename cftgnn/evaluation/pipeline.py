@@ -316,7 +316,8 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
                   "explain")
         table = summary_table(records)
         write_summary(table, out)
-        show_prediction(records, stream, fp, out, draw if cfg.picture else None)
+        k = int(model.num_layers) if cfg.k is None else int(cfg.k)  # as the oracle takes it
+        show_prediction(records, stream, {**fp, "k": k}, out, draw if cfg.picture else None)
         print(format_summary(table, index="group", hide_nan=True, meanings=True))
         if (note := group_note(records)) is not None:
             print(f"note: {note}")

@@ -7,6 +7,7 @@ skipped and left out of the metrics. :func:`format_summary` prints such a table.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -352,7 +353,8 @@ def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = 
                                                               strict=True))])
     foot = []
     if hidden:
-        foot.append(f"not shown, no value in this run: {', '.join(hidden)}")
+        foot.append(textwrap.fill(f"not shown, no value in this run: {', '.join(hidden)}",
+                                  width=100, subsequent_indent="  ", break_on_hyphens=False))
     if meanings and index is not None:
         foot.append(f"↑ / ↓: higher / lower is better; definitions: {METRICS_PAGE}")
     return "\n".join([table, *foot])
