@@ -333,7 +333,8 @@ def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str,
                     out: Path, draw: Draw | None = None) -> None:
     """Print the run's shown prediction in words (:func:`~cftgnn.evaluation.showcase.pick_shown`)
     and, with ``draw``, draw its picture into ``out`` and print the path; one line when every
-    event was skipped, nothing without records."""
+    event was skipped, nothing without records. A picture that cannot be written (a full
+    disk) is one ``warning:`` line: the records and the summary are written already."""
     shown = pick_shown(records)
     if shown is None:
         if not records.empty:
@@ -342,7 +343,11 @@ def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str,
         return
     print(describe_record(shown, stream, why_shown(shown)))
     if draw is not None:
-        print(f"  picture: {draw(stream, shown, fp, out)}")
+        try:
+            print(f"  picture: {draw(stream, shown, fp, out)}")
+        except OSError as exc:
+            print(f"warning: no picture of event {int(shown['event_id'])} in {out}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
 
 
 def log_curves(tracker: Tracker, records: pd.DataFrame) -> None:

@@ -168,3 +168,28 @@ def test_a_bad_picture_option_is_one_error(tmp_path, value):
                                             f"picture={value}", f"out_dir={tmp_path}"])
     with pytest.raises(ConfigError, match="picture must be true or false"):
         run(cfg)
+
+
+def test_a_picture_that_cannot_be_written_is_one_warning(tmp_path, capsys):
+    import errno
+
+    from cftgnn.evaluation.pipeline import show_prediction
+
+    def full_disk(*_args: object) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    records = pd.DataFrame([{"event_id": 11, "status": "ok", "size": 1, "original_logit": 1.0,
+                             "final_logit": -1.0, "explanation": [9], "num_candidates": 4}])
+    show_prediction(records, _stream(), {}, tmp_path, full_disk)
+    out, err = capsys.readouterr()
+    assert out.startswith("explained prediction: event 11 ") and "picture:" not in out
+    assert err == f"warning: no picture of event 11 in {tmp_path}: No space left on device\n"
+
+
+def test_a_run_whose_events_were_all_skipped_says_so(tmp_path, capsys):
+    from cftgnn.evaluation.pipeline import show_prediction
+
+    records = _records([(0, "no_candidates", 0, 1.0, 1.0)])
+    show_prediction(records, _stream(), {}, tmp_path, None)
+    assert capsys.readouterr().out == ("explained prediction: none, every event was skipped "
+                                       "(no_candidates)\n")
