@@ -1,6 +1,10 @@
-"""cftgnn: counterfactual explanations for temporal graph neural networks."""
+"""cftgnn: counterfactual explanations for temporal graph neural networks.
 
-import cftgnn._compat  # noqa: F401  (imports torch_geometric quietly, before any module does)
+Importing the package loads nothing heavy (the entry points check their options before torch
+and PyG load); :mod:`cftgnn.models` imports :mod:`cftgnn._compat` first, so torch_geometric
+is imported quietly whichever module needs it first.
+"""
+
 from cftgnn.errors import CftgnnError
 
 __all__ = ["CftgnnError"]

@@ -1,4 +1,9 @@
-"""Imports of third-party packages that need a word of care."""
+"""Imports of third-party packages that need a word of care.
+
+Imported first by :mod:`cftgnn.models` (whose modules are the ones that build on PyG) and by
+every other module before its first ``torch_geometric`` import, never by :mod:`cftgnn` itself:
+the entry points check their options before torch_geometric loads (seconds).
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """Helpers shared by the entry points in ``scripts/``: friendly one-line errors.
 
 Before a Hydra script runs, :func:`main_guard` checks the command line the way Hydra will read
-it (:func:`hydra_problem`): an unknown ``group=option``, an override that does not parse
-(``n_events=[1,2``) or a key the config does not have (``nevents=4``) ends in one ``error:``
-line naming it and the nearest valid key, exit status 2, instead of Hydra's multi-line
-message. Ctrl-C in any script ends in one line (exit status 130) instead of a traceback.
+it (:func:`compose_command_line`): an unknown ``group=option``, an override that does not parse
+(``n_events=[1,2``), a key the config does not have (``nevents=4``, ``+n_evnts=2``) ends in
+one ``error:`` line naming it and the nearest valid key, exit status 2, instead of Hydra's
+multi-line message; then the composed config is checked (:func:`config_problem`: a sweep
+without ``-m``, the logger, the script's own option checks). All of it runs before the
+script's heavy modules (torch, PyG, the models) load, which its ``main`` imports itself, and
+before Hydra makes a run directory. Ctrl-C in any script ends in one line (exit status 130)
+instead of a traceback.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import difflib
 import inspect
 import os
 import re
+import shlex
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,7 +106,7 @@ def _one_value(override: Any, text: str) -> str | None:
 
 def _nearest_key(key: str, overrides: Sequence[str], conf_dir: Path,
                  config_name: str) -> str:
-    """`` (did you mean 'x'?)`` for a key the config lacks, by :mod:`difflib` among the keys
+    """`` (did you mean 'x'?)`` for a key the config lacks, by ``difflib`` among the keys
     of the deepest node of ``key`` that exists; empty when nothing is close."""
     from hydra import compose, initialize_config_dir
     from omegaconf import DictConfig
@@ -140,14 +146,19 @@ def _nearest_key(key: str, overrides: Sequence[str], conf_dir: Path,
     return f" (did you mean {near!r}?)"
 
 
-def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -> str | None:
-    """The one-line message of what Hydra would refuse on this command line, or None.
+def compose_command_line(argv: Sequence[str], conf_dir: str | Path,
+                         config_name: str) -> tuple[str | None, Any]:
+    """Compose the config of this command line as Hydra will (a sweep's first value standing
+    in for the sweep), or say in one line why Hydra would refuse it.
 
-    Each override is parsed as Hydra parses it, then the config is composed with them (a
-    sweep's first value standing in for the sweep): a bad override (``n_events=[1,2``), a
-    key the config lacks (``nevents=4``, with the nearest valid key) or another composition
-    error is returned as one line. Command lines asking Hydra for help or another config
-    are left to Hydra.
+    Each override is parsed as Hydra parses it, then the config is composed with them (with
+    its ``hydra`` node): a bad override (``n_events=[1,2``), a key the config lacks
+    (``nevents=4``, with the nearest valid key) or another composition error is returned as
+    one line. Command lines asking Hydra for help or another config are left to Hydra.
+
+    Returns:
+        ``(message, None)`` when Hydra would refuse the command line; ``(None, config)``
+        when it composes; ``(None, None)`` when it is left to Hydra.
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -155,12 +166,13 @@ def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -
     from omegaconf.errors import OmegaConfBaseException
 
     if any(a.split("=")[0] in _HYDRA_INFO_FLAGS for a in argv):
-        return None
+        return None, None
     args = [a for a in argv if a not in ("-m", "--multirun")]
     if any(a.startswith("-") for a in args):
-        return None  # a flag this check does not know: Hydra decides
+        return None, None  # a flag this check does not know: Hydra decides
     parser = OverridesParser.create()
     single: list[str] = []
+    conf = Path(conf_dir).resolve()
     for arg in args:
         try:
             override = parser.parse_override(arg)
@@ -168,43 +180,174 @@ def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -
             reason = [ln for ln in str(exc).splitlines()
                       if ln.strip() and not ln.startswith(("See https", "Error parsing"))]
             return (f"cannot read the option {arg!r}: {reason[0] if reason else 'bad syntax'} "
-                    "(write key=value, e.g. n_events=4 or events=[1,2])")
+                    "(write key=value, e.g. n_events=4 or events=[1,2])"), None
+        key = override.key_or_group
+        if (override.is_add() and not any(c in key for c in "./@")
+                and not any(p.joinpath(key).is_dir() for p in (conf, *search_paths(argv)))):
+            others = [o for o in args if o != arg]
+            return (f"unknown option {key!r}{_nearest_key(key, others, conf, config_name)}: "
+                    f"'+{key}=' adds a key that nothing reads"), None
         one = _one_value(override, arg)
         if one is not None:
             single.append(one)
-    conf = Path(conf_dir).resolve()
     try:
         with initialize_config_dir(str(conf), version_base="1.3"):
-            compose(config_name, overrides=single)
+            cfg = compose(config_name, overrides=single, return_hydra_config=True)
     except ConfigCompositionException as exc:
         found = re.search(r"Could not (?:override|append to|delete from) '([^']+)'", str(exc))
         if found:
             key = found.group(1)
             others = [o for o in single if o.lstrip("+~").split("=")[0].split("@")[0] != key]
-            return f"unknown option {key!r}{_nearest_key(key, others, conf, config_name)}"
-        return _first_line(str(exc))
+            return (_fixed_key(key, single, conf, config_name)
+                    or f"unknown option {key!r}{_nearest_key(key, others, conf, config_name)}"
+                    ), None
+        return _first_line(str(exc)), None
     except (HydraException, OmegaConfBaseException) as exc:
-        return _first_line(str(exc))
+        return _first_line(str(exc)), None
+    return None, cfg
+
+
+def _fixed_key(key: str, overrides: Sequence[str], conf_dir: Path,
+               config_name: str) -> str | None:
+    """The message for ``key=value`` where ``key`` is a plain top-level option of the config
+    that is also the name of a config group (``explainer`` of ``train_explainer``): Hydra
+    reads the override as a group choice and refuses it, so the option cannot be changed."""
+    from hydra import compose, initialize_config_dir
+
+    if "." in key or not (conf_dir / key).is_dir():
+        return None
+    try:
+        with initialize_config_dir(str(conf_dir), version_base="1.3"):
+            default = compose(config_name).get(key)
+    except Exception:  # noqa: BLE001  (the nearest-key message says it instead)
+        return None
+    if default is None or not isinstance(default, str | int | float):
+        return None
+    given = next((o.split("=", 1)[1] for o in overrides
+                  if o.lstrip("+~").split("=")[0] == key), "?")
+    script = f"{config_name}.py"
+    if given == str(default):
+        return f"{script} takes {key}={default} only, its default: leave {key}= out"
+    return f"{script} takes {key}={default} only (got {key}={given})"
+
+
+def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -> str | None:
+    """The one-line message of what Hydra would refuse on this command line, or None
+    (:func:`compose_command_line` without the config)."""
+    return compose_command_line(argv, conf_dir, config_name)[0]
+
+
+def config_problem(argv: Sequence[str], cfg: Any, config_name: str,
+                   check: Callable[[Any], None] | None = None) -> str | None:
+    """What is wrong with a composed config that Hydra would run, in one line, or None.
+
+    * a sweep (``sweep=baselines``, or any ``hydra.sweeper.params``) without ``-m``, which
+      Hydra would run as one default job;
+    * a logger's ``mode`` that is not one of :data:`cftgnn.tracking.WANDB_MODES`;
+    * whatever the script's own light ``check`` refuses (a
+      :class:`~cftgnn.errors.CftgnnError`: types, ranges, choices).
+    """
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    sweeper = cfg.get("hydra", {}).get("sweeper", {}).get("params") if "hydra" in cfg else None
+    if not multirun and sweeper:
+        given = next((a for a in argv if a.lstrip("+").startswith("sweep=")), None)
+        what = given or "hydra.sweeper.params"
+        return (f"{what} is a sweep, which runs only with -m: "
+                f"python scripts/{config_name}.py -m {shlex.join(argv)}")
+    logger = cfg.get("logger")
+    try:
+        if logger is not None and hasattr(logger, "get") and "mode" in logger:
+            from cftgnn.tracking import check_logger_mode  # pandas: only with a logger
+
+            check_logger_mode(logger.get("mode"))
+        if check is not None:
+            check(cfg)
+    except Exception as exc:
+        error = user_error(exc)
+        if error is None:
+            raise
+        return str(error)
+    return None
+
+
+def folder_problem(option: str, value: str) -> str | None:
+    """A one-line message when the folder ``value`` of ``option`` cannot be made: its nearest
+    existing ancestor is a file, is not writable, or takes no new folder (``/proc``, which
+    :func:`os.access` calls writable for root: a folder is made there and removed at once).
+    None when it can be made (nothing is left behind)."""
+    folder = Path(value)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    where = existing.absolute()
+    if not existing.is_dir():
+        return f"{option} {value!r} cannot be written ({where} is not a folder)"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{option} {value!r} cannot be written (no write permission in {where})"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".cftgnn-probe-", dir=existing))
+    except OSError as exc:
+        return (f"{option} {value!r} cannot be created (no folder can be made in {where}: "
+                f"{exc.strerror or exc})")
     return None
 
 
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
-    command line, without interpolations) cannot be created: Hydra makes these folders before
-    the script's code runs. None when they can be, or were not given."""
+    command line, without interpolations) cannot be created (:func:`folder_problem`): Hydra
+    makes these folders before the script's code runs. None when they can be, or were not
+    given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
+        value = value.strip("'\"")
         if key not in ("hydra.run.dir", "hydra.sweep.dir") or not value or "${" in value:
             continue
-        folder = Path(value)
-        existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-        if existing is None:
-            continue
-        if not existing.is_dir():
-            return f"{key} {value!r} cannot be written ({existing} is not a folder)"
-        if not os.access(existing, os.W_OK | os.X_OK):
-            return f"{key} {value!r} cannot be written (no write permission in {existing})"
+        if (problem := folder_problem(key, value)) is not None:
+            return problem
     return None
+
+
+def default_run_dir_problem(argv: Sequence[str], cfg: Any) -> str | None:
+    """:func:`folder_problem` for the run (or sweep) directory the config names when the
+    command line names none: its fixed part (``outputs/explain`` of
+    ``outputs/explain/${...}/${now:...}``) must take a new folder, e.g. not when the current
+    directory is read-only. None when it can, or when nothing would be written there."""
+    from omegaconf import OmegaConf
+
+    key = "hydra.sweep.dir" if any(a in ("-m", "--multirun") for a in argv) else "hydra.run.dir"
+    if "hydra" not in cfg or any(a.lstrip("+").startswith(f"{key}=") for a in argv):
+        return None
+    node = OmegaConf.to_container(cfg.hydra.sweep if key == "hydra.sweep.dir" else cfg.hydra.run,
+                                  resolve=False)
+    raw = node.get("dir") if isinstance(node, dict) else None
+    if not isinstance(raw, str) or not raw:
+        return None
+    if "${" not in raw:
+        if Path(raw).is_dir() and cfg.hydra.get("output_subdir") is None:
+            return None  # an existing folder where Hydra writes nothing (the benchmarks' ".")
+        return folder_problem(key, raw)
+    fixed = raw.split("${")[0]
+    if "/" not in fixed:
+        return None
+    return folder_problem(key, fixed.rsplit("/", 1)[0] or "/")
+
+
+def _quoted(value: str) -> str:
+    """``value`` as a quoted Hydra override value (a path with spaces or commas)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _run_dir_follows(args: Sequence[str], cfg: Any, option: str | None) -> str | None:
+    """``cfg[option]`` when a single run names ``option`` (``out_dir``) and no run directory
+    of its own: it becomes the run directory, so Hydra's ``.hydra/`` goes there too."""
+    if option is None or cfg is None or any(a in ("-m", "--multirun") for a in args):
+        return None
+    if any(a.lstrip("+").startswith(("hydra.run.dir=", "hydra.run=")) for a in args):
+        return None
+    value = cfg.get(option)
+    if not isinstance(value, str) or not value or "${" in value:
+        return None
+    return value
 
 
 def _config_name(main: Callable[[], None]) -> str | None:
@@ -217,14 +360,14 @@ def _config_name(main: Callable[[], None]) -> str | None:
 
 
 def _ctrl_c_raises() -> None:
-    """Let Ctrl-C raise :class:`KeyboardInterrupt` again (the scripts' start-up handler of
+    """Let Ctrl-C raise ``KeyboardInterrupt`` again (the scripts' start-up handler of
     ``scripts/_ctrl_c.py`` only covers loading the libraries)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def interrupted(hint: str) -> NoReturn:
-    """One line for Ctrl-C and exit status :data:`INTERRUPTED` (no traceback)."""
+    """One line for Ctrl-C and exit status ``INTERRUPTED`` (no traceback)."""
     print(f"interrupted (Ctrl-C): {hint}", file=sys.stderr)
     raise SystemExit(INTERRUPTED)
 
@@ -235,12 +378,16 @@ RESUME_HINT = "nothing complete was lost; rerun the same command to start again"
 
 def main_guard(main: Callable[[], None], conf_dir: str | Path,
                argv: Sequence[str] | None = None, config_name: str | None = None,
-               on_interrupt: str = RESUME_HINT) -> None:
-    """Call a Hydra ``main`` unless the command line is one Hydra would refuse: a
-    ``group=option`` naming no config file (:func:`unknown_choice`), an override that does
-    not parse or names a key the config lacks (:func:`hydra_problem`) — then one line on
-    stderr and exit status 2, before Hydra prints its longer message. Ctrl-C ends in one
-    line, ``on_interrupt``, and exit status 130.
+               on_interrupt: str = RESUME_HINT, check: Callable[[Any], None] | None = None,
+               run_dir_from: str | None = None) -> None:
+    """Call a Hydra ``main`` unless the command line is one that fails: a ``group=option``
+    naming no config file (:func:`unknown_choice`), a run directory that cannot be made
+    (:func:`unwritable_run_dir`), an override that does not parse or names a key the config
+    lacks (:func:`compose_command_line`), or a composed config that :func:`config_problem`
+    refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses) — then one
+    line on stderr and exit status 2, before Hydra makes a run directory and before the
+    script's heavy modules load (``main`` imports them itself). Ctrl-C ends in one line,
+    ``on_interrupt``, and exit status 130.
 
     Args:
         main: The ``@hydra.main`` function.
@@ -248,7 +395,14 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         argv: The command line (default ``sys.argv[1:]``).
         config_name: The primary config (default: the one ``main`` was decorated with).
         on_interrupt: What to tell the user after Ctrl-C (how to resume).
+        check: The script's check of its top-level options (types, ranges, choices), given
+            the composed config; it raises :class:`~cftgnn.errors.ConfigError`. It must
+            import nothing heavy.
+        run_dir_from: An option (``out_dir``) that, when set in a single run without
+            ``hydra.run.dir``, becomes the run directory (Hydra's ``.hydra/`` goes there,
+            not under ``./outputs``). Only when ``argv`` is the process's own command line.
     """
+    own = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
     _ctrl_c_raises()
     try:
@@ -256,10 +410,20 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         message = (f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
                    else unknown_choice(args, conf_dir) or unwritable_run_dir(args))
         name = config_name or _config_name(main)
+        cfg = None
         if message is None and name is not None:
-            message = hydra_problem(args, conf_dir, name)
+            message, cfg = compose_command_line(args, conf_dir, name)
+            if message is None and cfg is not None:
+                message = config_problem(args, cfg, name, check)
+        follow = _run_dir_follows(args, cfg, run_dir_from) if message is None else None
+        if follow is not None:
+            message = folder_problem(str(run_dir_from), follow)
+        elif message is None and cfg is not None:
+            message = default_run_dir_problem(args, cfg)
         if message is not None:
             _fail(message)
+        if follow is not None and own:
+            sys.argv.append(f"hydra.run.dir={_quoted(follow)}")
         main()
     except KeyboardInterrupt:
         interrupted(on_interrupt)
@@ -267,7 +431,7 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
 
 @contextmanager
 def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
-    """Inside a script's ``main``: bad input (:class:`~cftgnn.errors.CftgnnError`, also when
+    """Inside a script's ``main``: bad input (``CftgnnError``, also when
     ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
     traceback; Ctrl-C in one line, ``on_interrupt``, and exit status 130."""
     _ctrl_c_raises()
@@ -282,6 +446,6 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
         _fail(str(error))
 
 
-__all__ = ["INTERRUPTED", "RESUME_HINT", "friendly_errors", "hydra_problem", "interrupted",
-           "search_paths",
-           "main_guard", "unknown_choice", "unwritable_run_dir"]
+__all__ = ["INTERRUPTED", "RESUME_HINT", "compose_command_line", "config_problem",
+           "default_run_dir_problem", "folder_problem", "friendly_errors", "hydra_problem",
+           "interrupted", "main_guard", "search_paths", "unknown_choice", "unwritable_run_dir"]

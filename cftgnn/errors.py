@@ -36,7 +36,7 @@ class ConfigError(CftgnnError, ValueError):
 
 
 def user_error(exc: BaseException) -> CftgnnError | None:
-    """The :class:`CftgnnError` behind ``exc`` (``exc`` itself or a cause), if any.
+    """The ``CftgnnError`` behind ``exc`` (``exc`` itself or a cause), if any.
 
     ``hydra.utils.instantiate`` wraps what a constructor raises in its own exception, with
     the original as ``__cause__``; this is the one place that unwraps it.

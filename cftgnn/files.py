@@ -21,7 +21,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def sha256_if_file(path: str | os.PathLike[str]) -> str | None:
-    """:func:`file_sha256` of ``path``, None when it is not a file (fresh weights' text)."""
+    """``file_sha256`` of ``path``, None when it is not a file (fresh weights' text)."""
     return file_sha256(path) if Path(path).is_file() else None
 
 

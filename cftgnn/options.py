@@ -1,9 +1,9 @@
-"""Checks of top-level config values, each failing in one :class:`ConfigError` line that names
+"""Checks of top-level config values, each failing in one ``ConfigError`` line that names
 the option, what it must be and what it got.
 
 Hydra passes command-line values through as YAML reads them (``n_events=abc`` is the string
 ``"abc"``, ``n_events=1.5`` a float), so every count is checked to be an integer, never
-truncated, before any work starts (:func:`as_integer`: ``1e3`` is ``1000``, ``1.5`` an error).
+truncated, before any work starts (``as_integer``: ``1e3`` is ``1000``, ``1.5`` an error).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _get(cfg: Any, key: str) -> Any:
 def as_integer(value: Any) -> int | None:
     """``value`` as an ``int`` when it names one, else None: the one integer rule of every
     option check (top-level options here, explainer parameters in
-    :func:`cftgnn.explain.params.check_value`, constraints).
+    ``cftgnn.explain.params.check_value``, constraints).
 
     Taken: an ``int`` (or NumPy integer) that is not a ``bool``, and an integral float, which
     is how Hydra reads ``1e3`` or ``1000.0`` (``1000``; converting it loses nothing). Refused:
@@ -43,7 +43,7 @@ def as_integer(value: Any) -> int | None:
 
 
 def is_integer(value: Any) -> bool:
-    """Whether ``value`` names an integer by :func:`as_integer`'s rule."""
+    """Whether ``value`` names an integer by ``as_integer``'s rule."""
     return as_integer(value) is not None
 
 
@@ -51,7 +51,7 @@ def integer(cfg: Any, key: str, minimum: int | None = None, optional: bool = Fal
     """``cfg.<key>`` as an integer ``>= minimum`` (null allowed when ``optional``).
 
     Raises:
-        ConfigError: For a non-integer (``1.5``, ``abc``, ``true``; :func:`as_integer`) or a
+        ConfigError: For a non-integer (``1.5``, ``abc``, ``true``; ``as_integer``) or a
             value below ``minimum``.
     """
     value = _get(cfg, key)
@@ -135,11 +135,13 @@ def text(cfg: Any, key: str, optional: bool = False) -> str | None:
     return str(value)
 
 
-def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
-    """``cfg.<key>`` as a list of integers (null allowed when ``optional``).
+def integer_list(cfg: Any, key: str, optional: bool = True,
+                 minimum: int | None = None) -> list[int] | None:
+    """``cfg.<key>`` as a list of integers, each ``>= minimum`` (null allowed when
+    ``optional``).
 
     Raises:
-        ConfigError: Naming the first entry that is not an integer.
+        ConfigError: Naming the first entry that is not an integer or is below ``minimum``.
     """
     value = _get(cfg, key)
     if value is None and optional:
@@ -151,6 +153,9 @@ def integer_list(cfg: Any, key: str, optional: bool = True) -> list[int] | None:
         whole = as_integer(item)
         if whole is None:
             raise ConfigError(f"{key} must be a list of integers, got {item!r} in {list(value)}")
+        if minimum is not None and whole < minimum:
+            raise ConfigError(f"{key} must be a list of integers >= {minimum}, got {item!r} in "
+                              f"{list(value)}")
         out.append(whole)
     return out
 

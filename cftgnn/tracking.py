@@ -1,13 +1,13 @@
 """Experiment tracking: one optional layer between the explain runs and Weights & Biases.
 
-The entry points talk to a :class:`Tracker` only. :class:`NullTracker` (``logger=none``) does
-nothing and never imports wandb, so the package works without it; :class:`WandbTracker`
-(``logger=wandb``) imports wandb lazily in :meth:`WandbTracker.start` and logs offline unless told
+The entry points talk to a ``Tracker`` only. ``NullTracker`` (``logger=none``) does
+nothing and never imports wandb, so the package works without it; ``WandbTracker``
+(``logger=wandb``) imports wandb lazily in ``WandbTracker.start`` and logs offline unless told
 otherwise. An online run that cannot log in or reach the server (no API key, no network, a
-server that does not answer within :data:`CONNECT_TIMEOUT_S` / :data:`INIT_TIMEOUT_S`) falls
+server that does not answer within ``CONNECT_TIMEOUT_S`` / ``INIT_TIMEOUT_S``) falls
 back to offline with one ``warning:`` line on stderr, so the run goes on and can be uploaded
-later with ``wandb sync`` (:func:`online_problem`). Use :func:`tracking` (or
-:meth:`Tracker.session`) so a run is always finished, and marked failed when the body raises::
+later with ``wandb sync`` (``online_problem``). Use ``tracking`` (or
+``Tracker.session``) so a run is always finished, and marked failed when the body raises::
 
     tracker = instantiate(cfg.logger)
     with tracking(tracker, OmegaConf.to_container(cfg, resolve=True), name="uci-greedy"):
@@ -32,6 +32,8 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
+from cftgnn.errors import ConfigError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only; wandb stays optional at runtime
     from wandb.sdk.wandb_run import Run
 
@@ -40,12 +42,23 @@ __all__ = [
     "NullTracker",
     "Tracker",
     "WandbTracker",
+    "check_logger_mode",
     "table_frame",
     "tracking",
 ]
 
 #: Modes ``wandb.init`` accepts. ``offline`` writes only local files; ``disabled`` writes nothing.
 WANDB_MODES: tuple[str, ...] = ("online", "offline", "disabled", "shared")
+
+
+def check_logger_mode(mode: Any) -> None:
+    """Refuse a ``logger.mode`` that is not one of :data:`WANDB_MODES`.
+
+    Raises:
+        ConfigError: Naming the modes.
+    """
+    if mode not in WANDB_MODES:
+        raise ConfigError(f"logger.mode must be one of {', '.join(WANDB_MODES)}; got {mode!r}")
 
 #: Seconds to wait for a TCP connection to the W&B server before logging offline instead.
 CONNECT_TIMEOUT_S = 3.0
@@ -73,7 +86,7 @@ def online_problem(base_url: str | None = None,
     None when it may: no credentials, or no TCP connection to the server.
 
     Args:
-        base_url: The server (default ``$WANDB_BASE_URL``, else :data:`DEFAULT_BASE_URL`).
+        base_url: The server (default ``$WANDB_BASE_URL``, else ``DEFAULT_BASE_URL``).
         timeout: Seconds to wait for the connection.
     """
     url = urlparse(base_url or os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL)
@@ -94,14 +107,14 @@ def _warn_offline(reason: str) -> None:
           "(upload later with `wandb sync <run folder>`)", file=sys.stderr)
 
 
-#: The W&B metric against which :meth:`WandbTracker.log_progress` values are plotted.
+#: The W&B metric against which ``WandbTracker.log_progress`` values are plotted.
 PROGRESS_STEP = "progress/step"
 
 
 class Tracker(ABC):
     """Where a run's configuration, per-event records and summary metrics go.
 
-    A tracker is used once: :meth:`start`, any number of ``log_*`` calls, then :meth:`finish`.
+    A tracker is used once: ``start``, any number of ``log_*`` calls, then ``finish``.
     """
 
     @abstractmethod
@@ -174,7 +187,7 @@ class Tracker(ABC):
         group: str | None = None,
         dir: str | os.PathLike[str] | None = None,
     ) -> contextlib.AbstractContextManager[Tracker]:
-        """Same as :func:`tracking` with this tracker."""
+        """Same as ``tracking`` with this tracker."""
         return tracking(self, config, name=name, group=group, dir=dir)
 
 
@@ -290,10 +303,10 @@ def _plain_number(value: Any) -> Any:
 class WandbTracker(Tracker):
     """Log to Weights & Biases (``logger=wandb``); offline by default.
 
-    wandb is imported in :meth:`start`, not at construction, so building the tracker from a
+    wandb is imported in ``start``, not at construction, so building the tracker from a
     config never needs it. Each tracker owns its run (``reinit="create_new"``), so several runs
     can be made one after the other, or side by side, in one process; the run is reached through
-    :attr:`run`, not the global ``wandb.run``.
+    ``run``, not the global ``wandb.run``.
 
     Args:
         project: W&B project name.
@@ -305,7 +318,7 @@ class WandbTracker(Tracker):
         notes: Free-text notes attached to the run.
 
     Raises:
-        ValueError: If ``mode`` is not one of :data:`WANDB_MODES`.
+        ConfigError: If ``mode`` is not one of :data:`WANDB_MODES` (a ``ValueError``).
     """
 
     def __init__(
@@ -317,8 +330,7 @@ class WandbTracker(Tracker):
         job_type: str = "explain",
         notes: str | None = None,
     ) -> None:
-        if mode not in WANDB_MODES:
-            raise ValueError(f"logger mode must be one of {', '.join(WANDB_MODES)}; got {mode!r}")
+        check_logger_mode(mode)
         if isinstance(tags, str):
             tags = (tags,)
         self.project = project
@@ -339,14 +351,14 @@ class WandbTracker(Tracker):
 
     @property
     def run(self) -> Run | None:
-        """The wandb run; ``None`` before :meth:`start`. Kept after :meth:`finish`."""
+        """The wandb run; ``None`` before ``start``. Kept after ``finish``."""
         return self._run
 
     @property
     def run_dir(self) -> Path | None:
         """The run's local folder (holding ``run-<id>.wandb``).
 
-        ``None`` before :meth:`start` and in ``disabled`` mode, which writes nothing.
+        ``None`` before ``start`` and in ``disabled`` mode, which writes nothing.
         """
         if self._run is None or self._run.disabled:
             return None
@@ -461,7 +473,7 @@ class WandbTracker(Tracker):
         """Log running values, plotted against ``progress/step``.
 
         A dedicated step metric is used instead of wandb's own step, so progress can restart at
-        0 and interleave with :meth:`log_records` without wandb dropping non-monotonic steps.
+        0 and interleave with ``log_records`` without wandb dropping non-monotonic steps.
 
         Args:
             step: Progress counter.

@@ -246,7 +246,7 @@ def error_messages() -> list[tuple[str, str, str]]:
 
 
 def errors_table() -> str:
-    """The Markdown table of :func:`error_messages`, one row per distinct message."""
+    """The Markdown table of ``error_messages``, one row per distinct message."""
     rows = ["| where | error | message (… = a value of your run) |", "| --- | --- | --- |"]
     seen = set()
     for module, name, text in error_messages():

@@ -1,6 +1,6 @@
 """Imported first by every script: Ctrl-C while the libraries load ends in one line and exit
-status 130 instead of a traceback from inside an import. :func:`cftgnn.cli.main_guard` and
-:func:`cftgnn.cli.friendly_errors` then hand Ctrl-C back to Python and say how to resume."""
+status 130 instead of a traceback from inside an import. ``cftgnn.cli.main_guard`` and
+``cftgnn.cli.friendly_errors`` then hand Ctrl-C back to Python and say how to resume."""
 
 import signal
 import sys

@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
-from cftgnn.benchmarks.explainers import run
+from cftgnn.benchmarks.options import check_explainers_options
 from cftgnn.cli import friendly_errors, main_guard
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -21,8 +21,10 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 @hydra.main(config_path="../conf", config_name="benchmark_explainers", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     with friendly_errors():
+        from cftgnn.benchmarks.explainers import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF)
+    main_guard(main, CONF, check=check_explainers_options)

@@ -15,7 +15,6 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.data.info import run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -23,6 +22,8 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 @hydra.main(config_path="../conf", config_name="dataset_info", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     with friendly_errors():
+        from cftgnn.data.info import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.training.loop import run
+from cftgnn.training.options import check_train_options
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.
@@ -26,10 +26,12 @@ RESUME = ("no checkpoint was written (it is saved when training ends); rerun the
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in :func:`cftgnn.training.loop.run`."""
+    """Hydra entry point; all work happens in ``cftgnn.training.loop.run``."""
     with friendly_errors(on_interrupt=RESUME):
+        from cftgnn.training.loop import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, on_interrupt=RESUME)
+    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_options)

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.evaluation.explainer_training import run
+from cftgnn.evaluation.options import check_train_explainer_options
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.
@@ -26,10 +26,12 @@ RESUME = ("the state after the last finished epoch is kept in the run directory;
 
 @hydra.main(config_path="../conf", config_name="train_explainer", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in :func:`cftgnn.evaluation.explainer_training.run`."""
+    """Hydra entry point; all work happens in ``cftgnn.evaluation.explainer_training.run``."""
     with friendly_errors(on_interrupt=RESUME):
+        from cftgnn.evaluation.explainer_training import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, on_interrupt=RESUME)
+    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_explainer_options)

@@ -1,6 +1,6 @@
 """The layout keeps its promises: no import cycles, no reads of another module's privates.
 
-Read with :mod:`ast` over ``cftgnn/`` (nothing is imported). Imports under ``TYPE_CHECKING``
+Read with ``ast`` over ``cftgnn/`` (nothing is imported). Imports under ``TYPE_CHECKING``
 and inside functions count: a circle hidden from the interpreter is still a circle.
 """
 

@@ -1,14 +1,16 @@
 """Factual explainers side by side (``scripts/benchmark_explainers.py``): seconds per event.
 
 Every explainer that scores events (attention, perturb-one, PGExplainer, random;
-:class:`~cftgnn.explain.factual.FactualExplainer`) does two things per explained event, timed
+[``FactualExplainer``][cftgnn.explain.FactualExplainer]) does two things per explained event, timed
 apart here, in one process, on the same events of every pair (issue 26's targets, 1 thread):
 
-* **inference**: the explainer's own work, :meth:`FactualExplainer.rank`: its scores (the
-  probe's features and the MLP, the probe's attention, or the single-removal exact batch of
-  perturb-one, which is the explainer's own use of the oracle) and the ranking;
+* **inference**: the explainer's own work,
+  [``FactualExplainer.rank``][cftgnn.explain.FactualExplainer.rank]: its scores (the probe's
+  features and the MLP, the probe's attention, or the single-removal exact batch of perturb-one,
+  which is the explainer's own use of the oracle) and the ranking;
 * **prefix**: the oracle's shortest-flipping-prefix check,
-  :meth:`FactualExplainer.flipping_prefix` (one batched exact call over the prefixes).
+  [``FactualExplainer.flipping_prefix``][cftgnn.explain.FactualExplainer.flipping_prefix] (one
+  batched exact call over the prefixes).
 
 **setup** is building the event's oracle (candidates, base state, replay plan, original
 logit), which every explainer pays alike; **event** = setup + inference + prefix, the part of
@@ -16,8 +18,8 @@ logit), which every explainer pays alike; **event** = setup + inference + prefix
 hit). Each explainer gets a fresh oracle per event, so none reads another's cached logits;
 one untimed oracle per event first moves the engine's cursor to the event (``explain.py``
 pays that once per event), so that no explainer's setup includes it.
-Events are sampled as ``explain.py`` samples them (:func:`~cftgnn.evaluation.sampling.
-plan_events`, the same seed and range), explained in stream order.
+Events are sampled as ``explain.py`` samples them ([``plan_events``][cftgnn.evaluation.plan_events],
+the same seed and range), explained in stream order.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from cftgnn.benchmarks.options import check_explainers_options, pairs
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.pipeline import build_explainer, model_fingerprint
@@ -45,7 +48,6 @@ from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import integer
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -134,29 +136,14 @@ def format_summary(summary: pd.DataFrame, threads: int) -> str:
     return "\n".join(lines)
 
 
-def _pairs(cfg: DictConfig) -> list[tuple[str, str]]:
-    pairs = []
-    for pair in cfg.pairs:
-        parts = str(pair).split("-")
-        if len(parts) != 2 or not all(parts):
-            raise ConfigError(f"pairs must be <dataset>-<model> names, e.g. uci-tgn; got "
-                              f"{pair!r}")
-        pairs.append((parts[0], parts[1]))
-    if not pairs:
-        raise ConfigError("pairs is empty; name at least one <dataset>-<model>")
-    return pairs
-
-
 def run(cfg: DictConfig) -> pd.DataFrame:
     """The benchmark of ``conf/benchmark_explainers.yaml``: every pair, every explainer, the
     same sampled events per pair; prints the medians and writes the rows (``out``)."""
-    integer(cfg, "n_events", minimum=1)
-    if not cfg.explainers:
-        raise ConfigError("explainers is empty; name at least one of conf/explainer/")
+    check_explainers_options(cfg)
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     tables = []
-    for dataset, kind in _pairs(cfg):
+    for dataset, kind in pairs(cfg):
         base = [f"dataset={dataset}", f"model={kind}", "mode=exact"]
         explainers: dict[str, FactualExplainer] = {}
         for name in cfg.explainers:

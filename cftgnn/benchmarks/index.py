@@ -9,6 +9,7 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
+from cftgnn.benchmarks.options import check_index_options
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 
@@ -57,6 +58,7 @@ def benchmark_candidates(
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Load the dataset, run the benchmark and print a table."""
+    check_index_options(cfg)
     stream: EventStream = instantiate(cfg.dataset)
     res = benchmark_candidates(stream, cfg.n_events, list(cfg.ks), cfg.m_max, cfg.seed, cfg.repeats)
     print(

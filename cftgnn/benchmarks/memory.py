@@ -3,7 +3,7 @@
 For each seeded synthetic stream (``[num_events, num_nodes]``) and each engine memory budget,
 one child process does what ``scripts/explain.py`` does with fresh weights: build the stream
 and its index, the sampling pass over ``sample_range``, then explain the sampled events in
-stream order through a :class:`~cftgnn.oracle.engine.ReplayEngine` with that budget. The
+stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget. The
 parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
 ``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
 and each event's explanation, and the table says whether the explanations equal those of the
@@ -20,14 +20,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from cftgnn.benchmarks.options import check_memory_options
 from cftgnn.errors import ConfigError
-from cftgnn.options import integer, is_integer, number
 from cftgnn.oracle.snapshots import budget_bytes
 
 
@@ -84,7 +84,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(job: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
-    """Run :func:`measure` in a child process; adds ``peak_rss_gib`` from the kernel."""
+    """Run ``measure`` in a child process; adds ``peak_rss_gib`` from the kernel."""
     with tempfile.TemporaryDirectory() as tmp:
         spec, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
         spec.write_text(json.dumps(job))
@@ -117,29 +117,14 @@ def _fmt_budget(budget: float | None) -> str:
 
 def run(cfg: DictConfig) -> list[dict[str, Any]]:
     """Every (stream, budget) configuration in its own process; prints a table."""
-    streams = OmegaConf.to_container(cfg.streams)
-    budgets = OmegaConf.to_container(cfg.budgets)
-    if not isinstance(streams, list) or not all(
-            isinstance(s, list) and len(s) == 2 for s in streams):
-        raise ConfigError("streams must be a list of [num_events, num_nodes]")
-    if not isinstance(budgets, list) or not budgets:
-        raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")
-    for num_events, num_nodes in streams:  # before any child starts
-        if not (is_integer(num_events) and is_integer(num_nodes)
-                and num_events >= 1 and num_nodes >= 2):
-            raise ConfigError(f"streams must hold [num_events, num_nodes] integers, got "
-                              f"{[num_events, num_nodes]!r}")
-    for budget in budgets:
+    check_memory_options(cfg)
+    streams = cast("list[list[int]]", OmegaConf.to_container(cfg.streams))  # (checked)
+    budgets = cast("list[Any]", OmegaConf.to_container(cfg.budgets))
+    for budget in budgets:  # before any child starts
         try:
             budget_bytes(budget)  # the engine's own check of memory_budget_gb
         except ConfigError as exc:
             raise ConfigError(f"budgets: each entry is a memory_budget_gb: {exc}") from None
-    integer(cfg, "n_events", minimum=0)
-    integer(cfg, "m_max", minimum=1)
-    integer(cfg, "num_threads", minimum=1)
-    integer(cfg, "seed")
-    integer(cfg, "k", minimum=1, optional=True)
-    number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     base = {
         "model": OmegaConf.to_container(cfg.model, resolve=True),
         "explainer": OmegaConf.to_container(cfg.explainer, resolve=True),

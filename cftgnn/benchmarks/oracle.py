@@ -23,11 +23,11 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from cftgnn.benchmarks.options import check_oracle_options
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import integer
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.oracle import Oracle, is_flip
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -380,7 +380,7 @@ def format_table(res: dict[str, Any]) -> str:
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Load data and model (checkpoint when available), benchmark, print, write JSON."""
-    integer(cfg, "naive_per_event", minimum=0)
+    check_oracle_options(cfg)
     device = resolve_device(cfg.device)  # before loading anything
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)

@@ -10,7 +10,7 @@ For each sampled event (docs/design.md §7, "Quality benchmark"):
 3. every explainer configuration given, each on a fresh oracle (no shared cache): found or
    not, size, certificate, time (oracle setup + search), oracle calls.
 
-One row per event × configuration goes to ``quality.parquet``; :func:`quality_table` turns
+One row per event × configuration goes to ``quality.parquet``; ``quality_table`` turns
 them into the table of ``quality.md``. Each event's rows are written as soon as it is done
 (``records/<event>.parquet``, atomically), so an interrupted run resumes where it stopped
 when rerun with the same options. Configurations name files of ``conf/explainer`` and
@@ -34,8 +34,8 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from cftgnn.benchmarks.options import check_quality_options
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.options import check_candidate_options
 from cftgnn.evaluation.pipeline import choose_auto_mode, make_explainer
 from cftgnn.evaluation.records import RecordStore
 from cftgnn.evaluation.sampling import plan_events
@@ -207,7 +207,7 @@ def quality_table(rows: pd.DataFrame) -> pd.DataFrame:
       there (NaN for rows without ``n_counterfactuals``).
 
     Args:
-        rows: The rows of :func:`evaluate_event` (``quality.parquet``).
+        rows: The rows of ``evaluate_event`` (``quality.parquet``).
 
     Returns:
         One row per configuration, in order of first appearance.
@@ -319,12 +319,8 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     Raises:
         CftgnnError: For bad input, before any data is loaded where possible.
     """
-    max_size = cfg.max_size
-    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-        raise ConfigError(f"max_size must be an integer >= 1, got {max_size!r}")
-    check_candidate_options(cfg)
-    if int(cfg.n_events) < 1:
-        raise ConfigError(f"n_events must be >= 1, got {cfg.n_events}")
+    check_quality_options(cfg)
+    max_size = int(cfg.max_size)
     device = resolve_device(cfg.device)
     raw = OmegaConf.to_container(cfg.constraints, resolve=True) if cfg.get("constraints") else None
     if raw is not None and not isinstance(raw, dict):

@@ -11,7 +11,7 @@ load, and the answers and certificates of the two runs are compared.
 
 With ``prune_tolerance`` ``τ > 0`` the ``compare_top`` costliest events are instead searched
 with the exact replay (bitwise perturbation pruning) and with tolerance pruning at ``τ``
-(:class:`~cftgnn.replay.tgn.TGNReplayOptions`), side by side: time, rows updated, whether
+(``TGNReplayOptions``), side by side: time, rows updated, whether
 the answers and ``min_size_lower_bound`` agree, and the largest logit difference over the
 final logits and the single removals' logits. Tolerance pruning is **not exact** (its
 logits differ from a fresh replay by an amount with no sound bound), so its columns are
@@ -35,12 +35,12 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from cftgnn.benchmarks.options import check_tail_options
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.models.base import TemporalModel
-from cftgnn.options import boolean, integer, number
+from cftgnn.options import number
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.replay.cone import ConeStats, checked_tolerance
@@ -257,12 +257,8 @@ def format_tail(res: dict[str, Any], top: int = 10) -> str:
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """The benchmark of ``conf/benchmark_tail.yaml``: sample, search, print, write JSON."""
-    max_size = cfg.max_size
-    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-        raise ConfigError(f"max_size must be an integer >= 1, got {max_size!r}")
-    if not cfg.get("events"):
-        integer(cfg, "n_events", minimum=1)
-    boolean(cfg, "prune_perturbations")
+    check_tail_options(cfg)
+    max_size = int(cfg.max_size)
     tolerance = float(number(cfg, "prune_tolerance", minimum=0.0, finite=True) or 0.0)
     device = resolve_device(cfg.device)
     torch.set_num_threads(int(cfg.num_threads))

@@ -68,7 +68,7 @@ class Candidates:
 
 
 class TemporalIndex:
-    """Per-node time-sorted adjacency of an :class:`EventStream`.
+    """Per-node time-sorted adjacency of an [``EventStream``][cftgnn.data.EventStream].
 
     Args:
         stream: The event stream to index.
@@ -190,8 +190,8 @@ class TemporalIndex:
         """Hop distance from ``{u, v}`` of event ``event_id`` over its history, ``int64 [N]``.
 
         Nodes farther than ``k`` hops (or unreachable) get ``-1``. Only events with id
-        ``< until`` (default ``event_id``; see :meth:`candidates`) are edges of the graph
-        searched.
+        ``< until`` (default ``event_id``; see
+        [``candidates``][cftgnn.data.TemporalIndex.candidates]) are edges of the graph searched.
         """
         i = self._check_event(event_id)
         if k < 0:
@@ -226,7 +226,7 @@ class TemporalIndex:
             m_max: Maximum number of candidates.
             until: Where the history ends (exclusive), ``<= event_id``: past events are the
                 ids ``< until`` (default ``event_id``; ``history=batch_start`` passes the
-                start of the event's batch, :mod:`cftgnn.oracle.history`).
+                start of the event's batch, ``cftgnn.oracle.history``).
 
         Returns:
             The candidates, oldest first, with their hop distances.

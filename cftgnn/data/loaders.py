@@ -3,11 +3,11 @@
 One module although over 500 lines: locating/downloading, strict parsing and the processed
 cache are one pipeline joined by private helpers (``_load``, ``_verify_download``,
 ``_parse_numeric_table``, ``_cache_path``, ``_load_cache``, ``_save_cache``) that no other
-module should call; :mod:`cftgnn.data.user_streams` uses only its public parsing helpers.
+module should call; ``cftgnn.data.user_streams`` uses only its public parsing helpers.
 
-Both loaders look for their file in the data directory (see :mod:`cftgnn.data.paths`), fall
+Both loaders look for their file in the data directory (see ``cftgnn.data.paths``), fall
 back to downloading it from the official source (verified before it is kept), parse it strictly
-(every malformed line raises :class:`~cftgnn.errors.DataFormatError` naming the file and the
+(every malformed line raises ``DataFormatError`` naming the file and the
 line; nothing is dropped) and keep a processed copy in the cache directory, so that loading the
 same file again reads a few NumPy arrays instead of parsing text.
 
@@ -16,7 +16,7 @@ timestamps keep their order in the file; the stream order is (timestamp, line) a
 must already be sorted by time (an earlier timestamp after a later one is an error).
 
 The researcher's own files (a CSV of events, TGN's ``ml_`` layout) load through
-:mod:`cftgnn.data.user_streams`, which uses the same strict parsing and cache.
+``cftgnn.data.user_streams``, which uses the same strict parsing and cache.
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 Both loaders follow the stream semantics of the built-in ones (docs/design.md §2): events are
 ordered by (timestamp, line in the file) and an event's id is its 0-based position in that
-order. Like :func:`~cftgnn.data.load_uci` and :func:`~cftgnn.data.load_wikipedia` they refuse
-a file whose timestamps decrease (the error names the line); ``sort=True`` instead sorts the
-events by time *stably*, so events with equal timestamps keep their file order and the ids are
-still (timestamp, line) positions. Parsing is strict: a garbled, short or long line, an empty
-line, a missing column, a non-numeric value or a negative or non-integer id raises
-:class:`~cftgnn.errors.DataFormatError` naming the file and the line. A processed copy is kept
-in the cache directory (keyed by the files' size and time and the options), so that loading
+order. Like [``load_uci``][cftgnn.data.load_uci] and
+[``load_wikipedia``][cftgnn.data.load_wikipedia] they refuse a file whose timestamps decrease (the
+error names the line); ``sort=True`` instead sorts the events by time *stably*, so events with equal
+timestamps keep their file order and the ids are still (timestamp, line) positions. Parsing is
+strict: a garbled, short or long line, an empty line, a missing column, a non-numeric value or a
+negative or non-integer id raises ``DataFormatError`` naming the file and the line. A processed copy
+is kept in the cache directory (keyed by the files' size and time and the options), so that loading
 the same file again reads a few arrays. Nothing is downloaded: a missing file raises
-:class:`~cftgnn.errors.DataNotFoundError` naming the path.
+``DataNotFoundError`` naming the path.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def parse_event_csv(
     sort: bool,
     name: str,
 ) -> EventStream:
-    """Parse a CSV with a header line; see :func:`load_csv` for the options."""
+    """Parse a CSV with a header line; see [``load_csv``][cftgnn.data.load_csv] for the options."""
     header = _header(path, raw, sep)
     wanted = {"src_col": src_col, "dst_col": dst_col, "time_col": time_col}
     if label_col is not None:
@@ -247,7 +247,8 @@ def _load_npy(path: Path) -> np.ndarray:
 def parse_ml(
     path: Path, raw: bytes, edge_path: Path | None, node_path: Path | None, sort: bool, name: str
 ) -> EventStream:
-    """Parse ``ml_<name>.csv`` (and its ``.npy`` side files); see :func:`load_jodie_ml`."""
+    """Parse ``ml_<name>.csv`` (and its ``.npy`` side files); see
+    [``load_jodie_ml``][cftgnn.data.load_jodie_ml]."""
     header = _header(path, raw, ",")
     _require(path, header, {c: c for c in ML_COLUMNS})
     df = read_table(path, raw, sep=",", header=0)

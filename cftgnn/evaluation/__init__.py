@@ -1,7 +1,30 @@
-"""Explanation runs: sampling events, resumable records, metrics, the explain pipeline."""
+"""Explanation runs: sampling events, resumable records, metrics, the explain pipeline.
 
-from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
-from cftgnn.evaluation.sampling import PredictionGroup, SamplingError, plan_events, sample_events
+The names below load on first use (:mod:`cftgnn.lazy`): :mod:`cftgnn.evaluation.options`
+checks ``explain.py``'s options before torch loads.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cftgnn.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from cftgnn.evaluation.options import PredictionGroup
+    from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
+    from cftgnn.evaluation.sampling import SamplingError, plan_events, sample_events
+
+_EXPORTS = {
+    "cftgnn.evaluation.options": ("PredictionGroup",),
+    "cftgnn.evaluation.records": ("RecordStore", "RunDirectoryError", "read_records"),
+    "cftgnn.evaluation.sampling": ("SamplingError", "plan_events", "sample_events"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)
+
 
 __all__ = [
     "PredictionGroup",

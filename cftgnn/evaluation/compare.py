@@ -8,10 +8,10 @@ Only runs of one dataset and one model kind are compared (others are refused: th
 ids name different events), and only the events both runs explained; runs that share no event
 end in one ``error:`` line (exit status 2), since nothing was compared. Explanations are
 compared as *sets* of removed events (the order found is reported apart); numbers within
-``atol``; the columns that describe the run or its timing (:data:`IGNORED`) are not compared.
+``atol``; the columns that describe the run or its timing (``IGNORED``) are not compared.
 A column that a record's schema did not have yet and that reads back empty there (the
 explainer's ``ranking`` and ``importance`` and the curve logits of schema 4, in records made
-before it: :data:`NOT_RECORDED_BEFORE`) is *not recorded* for that event, not a difference;
+before it: ``NOT_RECORDED_BEFORE``) is *not recorded* for that event, not a difference;
 such events are counted apart.
 """
 
@@ -41,7 +41,7 @@ from cftgnn.explain.result import RESULT_COLUMNS
 
 #: Columns that name the run or time it, never compared. Besides these, every timing column
 #: (``time_s`` or a name ending in ``_time_s``, e.g. ``robustness_time_s``) is ignored:
-#: :func:`compared_columns`.
+#: ``compared_columns``.
 IGNORED = frozenset({
     "schema_version", "wall_time_s", "oracle_time_s", "setup_time_s", "time_s", "shard",
     "auto_mode_ratio", "explainer", "strategy", "strategy_name", "dataset", "model",
@@ -66,7 +66,7 @@ def is_timing(column: str) -> bool:
 
 
 def compared_columns(columns: Iterable[str]) -> list[str]:
-    """The columns two runs are compared on, sorted: all but :data:`IGNORED` and timings."""
+    """The columns two runs are compared on, sorted: all but ``IGNORED`` and timings."""
     return sorted(c for c in set(columns) - IGNORED if not is_timing(c))
 
 
@@ -86,7 +86,7 @@ class RunComparison:
         columns_differ: Column name -> number of ``common`` events on which it differs
             (only columns that differ somewhere; columns missing in one run count all).
         not_recorded: Column name -> number of ``common`` events on which one run's record
-            predates the column (:data:`NOT_RECORDED_BEFORE`), so it was not compared.
+            predates the column (``NOT_RECORDED_BEFORE``), so it was not compared.
     """
 
     common: int
@@ -124,7 +124,7 @@ def _same(a: Any, b: Any, atol: float) -> bool:
 
 def _unrecorded(frame: pd.DataFrame, column: str) -> list[bool]:
     """Per row of ``frame``: whether ``column`` was not recorded yet (an empty cell in a record
-    of a schema before :data:`NOT_RECORDED_BEFORE`'s version; no ``schema_version``: 1)."""
+    of a schema before ``NOT_RECORDED_BEFORE``'s version; no ``schema_version``: 1)."""
     since = NOT_RECORDED_BEFORE.get(column)
     if since is None or column not in frame.columns:
         return [False] * len(frame)
@@ -140,7 +140,8 @@ def _mean_size(df: pd.DataFrame) -> float:
 
 
 def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> RunComparison:
-    """Compare two runs' records (as :func:`~cftgnn.evaluation.read_records` returns them).
+    """Compare two runs' records (as [``read_records``][cftgnn.evaluation.read_records] returns
+    them).
 
     Args:
         a: Records of run A, one row per event (``event_id``, ``explanation``,
@@ -194,7 +195,7 @@ def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> Run
 
 
 def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") -> str:
-    """A short text report of :func:`compare_records`'s result."""
+    """A short text report of ``compare_records``'s result."""
     def ids(xs: list[int]) -> str:
         return ", ".join(map(str, xs[:10])) + (" …" if len(xs) > 10 else "")
 
@@ -229,7 +230,7 @@ def _run(path: str | os.PathLike[str]) -> pd.DataFrame:
 def check_comparable(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> None:
     """Refuse two runs of different datasets or model kinds (by their ``run.json``; a
     folder of records without one is checked by the records' ``dataset`` column in
-    :func:`check_same_events`).
+    ``check_same_events``).
 
     Raises:
         ConfigError: Naming both datasets or both models.

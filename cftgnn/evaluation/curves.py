@@ -6,23 +6,23 @@ the rest, then ask how the prediction moves:
 
 * **T-GNNExplainer's family** (Xia et al., "Explaining Temporal Graph Models through an
   Explorer-Navigator Framework", ICLR 2023): the fidelity of the kept top events at the kept
-  shares ``0, 0.05, …, 1`` (:data:`FID_SHARES`); per event its best-so-far curve; **Best-FID**
-  (:func:`best_fid`) and **AUFSC** (:func:`aufsc_keep`, named apart from the seed's AUFSC±
-  of :mod:`cftgnn.evaluation.metrics`).
+  shares ``0, 0.05, …, 1`` (``FID_SHARES``); per event its best-so-far curve; **Best-FID**
+  (``best_fid``) and **AUFSC** (``aufsc_keep``, named apart from the seed's AUFSC±
+  of ``cftgnn.evaluation.metrics``).
 * **TempME's ACC-AUC** (Chen & Ying, "TempME: Towards the Explainability of Temporal Graph
   Neural Networks via Motif Discovery", NeurIPS 2023): the share of events whose prediction
   keeps its sign with only the top events kept, at 16 shares in ``[0, 0.3]``
-  (:data:`ACC_SHARES`), and the normalised area under that curve (:func:`acc_auc`).
+  (``ACC_SHARES``), and the normalised area under that curve (``acc_auc``).
 
 The logits come from the exact oracle, one batched call per event (the pipeline evaluates
-:func:`curve_removal_plan`'s sets and records them as ``fid_curve_logits`` [21] and
+``curve_removal_plan``'s sets and records them as ``fid_curve_logits`` [21] and
 ``acc_curve_logits`` [16]). Here everything takes those logits: a row per event, ``float``
 ``[N, S]``. An event without a curve (not explained, no ranking: records older than schema 4,
 or an empty ranking) has an empty row; it is left out of the means, and a metric over no event
 at all is NaN.
 
 Ties in importance are resolved by the ranking's own order (the explainer's tie-break, e.g.
-:func:`~cftgnn.explain.factual.rank_by_importance`: the more recent event first); the curves
+``rank_by_importance``: the more recent event first); the curves
 do not average over the orders of tied events.
 """
 
@@ -63,7 +63,7 @@ def kept_count(share: float, m: int, at_least_one: bool = True) -> int:
         share: The kept share ``s`` in ``[0, 1]``.
         m: Length of the ranking.
         at_least_one: Keep at least one event when ``m > 0`` (both families do, see
-            :func:`kept_removal_sets`).
+            ``kept_removal_sets``).
 
     Raises:
         ValueError: A share outside ``[0, 1]`` or a negative ``m``.
@@ -122,7 +122,7 @@ def curve_removal_plan(ranking: Sequence[int], removable: Sequence[int] | None =
     Returns:
         ``(sets, fid_index, acc_index)``: the distinct removal sets in order of first use;
         ``fid_index`` ``int [21]`` and ``acc_index`` ``int [16]`` point into them for
-        :data:`FID_SHARES` and :data:`ACC_SHARES`.
+        ``FID_SHARES`` and ``ACC_SHARES``.
     """
     sets: list[tuple[int, ...]] = []
     where: dict[tuple[int, ...], int] = {}
@@ -203,8 +203,8 @@ def fidelity(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> FloatArray:
 
 def fidelity_curves(original: npt.ArrayLike,
                     kept: Curves) -> FloatArray:
-    """Per event its fidelity at each kept share of :data:`FID_SHARES`, ``float [n, 21]``
-    (events without a curve left out; see :func:`curve_rows`)."""
+    """Per event its fidelity at each kept share of ``FID_SHARES``, ``float [n, 21]``
+    (events without a curve left out; see ``curve_rows``)."""
     p0, logits = curve_rows(original, kept, len(FID_SHARES))
     return fidelity(p0[:, None], logits)
 
@@ -221,7 +221,7 @@ def best_so_far(curves: npt.ArrayLike) -> FloatArray:
 
 def mean_fidelity_curve(original: npt.ArrayLike,
                         kept: Curves) -> FloatArray:
-    """The mean fidelity at each share of :data:`FID_SHARES` over the events with a curve,
+    """The mean fidelity at each share of ``FID_SHARES`` over the events with a curve,
     ``float [21]`` (all NaN without one); what the report plots."""
     f = fidelity_curves(original, kept)
     return f.mean(axis=0) if len(f) else np.full(len(FID_SHARES), _NAN)
@@ -232,7 +232,7 @@ def best_fid(original: npt.ArrayLike,
     """T-GNNExplainer's **Best-FID**: per event the best fidelity over the kept shares, then the
     mean over events.
 
-    ``Best-FID = mean_i max_s fid_i(s)`` over :data:`FID_SHARES` (Xia et al., ICLR 2023,
+    ``Best-FID = mean_i max_s fid_i(s)`` over ``FID_SHARES`` (Xia et al., ICLR 2023,
     Table 2; its ``Results._compute_metric(metric="fid_best")`` takes the maximum of each
     event's ``fid_inv_best`` curve and averages over events). Higher is better; NaN without
     an event with a curve.
@@ -265,7 +265,7 @@ def agreement(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> BoolArray:
     """Whether a kept-subgraph logit keeps the sign of the original: ``p_orig · p > 0``.
 
     A logit of exactly 0 (probability ½) agrees with neither side. This differs on purpose
-    from the flip test of fid+/fid− (:func:`~cftgnn.oracle.oracle.is_flip`, where 0 is no
+    from the flip test of fid+/fid− ([``is_flip``][cftgnn.oracle.is_flip], where 0 is no
     flip): a prediction that stays is one that still has the original's sign.
     """
     return np.asarray(p_orig, dtype=np.float64) * np.asarray(p, dtype=np.float64) > 0
@@ -273,8 +273,8 @@ def agreement(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> BoolArray:
 
 def acc_curve(original: npt.ArrayLike,
               kept: Curves) -> FloatArray:
-    """TempME's accuracy at each share of :data:`ACC_SHARES`: the share of events whose
-    kept-subgraph logit agrees in sign with the original (:func:`agreement`), ``float [16]``
+    """TempME's accuracy at each share of ``ACC_SHARES``: the share of events whose
+    kept-subgraph logit agrees in sign with the original (``agreement``), ``float [16]``
     (all NaN without an event with a curve)."""
     p0, logits = curve_rows(original, kept, len(ACC_SHARES))
     if not len(p0):
@@ -284,7 +284,7 @@ def acc_curve(original: npt.ArrayLike,
 
 def acc_auc(original: npt.ArrayLike,
             kept: Curves) -> float:
-    """TempME's **ACC-AUC**: the area under :func:`acc_curve` over ``s ∈ [0, 0.3]``
+    """TempME's **ACC-AUC**: the area under ``acc_curve`` over ``s ∈ [0, 0.3]``
     (trapezoid rule), divided by the grid's width 0.3, so it lies in ``[0, 1]``.
 
     ``ACC-AUC = (1 / 0.3) ∫₀^0.3 acc(s) ds`` (Chen & Ying, NeurIPS 2023, Table 1; the

@@ -4,13 +4,13 @@ One run = one dataset × one model (its committed checkpoint; an explainer of fr
 would be refused by every run anyway). It
 
 1. samples ``n_train_events`` events of the model's training split (``train_range`` of
-   ``[0, train_end)``, :class:`~cftgnn.training.loop.Split` with ``train.py``'s shares), each
+   ``[0, train_end)``, ``Split`` with ``train.py``'s shares), each
    with a nonzero logit and a removable event;
-2. trains :class:`~cftgnn.explain.pgexplainer.EdgeScorer` for ``epochs`` epochs: per event a
-   probe (:func:`training_event`: the candidates and the model's state at the event, no
+2. trains ``EdgeScorer`` for ``epochs`` epochs: per event a
+   probe (``training_event``: the candidates and the model's state at the event, no
    oracle: training evaluates no removal set) gives the candidates' features (computed in the
    first epoch and kept: they do not depend on the MLP) and the differentiable soft-removal
-   logit, :func:`~cftgnn.explain.pgexplainer.pg_loss` is averaged over ``batch_size`` events
+   logit, ``pg_loss`` is averaged over ``batch_size`` events
    per Adam step (events in stream order, so the replay engine moves forward);
 3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
    directory; rerunning the same command resumes there (another configuration in that
@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.options import check_train_explainer_options as check_options
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.pgexplainer import (
@@ -52,7 +53,6 @@ from cftgnn.explain.pgexplainer import (
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.files import check_writable_dir
 from cftgnn.models.protocol import SoftRemovalModel
-from cftgnn.options import boolean, integer, number, text
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
@@ -67,34 +67,6 @@ STATE = "state.pt"
 #: (``epochs`` is not one: rerunning with more epochs trains on from the last one.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
-
-
-def check_options(cfg: Any) -> None:
-    """Refuse a bad top-level option of ``conf/train_explainer.yaml`` before anything loads.
-
-    Raises:
-        ConfigError: Naming the first bad option.
-    """
-    integer(cfg, "seed")
-    integer(cfg, "n_train_events", minimum=1)
-    integer(cfg, "epochs", minimum=1)
-    integer(cfg, "batch_size", minimum=1)
-    integer(cfg, "hidden", minimum=1)
-    integer(cfg, "num_threads", minimum=1)
-    integer(cfg, "m_max", minimum=1)
-    integer(cfg, "k", minimum=1, optional=True)
-    number(cfg, "lr", minimum=0, strict_minimum=True)
-    number(cfg, "size_coef", minimum=0)
-    number(cfg, "entropy_coef", minimum=0)
-    share = cfg.train_range
-    if (isinstance(share, str) or not hasattr(share, "__len__") or len(share) != 2
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)
-            or not 0 <= share[0] < share[1] <= 1):
-        raise ConfigError(f"train_range must be [start, end] with 0 <= start < end <= 1 (a "
-                          f"share of the training split), got {share!r}")
-    boolean(cfg, "progress")
-    boolean(cfg, "overwrite")
-    text(cfg, "out_dir", optional=True)
 
 
 def run_dir(cfg: DictConfig) -> Path:
@@ -153,7 +125,7 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
     the engine's unperturbed state at the event's batch boundary (the cursor, moving forward
     when events come in stream order) and advances to the event, which is the state an oracle's
     probe reads (the same batches from the same start); the original logit is the model's
-    prediction there (:meth:`~cftgnn.oracle.probe.ModelProbe.logit`).
+    prediction there (``logit``).
 
     Args:
         engine: The replay engine (its model offers soft removal).
@@ -311,8 +283,8 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
                 oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
                 size_coef: float, entropy_coef: float,
                 bar: tqdm[Any] | None = None) -> tuple[float, int]:
-    """One pass over the explained events (oracles or :class:`TrainingEvent`\\ s; None for one
-    that cannot be explained): :func:`event_loss` averaged over ``batch_size`` events per
+    """One pass over the explained events (oracles or ``TrainingEvent`` objects; None for one
+    that cannot be explained): ``event_loss`` averaged over ``batch_size`` events per
     optimizer step (a last, smaller batch steps too).
 
     Returns:

@@ -29,7 +29,7 @@ Metrics and their direction:
 
 Fidelity and the characterization score follow GraphFramEx (Amara et al., 2022,
 arXiv:2206.09677) with hard labels (the sign of the logit). Aggregating a table of records
-into one row per group is :mod:`cftgnn.evaluation.summaries`.
+into one row per group is ``cftgnn.evaluation.summaries``.
 
 All functions take array-likes (numpy, pandas, lists), do no I/O and keep no state. Rates over
 an empty input are NaN; mismatched lengths raise ``ValueError``.
@@ -44,7 +44,6 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from pymoo.indicators.hv import HV
-from torch_geometric.explain.metric import characterization_score as _pyg_characterization
 
 from cftgnn.oracle.oracle import is_flip
 
@@ -194,7 +193,7 @@ def characterization_score(
 
     ``charact = (w+ + w−) / (w+ / fid+ + w− / (1 − fid−))`` (GraphFramEx, Amara et al., 2022,
     arXiv:2206.09677). Higher is better. Computed with
-    :func:`torch_geometric.explain.metric.characterization_score` after normalizing the weights
+    ``torch_geometric.explain.metric.characterization_score`` after normalizing the weights
     to sum to 1 (which leaves the score unchanged). The score is 0 when a positively weighted
     component is 0 (``fid+ = 0`` or ``fid− = 1``), the limit of the formula; a zero weight drops
     its component (``w+ = 0`` gives ``1 − fid−``, ``w− = 0`` gives ``fid+``).
@@ -229,8 +228,12 @@ def characterization_score(
         return 1.0 - fm
     if wn == 0.0:
         return fp
+    import cftgnn._compat  # noqa: F401  (torch_geometric, quietly; only this score needs it)
+    # isort: split
+    from torch_geometric.explain.metric import characterization_score
+
     a = wp / (wp + wn)
-    score = _pyg_characterization(
+    score = characterization_score(
         torch.tensor(fp, dtype=torch.float64),
         torch.tensor(fm, dtype=torch.float64),
         pos_weight=a,
@@ -276,7 +279,7 @@ def fidelity_sparsity_curve(
     With ``flag_i`` = "flipped when ``s`` is removed" this is the fidelity+–sparsity curve
     ``F+(x)``: the fid+ reached when only explanations of sparsity at most ``x`` count, so
     ``F+(1) = fid+``. With ``flag_i`` = "sufficient", ``1 − F(x)`` is the fidelity−–sparsity
-    curve ``F−(x)``. See :func:`aufsc_plus` and :func:`aufsc_minus`.
+    curve ``F−(x)``. See ``aufsc_plus`` and ``aufsc_minus``.
 
     Args:
         flags: Boolean per event, ``[N]``.
@@ -500,7 +503,7 @@ def pareto_hypervolume(sizes: npt.ArrayLike, margins: npt.ArrayLike, num_removab
 
     Args:
         sizes: Counterfactual sizes, ``[K]``.
-        margins: Their margins (:func:`~cftgnn.oracle.oracle.margin`), ``[K]``.
+        margins: Their margins ([``margin``][cftgnn.oracle.margin]), ``[K]``.
         num_removable: ``|R|``.
         original_logit: ``p_orig`` (not 0).
 

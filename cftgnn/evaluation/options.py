@@ -3,12 +3,26 @@ values; the explainer's own parameters are checked by the explainer)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.sampling import PredictionGroup
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
+
+
+class PredictionGroup(str, Enum):
+    """Which predictions to sample.
+
+    * ``correct`` / ``incorrect`` — only that group;
+    * ``both`` — half of the events from each group (``ceil(n/2)`` correct);
+    * ``any`` — uniformly from the whole range, whatever the prediction.
+    """
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    BOTH = "both"
+    ANY = "any"
 
 
 def check_candidate_options(cfg: Any) -> None:
@@ -26,9 +40,9 @@ def check_explain_options(cfg: Any) -> None:
 
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
     ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
-    ``sample.prediction`` one of :class:`~cftgnn.evaluation.sampling.PredictionGroup`'s
+    ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    :class:`~cftgnn.oracle.history.History`'s values.
+    ``History``'s values.
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -60,4 +74,33 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "group", optional=True)
 
 
-__all__ = ["check_candidate_options", "check_explain_options"]
+def check_train_explainer_options(cfg: Any) -> None:
+    """Refuse a bad top-level option of ``conf/train_explainer.yaml`` before anything loads.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "seed")
+    integer(cfg, "n_train_events", minimum=1)
+    integer(cfg, "epochs", minimum=1)
+    integer(cfg, "batch_size", minimum=1)
+    integer(cfg, "hidden", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    number(cfg, "lr", minimum=0, strict_minimum=True)
+    number(cfg, "size_coef", minimum=0)
+    number(cfg, "entropy_coef", minimum=0)
+    share = cfg.train_range
+    if (isinstance(share, str) or not hasattr(share, "__len__") or len(share) != 2
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)
+            or not 0 <= share[0] < share[1] <= 1):
+        raise ConfigError(f"train_range must be [start, end] with 0 <= start < end <= 1 (a "
+                          f"share of the training split), got {share!r}")
+    boolean(cfg, "progress")
+    boolean(cfg, "overwrite")
+    text(cfg, "out_dir", optional=True)
+
+
+__all__ = ["PredictionGroup", "check_candidate_options", "check_explain_options",
+           "check_train_explainer_options"]

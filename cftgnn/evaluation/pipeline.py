@@ -8,18 +8,18 @@ stand alone already live in records, sampling, summaries, options and robustness
 One run = one dataset, one model, one explainer with one selection strategy. It
 
 1. loads the stream and the model (the committed checkpoint by default);
-2. samples the events to explain (:mod:`cftgnn.evaluation.sampling`) and keeps this shard's
+2. samples the events to explain (``cftgnn.evaluation.sampling``) and keeps this shard's
    share of them (``shard=i num_shards=n`` takes every n-th event from the i-th);
 3. explains each event not yet recorded in the output directory, in stream order, with a fresh
    explainer per event (so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
-   ranking (:mod:`cftgnn.evaluation.curves`, one batched call), and writes it as one record
-   (:mod:`cftgnn.evaluation.records`);
-5. writes the summary table (:mod:`cftgnn.evaluation.metrics`) next to the records, prints
-   one explained prediction in words (:mod:`cftgnn.evaluation.showcase`; with ``picture=true``
-   and a ``draw`` function, the path of its picture too) and the table's metrics that have a
-   value; with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
+   ranking (``cftgnn.evaluation.curves``, one batched call), and writes it as one record
+   (``cftgnn.evaluation.records``);
+5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
+   explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
+   ``draw`` function, the path of its picture too) and the table's metrics that have a value;
+   with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ from cftgnn.training.resolve import (
 
 #: Draws the picture of a run's record into its directory and returns the file's path:
 #: ``draw(stream, record, fingerprint, out_dir)``
-#: (:func:`cftgnn.reporting.picture.save_picture`; ``explain.py`` hands it to :func:`run`).
+#: (``cftgnn.reporting.picture.save_picture``; ``explain.py`` hands it to ``run``).
 Draw = Callable[[EventStream, pd.Series, Mapping[str, Any], Path], Path]
 
 #: Dataset options that only say where the files are, not what the stream is.
@@ -105,7 +105,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
     Logging, progress, threads, device and file locations are left out: they change how a
     run is done, not what it finds. With ``model``, its model config holds the values the
     model was built with (a checkpoint's batch size and dimensions,
-    :func:`~cftgnn.training.resolve.used_model_config`).
+    ``used_model_config``).
     """
     dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
     return {
@@ -140,7 +140,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
 def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel,
                       weights: str) -> ModelFingerprint:
     """The run's model and stream as explainers may see them (through
-    :meth:`~cftgnn.explain.base.Explainer.check_run` and ``oracle.fingerprint``)."""
+    [``check_run``][cftgnn.explain.Explainer.check_run] and ``oracle.fingerprint``)."""
     return ModelFingerprint(
         dataset=stream.name, dataset_sha256=stream_checksum(stream),
         model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
@@ -149,13 +149,14 @@ def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel
 
 
 def history_of(cfg: DictConfig) -> History:
-    """The run's :class:`~cftgnn.oracle.history.History` (``cfg.history``; ``event`` when
+    """The run's ``History`` (``cfg.history``; ``event`` when
     absent)."""
     return History(str(cfg.get("history", History.EVENT.value)))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
-    """The run's :class:`Constraints` (``cfg.constraints``; none when absent).
+    """The run's [``Constraints``][cftgnn.oracle.Constraints] (``cfg.constraints``; none when
+    absent).
 
     Raises:
         ConfigError: On an unknown key or a bad value.
@@ -331,7 +332,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
 
 def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str, Any],
                     out: Path, draw: Draw | None = None) -> None:
-    """Print the run's shown prediction in words (:func:`~cftgnn.evaluation.showcase.pick_shown`)
+    """Print the run's shown prediction in words (``cftgnn.evaluation.showcase.pick_shown``)
     and, with ``draw``, draw its picture into ``out`` and print the path; one line when every
     event was skipped, nothing without records. A picture that cannot be written (a full
     disk) is one ``warning:`` line: the records and the summary are written already."""
@@ -399,7 +400,7 @@ def auto_ratios(cfg: DictConfig) -> dict[str, float]:
 
 def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
                  out: Path, pair: str) -> ModeChoice | None:
-    """With ``mode=auto``, the choice of :func:`choose_auto_mode`, printed; None for a fixed
+    """With ``mode=auto``, the choice of ``choose_auto_mode``, printed; None for a fixed
     mode."""
     if str(cfg.mode) != "auto" or plan.empty:
         return None
@@ -537,7 +538,7 @@ def curve_logits(oracle: Oracle, ranking: Sequence[int]
 
     Returns:
         ``(fid_curve_logits [21], acc_curve_logits [16])``
-        (:func:`~cftgnn.evaluation.curves.curve_removal_plan`); both empty without a ranking.
+        (``curve_removal_plan``); both empty without a ranking.
     """
     if not len(ranking):
         return (), ()
@@ -594,7 +595,7 @@ def second_model(cfg: DictConfig, stream: EventStream,
 
 
 class Robustness:
-    """Robustness columns for each record of a run (:mod:`cftgnn.evaluation.robustness`).
+    """Robustness columns for each record of a run (``cftgnn.evaluation.robustness``).
 
     Args:
         options: The measures' settings.

@@ -9,10 +9,11 @@ A run directory holds::
 Each record is written as soon as its event is explained (to a temporary name, flushed to
 the disk, then renamed), so a run killed at any moment, or a machine that loses power, leaves
 only complete records behind. Rerunning with the same directory reads every record back
-(:meth:`RecordStore.done`), skips their events and explains the rest; a record that does not
-read back (cut short by a full disk, a zero-byte file, a file of another schema) is moved aside
-as ``records/<name>.corrupt-<n>`` with one warning line, and its event is explained again.
-Readers of finished runs (:func:`read_records`) name such a file in one warning line and leave
+([``RecordStore.done``][cftgnn.evaluation.RecordStore.done]), skips their events and explains the
+rest; a record that does not read back (cut short by a full disk, a zero-byte file, a file of
+another schema) is moved aside as ``records/<name>.corrupt-<n>`` with one warning line, and its
+event is explained again. Readers of finished runs
+([``read_records``][cftgnn.evaluation.read_records]) name such a file in one warning line and leave
 it out. A directory holding records under another fingerprint is refused, so records of two
 configurations never mix (one without records is simply taken over).
 """
@@ -117,8 +118,8 @@ class RecordStore:
             (dataset, model weights, explainer, sampling, ...), but nothing that does not
             (logging, progress bars, thread counts).
         schema: The columns every record file holds, with their types (explanation runs:
-            :data:`RECORD_SCHEMA`); columns outside it get :func:`column_type`. None: every
-            column gets :func:`column_type`.
+            ``RECORD_SCHEMA``); columns outside it get ``column_type``. None: every
+            column gets ``column_type``.
 
     Raises:
         RunDirectoryError: If ``root`` already holds records under another fingerprint.
@@ -166,8 +167,8 @@ class RecordStore:
     def done(self) -> set[int]:
         """Event ids with a complete record.
 
-        Every record file is read back (:func:`record_problem`); one that does not read is
-        moved aside (:func:`set_aside`) with one warning line naming it, so its event counts
+        Every record file is read back (``record_problem``); one that does not read is
+        moved aside (``set_aside``) with one warning line naming it, so its event counts
         as not done and is explained again.
         """
         ids = set()
@@ -190,7 +191,7 @@ class RecordStore:
     def write_rows(self, event_id: int, rows: Sequence[Mapping[str, Any]]) -> Path:
         """Write several rows under one event's file atomically (e.g. one per explainer).
 
-        Columns get explicit types (the store's schema, :func:`arrow_table`), so the files of
+        Columns get explicit types (the store's schema, ``arrow_table``), so the files of
         a run directory share one schema and read as one dataset with plain
         ``pandas.read_parquet`` or ``pyarrow.dataset``.
         """
@@ -207,7 +208,8 @@ class RecordStore:
 
 @dataclass(frozen=True)
 class EventContext:
-    """What ``explain.py`` records next to an :class:`ExplanationResult` for one event.
+    """What ``explain.py`` records next to an
+    [``ExplanationResult``][cftgnn.explain.ExplanationResult] for one event.
 
     Attributes:
         setup_time_s: Seconds building the event's oracle (replaces the result's own).
@@ -224,11 +226,11 @@ class EventContext:
         shard: Shard that explained the event.
         fid_curve_logits: Exact logits with only the top ``⌈s·m⌉`` (at least one) of the
             explainer's ranking kept among the removable events, at T-GNNExplainer's kept
-            shares ``0, 0.05, …, 1``, ``float [21]`` (:mod:`cftgnn.evaluation.curves`; empty
+            shares ``0, 0.05, …, 1``, ``float [21]`` (``cftgnn.evaluation.curves``; empty
             when the event has no ranking or was not explained; schema 4).
         acc_curve_logits: The same at TempME's 16 shares in ``[0, 0.3]``, ``float [16]``.
         history: The explained prediction's history, ``event`` or ``batch_start``
-            (:mod:`cftgnn.oracle.history`; schema 5, ``event`` in older records).
+            (``cftgnn.oracle.history``; schema 5, ``event`` in older records).
         group_logit: The logit whose sign ``group`` is: ``screen`` (the sampling pass's
             ``screen_logit``, which for a model with memory under ``history=event`` is not
             the explained ``original_logit``) or ``explained`` (the sampling pass scored the
@@ -269,7 +271,7 @@ def arrow_type(kind: Any) -> pa.DataType:
     raise TypeError(f"no arrow type for record column type {kind!r}")
 
 
-#: Columns of ``robustness=true`` (:mod:`cftgnn.evaluation.robustness`; null otherwise).
+#: Columns of ``robustness=true`` (``cftgnn.evaluation.robustness``; null otherwise).
 ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("robust_impl", pa.float64()), ("robust_impl_n", pa.int64()),
     ("robust_model", pa.bool_()), ("robust_model_logit0", pa.float64()),
@@ -279,12 +281,12 @@ ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 )
 
 #: The columns of an explanation record, with their types, derived from the declarations:
-#: the result's (:data:`~cftgnn.explain.result.RESULT_COLUMNS`, typed by
-#: :class:`ExplanationResult`'s annotations), then :class:`EventContext`'s fields that are not
-#: result columns (``setup_time_s`` replaces the result's), then :data:`ROBUSTNESS_COLUMNS`.
-#: Every record file of an explanation run holds all of them (null where a value is absent,
-#: e.g. ``agreement`` when no set was evaluated both ways), so a run directory reads as one
-#: dataset whatever mix of statuses it holds.
+#: the result's (``RESULT_COLUMNS``, typed by
+#: [``ExplanationResult``][cftgnn.explain.ExplanationResult]'s annotations), then ``EventContext``'s
+#: fields that are not result columns (``setup_time_s`` replaces the result's), then
+#: ``ROBUSTNESS_COLUMNS``. Every record file of an explanation run holds all of them (null where a
+#: value is absent, e.g. ``agreement`` when no set was evaluated both ways), so a run directory
+#: reads as one dataset whatever mix of statuses it holds.
 RECORD_SCHEMA = pa.schema(
     [(c.name, arrow_type(column_types()[c.name])) for c in RESULT_COLUMNS]
     + [(name, arrow_type(kind)) for name, kind in typing.get_type_hints(EventContext).items()
@@ -293,7 +295,7 @@ RECORD_SCHEMA = pa.schema(
 
 
 def event_record(result: ExplanationResult, context: EventContext) -> dict[str, Any]:
-    """One record: the result's columns, then the context's, in :data:`RECORD_SCHEMA`'s
+    """One record: the result's columns, then the context's, in ``RECORD_SCHEMA``'s
     order (a test keeps the two in step)."""
     return {**result.to_record(), **asdict(context)}
 
@@ -347,7 +349,7 @@ def arrow_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = No
     Args:
         rows: The rows.
         schema: Declared columns: each is written with its type and in its order, null where a
-            row lacks it. Other columns follow with :func:`column_type`.
+            row lacks it. Other columns follow with ``column_type``.
     """
     declared = {} if schema is None else {f.name: f.type for f in schema}
     names = list(declared)
@@ -365,14 +367,14 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
     """Records of a run directory (or of its ``records`` folder), ordered by event id.
 
     Records written before schema version 2 get its columns with their old meaning
-    (:func:`upgrade_records`).
+    (``upgrade_records``).
 
     Args:
         path: The run directory or its ``records`` folder.
-        unreadable: What a record that does not read back does (:func:`record_problem`):
+        unreadable: What a record that does not read back does (``record_problem``):
             ``"warn"`` prints one ``warning:`` line naming it and leaves it out (its event
             then counts as not explained: rerunning the run's command explains it again);
-            ``"raise"`` raises :class:`UnreadableRecordError`.
+            ``"raise"`` raises ``UnreadableRecordError``.
     """
     path = Path(path)
     if (path / RecordStore.RECORDS).is_dir():

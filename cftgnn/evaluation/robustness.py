@@ -4,12 +4,12 @@ Three measures of one counterfactual ``s`` of an explained event, all with the e
 
 * **implementation noise** (seed 002's noisy recourse): variants of ``s`` that keep one of its
   events (``s \\ {e}``) or remove one more removable candidate (``s ∪ {c}``); the share of
-  variants that still flip (:func:`flip_share`). All variants when there are at most
+  variants that still flip (``flip_share``). All variants when there are at most
   ``variants`` of them, else a seeded sample, half of each kind as far as they go; one batched
   exact call.
 * **model noise**: whether ``s`` also flips the prediction of a second checkpoint of the same
   model trained with another seed (its own original logit against its logit without ``s``).
-* a **local counterfactual rule** (:func:`local_rule`): the smallest group ``G ⊇ s`` of
+* a **local counterfactual rule** (``local_rule``): the smallest group ``G ⊇ s`` of
   removable candidates, ``|G| > r``, such that removing any ``r`` of its events flips with
   probability at least ``π`` (over uniformly drawn ``r``-subsets; all of them when there are at
   most ``samples``, else ``samples`` drawn, the count kept with the estimate). ``r``
@@ -17,8 +17,8 @@ Three measures of one counterfactual ``s`` of an explained event, all with the e
   those of ``s`` in the order of their own effect (the Δ of removing each alone, one batched
   call), at most ``max_extra`` of them.
 
-:func:`robustness_columns` computes all three for a record; the pure parts
-(:func:`implementation_variants`, :func:`flip_share`) are separate.
+``robustness_columns`` computes all three for a record; the pure parts
+(``implementation_variants``, ``flip_share``) are separate.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy.typing as npt
 from cftgnn.errors import ConfigError
 from cftgnn.oracle.oracle import Oracle, delta, is_flip
 
-#: Record columns written by :func:`robustness_columns` (null when not measured).
+#: Record columns written by ``robustness_columns`` (null when not measured).
 ROBUSTNESS_COLUMNS: tuple[str, ...] = (
     "robust_impl", "robust_impl_n", "robust_model", "robust_model_logit0",
     "robust_model_logit", "rule_group", "rule_r", "rule_prob", "rule_samples",
@@ -184,7 +184,7 @@ def local_rule(oracle: Oracle, explanation: Sequence[int], options: RobustnessOp
 def robustness_columns(oracle: Oracle, explanation: Sequence[int], is_counterfactual: bool,
                        options: RobustnessOptions, second: Oracle | None = None
                        ) -> dict[str, Any]:
-    """The robustness columns of one record (:data:`ROBUSTNESS_COLUMNS`).
+    """The robustness columns of one record (``ROBUSTNESS_COLUMNS``).
 
     Args:
         oracle: The explained event's oracle.

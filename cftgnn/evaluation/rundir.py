@@ -3,7 +3,7 @@
 finding runs below some paths, reading ``run.json``, the records (a record that does not read
 back is named in one ``warning:`` line and left out), the run's stream, and its checkpoint.
 
-A run directory (written by :class:`~cftgnn.evaluation.records.RecordStore`)::
+A run directory (written by [``RecordStore``][cftgnn.evaluation.RecordStore])::
 
     run.json                 the run's fingerprint
     records/<event>.parquet  one record per explained event
@@ -34,7 +34,7 @@ from cftgnn.training.resolve import FRESH, model_name, resolve_model
 FINGERPRINT = RecordStore.FINGERPRINT
 RECORDS = RecordStore.RECORDS
 
-#: The record columns :func:`load_run` requires by default (those the rules read).
+#: The record columns ``load_run`` requires by default (those the rules read).
 RECORD_COLUMNS = frozenset({"event_id", "status", "candidate_ids", "explanation",
                             "is_counterfactual", "original_logit"})
 
@@ -159,7 +159,8 @@ class Run:
 def load_run(path: str | os.PathLike[str],
              columns: frozenset[str] = RECORD_COLUMNS) -> Run:
     """A run directory's fingerprint and explained records (status ``ok``); a record that
-    does not read is named in one warning line and left out (:func:`read_records`).
+    does not read is named in one warning line and left out
+    ([``read_records``][cftgnn.evaluation.read_records]).
 
     Args:
         path: The run directory.
@@ -217,7 +218,7 @@ def run_checkpoint(run: Run, checkpoint_dir: str | os.PathLike[str] | None = Non
 def load_run_model(run: Run, stream: EventStream,
                    checkpoint_dir: str | os.PathLike[str] | None = None,
                    device: str = "cpu") -> TemporalModel:
-    """The model of a run: its checkpoint (:func:`run_checkpoint`), or its fresh weights
+    """The model of a run: its checkpoint (``run_checkpoint``), or its fresh weights
     rebuilt from the run's seed as the pipeline built them.
 
     Raises:

@@ -3,7 +3,7 @@
 Every event of a stream really happened, so the model's prediction for it is *correct* when
 its logit is positive and *incorrect* otherwise. Sorting events into the two groups needs the
 model's logit for every event in the sampled range; one streaming pass gives them in seconds
-(:func:`screen_logits`, the same scoring as the checkpoints' test AP). These *screening*
+(``screen_logits``, the same scoring as the checkpoints' test AP). These *screening*
 logits decide the groups and the ``|logit|`` threshold.
 
 For TGAT the screening logit equals the oracle's ``p_orig`` exactly. For TGN it is the logit
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,7 @@ import pandas as pd
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
+from cftgnn.evaluation.options import PredictionGroup
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.oracle.history import History
 from cftgnn.training.loop import score_batches
@@ -40,20 +40,6 @@ _ADVANCE_BATCHES = 1024  # history batches per advance call of the screening pas
 
 class SamplingError(CftgnnError):
     """The requested events cannot be sampled (empty range, ids outside the stream)."""
-
-
-class PredictionGroup(str, Enum):
-    """Which predictions to sample.
-
-    * ``correct`` / ``incorrect`` — only that group;
-    * ``both`` — half of the events from each group (``ceil(n/2)`` correct);
-    * ``any`` — uniformly from the whole range, whatever the prediction.
-    """
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    BOTH = "both"
-    ANY = "any"
 
 
 def event_range(stream: EventStream, share: Sequence[float]) -> tuple[int, int]:
@@ -81,7 +67,7 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
 
     The model is attached to ``stream`` (which resets it), advanced over the history before
     the batch holding ``lo`` and then scored batch by batch
-    (:func:`~cftgnn.training.loop.score_batches`); callers attach it again before other use.
+    (``score_batches``); callers attach it again before other use.
     The pass keeps nothing but the answer: the logits are stored in the model's own
     precision (``float32``, 4 bytes per event of the range) as they stream by, and with
     ``keep`` only those of the events asked for.
@@ -94,13 +80,13 @@ def screen_logits(model: TemporalModel, stream: EventStream, lo: int, hi: int,
         keep: Event ids in ``[lo, hi)``, ascending: return only their logits,
             ``[len(keep)]`` (None: every event's).
         history: ``batch_start``: score each event from the completed batches only, which
-            is the explained prediction of that history (:mod:`cftgnn.oracle.history`);
+            is the explained prediction of that history (``cftgnn.oracle.history``);
             ``event``: neighbour sampling also sees the event's earlier batch mates.
         engine: The replay engine of ``model`` that will explain the sampled events, or
             None: the pass uses its index and, on the way to the range, offers it the
-            unperturbed snapshots of its spacing (:class:`~cftgnn.oracle.snapshots.
-            SnapshotStore`, within its budget), so that the first explained event starts
-            from the nearest of them instead of replaying the stream's prefix again.
+            unperturbed snapshots of its spacing (``SnapshotStore``, within its budget), so that the
+            first explained event starts from the nearest of them instead of replaying the stream's
+            prefix again.
     """
     if not 0 <= lo < hi <= stream.num_events:
         raise SamplingError(f"cannot screen events [{lo}, {hi}) of a stream of "
@@ -157,7 +143,8 @@ def sample_events(
         logits: Screening logit of each event of the range, ``[R]``.
         first_id: Event id of ``logits[0]``.
         n: Number of events wanted (fewer when a group has too few events).
-        prediction: Which predictions to sample (see :class:`PredictionGroup`).
+        prediction: Which predictions to sample (see
+            [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]).
         min_abs_logit: Keep events with ``|logit| >= min_abs_logit`` only.
         max_abs_logit: Keep events with ``|logit| <= max_abs_logit`` only (None = no bound).
         seed: Random seed; each group draws from its own generator.
@@ -216,7 +203,8 @@ def plan_events(
     history: History | str = History.EVENT,
     engine: ReplayEngine | None = None,
 ) -> pd.DataFrame:
-    """The events a run explains: sampled (see :func:`sample_events`) or given explicitly.
+    """The events a run explains: sampled (see [``sample_events``][cftgnn.evaluation.sample_events])
+    or given explicitly.
 
     Args:
         model: The model (it is attached to ``stream`` for the screening pass).
@@ -228,8 +216,8 @@ def plan_events(
         max_abs_logit: Upper bound on ``|screening logit|`` (None = none).
         seed: Random seed.
         events: Explicit event ids; sampling options other than the ids are then ignored.
-        history: The explained prediction's history (see :func:`screen_logits`).
-        engine: The engine that will explain the events (see :func:`screen_logits`), or
+        history: The explained prediction's history (see ``screen_logits``).
+        engine: The engine that will explain the events (see ``screen_logits``), or
             None.
 
     Returns:

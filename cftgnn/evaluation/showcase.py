@@ -1,11 +1,11 @@
 """The one explained prediction a run shows in words, before its summary table.
 
-:func:`pick_shown` chooses the record: the smallest counterfactual found (the first in stream
+``pick_shown`` chooses the record: the smallest counterfactual found (the first in stream
 order among equals); when none was found, the closest attempt (the explained event whose
 final logit came nearest to the other side, relative to its original logit).
-:func:`describe_record` puts it in words with the stream: the event, the original and the final
+``describe_record`` puts it in words with the stream: the event, the original and the final
 logit, and the removed events with their times. ``explain.py`` prints both and draws the
-record's picture (:mod:`cftgnn.reporting.picture`) next to the records.
+record's picture (``cftgnn.reporting.picture``) next to the records.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def time_unit(seconds: float) -> tuple[str, float]:
 
 
 def _span(seconds: float) -> str:
-    """``seconds`` in :func:`time_unit`'s unit, three significant digits (``3.85 minutes``)."""
+    """``seconds`` in ``time_unit``'s unit, three significant digits (``3.85 minutes``)."""
     name, size = time_unit(seconds)
     return f"{seconds / size:.3g} {name}"
 
@@ -83,7 +83,7 @@ def _prediction(logit: float) -> str:
 
 
 def why_shown(record: pd.Series | Mapping[str, Any]) -> str:
-    """Why :func:`pick_shown` chose ``record``: it flips, or no record of the run does."""
+    """Why ``pick_shown`` chose ``record``: it flips, or no record of the run does."""
     if is_flip(float(record["original_logit"]), float(record["final_logit"])):
         return "the smallest counterfactual found"
     return "no counterfactual found; the closest attempt"
@@ -94,14 +94,14 @@ def describe_record(record: pd.Series | Mapping[str, Any], stream: EventStream,
     """The record of one explained event in words, a few lines.
 
     Args:
-        record: A record of the run (e.g. :func:`pick_shown`'s).
+        record: A record of the run (e.g. ``pick_shown``'s).
         stream: The run's stream (endpoints and times of the events named).
-        why: Said after the event (e.g. :func:`why_shown`'s words).
+        why: Said after the event (e.g. ``why_shown``'s words).
 
     Returns:
         Lines such as ``explained prediction: event 284 (3 → 17 at t=2,841.50 s): ...``,
         the original and the final logit, then the removed events (at most
-        :data:`MAX_LISTED`, the rest counted), each with its endpoints, time and how long
+        ``MAX_LISTED``, the rest counted), each with its endpoints, time and how long
         before the event.
     """
     event = int(record["event_id"])

@@ -1,8 +1,8 @@
 """Summaries of explanation records: one row of metrics per group, and their text form.
 
-:func:`summarize` applies the pure metrics of :mod:`cftgnn.evaluation.metrics` to a table of
+``summarize`` applies the pure metrics of ``cftgnn.evaluation.metrics`` to a table of
 records (one per explained event), per group; events whose status is not ``ok`` are counted as
-skipped and left out of the metrics. :func:`format_summary` prints such a table.
+skipped and left out of the metrics. ``format_summary`` prints such a table.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "time_p90",
     "time_mean",
 )
-"""Metric columns of :func:`summarize`, in order (after the ``by`` columns)."""
+"""Metric columns of ``summarize``, in order (after the ``by`` columns)."""
 
 MEANINGS: dict[str, str] = {
     "events": "events sampled",
@@ -101,8 +101,8 @@ MEANINGS: dict[str, str] = {
     "time_p90": "90th percentile of seconds per event ↓",
     "time_mean": "mean seconds per event ↓",
 }
-"""One line on each of :data:`SUMMARY_COLUMNS` (↑ / ↓: higher / lower is better; the
-definitions: docs/metrics.md), printed next to the values by :func:`format_summary`."""
+"""One line on each of ``SUMMARY_COLUMNS`` (↑ / ↓: higher / lower is better; the
+definitions: docs/metrics.md), printed next to the values by ``format_summary``."""
 
 #: Printed under a table with its meanings.
 METRICS_PAGE = "docs/metrics.md"
@@ -174,7 +174,7 @@ def _robustness(ok: pd.DataFrame) -> dict[str, float]:
 
 def _curves(ok: pd.DataFrame) -> dict[str, float]:
     """``best_fid``, ``aufsc_keep`` and ``acc_auc`` of explained records
-    (:mod:`cftgnn.evaluation.curves`), over the events with a curve (NaN without the columns
+    (``cftgnn.evaluation.curves``), over the events with a curve (NaN without the columns
     or without any curve)."""
     p0 = _column(ok, "original_logit")
 
@@ -242,28 +242,28 @@ def summarize(
     and ``oracle_calls``. A flip is recomputed from the logits (``p0 · p < 0``). Columns:
 
     * ``events``, ``explained``, ``skipped``: row counts.
-    * ``fidelity_plus`` (:func:`fidelity_plus`), ``fidelity_minus`` (:func:`fidelity_minus`,
+    * ``fidelity_plus`` (``fidelity_plus``), ``fidelity_minus`` (``fidelity_minus``,
       over explained rows whose ``keep_logit`` is not NaN), ``characterization``
-      (:func:`characterization_score`, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
+      (``characterization_score``, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
       fid− based columns are NaN without a ``keep_logit`` column.
     * ``best_fid``, ``aufsc_keep`` (T-GNNExplainer's Best-FID and AUFSC over kept shares of
-      the ranking) and ``acc_auc`` (TempME's ACC-AUC): :mod:`cftgnn.evaluation.curves`, over
+      the ranking) and ``acc_auc`` (TempME's ACC-AUC): ``cftgnn.evaluation.curves``, over
       the explained events with a curve (``fid_curve_logits``, ``acc_curve_logits``; NaN
       for records without them, e.g. older than schema 4).
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
       cardinality-minimal (docs/design.md §7; NaN for records without the column).
     * ``n_counterfactuals`` (mean number handed back), ``cf_ge3`` (share with at least 3),
-      ``diversity`` (mean :func:`jaccard_diversity`, over events with at least 2) and
-      ``hypervolume`` (mean :func:`pareto_hypervolume`): over the explained events with at
+      ``diversity`` (mean ``jaccard_diversity``, over events with at least 2) and
+      ``hypervolume`` (mean ``pareto_hypervolume``): over the explained events with at
       least one counterfactual.
     * ``robust_impl``, ``robust_model``, ``rule_found``: robustness of the counterfactuals
-      measured with ``robustness=true`` (:mod:`cftgnn.evaluation.robustness`): mean share of
+      measured with ``robustness=true`` (``cftgnn.evaluation.robustness``): mean share of
       noisy implementations that still flip, share that also flip a second checkpoint, share
       with a local counterfactual rule.
     * ``oracle_calls``: mean per explained event.
-    * ``cache_hit_rate`` (:func:`cache_hit_rate`) and ``agreement``
-      (:func:`approximation_agreement`): over all rows.
+    * ``cache_hit_rate`` (``cache_hit_rate``) and ``agreement``
+      (``approximation_agreement``): over all rows.
     * ``time_p50``, ``time_p90``, ``time_mean``: seconds per event over all rows, from
       ``time_s`` (or ``setup_time_s + wall_time_s`` when ``time_s`` is absent).
 
@@ -274,7 +274,7 @@ def summarize(
         by: Columns to group by; empty for a single row over all records.
 
     Returns:
-        The ``by`` columns followed by :data:`SUMMARY_COLUMNS`, groups in order of first
+        The ``by`` columns followed by ``SUMMARY_COLUMNS``, groups in order of first
         appearance (NaN keys form their own group).
 
     Raises:
@@ -298,13 +298,13 @@ def summarize(
 
 
 def summary_metrics(records: pd.DataFrame | Sequence[Mapping[Any, Any]]) -> dict[str, float]:
-    """The single-row :func:`summarize` as a flat ``{column: float}`` dict (for logging).
+    """The single-row ``summarize`` as a flat ``{column: float}`` dict (for logging).
 
     Args:
         records: One row per explained event.
 
     Returns:
-        Every column of :data:`SUMMARY_COLUMNS` as a float.
+        Every column of ``SUMMARY_COLUMNS`` as a float.
     """
     row = summarize(records).iloc[0]
     return {name: float(row[name]) for name in SUMMARY_COLUMNS}
@@ -315,14 +315,14 @@ def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = 
     """A fixed-width text table of a summary, floats to 3 decimals.
 
     Args:
-        df: A table such as :func:`summarize` returns.
+        df: A table such as ``summarize`` returns.
         index: A column naming the rows (e.g. ``"group"``); the table is then printed
             transposed, one metric per line and one column per row of ``df``, which reads
             better in a terminal than 18 columns side by side.
         hide_nan: Leave out the metrics that are NaN in every row (e.g. the robustness
             columns of a run without ``robustness=true``); a last line names them.
         meanings: With ``index``, each metric's line ends with its meaning
-            (:data:`MEANINGS`), and a last line says where the definitions are.
+            (``MEANINGS``), and a last line says where the definitions are.
 
     Returns:
         The table as a string (an empty table gives its header).

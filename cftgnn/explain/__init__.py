@@ -2,7 +2,7 @@
 greedy, beam, exhaustive, NSGA-II and particle swarm (several counterfactuals); the factual
 explainers that rank events (random, perturb-one, attention, PGExplainer, T-GNNExplainer); one
 result type. They see the oracle
-(:mod:`cftgnn.oracle`, imported from there), never a model."""
+([``cftgnn.oracle``][cftgnn.oracle], imported from there), never a model."""
 
 from cftgnn.explain.attention import AttentionExplainer, AttentionParams
 from cftgnn.explain.base import Explainer, SearchOutcome

@@ -1,18 +1,17 @@
 """The attention baseline: candidates ranked by the model's aggregated attention weights.
 
-:class:`AttentionExplainer` (``explainer=attention``) scores each removable event ``e`` by the
-attention mass the model puts on it when it predicts the explained link: the oracle's probe
-(:meth:`~cftgnn.oracle.probe.ModelProbe.attention`, the model's
-:meth:`~cftgnn.models.protocol.SoftRemovalModel.attention_by_event`) sums the softmax weights
-of every attention slot that reads ``e`` over layers and computation-tree targets, averaged
-over heads; an event no slot reads scores 0. This is the attention explainer of the
-T-GNNExplainer reference system (docs/design.md §8), which averages the same weights per
-event. No oracle call is spent on scoring; the answer is the shortest flipping prefix
-(:class:`~cftgnn.explain.factual.FactualExplainer`).
+[``AttentionExplainer``][cftgnn.explain.AttentionExplainer] (``explainer=attention``) scores each
+removable event ``e`` by the attention mass the model puts on it when it predicts the explained
+link: the oracle's probe (``attention``, the model's ``attention_by_event``) sums the softmax
+weights of every attention slot that reads ``e`` over layers and computation-tree targets, averaged
+over heads; an event no slot reads scores 0. This is the attention explainer of the T-GNNExplainer
+reference system (docs/design.md §8), which averages the same weights per event. No oracle call is
+spent on scoring; the answer is the shortest flipping prefix
+([``FactualExplainer``][cftgnn.explain.FactualExplainer]).
 
 It needs a model with attention weights (TGN, TGAT: a
-:class:`~cftgnn.models.protocol.SoftRemovalModel`); with any other model the oracle has no
-probe, and the explainer refuses the run before any event (:meth:`check_run`) and any event
+``SoftRemovalModel``); with any other model the oracle has no
+probe, and the explainer refuses the run before any event (``check_run``) and any event
 whose oracle lacks one.
 """
 

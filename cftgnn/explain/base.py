@@ -1,6 +1,6 @@
 """Explainer base class: the public ``explain`` does the bookkeeping, subclasses search.
 
-Explainers see only the :class:`~cftgnn.oracle.oracle.Oracle`, never a model. Use one fresh
+Explainers see only the [``Oracle``][cftgnn.oracle.Oracle], never a model. Use one fresh
 oracle per explanation run: the oracle's cache is shared by everything that uses it, so a
 second explainer on the same oracle would profit from the first one's evaluations.
 
@@ -8,17 +8,17 @@ Every explainer searches the oracle's removable events ``R`` only and answers at
 ``oracle.max_size`` events (user constraints). An explainer is
 
 * a parameter declaration (``Params``, a frozen dataclass deriving from
-  :class:`~cftgnn.explain.params.BudgetParams`: its options, checked, plus the three budget
+  [``BudgetParams``][cftgnn.explain.BudgetParams]: its options, checked, plus the three budget
   keys ``max_iterations``, ``max_oracle_calls``, ``max_time_s`` that every explainer shares),
-* a ``_search(oracle, budget)`` that asks its :class:`~cftgnn.explain.budget.BudgetMeter`
+* a ``_search(oracle, budget)`` that asks its [``BudgetMeter``][cftgnn.explain.BudgetMeter]
   before each iteration.
 
-:meth:`Explainer.explain` runs the same five steps for all of them: the status check, the
-search, the exact confirmation of its answer, the post-processing stage
-(:class:`~cftgnn.explain.post.PostProcessing`: ceiling, prune, certify, consequences) and the
-packaging as an :class:`ExplanationResult` with the counters and the certificate
-(``min_size_lower_bound`` from every exact evaluation made for this event,
-:meth:`Oracle.certificate`, and ``certified_minimal``).
+[``Explainer.explain``][cftgnn.explain.Explainer.explain] runs the same five steps for all of them:
+the status check, the search, the exact confirmation of its answer, the post-processing stage
+([``PostProcessing``][cftgnn.explain.PostProcessing]: ceiling, prune, certify, consequences) and the
+packaging as an [``ExplanationResult``][cftgnn.explain.ExplanationResult] with the counters and the
+certificate (``min_size_lower_bound`` from every exact evaluation made for this event,
+[``Oracle.certificate``][cftgnn.oracle.Oracle.certificate], and ``certified_minimal``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from cftgnn.oracle.oracle import Oracle, is_flip
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """What a search method hands back to :meth:`Explainer.explain`.
+    """What a search method hands back to [``Explainer.explain``][cftgnn.explain.Explainer.explain].
 
     Attributes:
         explanation: Removed event ids, in the order the search added them.
@@ -50,10 +50,12 @@ class SearchOutcome:
             and confirmed exactly (explainers of several answers, e.g. a Pareto set).
         ranking: A factual explainer's ranking of the removable events, most important
             first, with ``importance`` (non-increasing); empty for a counterfactual search,
-            whose ranking :meth:`Explainer.explain` builds from its answer and strategy.
+            whose ranking [``Explainer.explain``][cftgnn.explain.Explainer.explain] builds from its
+            answer and strategy.
         importance: The importance of each ranked event.
 
-    Whether the budget cut the search short is the :class:`BudgetMeter`'s to say.
+    Whether the budget cut the search short is the [``BudgetMeter``][cftgnn.explain.BudgetMeter]'s
+    to say.
     """
 
     explanation: tuple[int, ...]
@@ -69,9 +71,11 @@ class Explainer(ABC):
     """Base class of all explainers.
 
     Args:
-        strategy: Selection strategy δ (default: :class:`RecentStrategy`).
+        strategy: Selection strategy δ (default:
+            [``RecentStrategy``][cftgnn.explain.RecentStrategy]).
         post: The steps after the search (default: none of them).
-        **options: The explainer's parameters (its :attr:`Params`, the budget included).
+        **options: The explainer's parameters (its [``Params``][cftgnn.explain.Explainer.Params],
+            the budget included).
 
     Raises:
         ExplainerError: On an unknown option or a bad value, naming the option.
@@ -80,7 +84,8 @@ class Explainer(ABC):
     #: Short name written into results.
     name: ClassVar[str] = "explainer"
     #: Whether the explainer hands back several counterfactuals; their consequences
-    #: (:meth:`Oracle.consequence`) are then measured when the oracle has the measure.
+    #: ([``Oracle.consequence``][cftgnn.oracle.Oracle.consequence]) are then measured when the
+    #: oracle has the measure.
     several: ClassVar[bool] = False
     #: The declaration of the explainer's parameters.
     Params: ClassVar[type[BudgetParams]] = BudgetParams
@@ -220,10 +225,12 @@ class Explainer(ABC):
         Args:
             oracle: Oracle of the explained event; the strategy is already prepared.
             budget: The meter to ask before each iteration
-                (:meth:`BudgetMeter.proceed`); it knows the explainer's caps.
+                ([``BudgetMeter.proceed``][cftgnn.explain.BudgetMeter.proceed]); it knows the
+                explainer's caps.
 
         Returns:
-            The search's answer; :meth:`explain` confirms it exactly.
+            The search's answer; [``explain``][cftgnn.explain.Explainer.explain] confirms it
+            exactly.
         """
 
 

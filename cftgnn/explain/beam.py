@@ -42,7 +42,7 @@ class BeamExplainer(Explainer):
     Args:
         strategy: Orders the events each set is extended by (ties on Δ go to the earlier).
         post: The steps after the search.
-        **options: :class:`BeamParams` (``width``) and the budget keys.
+        **options: [``BeamParams``][cftgnn.explain.BeamParams] (``width``) and the budget keys.
     """
 
     name = "beam"

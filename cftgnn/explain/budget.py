@@ -1,11 +1,11 @@
-"""The one place a search's budget is enforced: :class:`BudgetMeter`.
+"""The one place a search's budget is enforced: [``BudgetMeter``][cftgnn.explain.BudgetMeter].
 
-:meth:`Explainer.explain <cftgnn.explain.base.Explainer.explain>` starts a meter from the
-explainer's :class:`~cftgnn.explain.params.BudgetParams` right before the search and hands it
-to ``_search``; the search asks :meth:`BudgetMeter.proceed` before each iteration (with the
-oracle calls the iteration will cost at most) and stops when it says no. A stop on the
-iteration cap ends the search as configured; a stop on oracle calls or seconds marks the meter
-:attr:`~BudgetMeter.cut_short`, which ``explain`` puts on the result.
+[``Explainer.explain``][cftgnn.explain.Explainer.explain] starts a meter from the
+explainer's [``BudgetParams``][cftgnn.explain.BudgetParams] right before the search and hands it
+to ``_search``; the search asks [``BudgetMeter.proceed``][cftgnn.explain.BudgetMeter.proceed] before
+each iteration (with the oracle calls the iteration will cost at most) and stops when it says no. A
+stop on the iteration cap ends the search as configured; a stop on oracle calls or seconds marks the
+meter [``cut_short``][cftgnn.explain.BudgetMeter.cut_short], which ``explain`` puts on the result.
 
 Oracle calls are the oracle's search-mode backend evaluations (``OracleStats.search_calls``)
 made since the meter started (a strategy's preparation comes before, so it is not charged);
@@ -61,7 +61,8 @@ class BudgetMeter:
         return self.deadline is not None and time.perf_counter() >= self.deadline
 
     def proceed(self, iterations_done: int, cost: float = 1) -> bool:
-        """Whether the next iteration may run; a no for calls or time marks :attr:`cut_short`.
+        """Whether the next iteration may run; a no for calls or time marks
+        [``cut_short``][cftgnn.explain.BudgetMeter.cut_short].
 
         Args:
             iterations_done: Iterations the search has run.
@@ -76,7 +77,7 @@ class BudgetMeter:
 
     def cut(self, cut_short: bool = True) -> None:
         """Record that a search run under this meter's caps (e.g. by
-        :func:`~cftgnn.explain.exact_search.search_by_size`) was cut short."""
+        [``search_by_size``][cftgnn.explain.search_by_size]) was cut short."""
         self.cut_short = self.cut_short or cut_short
 
 

@@ -3,19 +3,18 @@
 Both talk to the oracle's **exact** backend only (docs/design.md §7: certificates come only from
 exact evaluations), in batched calls:
 
-* :func:`search_by_size` evaluates every removable set of size 1, 2, …, ``max_size`` (sizes in
-  increasing order, in chunks of ``chunk_size`` sets) and stops after the first size that
-  holds a counterfactual, answering the one with the largest margin there (ties → the
-  better-ranked set). Nothing is skipped by monotonicity: the oracle is not monotone. Within
-  a size, sets are evaluated in time order (by their earliest event, then the next): the sets
-  of one chunk then share their oldest removals, whose effects the causal-cone replay
-  computes once per chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than
-  chunks in ranking order, whose every chunk names every far-back event, and on event 54454 a
-  third fewer rows updated; docs/quality.md). The exhaustive explainer and every explainer's
-  ``certify`` use it.
-* :func:`prune` shrinks a counterfactual by dropping one event at a time (all ``X \\ {e}`` in
-  one batched call) while it stays counterfactual, until no single event can be dropped
-  (1-minimal).
+* [``search_by_size``][cftgnn.explain.search_by_size] evaluates every removable set of size 1, 2, …,
+  ``max_size`` (sizes in increasing order, in chunks of ``chunk_size`` sets) and stops after the
+  first size that holds a counterfactual, answering the one with the largest margin there (ties →
+  the better-ranked set). Nothing is skipped by monotonicity: the oracle is not monotone. Within a
+  size, sets are evaluated in time order (by their earliest event, then the next): the sets of one
+  chunk then share their oldest removals, whose effects the causal-cone replay computes once per
+  chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than chunks in ranking order,
+  whose every chunk names every far-back event, and on event 54454 a third fewer rows updated;
+  docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it.
+* [``prune``][cftgnn.explain.prune] shrinks a counterfactual by dropping one event at a time (all
+  ``X \\ {e}`` in one batched call) while it stays counterfactual, until no single event can be
+  dropped (1-minimal).
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ _MIN_TIMED_CHUNK = 64
 
 @dataclass(frozen=True)
 class SizeSearch:
-    """Outcome of :func:`search_by_size`.
+    """Outcome of [``search_by_size``][cftgnn.explain.search_by_size].
 
     Attributes:
         explanation: The counterfactual with the largest margin at the first size that holds
@@ -116,7 +115,7 @@ def search_by_size(
             Chunks then start at 64 sets and are sized to the time left.
 
     Returns:
-        The :class:`SizeSearch`.
+        The [``SizeSearch``][cftgnn.explain.SizeSearch].
     """
     if chunk_size < 1:
         raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")

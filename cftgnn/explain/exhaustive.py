@@ -4,7 +4,7 @@ UFCE checks every one-, two- and three-feature change inside the features a user
 Here the changes are removals of past events: every removable set of size 1, 2, …,
 ``max_size`` goes through the batched **exact** oracle (chunked, so memory stays bounded),
 sizes in increasing order, within a size in time order
-(:func:`~cftgnn.explain.exact_search.search_by_size`). It stops after the first size that
+([``search_by_size``][cftgnn.explain.search_by_size]). It stops after the first size that
 holds a counterfactual and answers the one with the largest margin there (ties → the set
 the strategy δ ranks first). That answer is cardinality-minimal among the removable events,
 and the result says so (``certified_minimal``).
@@ -47,8 +47,8 @@ class ExhaustiveExplainer(Explainer):
         strategy: Ranks the removable events; among counterfactuals of equal margin the
             better-ranked set wins (default: recent).
         post: The steps after the search.
-        **options: :class:`ExhaustiveParams` (``max_size``, ``chunk_size``) and the budget
-            keys.
+        **options: [``ExhaustiveParams``][cftgnn.explain.ExhaustiveParams] (``max_size``,
+            ``chunk_size``) and the budget keys.
     """
 
     name = "exhaustive"

@@ -2,8 +2,8 @@
 
 A factual explainer (attention, perturb-one, PGExplainer, T-GNNExplainer, random) answers
 "how important is each past event to this prediction?" with an importance per removable event
-``R``. :class:`FactualExplainer` turns that into the same result every counterfactual
-explainer gives (docs/design.md §8):
+``R``. [``FactualExplainer``][cftgnn.explain.FactualExplainer] turns that into the same result every
+counterfactual explainer gives (docs/design.md §8):
 
 * the **ranking**: ``R`` by importance, largest first (ties: the more recent event first), kept
   in the record with the importances (every curve metric is computed from it);
@@ -11,8 +11,8 @@ explainer gives (docs/design.md §8):
   removal flips the prediction, found with every prefix up to the oracle's ``max_size`` in one
   batched exact call (none flips: the answer is empty and not a counterfactual).
 
-A subclass implements :meth:`FactualExplainer._score` only; the base class does the rest (and
-:class:`~cftgnn.explain.base.Explainer` the confirmation, post-processing and packaging).
+A subclass implements ``FactualExplainer._score`` only; the base class does the rest (and
+[``Explainer``][cftgnn.explain.Explainer] the confirmation, post-processing and packaging).
 The budget's oracle calls count exact evaluations (the prefixes and any exact scoring).
 """
 
@@ -74,7 +74,7 @@ def shortest_flipping_prefix(p_orig: float, prefix_logits: npt.ArrayLike) -> int
 class FactualExplainer(Explainer):
     """Base class of the explainers that score events (see the module docstring).
 
-    Subclasses set ``name`` and ``Params`` and implement :meth:`_score`.
+    Subclasses set ``name`` and ``Params`` and implement ``_score``.
     """
 
     budget_counts_exact = True
@@ -90,8 +90,9 @@ class FactualExplainer(Explainer):
 
     def rank(self, oracle: Oracle, budget: BudgetMeter
              ) -> tuple[tuple[int, ...], tuple[float, ...]]:
-        """The explainer's own work: :meth:`_score`, then :func:`rank_by_importance`
-        (``scripts/benchmark_explainers.py`` times it apart from :meth:`flipping_prefix`).
+        """The explainer's own work: ``_score``, then ``rank_by_importance``
+        (``scripts/benchmark_explainers.py`` times it apart from
+        [``flipping_prefix``][cftgnn.explain.FactualExplainer.flipping_prefix]).
 
         Returns:
             ``(ranking, importance)`` of the removable events.

@@ -50,8 +50,8 @@ class GreedyExplainer(Explainer):
     Args:
         strategy: Selection strategy δ that ranks the events to sample (default: recent).
         post: The steps after the search.
-        **options: :class:`GreedyParams` (``sample_size``, ``tolerance``, ...) and the budget
-            keys.
+        **options: [``GreedyParams``][cftgnn.explain.GreedyParams] (``sample_size``, ``tolerance``,
+            ...) and the budget keys.
     """
 
     name = "greedy"

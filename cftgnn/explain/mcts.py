@@ -4,7 +4,7 @@ Each iteration selects a node (UCB descent, ties broken by the strategy δ), sim
 oracle call, or a cache hit), expands it (own score, counterfactual check, children) and
 backpropagates from the selected node to the root. The search stops after ``it_max`` iterations
 (``max_iterations`` when set), when the budget's oracle calls or seconds are spent (the
-:class:`~cftgnn.explain.budget.BudgetMeter` asks before each iteration; a batched prefetch of
+[``BudgetMeter``][cftgnn.explain.BudgetMeter] asks before each iteration; a batched prefetch of
 children is truncated to the calls left), or when the root is no longer selectable (tree
 exhausted).
 
@@ -12,7 +12,7 @@ Resolved ambiguities (docs/design.md §3):
 
 * Selections start at 1 for every node; backpropagation starts at the selected node, so a
   childless node is marked non-selectable in the iteration that expands it.
-* Scores use :class:`~cftgnn.explain.tree.BackpropRule` (weighted mean by default, the seed's
+* Scores use [``BackpropRule``][cftgnn.explain.BackpropRule] (weighted mean by default, the seed's
   literal formula as an option). Unexpanded children count as score 0 in the selection score.
 * Ties on the selection score (always the case among unexpanded siblings) are broken by δ
   ranking the events the tied children add.
@@ -30,7 +30,7 @@ Resolved ambiguities (docs/design.md §3):
   selections (and one more whenever all of its current children are exhausted), instead of
   all ``|R|`` at once, so UCB does not spread its visits over 64 children; and a *deep phase*
   (``deep_phase``): when the tree holds no counterfactual after the search, greedy descends
-  (:func:`~cftgnn.explain.greedy.descend`, ``deep_sample_size`` events per step) from the
+  (``descend``, ``deep_sample_size`` events per step) from the
   evaluated node with the largest Δ.
 * ``select_best``: smallest counterfactual, ties → highest score, then first found; without a
   counterfactual, the evaluated node with the largest Δ (ties → smaller, then first found).
@@ -92,8 +92,8 @@ class CFTGNNExplainer(Explainer):
     Args:
         strategy: Selection strategy δ for ties (default: recent).
         post: The steps after the search.
-        **options: :class:`CFTGNNParams` (``it_max``, ``alpha``, ``beta``, ``widening``, ...,
-            and the budget keys).
+        **options: [``CFTGNNParams``][cftgnn.explain.CFTGNNParams] (``it_max``, ``alpha``, ``beta``,
+            ``widening``, ..., and the budget keys).
     """
 
     name = "cftgnn"

@@ -4,10 +4,10 @@ A removal set is a bit string over the removable events ``R``. NSGA-II (pymoo's
 implementation) evolves a population of them against
 
 (a) **size** ``|s|``,
-(b) **margin** of the flip (how far past zero the logit moves, :func:`margin`; maximised),
+(b) **margin** of the flip (how far past zero the logit moves, ``margin``; maximised),
 (c) **consequence**: how many later history events the removal changes
-    (:meth:`Oracle.consequence`; the TGN memory cone, TGAT's sampled neighbourhoods; left out
-    when the oracle has no such measure), and optionally
+    ([``Oracle.consequence``][cftgnn.oracle.Oracle.consequence]; the TGN memory cone, TGAT's sampled
+    neighbourhoods; left out when the oracle has no such measure), and optionally
 (d) **recency**: the mean rank of the removed events from the newest candidate (0 = newest),
 
 with "is counterfactual" as a constraint: a set that does not flip violates it by how far its
@@ -113,7 +113,8 @@ class NSGA2Explainer(Explainer):
     Args:
         strategy: Orders the singletons and prefixes of the first population.
         post: The steps after the search.
-        **options: :class:`NSGA2Params` (``pop_size``, ``recency``, ...) and the budget keys.
+        **options: [``NSGA2Params``][cftgnn.explain.NSGA2Params] (``pop_size``, ``recency``, ...)
+            and the budget keys.
     """
 
     name = "nsga2"

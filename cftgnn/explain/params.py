@@ -1,13 +1,13 @@
 """Typed, validated declarations of explainer parameters: one frozen dataclass per explainer.
 
 Each explainer declares its parameters once, as a frozen dataclass deriving from
-:class:`Params` (:class:`BudgetParams` for searches, which every explainer is). A field is an
-:func:`option`: its default, its range or choices and a one-line description. Validation runs
-in ``__post_init__`` from the field's type and metadata, so every parameter is checked the same
-way and a bad value raises :class:`~cftgnn.errors.ExplainerError` naming the option:
+[``Params``][cftgnn.explain.Params] ([``BudgetParams``][cftgnn.explain.BudgetParams] for searches,
+which every explainer is). A field is an ``option``: its default, its range or choices and a
+one-line description. Validation runs in ``__post_init__`` from the field's type and metadata, so
+every parameter is checked the same way and a bad value raises ``ExplainerError`` naming the option:
 
 * ``int`` fields take integers only, by the rule of every option check
-  (:func:`cftgnn.options.as_integer`): an integral float (Hydra's ``1e3``) is taken as that
+  (``cftgnn.options.as_integer``): an integral float (Hydra's ``1e3``) is taken as that
   integer, any other number (``1.5``) is refused, never truncated; ``bool`` is refused;
 * ``float`` fields take any real number (not ``bool``), and ``NaN`` fails every range;
 * ``bool`` fields take ``True`` / ``False`` only;
@@ -55,7 +55,7 @@ def option(default: Any, doc: str, *, low: float | None = None, high: float | No
 
 def bounds(low: float | None = None, high: float | None = None, low_open: bool = False,
            high_open: bool = False) -> dict[str, Any]:
-    """A range as the metadata :func:`check_value` reads (see :func:`option`)."""
+    """A range as the metadata ``check_value`` reads (see ``option``)."""
     return {"low": low, "high": high, "low_open": low_open, "high_open": high_open}
 
 
@@ -176,7 +176,7 @@ class BudgetParams(Params):
 
     Reaching ``max_iterations`` ends a search as configured; running out of
     ``max_oracle_calls`` or ``max_time_s`` cuts it short (the result's ``cut_short``).
-    :class:`~cftgnn.explain.budget.BudgetMeter` enforces all three.
+    [``BudgetMeter``][cftgnn.explain.BudgetMeter] enforces all three.
 
     Attributes:
         max_iterations: Iterations of the search's main loop (CF-TGNN: MCTS iterations, greedy:

@@ -9,14 +9,14 @@ it with the MLP's outputs as soft weights on the candidate events inside the mod
 
 Here (docs/design.md §8):
 
-* **input**: the oracle's probe (:meth:`~cftgnn.oracle.probe.ModelProbe.features`), one row
+* **input**: the oracle's probe (``features``), one row
   per removable event, ``[z(u_e), z(v_e), z(src_i), z(dst_i), edge_feat(e), time_enc(t_i −
   t_e)]`` (the model's embeddings at ``t_i`` with the full history, so the time of both
   events enters through ``t_i − t_e``), ``float32 [|R|, D]``;
-* **MLP** (:class:`EdgeScorer`): the reference's ``D → 128 → 1``;
-* **training** (:func:`pg_loss`, run by ``scripts/train_explainer.py``): soft weights
+* **MLP** (``EdgeScorer``): the reference's ``D → 128 → 1``;
+* **training** (``pg_loss``, run by ``scripts/train_explainer.py``): soft weights
   ``w = sigmoid(score)`` go through the probe's differentiable soft removal
-  (:meth:`~cftgnn.oracle.probe.ModelProbe.soft_logit`), and the loss keeps the weighted
+  (``soft_logit``), and the loss keeps the weighted
   history's prediction at the original one: binary cross-entropy of the soft logit towards the
   original predicted label, plus PGExplainer's size regulariser ``size_coef · Σ w`` and its
   mask-entropy regulariser ``entropy_coef · mean H(w)`` (defaults 0.05, Luo et al.'s, and
@@ -28,14 +28,15 @@ Here (docs/design.md §8):
   weight may as well be 1 and the scores would not separate causes. Weights are deterministic
   (no concrete sampling), as in the temporal reference;
 * **inference**: importance = the MLP's score (one forward pass; no oracle call), ranked and
-  answered as the shortest flipping prefix (:class:`~cftgnn.explain.factual.FactualExplainer`).
+  answered as the shortest flipping prefix
+  ([``FactualExplainer``][cftgnn.explain.FactualExplainer]).
 
-A trained MLP lives in a checkpoint (:func:`save_scorer`: weights and a card; ``.pt`` loaded
+A trained MLP lives in a checkpoint (``save_scorer``: weights and a card; ``.pt`` loaded
 with ``weights_only=True``, the card also as ``.json`` next to it), by default
-``<checkpoint_dir>/pgexplainer_<model>_<dataset>.pt`` (:func:`scorer_path`). The card names the
+``<checkpoint_dir>/pgexplainer_<model>_<dataset>.pt`` (``scorer_path``). The card names the
 model kind, the dataset, the stream's checksum and the model checkpoint's SHA-256; a run of
-another model, stream or model checkpoint is refused (:func:`check_card`), by ``explain.py``
-before any event (:meth:`PGExplainer.check_run`).
+another model, stream or model checkpoint is refused (``check_card``), by ``explain.py``
+before any event ([``PGExplainer.check_run``][cftgnn.explain.PGExplainer.check_run]).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class TrainedScorer:
 
 
 def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
-    """The identity part of a card (what :func:`check_card` compares), plus ``training``."""
+    """The identity part of a card (what ``check_card`` compares), plus ``training``."""
     return {"explainer": KIND, "dataset": fingerprint.dataset,
             "dataset_sha256": fingerprint.dataset_sha256, "model": fingerprint.model,
             "model_weights": Path(fingerprint.weights).name,
@@ -221,7 +222,7 @@ def resolve_scorer(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
     """The trained MLP that ``checkpoint`` names, checked against ``fingerprint``.
 
     Args:
-        checkpoint: ``auto`` (:func:`scorer_path` in the fingerprint's checkpoint folder) or
+        checkpoint: ``auto`` (``scorer_path`` in the fingerprint's checkpoint folder) or
             a path.
         fingerprint: The run's model and stream (None: a path is loaded unchecked; ``auto``
             is refused).
@@ -267,7 +268,7 @@ class PGExplainer(FactualExplainer):
         strategy: Unused for the ranking (kept for the common constructor).
         post: The steps after the search.
         scorer: A trained MLP to use instead of loading ``checkpoint`` (tests, training).
-        **options: :class:`PGExplainerParams`.
+        **options: [``PGExplainerParams``][cftgnn.explain.PGExplainerParams].
     """
 
     name = "pgexplainer"
@@ -292,7 +293,7 @@ class PGExplainer(FactualExplainer):
         Raises:
             ExplainerError: The oracle has no probe, or the MLP expects other features.
             ConfigError, CheckpointError, CheckpointMismatchError: See
-                :func:`resolve_scorer`.
+                ``resolve_scorer``.
         """
         if oracle.probe is None:
             fp = oracle.fingerprint

@@ -1,7 +1,7 @@
 """Population searches over removal sets (NSGA-II, particle swarm): shared encoding and archive.
 
 A population is a boolean matrix ``[P, n]`` over the removable events in the strategy's order
-(column ``j`` is the ``j``-th ranked event). :class:`Archive` evaluates a whole population in
+(column ``j`` is the ``j``-th ranked event). ``Archive`` evaluates a whole population in
 one batched search-mode oracle call, confirms the sets the search mode calls counterfactual in
 one batched exact call, and keeps every confirmed counterfactual with its exact logit, so a
 search can hand back all of them (or their Pareto set) at the end.
@@ -34,7 +34,7 @@ class Evaluation:
         is_cf: Confirmed counterfactual (exact flip), ``bool [P]``.
         violation: ``≤ 0`` for a counterfactual (minus its margin), else how far the logit
             stays on the original side (plus a hair), ``[P]``.
-        margin: :func:`margin` of ``logit``, ``[P]`` (negative when not flipped).
+        margin: ``margin`` of ``logit``, ``[P]`` (negative when not flipped).
     """
 
     logit: FloatArray
@@ -105,7 +105,7 @@ class Archive:
 
     def pareto(self, recency: bool = False,
                limit: int | None = None) -> list[tuple[tuple[int, ...], float]]:
-        """The non-dominated counterfactuals found (objectives of :meth:`objectives`), each
+        """The non-dominated counterfactuals found (objectives of ``objectives``), each
         ``(set, exact logit)``, smallest first, then by margin (largest first).
 
         Args:

@@ -1,6 +1,7 @@
-"""The steps after a search, as one stage configured in one place: :class:`PostProcessing`.
+"""The steps after a search, as one stage configured in one place:
+[``PostProcessing``][cftgnn.explain.PostProcessing].
 
-Given the search's confirmed answer, :meth:`PostProcessing.apply`
+Given the search's confirmed answer, [``PostProcessing.apply``][cftgnn.explain.PostProcessing.apply]
 
 1. falls back on the **ceiling** (``ceiling=True``): when the search found no counterfactual,
    the set of every removable event is evaluated exactly and answered if it flips (the oracle
@@ -11,7 +12,8 @@ Given the search's confirmed answer, :meth:`PostProcessing.apply`
    ``K``, is evaluated exactly, smallest first (for at most ``certify_max_time_s`` seconds);
    a smaller counterfactual replaces the answer;
 4. lists the **counterfactuals** handed back (the answer, then the search's alternatives) and,
-   for explainers of several answers, their **consequences** (:meth:`Oracle.consequence`).
+   for explainers of several answers, their **consequences**
+   ([``Oracle.consequence``][cftgnn.oracle.Oracle.consequence]).
 
 The four options sit together at the top level of ``conf/explain.yaml`` (``ceiling``,
 ``prune``, ``certify``, ``certify_max_time_s``) for every explainer; the stage runs only on
@@ -165,7 +167,7 @@ def counterfactuals(oracle: Oracle, answer: tuple[int, ...], final: float, found
                     ) -> tuple[Sets, tuple[float, ...]]:
     """The answer (when it flips), then the search's other counterfactuals, each set once; an
     alternative that breaks the constraints is a bug (one that does not flip is refused by
-    :class:`~cftgnn.explain.result.ExplanationResult`)."""
+    [``ExplanationResult``][cftgnn.explain.ExplanationResult])."""
     if not found:
         return (), ()
     sets, logits, seen = [answer], [final], {frozenset(answer)}

@@ -10,7 +10,7 @@ immutable attributes): the bits of protected candidates are pinned to 0 and neve
 size plus a flip penalty (``n`` the mutable positions, ``d`` how far the logit stays on the
 original side), so every counterfactual beats every non-counterfactual and smaller beats
 larger. Every iteration evaluates the whole swarm in one batched oracle call
-(:class:`~cftgnn.explain.population.Archive`, counterfactuals confirmed exactly).
+(``Archive``, counterfactuals confirmed exactly).
 
 The update is Kennedy and Eberhart's binary PSO with a local-best ring topology (each
 particle follows the best of itself and its two ring neighbours, which keeps the swarm
@@ -19,7 +19,7 @@ c2 u2 (lbest − x)``, clipped to ``±v_max``, and each bit is set with probabil
 ``sigmoid(v)``. One change to the textbook rule: velocities relax towards ``r =
 logit(density)`` instead of 0, so a bit no best position holds is set with probability
 ``density`` rather than ½ (removal sets are sparse). The first positions are the singletons
-and prefixes of :func:`~cftgnn.explain.population.initial_population`. A particle whose new
+and prefixes of ``initial_population``. A particle whose new
 position repeats another's or a set already evaluated gets one random bit flipped
 (turbulence), so that every iteration evaluates new sets.
 
@@ -81,7 +81,8 @@ class PSOExplainer(Explainer):
     Args:
         strategy: Orders the candidates (the first positions' singletons and prefixes).
         post: The steps after the search.
-        **options: :class:`PSOParams` (``n_particles``, ``inertia``, ...) and the budget keys.
+        **options: [``PSOParams``][cftgnn.explain.PSOParams] (``n_particles``, ``inertia``, ...) and
+            the budget keys.
     """
 
     name = "pso"

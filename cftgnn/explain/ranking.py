@@ -1,15 +1,15 @@
 """The simplest factual explainers: a random ranking (the floor) and perturb-one.
 
-* :class:`RandomExplainer` (``explainer=random``): a random importance per removable event,
-  seeded by ``(seed, event id)``, so a rerun ranks alike. Every results table shows it as the
-  floor an explainer must beat.
-* :class:`PerturbOneExplainer` (``explainer=perturb_one``): the importance of event ``e`` is the
-  exact shift of the logit towards a flip when ``e`` alone is removed,
-  ``Δ(p_orig, f(G \\ {e}))`` (docs/design.md §2), all ``|R|`` single removals in one batched
-  exact call (when the budget's oracle calls do not cover them, every score is 0 and the
+* [``RandomExplainer``][cftgnn.explain.RandomExplainer] (``explainer=random``): a random importance
+  per removable event, seeded by ``(seed, event id)``, so a rerun ranks alike. Every results table
+  shows it as the floor an explainer must beat.
+* [``PerturbOneExplainer``][cftgnn.explain.PerturbOneExplainer] (``explainer=perturb_one``): the
+  importance of event ``e`` is the exact shift of the logit towards a flip when ``e`` alone is
+  removed, ``Δ(p_orig, f(G \\ {e}))`` (docs/design.md §2), all ``|R|`` single removals in one
+  batched exact call (when the budget's oracle calls do not cover them, every score is 0 and the
   result is cut short).
 
-Both are :class:`~cftgnn.explain.factual.FactualExplainer`\\ s: their answer is the shortest
+Both are [``FactualExplainer``][cftgnn.explain.FactualExplainer]\\ s: their answer is the shortest
 flipping prefix of the ranking.
 """
 

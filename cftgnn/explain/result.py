@@ -1,13 +1,14 @@
 """The one result type every explainer returns, its flat record form and the record's
 declaration.
 
-:data:`RESULT_COLUMNS` declares a record's result columns once, in order, with the schema
+``RESULT_COLUMNS`` declares a record's result columns once, in order, with the schema
 version that added each and its value in older rows. Everything else is derived from it and
-from :class:`ExplanationResult`'s annotations: :meth:`ExplanationResult.to_record`,
-:meth:`ExplanationResult.from_record`, :func:`column_types` (which
-:mod:`cftgnn.evaluation.records` turns into the parquet schema ``RECORD_SCHEMA``),
-:data:`RECORD_DEFAULTS_V1` and the version upgrade of old rows
-(:func:`cftgnn.evaluation.records.upgrade_records`).
+from [``ExplanationResult``][cftgnn.explain.ExplanationResult]'s annotations:
+[``ExplanationResult.to_record``][cftgnn.explain.ExplanationResult.to_record],
+[``ExplanationResult.from_record``][cftgnn.explain.ExplanationResult.from_record], ``column_types``
+(which ``cftgnn.evaluation.records`` turns into the parquet schema ``RECORD_SCHEMA``),
+``RECORD_DEFAULTS_V1`` and the version upgrade of old rows
+(``cftgnn.evaluation.records.upgrade_records``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Any
 from cftgnn.errors import ExplainerError
 from cftgnn.oracle.oracle import is_flip
 
-#: Version of the record layout written by :meth:`ExplanationResult.to_record`.
-#: 2: certificates, pruning, ``certify`` and constraints (:data:`RECORD_DEFAULTS_V1` fills
-#: them in records of version 1).
+#: Version of the record layout written by
+#: [``ExplanationResult.to_record``][cftgnn.explain.ExplanationResult.to_record]. 2: certificates,
+#: pruning, ``certify`` and constraints (``RECORD_DEFAULTS_V1`` fills them in records of version 1).
 #: 3: several counterfactuals per event (``n_counterfactuals``, ``counterfactuals`` and their
 #: logits and consequences; older records hold their one answer).
 #: 4: every explainer's ranking of its removable events with an importance each
@@ -40,10 +41,11 @@ SCHEMA_VERSION = 5
 @dataclass(frozen=True)
 class Column:
     """One result column of a record. Its type is the annotation of the
-    :class:`ExplanationResult` attribute (or property) of that name.
+    [``ExplanationResult``][cftgnn.explain.ExplanationResult] attribute (or property) of that name.
 
     Attributes:
-        name: Column name (an attribute or property of :class:`ExplanationResult`).
+        name: Column name (an attribute or property of
+            [``ExplanationResult``][cftgnn.explain.ExplanationResult]).
         since: Schema version that added the column.
         old: Its value in rows written before ``since`` (when ``old_from`` is None).
         old_from: Or: the older column whose value it takes in those rows.
@@ -140,7 +142,7 @@ class ExplanationResult:
         oracle_time_s: Seconds spent inside oracle backends.
         setup_time_s: Seconds spent building the oracle before the search (candidates, base
             state, original logit); 0 when the oracle was built elsewhere.
-        status: See :class:`ExplanationStatus`.
+        status: See [``ExplanationStatus``][cftgnn.explain.ExplanationStatus].
         oracle_mode: The oracle's search mode (``"exact"`` / ``"approximate"``).
         strategy: Repr of the selection strategy used.
         min_size_lower_bound: ``L``: every removable set smaller than ``L`` was evaluated
@@ -162,7 +164,7 @@ class ExplanationResult:
             when ``is_counterfactual``, else none.
         counterfactual_logits: The exact logit of each of them.
         counterfactual_consequences: How many later history events each of them changes
-            (:meth:`Oracle.consequence`), or None when not measured.
+            (``Oracle.consequence``), or None when not measured.
         ranking: The explainer's ranking of its removable events, most important first
             (docs/design.md §8): a factual explainer's by importance; a counterfactual
             one's answer first, in the order found, then the rest in its strategy's order.
@@ -290,7 +292,8 @@ class ExplanationResult:
 
     @property
     def schema_version(self) -> int:
-        """The record layout :meth:`to_record` writes (:data:`SCHEMA_VERSION`)."""
+        """The record layout [``to_record``][cftgnn.explain.ExplanationResult.to_record] writes
+        ([``SCHEMA_VERSION``][cftgnn.explain.SCHEMA_VERSION])."""
         return SCHEMA_VERSION
 
     @property
@@ -320,7 +323,7 @@ class ExplanationResult:
 
     def to_record(self, include_trace: bool = False) -> dict[str, Any]:
         """A flat dict of plain values (lists as lists), writable as one parquet row: the
-        columns of :data:`RESULT_COLUMNS`, in order.
+        columns of ``RESULT_COLUMNS``, in order.
 
         Args:
             include_trace: Add the trace as a JSON string under ``"trace_json"``.
@@ -332,8 +335,10 @@ class ExplanationResult:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ExplanationResult:
-        """The result a record holds (a dict of :meth:`to_record`, or a row of
-        ``read_records``, whose older rows are upgraded): the inverse of :meth:`to_record`.
+        """The result a record holds (a dict of
+        [``to_record``][cftgnn.explain.ExplanationResult.to_record], or a row of ``read_records``,
+        whose older rows are upgraded): the inverse of
+        [``to_record``][cftgnn.explain.ExplanationResult.to_record].
 
         Columns derived from others (``size``, ``num_candidates``, ``sparsity``,
         ``oracle_calls``, ``n_counterfactuals``) are checked against the result; a
@@ -401,9 +406,9 @@ def _from_plain(value: Any, kind: Any) -> Any:
 
 @cache
 def column_types() -> dict[str, Any]:
-    """Each result column's Python type: the annotation of the :class:`ExplanationResult`
-    attribute, or the return annotation of the property, of that name (e.g.
-    ``tuple[int, ...]``, ``float | None``)."""
+    """Each result column's Python type: the annotation of the
+    [``ExplanationResult``][cftgnn.explain.ExplanationResult] attribute, or the return annotation of
+    the property, of that name (e.g. ``tuple[int, ...]``, ``float | None``)."""
     hints = typing.get_type_hints(ExplanationResult)
     out: dict[str, Any] = {}
     for c in RESULT_COLUMNS:

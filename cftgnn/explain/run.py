@@ -1,6 +1,6 @@
 """Explain one event of a replay engine's stream: build its oracle, then search.
 
-The engine (:mod:`cftgnn.oracle.engine`) only builds oracles; running an explainer on one is
+The engine (``cftgnn.oracle.engine``) only builds oracles; running an explainer on one is
 the search side's job, done here so that the lower stage never calls up into this one.
 """
 
@@ -41,7 +41,7 @@ def explain_event(
         mode: Search mode of the oracle; confirmation is exact.
         constraints: User constraints (removable events, maximum size).
         history: The explained prediction's history, ``event`` or ``batch_start``
-            (:mod:`cftgnn.oracle.history`).
+            (``cftgnn.oracle.history``).
 
     Example:
         >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())

@@ -9,9 +9,10 @@ A strategy ranks candidate events, best first. Both searches use that one method
   matter (a random strategy draws a fresh order on each call).
 * **Greedy** — the ``l`` highest-ranked events of ``C \\ X`` form the sample.
 
-Before a search, the explainer calls :meth:`SelectionStrategy.prepare` with the oracle of the
-explained event; strategies that need the candidates' hops or single-removal logits read them
-there. Strategies are small classes picked by Hydra ``_target_`` (``conf/strategy/*.yaml``).
+Before a search, the explainer calls
+[``SelectionStrategy.prepare``][cftgnn.explain.SelectionStrategy.prepare] with the oracle of the
+explained event; strategies that need the candidates' hops or single-removal logits read them there.
+Strategies are small classes picked by Hydra ``_target_`` (``conf/strategy/*.yaml``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ IntArray = npt.NDArray[np.int64]
 
 
 class SelectionStrategy(ABC):
-    """Ranks candidate events; subclasses implement :meth:`rank`."""
+    """Ranks candidate events; subclasses implement
+    [``rank``][cftgnn.explain.SelectionStrategy.rank]."""
 
     #: Short name written into records (the file name of its config in ``conf/strategy``).
     name: str = "strategy"
@@ -58,7 +60,7 @@ class SelectionStrategy(ABC):
         """
 
     def best(self, events: npt.ArrayLike) -> int:
-        """The first event of :meth:`rank`."""
+        """The first event of [``rank``][cftgnn.explain.SelectionStrategy.rank]."""
         ranked = self.rank(events)
         if len(ranked) == 0:
             raise ExplainerError("cannot pick from an empty set of events")
@@ -87,8 +89,8 @@ def _as_ids(events: npt.ArrayLike) -> IntArray:
 class RandomStrategy(SelectionStrategy):
     """Uniformly random order (the seed's baseline strategy).
 
-    The generator is re-seeded in :meth:`prepare` from ``(seed, event_id)``, so each explained
-    event gets its own reproducible stream of random orders.
+    The generator is re-seeded in [``prepare``][cftgnn.explain.RandomStrategy.prepare] from
+    ``(seed, event_id)``, so each explained event gets its own reproducible stream of random orders.
 
     Args:
         seed: Base seed.
@@ -140,10 +142,10 @@ class ClosestStrategy(SelectionStrategy):
 class OneBestStrategy(SelectionStrategy):
     """Rank by the raw Δ of each single-event removal, largest first; ties by recency.
 
-    :meth:`prepare` evaluates the single removals of all removable candidates (``|R|``, which
-    is ``|C|`` without constraints) in one batched search-mode oracle call; these evaluations
-    count as oracle calls and land in the oracle's cache (so the search's later visits of
-    ``{ε}`` are cache hits). Protected candidates rank last.
+    [``prepare``][cftgnn.explain.OneBestStrategy.prepare] evaluates the single removals of all
+    removable candidates (``|R|``, which is ``|C|`` without constraints) in one batched search-mode
+    oracle call; these evaluations count as oracle calls and land in the oracle's cache (so the
+    search's later visits of ``{ε}`` are cache hits). Protected candidates rank last.
     """
 
     name = "one_best"

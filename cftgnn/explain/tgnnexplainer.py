@@ -33,13 +33,14 @@ Monte-Carlo tree search whose nodes are coalitions ``C`` of **kept** candidate e
   (ties: the smaller, then the first created); when the budget ended the search before any
   leaf was scored, ``K``; with ``|K| ≤ min_atoms``, ``K`` (no search).
 
-Departures from the published code, all documented in :class:`TGNNExplainerParams`: the
-children per expansion (``expand_width``, batched) where it adds one child per visit; the
-backed-up value is the leaf's reward (SubgraphX's rule) where it backs up the reward of the
-empty coalition reached at the end of every rollout; rollouts end at ``min_atoms`` events
-instead of none, where its answer is filtered to ``min_atoms`` anyway.
+Departures from the published code, all documented in
+[``TGNNExplainerParams``][cftgnn.explain.TGNNExplainerParams]: the children per expansion
+(``expand_width``, batched) where it adds one child per visit; the backed-up value is the leaf's
+reward (SubgraphX's rule) where it backs up the reward of the empty coalition reached at the end of
+every rollout; rollouts end at ``min_atoms`` events instead of none, where its answer is filtered to
+``min_atoms`` anyway.
 
-As a :class:`~cftgnn.explain.factual.FactualExplainer`, it reports an **importance** per event
+As a [``FactualExplainer``][cftgnn.explain.FactualExplainer], it reports an **importance** per event
 of ``R``: ``1 + ν(e)`` for the events of the answer (T-GNNExplainer explains by the coalition it
 keeps), ``ν(e)`` for the others, where ``ν(e) ∈ [0, 1)`` is the share of ``R`` the navigator
 scores strictly lower than ``e`` (a tie-breaker of the navigator's order). So the ranking is the
@@ -143,7 +144,7 @@ def fidelity(p_orig: float, p: float) -> float:
 
 def pgexplainer_scores(oracle: Oracle, checkpoint: str) -> FloatArray:
     """The PGExplainer navigator's scores of ``oracle.removable`` (the one place it is wired:
-    :meth:`PGExplainer.scores <cftgnn.explain.pgexplainer.PGExplainer.scores>`).
+    [``PGExplainer.scores``][cftgnn.explain.PGExplainer.scores]).
 
     Args:
         oracle: The explained event's oracle (with a probe).

@@ -82,7 +82,8 @@ class SearchNode:
         return alpha * (self.score or 0.0) + beta * self.exploration()
 
     def update_score(self, rule: BackpropRule) -> None:
-        """Recompute :attr:`score` from the own score and the children (backpropagation)."""
+        """Recompute [``score``][cftgnn.explain.SearchNode.score] from the own score and the
+        children (backpropagation)."""
         own = self.own_score or 0.0
         if rule is BackpropRule.THESIS:
             total = own + sum((c.score or 0.0) * c.selections for c in self.children)

@@ -1,8 +1,9 @@
 """Temporal models (architectures and state): TGN, TGAT, GraphMixer and DyGFormer behind one
 replayable interface, the state-verb protocol and the one batching rule, ``eval_mode``. Their
-batched masked replay lives in :mod:`cftgnn.replay`, training and checkpoints in
-:mod:`cftgnn.training`."""
+batched masked replay lives in ``cftgnn.replay``, training and checkpoints in
+``cftgnn.training``."""
 
+import cftgnn._compat  # noqa: F401  (first: torch_geometric is imported quietly)
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.dygformer import DyGFormer
 from cftgnn.models.graphmixer import GraphMixer

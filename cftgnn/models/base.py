@@ -14,7 +14,7 @@ earlier batches). ``predict`` applies the pending messages on the fly, without s
 so it always predicts from the whole history.
 
 Streams with deleted events keep their original ids (``stream.without`` returns them); pass
-them as ``event_ids`` to :meth:`TemporalModel.attach` and the same batches are formed, so
+them as ``event_ids`` to ``TemporalModel.attach`` and the same batches are formed, so
 "replay without ``s``" and "replay with ``s`` masked" are the same computation.
 """
 
@@ -76,10 +76,10 @@ def eval_mode(model: ReplayableModel | torch.nn.Module) -> Iterator[None]:
 class TemporalModel(nn.Module, ABC):
     """Base class of the temporal models: state verbs, masked replay, batched prediction.
 
-    Subclasses build ``self.embedding`` (a :class:`NeighborEmbedding`: TGN and TGAT a
-    :class:`~cftgnn.models.layers.TemporalAttentionEmbedding`, GraphMixer its link encoder)
-    and ``self.decoder`` (a :class:`LinkDecoder`), set ``self.num_layers`` and implement
-    :meth:`apply_batch` and :meth:`node_input`.
+    Subclasses build ``self.embedding`` (a ``NeighborEmbedding``: TGN and TGAT a
+    ``TemporalAttentionEmbedding``, GraphMixer its link encoder)
+    and ``self.decoder`` (a ``LinkDecoder``), set ``self.num_layers`` and implement
+    ``apply_batch`` and ``node_input``.
 
     Args:
         num_nodes: Number of nodes ``N`` of the streams this model runs on.
@@ -191,7 +191,7 @@ class TemporalModel(nn.Module, ABC):
     # ------------------------------------------------------------- state verbs
     @property
     def state(self) -> State:
-        """The live state (not a copy; use :meth:`snapshot` for one)."""
+        """The live state (not a copy; use ``snapshot`` for one)."""
         return attached(self._state)
 
     @property
@@ -224,7 +224,7 @@ class TemporalModel(nn.Module, ABC):
         """Consume the history events with original ids in ``[start_id, end_id)``.
 
         Args:
-            start_id: Must equal :attr:`position`.
+            start_id: Must equal ``position``.
             end_id: End of the range (exclusive); a non-boundary end closes the state.
             removed_mask: ``bool [E]`` over the attached stream's events; events with ``True``
                 inside the range are skipped (entries outside the range are ignored).
@@ -250,7 +250,7 @@ class TemporalModel(nn.Module, ABC):
                       idle: bool = False) -> list[IntArray]:
         """The batches ``advance(start_id, end_id, mask)`` applies, in order (the one rule).
 
-        The kept events are grouped by :func:`~cftgnn.models.protocol.kept_batches`. Batches
+        The kept events are grouped by ``kept_batches``. Batches
         without kept events matter only right after a non-empty one (they apply its pending
         messages): one empty batch is inserted after a gap and one trails the last kept
         batch when the range goes on, unless the state is ``idle`` (on an idle state an empty
@@ -261,7 +261,7 @@ class TemporalModel(nn.Module, ABC):
             start_id: First original id (a batch boundary, the state's position).
             end_id: End of the range (exclusive).
             mask: Removed events, ``bool [E]``, or None.
-            idle: Whether the state at ``start_id`` is idle (:meth:`is_idle`).
+            idle: Whether the state at ``start_id`` is idle (``is_idle``).
 
         Returns:
             Stream positions of each step's kept events, ``int64 [K]`` (``K = 0`` for an empty
@@ -326,8 +326,8 @@ class TemporalModel(nn.Module, ABC):
                 Training passes each event's own position, so an event attends to earlier
                 events of its own batch, as it does when it is explained (its history is
                 every event before it); memory still holds only the consumed batches.
-            weights: Soft removal of events (stream positions; see :meth:`predict_soft`).
-            log: Collects the attention on listed events (see :meth:`attention_by_event`).
+            weights: Soft removal of events (stream positions; see ``predict_soft``).
+            log: Collects the attention on listed events (see ``attention_by_event``).
         """
         st = self.state
         position = self._local(st.position)
@@ -352,7 +352,7 @@ class TemporalModel(nn.Module, ABC):
             dst: Destination nodes, ``int [B]``.
             t: Query times, ``float [B]`` (normally ``>=`` the last history event's time).
             before: Optional per-query neighbour bound (stream position, ``>=`` the state's
-                position), ``int [B]``; see :meth:`embed`.
+                position), ``int [B]``; see ``embed``.
 
         Returns:
             ``float32 [B]`` logits.
@@ -386,7 +386,7 @@ class TemporalModel(nn.Module, ABC):
                     ) -> tuple[Tensor, Tensor]:
         """Embeddings ``([B, d], [B, d])`` of the two endpoints of links ``(src, dst, t)``.
 
-        Each endpoint is embedded on its own (:meth:`embed`); a model whose endpoint
+        Each endpoint is embedded on its own (``embed``); a model whose endpoint
         embeddings read each other (DyGFormer) overrides this.
 
         Args:
@@ -394,8 +394,8 @@ class TemporalModel(nn.Module, ABC):
             dst: Destinations, ``int64 [B]``.
             t: Query times, ``float64 [B]``.
             before: Per-link neighbour bound (stream position), ``int64 [B]``, or None.
-            weights: Soft removal of events (see :meth:`predict_soft`).
-            log: Collects the attention on listed events (see :meth:`attention_by_event`).
+            weights: Soft removal of events (see ``predict_soft``).
+            log: Collects the attention on listed events (see ``attention_by_event``).
         """
         bounds = None if before is None else torch.cat([before, before])
         z = self.embed(torch.cat([src, dst]), torch.cat([t, t]), bounds, weights, log)
@@ -425,8 +425,8 @@ class TemporalModel(nn.Module, ABC):
 
         Every attention slot that reads a listed event, at every layer, has its attention
         scaled by the event's weight and renormalised per target
-        (:func:`~cftgnn.models.layers.weighted_softmax`); other slots have weight 1. Weight 1
-        for every event gives :meth:`predict`'s logit (to float rounding: the same
+        (``weighted_softmax``); other slots have weight 1. Weight 1
+        for every event gives ``predict``'s logit (to float rounding: the same
         arithmetic, computed step by step). Weight 0 computes a slot as if absent, which
         equals removing the event from history only where removal changes nothing else
         (docs/design.md §8, "Soft removal"): for TGAT, when no neighbour window holding the
@@ -463,7 +463,7 @@ class TemporalModel(nn.Module, ABC):
 
         The sum over layers, targets and slots of the attention probability (averaged over
         heads) of the slots that read the event, each target counted as often as it occurs
-        in the queries' computation trees (:class:`~cftgnn.models.layers.AttentionLog`); 0
+        in the queries' computation trees (``AttentionLog``); 0
         for an event no slot reads. Every target with at least one slot spreads a mass of 1
         (to within the softmax's ``1e-16``) over its slots. No gradients; call it in eval
         mode.
@@ -491,7 +491,7 @@ class MemorylessModel(TemporalModel):
     """A model without memory (TGAT, GraphMixer, DyGFormer): its state is the history position
     and the removal mask, and every embedding reads its windows from the index at prediction
     time, so applying a batch changes nothing and every state is idle. Their replay is
-    :class:`cftgnn.replay.plans.MemorylessReplay`."""
+    ``cftgnn.replay.plans.MemorylessReplay``."""
 
     def is_idle(self, state: State) -> bool:
         return True

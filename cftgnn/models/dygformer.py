@@ -15,7 +15,7 @@ zero time encoding and zero counts. The sequence is cut into patches of ``patch_
 tokens, each channel projected to ``c`` dimensions, and the ``2·L/patch_size`` patches of
 both endpoints go through pre-norm transformer layers together; each endpoint's embedding is
 the output layer over the mean of its own patches. So ``u``'s embedding reads ``v``'s
-sequence: the model embeds *pairs* (:meth:`DyGFormer.embed_pairs`).
+sequence: the model embeds *pairs* (``DyGFormer.embed_pairs``).
 
 Departures from DyGLib, each forced or without effect here:
 
@@ -28,7 +28,7 @@ Departures from DyGLib, each forced or without effect here:
 * **Node channel.** The streams have no node features; DyGLib gives feature-less datasets
   all-zero ones, whose projection is its bias: the node channel is that learned vector
   (and so is the edge channel on a stream without edge features).
-* **Time encoding.** Fixed frequencies (:func:`~cftgnn.models.layers.make_time_encoder`, as
+* **Time encoding.** Fixed frequencies (``make_time_encoder``, as
   every model here; DyGLib trains DyGFormer's).
 """
 
@@ -73,9 +73,9 @@ def _projection(in_dim: int, out_dim: int) -> nn.Module:
 class PairEncoder(nn.Module):
     """DyGFormer's encoder of a link's two endpoint sequences (see the module docstring).
 
-    It also has the per-node interface of :class:`~cftgnn.models.layers.NeighborEmbedding`
-    (the call embeds a node paired with itself; :meth:`attend` is not offered: DyGFormer's
-    replay is pair-wise, :mod:`cftgnn.replay.dygformer`).
+    It also has the per-node interface of ``NeighborEmbedding``
+    (the call embeds a node paired with itself; ``attend`` is not offered: DyGFormer's
+    replay is pair-wise, ``cftgnn.replay.dygformer``).
 
     Args:
         edge_dim: Edge feature size ``F`` (may be 0).
@@ -175,7 +175,7 @@ class PairEncoder(nn.Module):
             src: Sources, ``int64 [B]``.
             dst: Destinations, ``int64 [B]``.
             t: Query times, ``float64 [B]``.
-            src_window: The sources' windows (:data:`Window`, ``K = L − 1``).
+            src_window: The sources' windows (``Window``, ``K = L − 1``).
             dst_window: The destinations' windows.
             stream_t: Event times of the attached stream, ``float64 [E]``.
             stream_feat: Edge features of the attached stream, ``[E, F]``.
@@ -212,7 +212,7 @@ class PairEncoder(nn.Module):
                 t: Tensor, weights: SlotWeights | None = None,
                 log: AttentionLog | None = None) -> Tensor:
         """Per-node embeddings ``[B, d]``: each node paired with itself (the probe's node
-        features; links are embedded as pairs, :meth:`pair`)."""
+        features; links are embedded as pairs, ``pair``)."""
         window = neighbors(nodes, before)
         return self.pair(nodes, nodes, t, window, window, stream_t, stream_feat, weights,
                          log)[0]
@@ -220,7 +220,7 @@ class PairEncoder(nn.Module):
     def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor,
                target: Tensor, dt: Tensor, feat: Tensor, edge: Tensor | None = None
                ) -> Tensor:
-        """Not offered: DyGFormer's endpoints read each other (:mod:`cftgnn.replay.dygformer`).
+        """Not offered: DyGFormer's endpoints read each other (``cftgnn.replay.dygformer``).
 
         Raises:
             NotImplementedError: Always.
@@ -280,7 +280,7 @@ class DyGFormer(MemorylessModel):
                     weights: SlotWeights | None = None, log: AttentionLog | None = None
                     ) -> tuple[Tensor, Tensor]:
         """Both endpoints' embeddings, each reading the other's sequence (see
-        :meth:`~cftgnn.models.base.TemporalModel.embed_pairs`)."""
+        ``embed_pairs``)."""
         position = self._local(self.state.position)
         if before is None:
             before = torch.full_like(src, position)

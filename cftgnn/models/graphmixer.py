@@ -8,7 +8,7 @@ names them and their source).
 * **Link encoder.** A node's window is its ``K`` most recent interactions before the query
   (right-aligned, oldest to newest, as the index returns them). Token ``j`` is
   ``[edge_feat(e_j) ‖ cos-time(t − t_j)]`` with the fixed time encoding of
-  :func:`~cftgnn.models.layers.make_time_encoder` (GraphMixer's, not trained); empty slots are
+  ``make_time_encoder`` (GraphMixer's, not trained); empty slots are
   zero tokens (DyGLib pads with zero features and zeroes their time encoding). A linear
   projection to ``C`` channels, ``L`` MLP-Mixer blocks (token mixing, then channel mixing, each
   a pre-norm two-layer GELU MLP with a residual), the mean over the ``K`` tokens and an output
@@ -19,12 +19,12 @@ names them and their source).
   too (the output layer reads ``[link ‖ 0]``, i.e. only the link encoder plus a bias); it is
   therefore left out, and with it any dependence on the 2000-interaction window: a removal
   changes only the ``K``-windows that hold it.
-* **Link decoder.** :class:`~cftgnn.models.layers.LinkDecoder` (DyGLib's ``MergeLayer``: one
+* **Link decoder.** ``LinkDecoder`` (DyGLib's ``MergeLayer``: one
   hidden ReLU layer over the two embeddings).
 
 Without memory the model's state is the history position and the removal mask (like TGAT),
 and one embedding is a function of the query time and the events of its window, which is what
-the batched replay (:mod:`cftgnn.replay.graphmixer`) computes once per distinct window.
+the batched replay (``cftgnn.replay.graphmixer``) computes once per distinct window.
 """
 
 from __future__ import annotations
@@ -81,11 +81,11 @@ class MixerBlock(nn.Module):
 class MixerLinkEncoder(nn.Module):
     """GraphMixer's link encoder over each query's window of ``K`` most recent interactions.
 
-    It has the interface of :class:`~cftgnn.models.layers.TemporalAttentionEmbedding` that
-    :class:`~cftgnn.models.base.TemporalModel` and the batched replay read
-    (:class:`~cftgnn.models.layers.NeighborEmbedding`): one "layer" (the hop radius; the
+    It has the interface of ``TemporalAttentionEmbedding`` that
+    ``TemporalModel`` and the batched replay read
+    (``NeighborEmbedding``): one "layer" (the hop radius; the
     mixer blocks all work on that one window), the call with a neighbour sampler, and
-    :meth:`attend` over a window given slot by slot.
+    ``attend`` over a window given slot by slot.
 
     Args:
         edge_dim: Edge feature size ``F`` (may be 0).
@@ -158,7 +158,7 @@ class MixerLinkEncoder(nn.Module):
 
         Args:
             node_input: Unused (the model has no node input).
-            neighbors: Neighbour sampler (see :data:`~cftgnn.models.layers.NeighborFn`).
+            neighbors: Neighbour sampler (see ``NeighborFn``).
             stream_t: Event times of the attached stream, ``float64 [E]``.
             stream_feat: Edge features of the attached stream, ``float32 [E, F]``.
             nodes: Node ids, ``int64 [B]``.
@@ -235,12 +235,12 @@ class MixerLinkEncoder(nn.Module):
 class GraphMixer(MemorylessModel):
     """GraphMixer link predictor (no memory; see the module docstring).
 
-    Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) scales the raw
+    Soft removal (``predict_soft``) scales the raw
     token of every window slot that reads an event: weight 0 empties the slot in place, which
     equals removing the event only where it is the oldest event of windows that are not full
     (a removal moves the older events one column on, the mixer's token MLP tells columns
     apart, and a full window lets one more event in; docs/design.md §8, "Soft removal").
-    :meth:`~cftgnn.models.base.TemporalModel.attention_by_event` reports the uniform ``1/k``
+    ``attention_by_event`` reports the uniform ``1/k``
     pooling weight of each of a window's ``k`` slots (GraphMixer has no attention).
 
     Args:

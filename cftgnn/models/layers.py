@@ -121,7 +121,7 @@ def weighted_softmax(alpha: Tensor, target: Tensor, num_targets: int,
     """PyG's sparse softmax with a weight per slot (soft removal).
 
     ``alpha'_k = w_k·exp(a_k − m) / (Σ_j w_j·exp(a_j − m) + 1e-16)`` over the slots ``j`` of
-    ``k``'s target, where PyG's :func:`torch_geometric.utils.softmax` computes
+    ``k``'s target, where PyG's ``torch_geometric.utils.softmax`` computes
     ``exp(a_k − m) / (Σ_j exp(a_j − m) + 1e-16)``. The shift ``m`` (detached, as in PyG) is the
     maximum over the target's slots of positive weight: with every weight 1 it is PyG's
     maximum and the result is PyG's bit for bit (``x·1.0 = x``); a slot of weight 0 then adds
@@ -150,12 +150,12 @@ def weighted_softmax(alpha: Tensor, target: Tensor, num_targets: int,
 
 
 class NeighborEmbedding(Protocol):
-    """What :class:`~cftgnn.models.base.TemporalModel` and the batched replay
-    (:mod:`cftgnn.replay.batched`) read of a model's embedding: the layers (the hop radius),
+    """What ``TemporalModel`` and the batched replay
+    (``cftgnn.replay.batched``) read of a model's embedding: the layers (the hop radius),
     the time encoding, the call that embeds queries through a neighbour sampler, and
-    :meth:`attend`, one layer over neighbour slots given one by one.
-    :class:`TemporalAttentionEmbedding` (TGN, TGAT) and GraphMixer's link encoder
-    (:class:`cftgnn.models.graphmixer.MixerLinkEncoder`) have it."""
+    ``attend``, one layer over neighbour slots given one by one.
+    ``TemporalAttentionEmbedding`` (TGN, TGAT) and GraphMixer's link encoder
+    (``cftgnn.models.graphmixer.MixerLinkEncoder``) have it."""
 
     num_layers: int
     time_enc: TimeEncoder
@@ -169,7 +169,7 @@ class NeighborEmbedding(Protocol):
     def attend(self, layer: int, h_self: Tensor, h_src: Tensor, source: Tensor, target: Tensor,
                dt: Tensor, feat: Tensor, edge: Tensor | None = None) -> Tensor:
         """Layer ``layer`` of the targets from their slots (see
-        :meth:`TemporalAttentionEmbedding.attend`), ``[B, d]``."""
+        ``TemporalAttentionEmbedding.attend``), ``[B, d]``."""
 
 
 class TemporalAttentionEmbedding(nn.Module):
@@ -179,7 +179,7 @@ class TemporalAttentionEmbedding(nn.Module):
     ``p`` from its own layer ``l-1`` embedding and those of its ``n`` most recent neighbours
     ``j`` (linked by event ``e_j < p`` at time ``t_j``), each taken at ``(t_j, e_j)``, with edge
     attributes ``[cos-time(t - t_j), edge_feat(e_j)]``. Layer 0 is a node input given by the
-    model (TGN: memory; TGAT: zeros). Attention is PyG's :class:`TransformerConv` on the
+    model (TGN: memory; TGAT: zeros). Attention is PyG's ``TransformerConv`` on the
     bipartite graph neighbour slot → target.
 
     Args:
@@ -213,15 +213,15 @@ class TemporalAttentionEmbedding(nn.Module):
                 log: AttentionLog | None = None) -> Tensor:
         """Embed ``nodes`` at times ``t`` with history before ``before``.
 
-        With ``weights`` or ``log`` every layer attends through :meth:`attend_soft`
+        With ``weights`` or ``log`` every layer attends through ``attend_soft``
         (explicit query, key and value, no attention dropout): ``weights`` scale the
         attention of every slot, at every layer, that reads a listed event
-        (:func:`weighted_softmax`), and ``log`` collects the attention on listed events.
-        Without both, the path is the plain one (:meth:`attend`).
+        (``weighted_softmax``), and ``log`` collects the attention on listed events.
+        Without both, the path is the plain one (``attend``).
 
         Args:
             node_input: Layer-0 input, node ids ``[M]`` → ``[M, in_dim]``.
-            neighbors: Neighbour sampler (see :data:`NeighborFn`).
+            neighbors: Neighbour sampler (see ``NeighborFn``).
             stream_t: Event times of the attached stream, ``float64 [E]``.
             stream_feat: Edge features of the attached stream, ``float32 [E, F]``.
             nodes: Node ids, ``int64 [B]``.
@@ -288,9 +288,9 @@ class TemporalAttentionEmbedding(nn.Module):
                     ) -> tuple[Tensor, Tensor]:
         """One attention layer with a weight per slot (soft removal), without dropout.
 
-        PyG's :class:`TransformerConv` (``concat``, root weight, no beta, as built here)
-        computed step by step as :meth:`TransformerConv.forward` does, with
-        :func:`weighted_softmax` in place of PyG's softmax when ``weight`` is given.
+        PyG's ``TransformerConv`` (``concat``, root weight, no beta, as built here)
+        computed step by step as ``TransformerConv.forward`` does, with
+        ``weighted_softmax`` in place of PyG's softmax when ``weight`` is given.
 
         Args:
             layer: The layer computed, ``1..num_layers``.
@@ -394,7 +394,7 @@ def _transformer_conv(conv: TransformerConv, h_self: Tensor, h_src: Tensor, sour
                       target: Tensor, edge_attr: Tensor, edge: Tensor) -> Tensor:
     """``conv((h_src, h_self), [source, target], edge_attr[edge])`` without dropout, with the
     edge projection computed per row of ``edge_attr`` instead of per slot (PyG's
-    :class:`TransformerConv` with ``concat``, root weight and no beta, as built above)."""
+    ``TransformerConv`` with ``concat``, root weight and no beta, as built above)."""
     heads, ch = conv.heads, conv.out_channels
     h_src, source = _zero_rows_shared(h_src, source)
     query = conv.lin_query(h_self).view(-1, heads, ch)  # [B, H, C]

@@ -1,6 +1,6 @@
 """Deterministic most-recent-neighbour sampling that skips removed events.
 
-The :class:`~cftgnn.data.index.TemporalIndex` answers "the ``n`` most recent neighbours before
+The [``TemporalIndex``][cftgnn.data.TemporalIndex] answers "the ``n`` most recent neighbours before
 event ``i``" over the full stream. A model replaying history with some events removed needs
 the ``n`` most recent *kept* neighbours, so that the sampling equals the one a fresh index over
 ``stream.without(removed)`` would give. This module does that filtering without rebuilding
@@ -40,7 +40,8 @@ def recent_kept_neighbors(
 
     Returns:
         ``(nbr, eid, valid)``, each ``[B, n]``, right-aligned oldest-to-newest as in
-        :meth:`TemporalIndex.recent_neighbors`; padding is ``-1``.
+        [``TemporalIndex.recent_neighbors``][cftgnn.data.TemporalIndex.recent_neighbors]; padding is
+        ``-1``.
     """
     if len(nodes) == 0:
         empty = np.zeros((0, n), dtype=np.int64)
@@ -55,7 +56,7 @@ def recent_kept_neighbors_where(index: TemporalIndex, nodes: IntArray, before: I
                                 is_removed: Callable[[IntArray], npt.NDArray[np.bool_]],
                                 max_removed: int) -> tuple[IntArray, IntArray,
                                                            npt.NDArray[np.bool_]]:
-    """Like :func:`recent_kept_neighbors` with the removals given as a function.
+    """Like ``recent_kept_neighbors`` with the removals given as a function.
 
     Args:
         index: Index of the attached stream.

@@ -1,14 +1,14 @@
 """The protocol a temporal model implements to be explained, and the one batching rule.
 
 Any link predictor that replays a stream's history can be explained once it has the state
-verbs of :class:`ReplayableModel`; it need not derive from
-:class:`~cftgnn.models.base.TemporalModel` (PyG's TGN adapter, :mod:`cftgnn.models.pyg_tgn`,
+verbs of ``ReplayableModel``; it need not derive from
+``TemporalModel`` (PyG's TGN adapter, ``cftgnn.models.pyg_tgn``,
 does not). Such a model gets the exact oracle by masked replay through its own verbs
-(:class:`~cftgnn.replay.generic.GenericReplay`): one replay of ``[b0, i)`` per removal set,
+(``GenericReplay``): one replay of ``[b0, i)`` per removal set,
 where ``b0`` is the batch boundary at or before the oldest candidate. A model that can evaluate
-many removal sets at once either implements :class:`~cftgnn.replay.plans.BatchedReplay` itself
-or has a replay registered for its class (:func:`cftgnn.replay.registry.register_replay`; TGN's
-and TGAT's live in :mod:`cftgnn.replay`).
+many removal sets at once either implements ``BatchedReplay`` itself
+or has a replay registered for its class (``cftgnn.replay.registry.register_replay``; TGN's
+and TGAT's live in ``cftgnn.replay``).
 
 The verbs, for a model attached to a stream of ``E`` events with original ids ``ids``:
 
@@ -18,14 +18,14 @@ The verbs, for a model attached to a stream of ``E`` events with original ids ``
 * ``snapshot() -> S``: an opaque copy of the state; ``restore(S)`` continues from it, any
   number of times (restore copies: later advances never change the snapshot).
 * ``advance(start, end, removed_mask=None)``: consume the events with original ids in
-  ``[start, end)`` in the batches of :func:`kept_batches`, skipping those with ``True`` in
+  ``[start, end)`` in the batches of ``kept_batches``, skipping those with ``True`` in
   ``removed_mask`` (``bool [E]``); ``start`` must be the current position and a batch
-  boundary, and an ``end`` that is not one closes the state (:func:`check_advance`).
+  boundary, and an ``end`` that is not one closes the state (``check_advance``).
 * ``predict(src, dst, t, before=None) -> float32 [B]``: logits of links given the history
   consumed so far; never changes the state. ``before`` (stream positions, one per query, each
   at or after the position) lets a training-style pass bound neighbour sampling per query; a
   model may ignore it (the screening pass of ``explain.py`` uses it).
-* ``batch_size``; ``train``/``eval``/``training`` as on :class:`torch.nn.Module` (the oracle
+* ``batch_size``; ``train``/``eval``/``training`` as on ``torch.nn.Module`` (the oracle
   runs in eval mode under ``torch.no_grad``).
 
 What the oracle needs to know about a model is declared, never guessed:
@@ -34,11 +34,11 @@ What the oracle needs to know about a model is declared, never guessed:
 * ``num_neighbors``: most recent neighbours a prediction reads per node and layer.
 * ``has_memory``: whether the model keeps node memory. With memory, a removal reaches every
   later event of its endpoints (the memory cone); without, only the predictions that sample it
-  as a neighbour (:mod:`cftgnn.replay.consequence`).
+  as a neighbour (``cftgnn.replay.consequence``).
 
 Exactness needs one more property, which the generic path relies on: replaying the stream with
 ``s`` masked equals replaying the stream from which ``s`` was deleted, with the same original
-ids. :func:`kept_batches` gives that by grouping kept events by original id.
+ids. ``kept_batches`` gives that by grouping kept events by original id.
 """
 
 from __future__ import annotations
@@ -133,11 +133,11 @@ class SoftRemovalModel(Protocol):
     """A model that sees a weight in ``[0, 1]`` per history event differentiably (soft
     removal; docs/design.md §8, "Soft removal"), for explainers trained by gradient.
 
-    Explainers reach it only through the oracle's probe (:mod:`cftgnn.oracle.probe`).
-    TGN and TGAT implement it (:class:`~cftgnn.models.base.TemporalModel`); PyG's TGN adapter
+    Explainers reach it only through the oracle's probe (``cftgnn.oracle.probe``).
+    TGN and TGAT implement it (``TemporalModel``); PyG's TGN adapter
     does not. Every method predicts from the current history and leaves the state unchanged.
 
-    Declared apart from :class:`ReplayableModel` (see :class:`ProbedModel` for both), so that
+    Declared apart from ``ReplayableModel`` (see ``ProbedModel`` for both), so that
     ``isinstance`` reads nothing that needs an attached stream: on Python 3.11 it evaluates
     every member, and ``stream`` raises on a model not attached yet.
     """
@@ -147,7 +147,7 @@ class SoftRemovalModel(Protocol):
                      weights: Tensor) -> Tensor:
         """Logits ``float32 [B]`` with the attention slots reading ``event_ids``
         (``int64 [m]``) weighted by ``weights`` (``float [m]``); differentiable in the
-        weights. Weight 1 everywhere gives :meth:`predict`'s logits."""
+        weights. Weight 1 everywhere gives ``predict``'s logits."""
 
     def attention_by_event(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
                            t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor

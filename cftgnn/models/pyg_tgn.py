@@ -1,14 +1,14 @@
 """A TGN built from PyG's modules, as in PyG's ``examples/tgn.py``, behind the state verbs.
 
-The model is PyG's :class:`~torch_geometric.nn.TGNMemory` (``IdentityMessage``,
-``LastAggregator``), a :class:`~torch_geometric.nn.models.tgn.LastNeighborLoader`, one
-:class:`~torch_geometric.nn.TransformerConv` attention layer (:class:`GraphAttentionEmbedding`)
-and a two-layer :class:`LinkPredictor`, with the parameter names of PyG's example, so the
+The model is PyG's ``TGNMemory`` (``IdentityMessage``,
+``LastAggregator``), a ``LastNeighborLoader``, one
+``TransformerConv`` attention layer (``GraphAttentionEmbedding``)
+and a two-layer ``LinkPredictor``, with the parameter names of PyG's example, so the
 ``state_dict`` of a researcher's ``memory``, ``gnn`` and ``link_pred`` loads as it is
-(:meth:`PyGTGN.from_modules`, :func:`cftgnn.training.checkpoint.save_pyg_tgn`).
+(``PyGTGN.from_modules``, ``cftgnn.training.checkpoint.save_pyg_tgn``).
 
 Semantics are those of the example's evaluation loop (``memory.eval()``): history is fed in
-batches of ``B`` events by original id (:func:`~cftgnn.models.protocol.kept_batches`); after
+batches of ``B`` events by original id (``kept_batches``); after
 each batch ``memory.update_state`` applies its messages at once and the loader inserts its
 events; a prediction reads memory and the ``num_neighbors`` last neighbours of the consumed
 history. History that ends mid-batch is fed as a final partial batch, so the explained event
@@ -16,12 +16,12 @@ sees every event before it. PyG's training-mode memory (messages kept pending un
 reappears) and the flush on ``memory.eval()`` are never used: the memory always runs in
 evaluation mode, whatever the wrapper's mode.
 
-Differences from :class:`cftgnn.models.TGN` that prevent converting weights into it: the
+Differences from ``cftgnn.models.TGN`` that prevent converting weights into it: the
 attention's time input is ``last_update(neighbour) - t(edge)`` with the memory's trainable
 time encoder (``cftgnn.models.TGN``: ``t(query) - t(edge)`` with frozen frequencies); the
 query time is not read at all; ``LastAggregator`` picks a node's last message by timestamp
 (ties by scatter order), TGN by event id. The explainers therefore reach this model through
-the generic per-set replay (:mod:`cftgnn.replay.generic`).
+the generic per-set replay (``cftgnn.replay.generic``).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class LinkPredictor(nn.Module):
 
 @dataclass
 class PyGTGNState:
-    """A snapshot of :class:`PyGTGN`: PyG's memory, message stores and neighbour table.
+    """A snapshot of ``PyGTGN``: PyG's memory, message stores and neighbour table.
 
     Attributes:
         position: Original event id up to which history was consumed.
@@ -143,7 +143,7 @@ class PyGTGN(nn.Module):
     """PyG's TGN (memory, last-neighbour loader, attention, link predictor) with state verbs.
 
     Build it fresh from hyperparameters (Hydra ``model=pyg_tgn``), or wrap trained modules with
-    :meth:`from_modules`. Implements :class:`~cftgnn.models.protocol.ReplayableModel`.
+    ``from_modules``. Implements ``ReplayableModel``.
 
     Args:
         num_nodes: ``N``.
@@ -311,7 +311,7 @@ class PyGTGN(nn.Module):
         (``memory.update_state``, then the loader's ``insert``).
 
         Raises:
-            ModelStateError: See :func:`~cftgnn.models.protocol.check_advance`.
+            ModelStateError: See ``check_advance``.
         """
         if not check_advance(self._position, start_id, end_id, self.batch_size):
             return

@@ -10,10 +10,10 @@ Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
   whose last batch was partial; it can be predicted from but not advanced further.
 * ``removed``: ``bool [E]`` on the CPU, the events skipped so far (indexed by position in the
   attached stream). Neighbour sampling reads it, so removed events are invisible to every
-  model input. A snapshot with nothing removed holds :func:`no_removals`, one ``False``
+  model input. A snapshot with nothing removed holds ``no_removals``, one ``False``
   broadcast to ``[E]`` (stride 0): an unperturbed snapshot then costs ``O(N·d)`` bytes,
   whatever the stream's length. Such a mask is read-only (writing into it raises); the live
-  state of a model always holds a dense one (:meth:`State.clone` without ``compact``).
+  state of a model always holds a dense one (``State.clone`` without ``compact``).
 * ``memory``: ``float32 [N, d]``, node memory with every batch but the last applied (``d = 0``
   for memory-less models).
 * ``last_update``: ``float64 [N]``, time of the last message applied to each node.
@@ -23,7 +23,7 @@ Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
 
 Batched masked replay can later add a leading perturbation dimension ``P`` to ``removed``,
 ``memory``, ``last_update`` and ``pending`` (``[P, E]``, ``[P, N, d]``, ...): every update in
-:mod:`cftgnn.models.tgn` works on gathered rows of ``memory`` and is written with index
+``cftgnn.models.tgn`` works on gathered rows of ``memory`` and is written with index
 operations that extend to a flattened ``[P * N, d]`` view.
 """
 
@@ -74,7 +74,7 @@ class State:
         """A deep copy (detached tensors), which is what a snapshot is.
 
         Args:
-            compact: Store a mask without removals as :func:`no_removals` (one byte instead
+            compact: Store a mask without removals as ``no_removals`` (one byte instead
                 of ``E``; read-only), as snapshots do. Without it the copy's mask is dense
                 and writable, as a model's live state needs.
         """

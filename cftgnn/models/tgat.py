@@ -19,7 +19,7 @@ from cftgnn.models.state import State
 class TGAT(MemorylessModel):
     """Temporal Graph Attention network.
 
-    Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) weights every
+    Soft removal (``predict_soft``) weights every
     attention slot that reads an event, at every layer. Without memory, weight 0 equals
     removing the event whenever no neighbour window holding it is full: a removal then lets
     an older neighbour into the ``num_neighbors`` most recent, a zero weight does not

@@ -68,7 +68,7 @@ def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
 class TGN(TemporalModel):
     """Temporal Graph Network with GRU memory and graph-attention embedding.
 
-    Soft removal (:meth:`~cftgnn.models.base.TemporalModel.predict_soft`) acts on the
+    Soft removal (``predict_soft``) acts on the
     embedding attention only: memory has already absorbed every past event at full weight,
     so weight 0 is not the removal of the event (a soft memory would need a differentiable
     replay of the GRU over the whole history, which neither PGExplainer's nor
@@ -133,13 +133,13 @@ class TGN(TemporalModel):
                               other_of: IntArray) -> Tensor:
         """New memory ``[M, d]`` of rows applying pending events ``ev``: TGN's message
         ``[self, other, edge features, time encoding]`` through its GRU cell, the batched
-        form of :meth:`message_update` that the causal-cone replay uses.
+        form of ``message_update`` that the causal-cone replay uses.
 
         The GRU's input projection is split by message part: the other endpoint's memory is
         projected once per distinct row of ``mem_other`` and the edge features and time
         encoding once per distinct ``(event, last update)``, so that only the row's own memory
         (and the hidden projection) is multiplied per row. The gates are the GRU cell's
-        (``r, z, n`` as in :class:`torch.nn.GRUCell`), evaluated in cache-sized chunks.
+        (``r, z, n`` as in ``torch.nn.GRUCell``), evaluated in cache-sized chunks.
 
         Args:
             ev: Pending event of each row, ``int64 [M]``.

@@ -74,7 +74,7 @@ def measure_mode(engine: ReplayEngine, event_ids: Sequence[int], k: int | None, 
             candidates are used).
         k: Hop radius.
         m_max: Candidate cap.
-        threshold: See :func:`pick_mode`.
+        threshold: See ``pick_mode``.
         sets_per_event: Random removal sets timed per event and mode.
         max_events: Events timed.
         seed: Seed of the removal sets.

@@ -2,10 +2,10 @@
 
 Adapted from UFCE's *actionable subset* (seed 001): a user names what may not change, and the
 search runs over what is left. Here the changes are removals of past events. A
-:class:`Constraints` shrinks the search space, never the oracle: the candidate set ``C`` is
-built as before (k hops, ``m_max`` most recent), the *removable* set ``R ⊆ C`` drops the
-protected events, every oracle mode keeps the protected events in the history, and every
-certificate speaks of ``R``.
+[``Constraints``][cftgnn.oracle.Constraints] shrinks the search space, never the oracle: the
+candidate set ``C`` is built as before (k hops, ``m_max`` most recent), the *removable* set
+``R ⊆ C`` drops the protected events, every oracle mode keeps the protected events in the history,
+and every certificate speaks of ``R``.
 
 Protected (never removed), any combination:
 

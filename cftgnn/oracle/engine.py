@@ -4,17 +4,16 @@
 ``s`` removed from its history — is what every explainer spends its time on (docs/design.md §1).
 The naive way replays the whole stream without ``s`` for every call. Here:
 
-* a :class:`ReplayEngine` owns the model attached to the stream and keeps the *unperturbed*
-  state at batch boundaries: a cursor carried forward when events are explained in stream
-  order, plus sparse checkpoints to go back to (docs/design.md §5, "snapshots, not replays");
-* for an explained event, :class:`EventReplay` takes the unperturbed state at the batch
-  boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each removal
-  set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt; the
-  model samples neighbours from the prebuilt index, filtered by the mask). The model's
-  replay (:func:`cftgnn.replay.registry.replay_for`) does that for P sets at once when it has a
-  batched one; any other model with the state verbs of
-  :class:`~cftgnn.models.protocol.ReplayableModel` is replayed set by set
-  (:class:`~cftgnn.replay.generic.GenericReplay`);
+* a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] owns the model attached to the stream and keeps
+  the *unperturbed* state at batch boundaries: a cursor carried forward when events are explained in
+  stream order, plus sparse checkpoints to go back to (docs/design.md §5, "snapshots, not replays");
+* for an explained event, [``EventReplay``][cftgnn.oracle.EventReplay] takes the unperturbed state
+  at the batch boundary ``b0`` at or before the oldest candidate ``ε_min`` once, and answers each
+  removal set by restoring it and replaying ``[b0, i)`` with a removal mask (no index is rebuilt;
+  the model samples neighbours from the prebuilt index, filtered by the mask). The model's replay
+  (``cftgnn.replay.registry.replay_for``) does that for P sets at once when it has a batched one;
+  any other model with the state verbs of ``ReplayableModel`` is replayed set by set
+  (``GenericReplay``);
 * the **exact** backend masks ``s``; the **approximate** one (seed, "prediction^approximation")
   keeps the events before ``ε_min`` plus ``C \\ s`` and masks every other event of
   ``[ε_min, i)``.
@@ -22,8 +21,8 @@ The naive way replays the whole stream without ``s`` for every call. Here:
 Because events before ``b0`` are never removed, both equal a fresh replay of the stream with
 the same events deleted (batches are fixed by original id, docs/design.md §2); the tests assert it.
 
-The engine builds oracles and never runs an explainer: :func:`cftgnn.explain.explain_event`
-does that on top of it.
+The engine builds oracles and never runs an explainer:
+[``cftgnn.explain.explain_event``][cftgnn.explain.explain_event] does that on top of it.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ from cftgnn.training.checkpoint import load_checkpoint
 
 @dataclass
 class ReplayCounters:
-    """Work done by a :class:`ReplayEngine` (cumulative).
+    """Work done by a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] (cumulative).
 
     Attributes:
         evaluations: Removal sets evaluated (each one masked replay plus one prediction).
@@ -88,22 +87,22 @@ class ReplayEngine:
 
     Args:
         model: A trained temporal model with the state verbs of
-            :class:`~cftgnn.models.protocol.ReplayableModel` (its mode is restored after
+            ``ReplayableModel`` (its mode is restored after
             every use).
         stream: The event stream whose events are explained.
         index: A prebuilt index of ``stream`` (built when omitted).
         checkpoint_every: Keep unperturbed snapshots at most this densely (every this many
             batches) while the cursor moves forward, so that going back costs at most that
             many batches of replay when the budget allows.
-        replay: How removal sets are evaluated (default: :func:`replay_for` the model, its
+        replay: How removal sets are evaluated (default: ``replay_for`` the model, its
             fastest exact replay).
         memory_budget_gb: GiB (2**30 bytes) the replay may hold; None for no bound. The
             unperturbed snapshots, the cursor and the explained event's plans stay within
             it together, and so does each pass of a batched call of a replay that has
-            passes (:class:`~cftgnn.replay.plans.BudgetedReplay`: TGN's cone replay, whose
+            passes (``BudgetedReplay``: TGN's cone replay, whose
             passes get at least 1 GiB, so that no budget changes a logit). The
             spacing of the snapshots is chosen from it and the stream's length
-            (:class:`SnapshotStore`): a longer stream gets sparser snapshots, never more
+            (``SnapshotStore``): a longer stream gets sparser snapshots, never more
             memory. Going back in the stream then costs replay from the nearest kept
             snapshot (or from the start), never memory. A budget below one snapshot keeps
             only the cursor.
@@ -163,7 +162,7 @@ class ReplayEngine:
         """The unperturbed state at a batch boundary (history = ids ``< boundary``).
 
         Moving forward advances the cursor (or the latest kept snapshot past it) incrementally,
-        keeping snapshots on the way as the budget allows (:class:`SnapshotStore`); going back
+        keeping snapshots on the way as the budget allows (``SnapshotStore``); going back
         restarts from the latest kept snapshot at or before ``boundary``, or from the empty
         state. The returned state must
         not be modified.
@@ -205,10 +204,9 @@ class ReplayEngine:
     def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = 64,
                history: History | str = History.EVENT) -> None:
         """Announce the events about to be explained, in the order they will be (the same
-        ``k``, ``m_max`` and ``history`` as their :meth:`oracle` calls): the walk forward
-        keeps a snapshot at each one's base state, within the budget
-        (:meth:`SnapshotStore.want`). Optional; it only saves replay, never changes an
-        answer."""
+        ``k``, ``m_max`` and ``history`` as their [``oracle``][cftgnn.oracle.ReplayEngine.oracle]
+        calls): the walk forward keeps a snapshot at each one's base state, within the budget
+        (``SnapshotStore.want``). Optional; it only saves replay, never changes an answer."""
         hist = check_history(history, bool(self.model.has_memory), type(self.model).__name__)
         k = int(self.model.num_layers) if k is None else k
         bases = []
@@ -238,7 +236,7 @@ class ReplayEngine:
             mode: Search mode of the oracle (exact or approximate); confirmation is exact.
             constraints: User constraints; they set the oracle's removable events and
                 ``max_size`` (the candidates and every history stay as without them).
-            history: The explained prediction's history (:mod:`cftgnn.oracle.history`):
+            history: The explained prediction's history (``cftgnn.oracle.history``):
                 every earlier event (``event``) or the batches before the event's own
                 (``batch_start``, models with memory only).
         """
@@ -253,7 +251,7 @@ class EventReplay:
         event_id: The explained event ``i``.
         k: Hop radius (default: the model's number of layers).
         m_max: Maximum number of candidates.
-        history: The prediction's history (:mod:`cftgnn.oracle.history`). With
+        history: The prediction's history (``cftgnn.oracle.history``). With
             ``batch_start`` it ends at the start ``h`` of the event's batch: candidates are
             events before ``h``, and every replay of ``[b0, i)`` has the events ``[h, i)``
             removed, which is the state after the completed batches (an empty final batch
@@ -303,7 +301,7 @@ class EventReplay:
         with eval_mode(engine.model):
             self._plan: ReplayPlan = engine.replay.plan(self.base, self.start, self.event_id,
                                                         self._own, removable=self._cand)
-        # the approximate plan is made on the first approximate call (:meth:`_plan_of`): an
+        # the approximate plan is made on the first approximate call (``_plan_of``): an
         # explainer that only calls the exact backend (the factual ones, exact mode) never
         # pays for recording the approximate history
         self._approx_plan: ReplayPlan | None = None
@@ -345,8 +343,9 @@ class EventReplay:
                 reference: bool = False) -> npt.NDArray[np.float64]:
         """Logits of P removal sets in one call of the engine's replay, or, with
         ``reference``, of the generic one-replay-per-set replay. The oracle's backends call
-        this directly (:meth:`oracle`); :meth:`exact` and :meth:`approximate` are the same
-        for other callers."""
+        this directly ([``oracle``][cftgnn.oracle.EventReplay.oracle]);
+        [``exact``][cftgnn.oracle.EventReplay.exact] and
+        [``approximate``][cftgnn.oracle.EventReplay.approximate] are the same for other callers."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
@@ -372,7 +371,7 @@ class EventReplay:
 
         All P sets go to the engine's replay in one call, from a plan made once per
         explained event: the model's batched masked replay in one pass
-        (:mod:`cftgnn.replay`), or one replay of ``[b0, i)`` per set for a
+        (``cftgnn.replay``), or one replay of ``[b0, i)`` per set for a
         model with only the state verbs.
         """
         return self._logits(sets, approximate=False)
@@ -396,7 +395,7 @@ class EventReplay:
 
     def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
         """Kept history events whose input each removal set changes, ``int64 [P]``
-        (:mod:`cftgnn.replay.consequence`): the memory cone for a model with memory, the
+        (``cftgnn.replay.consequence``): the memory cone for a model with memory, the
         sampled one-hop neighbourhoods for a memoryless one (``has_memory`` false, TGAT).
         The reach is computed on the first call."""
         if self._reach is None:
@@ -414,7 +413,8 @@ class EventReplay:
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
     ) -> Oracle:
-        """An :class:`Oracle` over these backends; its original logit is ``exact(∅)``.
+        """An [``Oracle``][cftgnn.oracle.Oracle] over these backends; its original logit is
+        ``exact(∅)``.
 
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
@@ -446,7 +446,7 @@ def naive_logit(
     This is the slow computation every oracle mode is tested (and benchmarked) against. It
     works on a copy of ``model``, so an engine using ``model`` is left as it was. With
     ``history=batch_start`` the replay stops at the start of the event's batch
-    (:mod:`cftgnn.oracle.history`).
+    (``cftgnn.oracle.history``).
     """
     sub, kept = stream.without(np.asarray(list(removed), dtype=np.int64))
     model = copy.deepcopy(model)

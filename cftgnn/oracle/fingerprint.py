@@ -2,9 +2,9 @@
 
 Explainers see only the oracle (docs/design.md §4), yet a trained explainer (PGExplainer's
 MLP, docs/design.md §8) belongs to one model checkpoint on one stream and must refuse any
-other. :class:`ModelFingerprint` carries what that check needs, and no model: ``explain.py``
-builds it once per run (:func:`cftgnn.evaluation.pipeline.model_fingerprint`), gives it to
-each explainer's :meth:`~cftgnn.explain.base.Explainer.check_run` before any event is
+other. ``ModelFingerprint`` carries what that check needs, and no model: ``explain.py``
+builds it once per run (``cftgnn.evaluation.pipeline.model_fingerprint``), gives it to
+each explainer's [``check_run``][cftgnn.explain.Explainer.check_run] before any event is
 explained, and the replay engine hands it to every oracle (``oracle.fingerprint``; None when
 nobody set one, e.g. toy oracles of tests).
 """
@@ -20,7 +20,7 @@ class ModelFingerprint:
 
     Attributes:
         dataset: The stream's name (``uci``, ``wikipedia``, …).
-        dataset_sha256: :func:`~cftgnn.training.checkpoint.stream_checksum` of the stream.
+        dataset_sha256: ``stream_checksum`` of the stream.
         model: The model kind (``tgn``, ``tgat``, ``pyg_tgn``: the ``model=`` option).
         weights: Where the model's weights came from (a checkpoint path, or a description of
             fresh weights).
@@ -28,7 +28,7 @@ class ModelFingerprint:
         checkpoint_dir: The folder of committed checkpoints (where ``checkpoint=auto`` of a
             trained explainer looks).
         probe: Whether the model offers the oracle a probe (attention, soft removal and
-            candidate features: :class:`~cftgnn.models.protocol.SoftRemovalModel`).
+            candidate features: ``SoftRemovalModel``).
     """
 
     dataset: str

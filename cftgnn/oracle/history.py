@@ -10,7 +10,7 @@
 
 Only models with memory have a batch-start prediction that differs from the event's; a
 memory-less model (TGAT) reads every earlier event through neighbour sampling in its own
-evaluation loop too, so ``batch_start`` is refused for it (:func:`check_history`).
+evaluation loop too, so ``batch_start`` is refused for it (``check_history``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def history_end(event_id: int, batch_size: int, history: History | str) -> int:
 
 
 def check_history(history: History | str, has_memory: bool, model: str = "this model") -> History:
-    """``history`` as a :class:`History`, refused where it does not apply.
+    """``history`` as a ``History``, refused where it does not apply.
 
     Raises:
         ConfigError: For an unknown value, or ``batch_start`` for a model without memory.

@@ -1,30 +1,31 @@
 """The oracle: the explained event's logit as a function of the removed past events.
 
-Every explainer talks to the model only through an :class:`Oracle`. The oracle is bound to one
-explained event (its candidate set ``C`` and its original logit ``p_orig``) and wraps two
-*backends*, batched functions from removal sets to logits (:data:`LogitFn`):
+Every explainer talks to the model only through an [``Oracle``][cftgnn.oracle.Oracle]. The oracle is
+bound to one explained event (its candidate set ``C`` and its original logit ``p_orig``) and wraps
+two *backends*, batched functions from removal sets to logits
+([``LogitFn``][cftgnn.oracle.LogitFn]):
 
 * the **exact** backend, ``f(G(t_i) \\ s, ε_i)`` (docs/design.md §2), and
 * optionally an **approximate** backend (history = events before ``ε_min`` plus ``C \\ s``).
 
-The oracle's *search mode* (:class:`OracleMode`) decides which backend answers
-``oracle(s)`` / ``oracle.batch(...)``, the calls that steer a search. ``oracle.exact(s)`` always
-uses the exact backend, and :meth:`Oracle.confirm` is the two-stage check: a set the search
-mode calls counterfactual is re-evaluated exactly before anything reports it. Both values are
-stored per set, so approximation/exact agreement can be reported.
+The oracle's *search mode* ([``OracleMode``][cftgnn.oracle.OracleMode]) decides which backend
+answers ``oracle(s)`` / ``oracle.batch(...)``, the calls that steer a search. ``oracle.exact(s)``
+always uses the exact backend, and [``Oracle.confirm``][cftgnn.oracle.Oracle.confirm] is the
+two-stage check: a set the search mode calls counterfactual is re-evaluated exactly before anything
+reports it. Both values are stored per set, so approximation/exact agreement can be reported.
 
 The oracle also carries the explained event's *search space* (docs/design.md §7): the removable
-events ``R ⊆ C`` left after user constraints (:mod:`cftgnn.oracle.constraints`) and an
+events ``R ⊆ C`` left after user constraints (``cftgnn.oracle.constraints``) and an
 optional maximum explanation size. Removal sets must be subsets of ``R``, so protected events
-stay in every history. :meth:`Oracle.certificate` derives the minimality lower bound from the
-exact evaluations made so far.
+stay in every history. [``Oracle.certificate``][cftgnn.oracle.Oracle.certificate] derives the
+minimality lower bound from the exact evaluations made so far.
 
 Results are cached per removed *set* (a ``frozenset``); a hit costs no backend evaluation.
 Counters separate search-mode and exact evaluations, cache hits and time spent in backends.
 The cache lives on the oracle instance (one per explained event), never at module level.
 
 (One module of a little over 500 lines: the cache, the counters, the two-stage check and the
-certificate all read and write the one per-event state of :class:`Oracle`.)
+certificate all read and write the one per-event state of [``Oracle``][cftgnn.oracle.Oracle].)
 """
 
 from __future__ import annotations
@@ -53,14 +54,14 @@ FloatArray = npt.NDArray[np.float64]
 LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 
 #: A batched consequence measure: P removal sets -> how many later history events each one
-#: changes, ``int [P]`` (:mod:`cftgnn.replay.consequence`).
+#: changes, ``int [P]`` (``cftgnn.replay.consequence``).
 ConsequenceFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 
 RemovalSet = frozenset[int]
 
 
 class OracleMode(str, Enum):
-    """Which backend answers the search-mode calls of an :class:`Oracle`."""
+    """Which backend answers the search-mode calls of an [``Oracle``][cftgnn.oracle.Oracle]."""
 
     EXACT = "exact"
     APPROXIMATE = "approximate"
@@ -155,7 +156,8 @@ class Confirmation:
 
 @dataclass(frozen=True)
 class OracleStats:
-    """Counters of an :class:`Oracle` (cumulative; subtract two snapshots for a delta).
+    """Counters of an [``Oracle``][cftgnn.oracle.Oracle] (cumulative; subtract two snapshots for a
+    delta).
 
     Attributes:
         search_calls: Removal sets evaluated by the search-mode backend.
@@ -230,9 +232,9 @@ class Oracle:
         consequence: Optional consequence measure of removal sets (the number of later
             history events whose input a removal changes), for explainers that weigh it.
         probe: Optional window onto the model for explainers that need attention, soft
-            removal or candidate features (:class:`~cftgnn.oracle.probe.ModelProbe`, over
-            the same removable events in the same order); stored as :attr:`probe`, None when
-            the model offers none.
+            removal or candidate features (``ModelProbe``, over
+            the same removable events in the same order); stored as
+            [``probe``][cftgnn.oracle.Oracle.probe], None when the model offers none.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
@@ -353,12 +355,13 @@ class Oracle:
         )
 
     def is_counterfactual(self, removed: Iterable[int]) -> bool:
-        """Whether ``removed`` flips the prediction, confirmed exactly (see :meth:`confirm`)."""
+        """Whether ``removed`` flips the prediction, confirmed exactly (see
+        [``confirm``][cftgnn.oracle.Oracle.confirm])."""
         return self.confirm(removed).is_counterfactual
 
     @property
     def has_consequence(self) -> bool:
-        """Whether :meth:`consequence` is available."""
+        """Whether [``consequence``][cftgnn.oracle.Oracle.consequence] is available."""
         return self._consequence is not None
 
     def consequence(self, sets: Sequence[Iterable[int]]) -> npt.NDArray[np.int64]:

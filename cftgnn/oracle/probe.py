@@ -3,18 +3,18 @@
 Explainers see the model only through the oracle (docs/design.md §4). Some of the field's
 explainers need more than logits of hard removals: PGExplainer trains an MLP on candidate
 embeddings through soft edge weights, T-GNNExplainer and the attention baseline read the
-model's attention. A :class:`ModelProbe` gives exactly that, for one explained event and its
+model's attention. A ``ModelProbe`` gives exactly that, for one explained event and its
 oracle's removable events ``R`` (in the order of ``oracle.removable``), and nothing else:
 
-* :meth:`ModelProbe.attention`: the model's aggregated attention on each event of ``R``;
-* :meth:`ModelProbe.soft_logit`: the explained logit with a weight in ``[0, 1]`` per event
+* ``ModelProbe.attention``: the model's aggregated attention on each event of ``R``;
+* ``ModelProbe.soft_logit``: the explained logit with a weight in ``[0, 1]`` per event
   of ``R``, differentiable (soft removal, docs/design.md §8);
-* :meth:`ModelProbe.features`: a feature row per event of ``R`` for a PGExplainer;
-* :meth:`ModelProbe.logit`: the explained logit itself (the model's prediction).
+* ``ModelProbe.features``: a feature row per event of ``R`` for a PGExplainer;
+* ``ModelProbe.logit``: the explained logit itself (the model's prediction).
 
 Each reads the model with the full history before the explained event: the state the
 oracle's exact plan recorded there when it has one (TGN's trajectory,
-:class:`~cftgnn.replay.plans.RecordedPlan`), else the event's base state (the unperturbed
+``RecordedPlan``), else the event's base state (the unperturbed
 state at the batch boundary ``b0``) advanced to the event on the first call and kept as a
 snapshot. Every call saves the model's live state and restores
 it afterwards, and puts the model back in its mode; the exact and approximate backends do
@@ -47,7 +47,7 @@ class ModelProbe:
             per-event output).
         history_end: Where the prediction's history ends (default ``event_id``;
             ``history=batch_start``: the start of the event's batch,
-            :mod:`cftgnn.oracle.history`).
+            ``cftgnn.oracle.history``).
         state: The unperturbed state at ``history_end`` when the caller holds it already
             (the same snapshot ``base`` advanced there gives; never modified), or None to
             advance ``base`` on first use.
@@ -110,7 +110,7 @@ class ModelProbe:
 
     def attention(self) -> npt.NDArray[np.float64]:
         """The model's aggregated attention on each event of ``R`` for the explained link
-        (:meth:`~cftgnn.models.protocol.SoftRemovalModel.attention_by_event`): summed over
+        (``attention_by_event``): summed over
         layers, targets and slots, averaged over heads; 0 for an event no slot reads,
         ``float64 [m]``."""
         with self._at_event(grad=False) as model:

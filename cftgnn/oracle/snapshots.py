@@ -4,7 +4,7 @@ The replay engine carries the unperturbed model state forward in stream order an
 snapshots at batch boundaries, so that an explained event whose oldest candidate lies behind
 the cursor is reached by replay from a nearby snapshot rather than from the start of the
 stream. On a stream of millions of events, one snapshot every few batches would take more
-memory than the machine has, so :class:`SnapshotStore` keeps them within a budget:
+memory than the machine has, so ``SnapshotStore`` keeps them within a budget:
 
 * the **spacing** is chosen from the budget and the stream's length: with room for ``K``
   snapshots besides the cursor, one every ``⌈batches / K⌉`` batches (never denser than the
@@ -12,20 +12,20 @@ memory than the machine has, so :class:`SnapshotStore` keeps them within a budge
   stream only gets sparser snapshots (more replay when going back, never more memory);
 * the explained event's replay plans (the recorded history from its base state, which grows
   with how far back its oldest candidate lies) share the budget: they are needed, so
-  snapshots make room for them (:meth:`SnapshotStore.make_room`);
+  snapshots make room for them (``SnapshotStore.make_room``);
 * when a snapshot would exceed the budget (snapshots that grow with the history, plans, or a
   budget below the stream's even spacing), the **least useful** one is dropped first: the one whose
   removal merges the two shortest neighbouring gaps, that is, adds the least replay to the
   worst way back. Dropping is always exact: a missing snapshot is replayed again;
 * when the caller says which base states it will ask for, in order
-  (:meth:`SnapshotStore.want`, :meth:`~cftgnn.oracle.engine.ReplayEngine.expect`), the walk
+  (``SnapshotStore.want``, [``expect``][cftgnn.oracle.ReplayEngine.expect]), the walk
   forward keeps a snapshot at each of them, and they are dropped last (the one needed
   latest first), so that a run going back and forth in the stream replays each part of the
   stream about once instead of once per explained event.
 
-A snapshot's size is measured by :func:`snapshot_nbytes` (the bytes of the tensors and arrays
+A snapshot's size is measured by ``snapshot_nbytes`` (the bytes of the tensors and arrays
 it holds); the built-in models' unperturbed snapshots are ``O(N·d)`` whatever the stream's
-length (:class:`~cftgnn.models.state.State` stores "nothing removed" in one byte).
+length (``State`` stores "nothing removed" in one byte).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class SnapshotStore:
 
     def want(self, positions: list[int]) -> None:
         """Announce base states that will be asked for, in the order they will be: each is
-        kept when the walk passes it (:meth:`wanted`) and dropped after every other kept
+        kept when the walk passes it (``wanted``) and dropped after every other kept
         snapshot, the one needed latest first."""
         for position in map(int, positions):
             if position not in self._wanted:
@@ -173,7 +173,7 @@ class SnapshotStore:
 
     def _turns_of(self, position: int) -> deque[int] | None:
         """The turns still to come at ``position`` (None: none), forgetting those of turns
-        already passed (:meth:`used`)."""
+        already passed (``used``)."""
         turns = self._wanted.get(position)
         while turns and turns[0] <= self._passed:
             turns.popleft()
@@ -198,9 +198,9 @@ class SnapshotStore:
         return None
 
     def used(self, position: int) -> None:
-        """One announced use of ``position`` is done (:meth:`want`); unannounced ones are
+        """One announced use of ``position`` is done (``want``); unannounced ones are
         ignored. Announced uses of an earlier turn that never came (an event skipped) are
-        forgotten (lazily, by :meth:`_turns_of`), so that they do not hold snapshots for
+        forgotten (lazily, by ``_turns_of``), so that they do not hold snapshots for
         nothing."""
         turns = self._turns_of(int(position))
         if turns is not None:
@@ -209,7 +209,7 @@ class SnapshotStore:
     def next_stop(self, position: int, end: int) -> int:
         """Where a walk forward from ``position`` towards ``end`` stops next: at ``end``,
         the next multiple of the spacing or the next announced position, whichever comes
-        first (a state there may be kept, :meth:`keeps`)."""
+        first (a state there may be kept, ``keeps``)."""
         stop = min(int(end), (int(position) // self.spacing + 1) * self.spacing)
         wanted = self.next_wanted(position)
         return stop if wanted is None else min(stop, wanted)
@@ -239,13 +239,13 @@ class SnapshotStore:
         history from its base state holds ``span`` events, estimated as its fixed part plus
         the largest bytes per history event beyond it seen so far in exact plans (nothing
         is known before the first; the approximate plan, whose history is the candidates
-        alone, is accounted for when it is made, :meth:`make_room`)."""
+        alone, is accounted for when it is made, ``make_room``)."""
         if self._per_event:
             self.make_room(self._plan_fixed + int(self._per_event * max(0, span)))
 
     def plans_built(self, span: int, plan_bytes: int) -> None:
         """The exact plan of the explained event is recorded: account for its real size
-        (:meth:`make_room`) and learn its bytes per history event for the next ones."""
+        (``make_room``) and learn its bytes per history event for the next ones."""
         if span > 0:
             self._per_event = max(self._per_event,
                                   max(0, plan_bytes - self._plan_fixed) / span, 1e-9)
@@ -282,7 +282,7 @@ class SnapshotStore:
     def _least_useful(self) -> int:
         """The kept position whose removal leaves the shortest merged gap (the oldest among
         equals): dropping it adds the least replay to any way back. Announced positions
-        (:meth:`want`) go last, the one needed latest first."""
+        (``want``) go last, the one needed latest first."""
         pos = self.positions()
         turns = {p: self._turns_of(p) for p in pos}
         free = [j for j, p in enumerate(pos) if turns[p] is None]

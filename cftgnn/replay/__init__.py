@@ -1,21 +1,21 @@
 """The replay engine: masked replay of P removal sets of one explained event at once.
 
-* :mod:`cftgnn.replay.masks`: :class:`RemovalSets`, P sets as a small table over the events
+* ``cftgnn.replay.masks``: ``RemovalSets``, P sets as a small table over the events
   they remove.
-* :mod:`cftgnn.replay.plans`: the typed contract with the oracle (:class:`ReplayPlan`, one
-  method; :class:`ModelReplay`, which makes it; :class:`BatchedReplay` for a model's own replay).
-* :mod:`cftgnn.replay.registry`: :func:`replay_for`, the replay of a model (the one registered
-  for its class with :func:`register_replay`, its own batched replay, or the generic one
-  replay per set of :mod:`cftgnn.replay.generic`).
-* :mod:`cftgnn.replay.cone` and :mod:`cftgnn.replay.local`: TGN's causal-cone and local
-  replays, through the TGN memory's public interface; :mod:`cftgnn.replay.tgn` picks one.
-* :mod:`cftgnn.replay.batched`: the embedding pass over the distinct embeddings of P sets;
-  :mod:`cftgnn.replay.tgat` is TGAT's whole replay, :mod:`cftgnn.replay.graphmixer`
-  GraphMixer's; :mod:`cftgnn.replay.dygformer` runs DyGFormer once per distinct pair of
+* ``cftgnn.replay.plans``: the typed contract with the oracle (``ReplayPlan``, one
+  method; ``ModelReplay``, which makes it; ``BatchedReplay`` for a model's own replay).
+* ``cftgnn.replay.registry``: ``replay_for``, the replay of a model (the one registered
+  for its class with ``register_replay``, its own batched replay, or the generic one
+  replay per set of ``cftgnn.replay.generic``).
+* ``cftgnn.replay.cone`` and ``cftgnn.replay.local``: TGN's causal-cone and local
+  replays, through the TGN memory's public interface; ``cftgnn.replay.tgn`` picks one.
+* ``cftgnn.replay.batched``: the embedding pass over the distinct embeddings of P sets;
+  ``cftgnn.replay.tgat`` is TGAT's whole replay, ``cftgnn.replay.graphmixer``
+  GraphMixer's; ``cftgnn.replay.dygformer`` runs DyGFormer once per distinct pair of
   endpoint windows.
 
-The one batching rule is the models' (:meth:`cftgnn.models.base.TemporalModel.history_steps`,
-over :func:`cftgnn.models.protocol.kept_batches`); every replay here follows it.
+The one batching rule is the models' (``cftgnn.models.base.TemporalModel.history_steps``,
+over ``cftgnn.models.protocol.kept_batches``); every replay here follows it.
 """
 
 from cftgnn.replay import dygformer as _dygformer  # noqa: F401  (registers DyGFormer's)

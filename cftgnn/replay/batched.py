@@ -83,7 +83,7 @@ class NodeInputs:
 
 
 def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
-    """:func:`distinct_rows` of a 1-D key with values in ``[0, size)``, without sorting: the
+    """``distinct_rows`` of a 1-D key with values in ``[0, size)``, without sorting: the
     distinct values are numbered in order of first occurrence."""
     m = len(key)
     seen = np.empty(size, dtype=np.int64)
@@ -103,8 +103,8 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
     Equal, up to float rounding, to embedding each perturbation on its own.
 
     Args:
-        model: The attached model, with ``embedding`` (:class:`TemporalAttentionEmbedding`)
-            and ``decoder`` (:class:`LinkDecoder`); its index, stream and edge features are
+        model: The attached model, with ``embedding`` (``TemporalAttentionEmbedding``)
+            and ``decoder`` (``LinkDecoder``); its index, stream and edge features are
             read through its public properties.
         sets: The P removal sets; history is positions ``< position``.
         shared: Events removed for every set as well, ``bool [E]`` (e.g. the approximate

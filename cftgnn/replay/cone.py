@@ -6,16 +6,16 @@ public. The recording half, ``record_trajectory`` and what it returns, could sta
 
 Removing events changes the memory of their endpoints, then of every node that later receives a
 message from an affected node, and nothing else (docs/design.md §5, "touch only what changes").
-:func:`record_trajectory` replays the *unperturbed* history once per explained event and keeps,
-for every batch, the state rows of the nodes it touches. :func:`cone_replay` then follows P
+``record_trajectory`` replays the *unperturbed* history once per explained event and keeps,
+for every batch, the state rows of the nodes it touches. ``cone_replay`` then follows P
 removal sets at once, keeping perturbed rows only where a removal reaches and reading every
 other value from the recording, so a batch costs in proportion to the affected rows it
-touches, not to the batch. The result feeds :func:`cftgnn.replay.batched.batched_logits`.
+touches, not to the batch. The result feeds ``cftgnn.replay.batched.batched_logits``.
 
 **Rows are shared between removal sets.** The state of node ``n`` after a batch is a function
 of which events in its causal past ``D(n)`` are removed: the events that reached ``n`` through
 messages, and the events that could have (TGN keeps only the last message of a batch, and a
-removal makes an earlier one the last). :func:`dependencies` computes ``D(n)``, restricted to
+removal makes an earlier one the last). ``dependencies`` computes ``D(n)``, restricted to
 the removable events (the candidates), once per trajectory as bitmasks. A perturbed row is then
 keyed by ``(n, s ∩ D(n))`` rather than by ``(set, n)``: sets that agree on the removals in a
 node's past share its row, and a row is split only when ``D(n)`` grows to tell them apart. The
@@ -26,8 +26,8 @@ row, so the cone of a set is exactly the nodes whose past meets it; the cone is 
 tests compare it with fresh replays.
 
 **Only states the prediction can read are computed.** The prediction reads the final input of
-the few nodes its embedding can attend to (:func:`cftgnn.models.neighbors.reachable_nodes`),
-and those read, batch by batch, the states of the nodes they met. :func:`needed_until` sweeps
+the few nodes its embedding can attend to (``cftgnn.models.neighbors.reachable_nodes``),
+and those read, batch by batch, the states of the nodes they met. ``needed_until`` sweeps
 the recording backwards once per trajectory and gives, for every node, the last batch whose
 state of it is read; after that batch a node gets no new rows and no messages. On long
 histories (Wikipedia, ``ε_min`` far back) most of the forward cone is never read.
@@ -36,13 +36,13 @@ histories (Wikipedia, ``ε_min`` far back) most of the forward cone is never rea
 removals *may* change a node; most far-back removals do not, in the end: a removed event
 that was not a node's last message of its batch changes nothing, two events can carry the
 same message, and a perturbed memory that is never sent on is left behind. At the end of
-every batch, :func:`cone_replay` retires the rows whose whole state (memory bit for bit,
+every batch, ``cone_replay`` retires the rows whose whole state (memory bit for bit,
 last update, pending message and its sender's memory) equals the recording, merges rows of
 one node whose states are equal bit for bit, and gives a set a row again only when its
 state can differ (it removes the node's pending message, or the sender of that message
 holds a perturbed memory). A row merged or revived that way can hold sets whose causal
 pasts differ; such a *mixed* row is split by the message each of its sets receives
-whenever its node has an event (:func:`_split_mixed`), since a later message can tell the
+whenever its node has an event (``_split_mixed``), since a later message can tell the
 sets apart without the node's dependency set growing (missing that split made some logits
 wrong by up to 1e-3 on UCI · TGN before issue 27's tail run found it). No value is
 approximated, so the logits are those of the replay without pruning (up to the float
@@ -50,7 +50,7 @@ rounding any two replays differ by), and so are the answers and certificates bui
 them; the tests compare them.
 
 **Tolerance pruning (opt-in, not exact).** With a tolerance ``τ > 0`` (``tolerance`` of
-:func:`cone_replay`, ``prune_tolerance`` of :class:`cftgnn.replay.tgn.TGNReplayOptions`)
+``cone_replay``, ``prune_tolerance`` of ``cftgnn.replay.tgn.TGNReplayOptions``)
 a row's memory counts as the recorded one when ``max |mem − recorded| ≤ τ`` rather than
 bit for bit, wherever the pruning asks (retiring a row, the sender of its pending message,
 merging rows, reviving pairs); the last-update time and the pending message's identity
@@ -119,7 +119,7 @@ class BatchRecord:
 def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
                   mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
-    """A :class:`BatchRecord` with the index arrays every replay of the batch needs."""
+    """A ``BatchRecord`` with the index arrays every replay of the batch needs."""
     k = len(events)
     s_, d_ = src[events], dst[events]
     loop = s_ == d_
@@ -144,9 +144,9 @@ class Dependencies:
         masks: Per recorded batch, those nodes' dependency sets after it,
             ``uint64 [k_b, ⌈U / 64⌉]``.
         need: For every node, the last batch whose state of it is read (see
-            :func:`needed_until`), ``int64 [N]``.
+            ``needed_until``), ``int64 [N]``.
         columns: Column of each node that may get perturbed rows (one in some
-            :attr:`nodes`), ``-1`` for the others, ``int64 [N]``.
+            ``nodes``), ``-1`` for the others, ``int64 [N]``.
         num_columns: Number of such nodes.
     """
 
@@ -231,7 +231,7 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
     events of its suffix and ``D`` of their other endpoints as it was before the batch (the
     sender's state the message is built from when it is applied in the next batch).
 
-    With ``need`` (from :func:`needed_until`), ``D(n)`` stops growing after batch
+    With ``need`` (from ``needed_until``), ``D(n)`` stops growing after batch
     ``need[n] - 1``: the state of ``n`` after batch ``need[n]`` is never read, and no node
     whose state is read receives a message built from it (those senders are needed later).
     """
@@ -285,7 +285,7 @@ class Trajectory:
         final_input: Its node input (memory with pending messages applied), ``[N, d]``.
         removed_mask: Events removed in the recording (``bool [E]``: the base state's removals
             and the recording's own, e.g. the approximate oracle's history), or None.
-        deps: Dependency sets over the removable events, made by :meth:`dependencies_for`.
+        deps: Dependency sets over the removable events, made by ``dependencies_for``.
     """
 
     start: int
@@ -299,7 +299,7 @@ class Trajectory:
     def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
         """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
         when a removal set names an event outside it), restricted to the states the
-        prediction of the event at :attr:`end` can read under removals from that universe."""
+        prediction of the event at ``end`` can read under removals from that universe."""
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
             self.deps = trajectory_dependencies(model, self.batches, self.end, self.removed_mask,
@@ -312,9 +312,9 @@ def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
                             universe: npt.NDArray[np.int64]) -> Dependencies:
     """The dependency sets over ``universe`` of a recording of ``batches`` up to ``end``
     (the events ``removed_mask`` masks in it), restricted to the states the prediction of
-    the event at ``end`` can read (:func:`needed_until`). Reads only the records' events and
+    the event at ``end`` can read (``needed_until``). Reads only the records' events and
     nodes, so a recording can compute it before its memory rows
-    (:mod:`cftgnn.replay.record`)."""
+    (``cftgnn.replay.record``)."""
     stream, index = model.stream, model.index
     link = np.array([stream.src[end], stream.dst[end]], dtype=np.int64)
     final = reachable_nodes(index, link, np.full(2, end), model.num_neighbors,
@@ -328,9 +328,9 @@ def record_trajectory(model: TGN, base: State, end: int,
                       removable: npt.NDArray[np.int64] | None = None) -> Trajectory:
     """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
 
-    The batches are formed exactly as :meth:`TemporalModel.advance` forms them; batches that
+    The batches are formed exactly as ``TemporalModel.advance`` forms them; batches that
     change nothing (empty on an idle state) are skipped there and not recorded here. Removal
-    sets given to :func:`cone_replay` are then relative to this recording: the approximate
+    sets given to ``cone_replay`` are then relative to this recording: the approximate
     oracle records its history (events before ``ε_min`` plus all candidates) once and
     follows each removal set as a small perturbation of it. With ``removable`` (the events
     later sets may remove) the dependency sets are computed here too, as part of the
@@ -357,7 +357,7 @@ def begin_recording(model: TGN, base: State, end: int,
                     removed_mask: npt.NDArray[np.bool_] | None = None
                     ) -> list[npt.NDArray[np.int64]]:
     """Restore ``base`` (with ``removed_mask`` masked in ``[base.position, end)``) and return the
-    history batches a recording applies one by one (:meth:`TemporalModel.history_steps`)."""
+    history batches a recording applies one by one (``TemporalModel.history_steps``)."""
     model.restore(base)
     st = model.state
     lo = base.position
@@ -369,7 +369,7 @@ def begin_recording(model: TGN, base: State, end: int,
 def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
                      removable: npt.NDArray[np.int64] | None = None,
                      deps: Dependencies | None = None) -> Trajectory:
-    """The :class:`Trajectory` of a recording whose batches were all applied: the final
+    """The ``Trajectory`` of a recording whose batches were all applied: the final
     state and input, the removals every set shares, and the dependency sets of the
     ``removable`` events (``deps`` when the recording computed them already)."""
     st = model.state
@@ -392,8 +392,8 @@ class _Rows:
     dependency set never grows); ``rep[r]`` is one set using row ``r``. The sets of a row
     made by splitting agree on every removal the row depends on, so any one will do; a row
     that perturbation pruning gave to sets whose keys differ, because their states were
-    equal (:func:`_merge`, :func:`_revive`), is ``mixed``: its sets may diverge when the node
-    receives its next message, so :func:`_split_mixed` splits it by that message whenever
+    equal (``_merge``, ``_revive``), is ``mixed``: its sets may diverge when the node
+    receives its next message, so ``_split_mixed`` splits it by that message whenever
     its node has an event, whether or not its dependency set grows.
     """
 
@@ -525,7 +525,7 @@ class ConeStats:
     """What the causal-cone replay computed, summed over the calls it is passed to.
 
     Attributes:
-        calls: Calls of :func:`cone_replay`.
+        calls: Calls of ``cone_replay``.
         sets: Removal sets followed.
         row_updates: Perturbed rows that went through the GRU (pending messages applied).
         rows_made: Perturbed rows created (split off or re-created).
@@ -565,7 +565,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
     Rows are computed only for the states the prediction can read (``need`` of
-    :class:`Dependencies`); the returned inputs cover the nodes the embedding of the
+    ``Dependencies``); the returned inputs cover the nodes the embedding of the
     explained event can read, and refuse to answer for the other perturbed nodes.
 
     **Perturbation pruning** (``prune``, exact): at the end of every batch, a perturbed row
@@ -588,7 +588,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
         prune: Retire rows equal to the recording (see above).
         stats: Counters to add this call's work to, or None.
         max_bytes: Memory budget of the rows and their map: when a call of several sets
-            outgrows it (after freeing retired rows), :class:`ConeBudgetExceeded` is
+            outgrows it (after freeing retired rows), ``ConeBudgetExceeded`` is
             raised for the caller to split the sets. One set is never refused: it holds at
             most one live row per node.
         tolerance: ``0.0`` (the default): memories are compared bit for bit, as above.
@@ -664,7 +664,7 @@ def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[n
     """Step 1 of a batch: apply the pending messages of perturbed rows; returns their number.
 
     A node whose recorded pending message comes from a perturbed state is perturbed itself
-    (the sender's dependencies are in its own; with pruning, :func:`_prune` gives it a row
+    (the sender's dependencies are in its own; with pruning, ``_prune`` gives it a row
     again), so unperturbed nodes need nothing here.
     """
     size = rows.size
@@ -691,13 +691,13 @@ def _split_rows(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64], words
     Keys only refine (``D`` grows), so the sets of one new key all held the same old row:
     the first new key of an old row keeps it, the others get copies, and pairs that were
     unperturbed start from the recorded state after this batch's pending messages. (A mixed
-    row, :class:`_Rows`, holds sets of several keys; it is split the same way, and every
+    row, ``_Rows``, holds sets of several keys; it is split the same way, and every
     row this leaves holds the sets of one key.)
 
     With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
     pair gets a row only when its set removes the node's recorded pending message of this
     batch: otherwise its state after the batch is the recorded one unless its pending
-    message's sender differs, and :func:`_prune` gives it a row then.
+    message's sender differs, and ``_prune`` gives it a row then.
     """
     if len(nodes) == 0:
         return
@@ -784,10 +784,10 @@ def _last_kept(rec: BatchRecord, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.i
 def _split_mixed(rows: _Rows, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                  loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
                  src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
-    """Step 3b of a batch (with pruning): split every mixed row (:class:`_Rows`) of a node
+    """Step 3b of a batch (with pruning): split every mixed row (``_Rows``) of a node
     with events in the batch whose later state is read (``read``, ``bool [N]``) by the
     message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
-    and the row of that message's sender under the set. :func:`_new_pending` gave the row
+    and the row of that message's sender under the set. ``_new_pending`` gave the row
     its representative set's message, which it keeps; sets whose message or sender differs
     from that would diverge when it is applied in the next batch, so each such group gets its
     own copy of the row (mixed still: its sets may differ in the node's causal past). Returns
@@ -896,8 +896,8 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
     recorded state for those sets, which is what the row would have produced.
 
     With ``tolerance > 0`` "equals the recorded memory" means "within ``tolerance`` of it in
-    every coordinate" (:func:`_memory_equal`), here, for the sender, and in
-    :func:`_merge` and :func:`_revive`, which read the same test; a row retired that way
+    every coordinate" (``_memory_equal``), here, for the sender, and in
+    ``_merge`` and ``_revive``, which read the same test; a row retired that way
     is snapped to the recorded memory, which is **not exact** (the module docstring).
 
     Conversely, a pair ``(set, n)`` without a row whose recorded pending message comes
@@ -1019,7 +1019,7 @@ def _revive(rows: _Rows, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
             checked: npt.NDArray[np.bool_], src: npt.NDArray[np.int64],
             dst: npt.NDArray[np.int64]) -> None:
     """Rows for the pairs without one whose recorded pending message (applied in the next
-    batch) comes from a sender with a perturbed memory (see :func:`_prune`)."""
+    batch) comes from a sender with a perturbed memory (see ``_prune``)."""
     size = rows.size
     differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
     differs[:size] = rows.alive[:size] & checked & ~mem_eq

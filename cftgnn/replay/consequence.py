@@ -11,16 +11,16 @@ on the model:
   its last message of the batch; so removing ``e`` changes a node's memory when ``e`` is (or,
   with later candidates removed too, may become) that node's last message, and every later
   event that reads a changed memory changes the memory of its endpoints in turn: the causal
-  cone of ``e`` (:func:`memory_reach`). It is conservative: it never misses an event whose
+  cone of ``e`` (``memory_reach``). It is conservative: it never misses an event whose
   input changes, but counts one whose changed memory happens to be equal, and an earlier
   message whose later ones are removable counts for every set. The attention over sampled
   neighbours that TGN's embedding adds is not counted.
 * **memoryless models** (TGAT): an event's input is the sampled neighbourhood of its
   endpoints, the ``n`` most recent events of each before it. Removing ``e`` changes the
-  neighbourhood of the next ``n`` events of each endpoint of ``e`` (:func:`neighbourhood_reach`;
+  neighbourhood of the next ``n`` events of each endpoint of ``e`` (``neighbourhood_reach``;
   one hop, the neighbourhoods the first layer samples).
 
-Both give, per kept event, the candidates in its past that reach it (:class:`Reach`, bit words
+Both give, per kept event, the candidates in its past that reach it (``Reach``, bit words
 over the candidates); the consequence of ``P`` sets is then one vectorised count.
 """
 
@@ -94,7 +94,7 @@ class Reach:
 
 
 def _reach(per_event: Words, events: IntArray, candidates: IntArray) -> Reach:
-    """Fold per-event reach words into a :class:`Reach`."""
+    """Fold per-event reach words into a ``Reach``."""
     is_cand = np.isin(events, candidates)
     cand_words = np.zeros((len(candidates), per_event.shape[1]), dtype=np.uint64)
     cand_words[np.searchsorted(candidates, events[is_cand])] = per_event[is_cand]

@@ -4,7 +4,7 @@ DyGFormer has no memory; a link's logit is a function of its time and of its two
 windows of most recent interactions (which the co-occurrence encoding and the transformer
 read together). A removal changes only the windows that hold it, so P removal sets are P
 masks of one pass: each set's two windows are sampled with its mask (the neighbour windows
-with masks of :func:`cftgnn.models.neighbors.recent_kept_neighbors_where`, as TGAT's and
+with masks of ``cftgnn.models.neighbors.recent_kept_neighbors_where``, as TGAT's and
 GraphMixer's replay), and the model runs once per distinct pair of windows. A pair equal to
 the unperturbed one (the set removes nothing either window reads) gets the unperturbed logit,
 computed once per plan: one transformer pass per event instead of one per such set.
@@ -104,7 +104,7 @@ class DyGFormerPlan:
 
 @register_replay(DyGFormer)
 class DyGFormerReplay(MemorylessReplay):
-    """The replay of a DyGFormer (registered: :func:`cftgnn.replay.registry.replay_for`)."""
+    """The replay of a DyGFormer (registered: ``cftgnn.replay.registry.replay_for``)."""
 
     make_plan = DyGFormerPlan
 

@@ -1,14 +1,14 @@
 """The replays every model gets: one masked replay per set, or the model's own batched one.
 
-* :class:`GenericReplay` works for every :class:`~cftgnn.models.protocol.ReplayableModel`:
+* ``GenericReplay`` works for every ``ReplayableModel``:
   for each set it restores the snapshot, advances ``[b0, i)`` with the set (plus the plan's
   own removals) masked, and predicts event ``i``. It is exact by construction (the model's
   own replay, batches fixed by original id) and costs one replay of ``[b0, i)`` per set,
   never one of the whole stream. It is also the reference every faster replay must equal.
-* :class:`NativeReplay` hands the work to a model that implements
-  :class:`~cftgnn.replay.plans.BatchedReplay` itself.
+* ``NativeReplay`` hands the work to a model that implements
+  ``BatchedReplay`` itself.
 
-Which one a model gets is decided by :func:`cftgnn.replay.registry.replay_for`.
+Which one a model gets is decided by ``cftgnn.replay.registry.replay_for``.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class NativePlan:
 
 
 class NativeReplay:
-    """A model's own batched replay (:class:`~cftgnn.replay.plans.BatchedReplay`).
+    """A model's own batched replay (``BatchedReplay``).
 
     Args:
         model: A model with ``replay_plan`` and ``masked_logits``; its snapshots carry their

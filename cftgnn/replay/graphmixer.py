@@ -4,9 +4,9 @@ GraphMixer has no memory and reads, for each endpoint of the explained link, the
 ``K`` most recent interactions, so a removal changes only the windows that hold it (it leaves
 them and lets an older event in). P removal sets are P masks of one pass over the endpoints'
 windows, each distinct window computed once: that is TGAT's one-layer case of
-:func:`cftgnn.replay.batched.batched_logits` (a query identified by its time and the events of
+``cftgnn.replay.batched.batched_logits`` (a query identified by its time and the events of
 its window), with GraphMixer's link encoder in place of the attention
-(:meth:`cftgnn.models.graphmixer.MixerLinkEncoder.attend`).
+(``cftgnn.models.graphmixer.MixerLinkEncoder.attend``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class GraphMixerPlan:
 
 @register_replay(GraphMixer)
 class GraphMixerReplay(MemorylessReplay):
-    """The replay of a GraphMixer (registered: :func:`cftgnn.replay.registry.replay_for`)."""
+    """The replay of a GraphMixer (registered: ``cftgnn.replay.registry.replay_for``)."""
 
     make_plan = GraphMixerPlan
 

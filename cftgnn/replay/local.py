@@ -1,11 +1,11 @@
 """TGN masked replay of short histories for P removal sets at once, on the touched nodes only.
 
 The approximate oracle replays the events before ``ε_min`` in its batch plus the candidates:
-a few hundred events at most, touching a few hundred nodes. :func:`local_replay` keeps the
+a few hundred events at most, touching a few hundred nodes. ``local_replay`` keeps the
 state of just those nodes for every perturbation as one ``[P·T, d]`` block and runs the
 batches of the history once, each step vectorised over all P (messages, GRU, last-message
 aggregation), so P removal sets cost about as much as one. Long histories (the exact oracle on
-Wikipedia) use the causal-cone replay of :mod:`cftgnn.replay.cone` instead, which does not
+Wikipedia) use the causal-cone replay of ``cftgnn.replay.cone`` instead, which does not
 recompute what a removal cannot change.
 """
 
@@ -26,7 +26,7 @@ from cftgnn.replay.masks import RemovalSets
 
 @dataclass
 class LocalPlan:
-    """A short masked history prepared for :func:`local_replay`.
+    """A short masked history prepared for ``local_replay``.
 
     Attributes:
         base: Unperturbed state at the start (a batch boundary).
@@ -85,12 +85,12 @@ def local_replay(model: TGN, plan: LocalPlan, sets: RemovalSets) -> NodeInputs:
 
     Args:
         model: The TGN.
-        plan: From :func:`local_plan`.
+        plan: From ``local_plan``.
         sets: The P removal sets, added to the plan's removals.
 
     Returns:
         The node inputs under each set: the touched nodes read their replayed rows, the
-        others the base state's memory (as :func:`cftgnn.replay.cone.cone_replay` returns
+        others the base state's memory (as ``cftgnn.replay.cone.cone_replay`` returns
         them).
     """
     src, dst = model.stream.src, model.stream.dst

@@ -2,10 +2,10 @@
 
 A batched masked replay evaluates P removal sets of one explained event. As dense masks over
 the stream (``bool [P, E]``) they cost ``P·E`` to build and to combine on every call, although
-together they name at most a few dozen events (the candidates). :class:`RemovalSets` keeps
+together they name at most a few dozen events (the candidates). ``RemovalSets`` keeps
 only those events and answers the two questions a replay asks: which of a batch's events each
-set removes (:meth:`RemovalSets.columns`) and whether a sampled neighbour's event is removed
-for a given set (:meth:`RemovalSets.lookup`).
+set removes (``RemovalSets.columns``) and whether a sampled neighbour's event is removed
+for a given set (``RemovalSets.lookup``).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class RemovalSets:
         return self.table[:, :cols].sum(axis=1).astype(np.int64)
 
     def _positions(self, ev: IntArray) -> tuple[IntArray, BoolArray]:
-        """Column of each event in :attr:`events` and whether it is there at all."""
+        """Column of each event in ``events`` and whether it is there at all."""
         ev = np.asarray(ev, dtype=np.int64)
         if len(self.events) == 0:
             return np.zeros(ev.shape, dtype=np.int64), np.zeros(ev.shape, dtype=bool)
@@ -109,7 +109,7 @@ class RemovalSets:
         return hit & self.table[np.asarray(p)[:, None], j]
 
     def words(self, universe: IntArray) -> npt.NDArray[np.uint64]:
-        """Each set as a bitmask over ``universe`` (ascending, a superset of :attr:`events`):
+        """Each set as a bitmask over ``universe`` (ascending, a superset of ``events``):
         bit ``j % 64`` of word ``j // 64`` is set when the set removes ``universe[j]``,
         ``uint64 [P, ⌈len(universe) / 64⌉]``."""
         cols = np.searchsorted(universe, self.events)

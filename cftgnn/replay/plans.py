@@ -1,15 +1,15 @@
 """The typed contract between the oracle and a batched masked replay.
 
 The oracle evaluates removal sets of one explained event in two steps: once per event, the
-model's *replay* (:class:`ModelReplay`) makes a :class:`ReplayPlan` (the work every masked
+model's *replay* (``ModelReplay``) makes a ``ReplayPlan`` (the work every masked
 replay of ``[b0, i)`` shares: a recorded trajectory, a local history, or just the snapshot);
-then, for each batch of P removal sets, the plan answers :meth:`ReplayPlan.logits`. Every
+then, for each batch of P removal sets, the plan answers ``ReplayPlan.logits``. Every
 plan is complete when it is made and knows how to evaluate itself, so nothing downstream
 switches on a plan's type.
 
-A model that brings its own batched replay implements :class:`BatchedReplay`
-(``replay_plan`` / ``masked_logits``); :class:`cftgnn.replay.generic.NativeReplay` wraps it.
-Which replay a model gets is :func:`cftgnn.replay.registry.replay_for`'s answer.
+A model that brings its own batched replay implements ``BatchedReplay``
+(``replay_plan`` / ``masked_logits``); ``cftgnn.replay.generic.NativeReplay`` wraps it.
+Which replay a model gets is ``cftgnn.replay.registry.replay_for``'s answer.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class ReplayPlan(Protocol):
 
 
 class ModelReplay(Protocol):
-    """Makes an explained event's :class:`ReplayPlan` (one replay per model)."""
+    """Makes an explained event's ``ReplayPlan`` (one replay per model)."""
 
     def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> ReplayPlan:
@@ -73,7 +73,7 @@ class BudgetedReplay(Protocol):
         bound)."""
 
     def plan_nbytes(self, base: Any, start: int, end: int) -> int:
-        """An upper estimate of the bytes of :meth:`ModelReplay.plan` of ``[start, end)``
+        """An upper estimate of the bytes of ``ModelReplay.plan`` of ``[start, end)``
         from ``base``, before it is made: the engine's snapshots make room for it first, so
         that recording it does not take the process past the budget."""
 
@@ -84,7 +84,7 @@ class BatchedReplay(Protocol):
 
     ``replay_plan`` is called once per explained event with the unperturbed state ``base``
     at a batch boundary, ``masked_logits`` for every batch of removal sets; the result must
-    equal the generic path's (:class:`cftgnn.replay.generic.GenericReplay`).
+    equal the generic path's (``cftgnn.replay.generic.GenericReplay``).
     """
 
     def replay_plan(self, base: Any, end: int, removed_mask: BoolArray | None = None,

@@ -1,6 +1,6 @@
 """A TGN trajectory recorded in memory proportional to the updates, not to the rows read.
 
-:func:`cftgnn.replay.cone.record_trajectory` keeps, for every history batch, the memory of
+``cftgnn.replay.cone.record_trajectory`` keeps, for every history batch, the memory of
 every node the batch touches before and after its pending messages (``mem_pre``,
 ``mem_post``, ``[V, d]`` each). Most of those rows repeat: a node's memory changes only when
 one of its pending messages is applied, so ``mem_pre`` of a batch holds rows already
@@ -8,17 +8,17 @@ recorded and ``mem_post`` differs from it only on the nodes with a pending messa
 history of hundreds of thousands of events (an explained event whose oldest candidate lies
 far back) the copies take gigabytes.
 
-:func:`record_shared_trajectory` records the same trajectory with every row stored once: one
+``record_shared_trajectory`` records the same trajectory with every row stored once: one
 table holds the base memory and, batch by batch, the new rows of the nodes whose pending
-messages were applied, and each record's ``mem_pre`` / ``mem_post`` is a :class:`SharedRows`
+messages were applied, and each record's ``mem_pre`` / ``mem_post`` is a ``SharedRows``
 view (row pointers into that table) that the cone replay indexes as it indexes a tensor.
 The values are the same floats, so every logit is bitwise the same; the memory is about a
 third to a quarter (``d`` floats per applied message instead of ``2·V`` rows per batch).
 
 **Only the rows the cone replay can read** (when the removable events are known). The cone
-replay (:func:`cftgnn.replay.cone.cone_replay`) reads a recorded row only for a node that
+replay (``cftgnn.replay.cone.cone_replay``) reads a recorded row only for a node that
 can hold a perturbed row, that is, a node whose dependency set grows (a *column* of
-:class:`~cftgnn.replay.cone.Dependencies`), from the first batch it grows in to the last
+``Dependencies``), from the first batch it grows in to the last
 batch whose state of it the prediction reads (``need``): its memory after the batch's
 pending messages (``mem_post``), and, before a batch, the memory of the senders of the
 messages such a node may hold (``mem_pre``). The dependency sets need only the batches'
@@ -26,7 +26,7 @@ events and nodes, so the recording computes them first, without the model, and t
 only those rows: on a 1M-event synthetic stream (TGN, memory 100), a 193,000-event history
 keeps about 28,000 rows instead of 416,000. A row it did not keep points past the end of
 the table, so reading one raises instead of returning a wrong value; a removal set outside
-the removable events re-records the history for the wider set (:class:`PrunedTrajectory`).
+the removable events re-records the history for the wider set (``PrunedTrajectory``).
 """
 
 from __future__ import annotations
@@ -99,13 +99,13 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
                              removed_mask: npt.NDArray[np.bool_] | None = None,
                              removable: npt.NDArray[np.int64] | None = None,
                              max_bytes: int | None = None) -> Trajectory:
-    """:func:`cftgnn.replay.cone.record_trajectory` with every recorded row stored once.
+    """``cftgnn.replay.cone.record_trajectory`` with every recorded row stored once.
 
-    The same batches (:meth:`~cftgnn.models.base.TemporalModel.history_steps`), the same
-    updates and the same :class:`~cftgnn.replay.cone.Trajectory`; only ``mem_pre`` and
-    ``mem_post`` of each record are :class:`SharedRows` views of one table. With
+    The same batches (``history_steps``), the same
+    updates and the same ``Trajectory``; only ``mem_pre`` and
+    ``mem_post`` of each record are ``SharedRows`` views of one table. With
     ``removable``, only the rows the cone replay can read under removals of those events are
-    kept (see the module docstring; a :class:`PrunedTrajectory`), and with ``max_bytes`` at
+    kept (see the module docstring; a ``PrunedTrajectory``), and with ``max_bytes`` at
     most that many bytes of them are held: the latest segments of batches, the earlier ones
     written to a temporary file and read back when the cone replay reads them (computed
     again from ``base`` where no file can be made). Leaves ``model`` holding
@@ -147,8 +147,8 @@ def record_shared_trajectory(model: TGN, base: State, end: int,
 
 @dataclass
 class PrunedTrajectory(Trajectory):
-    """A :class:`~cftgnn.replay.cone.Trajectory` that holds only the rows the cone replay
-    reads under removals from :attr:`deps`'s universe; a removal set naming another event
+    """A ``Trajectory`` that holds only the rows the cone replay
+    reads under removals from ``deps``'s universe; a removal set naming another event
     records the history again for the wider universe (the same values, more rows).
 
     Attributes:
@@ -170,7 +170,7 @@ def _structure(model: TGN, pending: npt.NDArray[np.int64],
                steps: list[npt.NDArray[np.int64]]) -> list[BatchRecord]:
     """The records of ``steps`` without their rows: each batch's nodes (those pending before
     it, ``pending`` for the first, and its events' endpoints) and incidences. A batch leaves
-    its events' endpoints pending (:meth:`TGN.apply_batch`)."""
+    its events' endpoints pending (``TGN.apply_batch``)."""
     src, dst = model.stream.src, model.stream.dst
     no_rows = cast(Tensor, None)
     records = []
@@ -230,7 +230,7 @@ class _Segment:
 
 
 class SegmentRows(SharedRows):
-    """:class:`SharedRows` of a segment whose table may be read back when read."""
+    """``SharedRows`` of a segment whose table may be read back when read."""
 
     def __init__(self, segment: _Segment, ptr: Tensor) -> None:
         self.segment = segment
@@ -272,7 +272,7 @@ class _Spilled:
 
 
 def _spill_file(dim: int, dtype: torch.dtype, device: torch.device) -> _Spilled | None:
-    """A :class:`_Spilled` in the temporary directory, or None when none can be made
+    """A ``_Spilled`` in the temporary directory, or None when none can be made
     (the segments are then computed again when read)."""
     try:
         return _Spilled(dim, dtype, device)
@@ -329,7 +329,7 @@ def _record_read_rows(model: TGN, base: State, end: int,
                       removed_mask: npt.NDArray[np.bool_] | None,
                       universe: npt.NDArray[np.int64],
                       max_bytes: int | None = None) -> PrunedTrajectory:
-    """:func:`record_shared_trajectory` keeping only the rows the cone replay can read under
+    """``record_shared_trajectory`` keeping only the rows the cone replay can read under
     removals from ``universe`` (see the module docstring), and, with ``max_bytes``, holding
     at most that many bytes of them: the table is cut into segments of consecutive batches,
     the latest segments that fit are held (every call of the cone replay reads from its

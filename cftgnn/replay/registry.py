@@ -5,15 +5,15 @@ A batched replay declares the model class it serves where it is defined::
     @register_replay(TGN)
     class TGNReplay: ...
 
-and :func:`replay_for` finds it by walking the model's class hierarchy (a subclass gets its
+and ``replay_for`` finds it by walking the model's class hierarchy (a subclass gets its
 base's replay unless it registers its own). A model with no registered replay that implements
-:class:`~cftgnn.replay.plans.BatchedReplay` itself is called that way
-(:class:`~cftgnn.replay.generic.NativeReplay`); any other model gets the generic one masked
-replay per set (:class:`~cftgnn.replay.generic.GenericReplay`). The oracle asks only
-:func:`replay_for`; it knows no model class.
+``BatchedReplay`` itself is called that way
+(``NativeReplay``); any other model gets the generic one masked
+replay per set (``GenericReplay``). The oracle asks only
+``replay_for``; it knows no model class.
 
-The built-in replays (:mod:`cftgnn.replay.tgn`, :mod:`cftgnn.replay.tgat`) register when
-:mod:`cftgnn.replay` is imported, which importing this module always does first.
+The built-in replays (``cftgnn.replay.tgn``, ``cftgnn.replay.tgat``) register when
+``cftgnn.replay`` is imported, which importing this module always does first.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def registered_replay(model_cls: type) -> Callable[[Any], ModelReplay] | None:
 
 def replay_for(model: ReplayableModel) -> ModelReplay:
     """The fastest exact replay of ``model``: the one registered for its class, its own
-    :class:`~cftgnn.replay.plans.BatchedReplay`, else the generic one replay per set."""
+    ``BatchedReplay``, else the generic one replay per set."""
     make = registered_replay(type(model))
     if make is not None:
         return make(model)

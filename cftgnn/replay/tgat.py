@@ -1,7 +1,7 @@
 """TGAT's batched masked replay: one embedding pass, no replay at all.
 
 Without memory, a removal only changes neighbour sampling, so P removal sets are P masks of
-one embedding pass (:func:`cftgnn.replay.batched.batched_logits`).
+one embedding pass (``cftgnn.replay.batched.batched_logits``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class TGATPlan:
 
 @register_replay(TGAT)
 class TGATReplay(MemorylessReplay):
-    """The replay of a TGAT (registered: :func:`cftgnn.replay.registry.replay_for`)."""
+    """The replay of a TGAT (registered: ``cftgnn.replay.registry.replay_for``)."""
 
     make_plan = TGATPlan
 

@@ -1,12 +1,12 @@
 """TGN's batched masked replay: local replay of short histories, causal-cone replay otherwise.
 
-:class:`TGNReplay` is the replay registered for :class:`~cftgnn.models.tgn.TGN`. Its
+``TGNReplay`` is the replay registered for ``TGN``. Its
 plan records the explained event's history once, every row stored once
-(:func:`cftgnn.replay.record.record_shared_trajectory`)
+(``cftgnn.replay.record.record_shared_trajectory``)
 and, for a short masked history (the approximate oracle's), prepares the local replay too
-(:func:`cftgnn.replay.local.local_plan`); each call then picks one by the number of sets and
+(``cftgnn.replay.local.local_plan``); each call then picks one by the number of sets and
 ends in one embedding pass over the distinct embeddings
-(:func:`cftgnn.replay.batched.batched_logits`).
+(``cftgnn.replay.batched.batched_logits``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MIN_PASS_BUDGET_GB = 1.0
 #: Bytes per history event of a recorded plan's per-batch structure (events, nodes, their
 #: last-update times, incidences and row pointers), beyond its memory rows: 197 measured on
 #: synthetic streams of 200k events at batch size 200 (about two nodes per event), rounded
-#: up, so that the engine makes enough room before recording (:meth:`TGNReplay.plan_nbytes`).
+#: up, so that the engine makes enough room before recording (``TGNReplay.plan_nbytes``).
 PLAN_BYTES_PER_EVENT = 256
 
 
@@ -47,7 +47,7 @@ class TGNReplayOptions:
 
     Attributes:
         local_max_events: Masked histories (the approximate oracle's) of at most this many
-            kept events are replayed on their touched nodes (:mod:`cftgnn.replay.local`).
+            kept events are replayed on their touched nodes (``cftgnn.replay.local``).
             Everything else uses the causal cone, which recomputes only what a removal
             reaches and so stays cheap for large P on long, dense histories.
         local_max_sets: The local replay restarts every set at the earliest step any of them
@@ -65,13 +65,13 @@ class TGNReplayOptions:
             default; not the answer pruning of the explainers' ``prune``): a perturbed row
             whose state after a batch equals the recorded one bit for bit is
             retired, so a removal whose effect has died out stops costing anything
-            (:func:`cftgnn.replay.cone.cone_replay`). Off only to measure what it saves.
+            (``cftgnn.replay.cone.cone_replay``). Off only to measure what it saves.
         prune_tolerance: ``0.0`` (the default): the pruning above compares memories bit
             for bit and is exact. ``τ > 0`` (opt-in, **not exact**): a perturbed memory
             within ``τ`` of the recorded one in every coordinate counts as the recorded one
             (the last-update time and pending message are still compared exactly), which
             removes most of the cone work of far-back removals on long histories (issue 27;
-            "Tolerance pruning" in :mod:`cftgnn.replay.cone`). The logits then differ from
+            "Tolerance pruning" in ``cftgnn.replay.cone``). The logits then differ from
             a fresh replay by an amount that is not soundly bounded, so nothing computed
             with it is a proof: it is for measurements (``scripts/benchmark_tail.py
             prune_tolerance=…``), never for records or certificates. Used only with
@@ -80,8 +80,8 @@ class TGNReplayOptions:
             summed over calls, or None (benchmarks set one).
         memory_budget_gb: Memory budget of one pass, GiB (2**30 bytes), or None for
             none: the replay engine's ``memory_budget_gb``, but never below
-            :data:`MIN_PASS_BUDGET_GB`, which the engine sets here
-            (:meth:`TGNReplay.set_memory_budget`; one option, docs/design.md §5). A pass of
+            ``MIN_PASS_BUDGET_GB``, which the engine sets here
+            (``TGNReplay.set_memory_budget``; one option, docs/design.md §5). A pass of
             P sets holds a row map of P entries per node its cone may reach and the
             perturbed rows it keeps, checked after every batch, plus the embedding tables
             of its sets (estimated): a pass that outgrows the budget is split into halves,
@@ -137,7 +137,7 @@ class TGNPlan:
 
     def final_state(self) -> State:
         """The recorded state at the explained event, the trajectory's final snapshot
-        (:class:`~cftgnn.replay.plans.RecordedPlan`)."""
+        (``RecordedPlan``)."""
         return self.trajectory.final
 
     def logits(self, sets: RemovalSets) -> Tensor:
@@ -171,7 +171,7 @@ class TGNReplay:
 
     Args:
         model: The TGN, attached to the explained stream.
-        options: Replay options (defaults of :class:`TGNReplayOptions`).
+        options: Replay options (defaults of ``TGNReplayOptions``).
     """
 
     def __init__(self, model: TGN, options: TGNReplayOptions | None = None) -> None:
@@ -179,15 +179,15 @@ class TGNReplay:
         self.options = options if options is not None else TGNReplayOptions()
         #: Bytes of recorded rows a plan holds (None: all); the rest are spilled to a
         #: temporary file and read back when read
-        #: (:func:`~cftgnn.replay.record.record_shared_trajectory`).
+        #: (``record_shared_trajectory``).
         self.record_bytes: int | None = None
 
     def set_memory_budget(self, memory_budget_gb: float | None) -> None:
         """Keep each batched pass within the engine's ``memory_budget_gb``, or within
-        :data:`MIN_PASS_BUDGET_GB` when that is larger, so that no budget changes a logit,
+        ``MIN_PASS_BUDGET_GB`` when that is larger, so that no budget changes a logit,
         and hold at most a quarter of it of a plan's recorded rows (the engine's snapshots
         make room for the plans, so they must not take the whole budget)
-        (:class:`~cftgnn.replay.plans.BudgetedReplay`)."""
+        (``BudgetedReplay``)."""
         self.options.memory_budget_gb = (None if memory_budget_gb is None
                                          else max(float(memory_budget_gb), MIN_PASS_BUDGET_GB))
         self.record_bytes = (None if memory_budget_gb is None
@@ -196,8 +196,8 @@ class TGNReplay:
     def plan_nbytes(self, base: Any, start: int, end: int) -> int:
         """An upper estimate of the bytes of the plan of ``[start, end)`` from ``base``,
         before it is recorded: two states (the final one and its node input), the per-batch
-        structure (:data:`PLAN_BYTES_PER_EVENT` per history event), the removal mask, and
-        the memory rows, which a budget caps at :attr:`record_bytes` (else up to four per
+        structure (``PLAN_BYTES_PER_EVENT`` per history event), the removal mask, and
+        the memory rows, which a budget caps at ``record_bytes`` (else up to four per
         history event)."""
         state: State = base
         span = max(0, int(end) - int(start))

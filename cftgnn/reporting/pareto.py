@@ -1,7 +1,7 @@
 """One explained event's counterfactuals in the size–margin plane, from the command line.
 
 ``python scripts/show_pareto.py RUN_DIR EVENT_ID [--out PNG]`` reads the event's record from a run
-directory and draws :func:`cftgnn.reporting.plots.pareto_figure`: every counterfactual the
+directory and draws ``cftgnn.reporting.plots.pareto_figure``: every counterfactual the
 explainer handed back (``nsga2`` and ``pso`` hand back several; other explainers their one
 answer) at its size and the margin of its flip, coloured by how many later events its removal
 changes, the answer ringed and the non-dominated front as a staircase. Unlike

@@ -3,7 +3,8 @@
 ``python scripts/show_explanation.py RUN_DIR EVENT_ID [--out PNG] [--x order]`` reads the event's
 record from a run directory, loads the run's stream (the dataset config stored in ``run.json``; the
 data directory comes from ``$CFTGNN_DATA_DIR`` or ``<project>/data`` as for every loader),
-recomputes the candidates' hop distances with :class:`cftgnn.data.TemporalIndex` and draws
+recomputes the candidates' hop distances with
+[``cftgnn.data.TemporalIndex``][cftgnn.data.TemporalIndex] and draws
 
 * left, the candidate events on a time axis (relative to the explained event), one lane per
   endpoint pair, grouped by hop distance, the explanation's events highlighted and the
@@ -195,7 +196,7 @@ def explanation_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
 
 
 def load_view(run_dir: str | os.PathLike[str], event_id: int) -> ExplanationView:
-    """The :class:`ExplanationView` of ``event_id`` in a run directory.
+    """The ``ExplanationView`` of ``event_id`` in a run directory.
 
     Raises:
         ConfigError: Not a run directory, the event has no record, or the stream does not
@@ -360,7 +361,7 @@ def plot_explanation(view: ExplanationView, x_axis: str = "time") -> Figure:
     """The picture of one explained event (timeline left, graph right, logits in the title).
 
     Args:
-        view: From :func:`explanation_view` or :func:`load_view`.
+        view: From ``explanation_view`` or ``load_view``.
         x_axis: ``"time"`` (relative to the explained event) or ``"order"`` (candidate
             position, evenly spaced: easier to read when events crowd in time).
 
@@ -390,7 +391,7 @@ def picture_path(run_dir: str | os.PathLike[str], event_id: int) -> Path:
 def save_picture(stream: EventStream, record: pd.Series | Mapping[str, Any],
                  fingerprint: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Path:
     """Draw one record of a run into its directory (``explain.py`` draws the prediction it
-    shows; :data:`cftgnn.evaluation.pipeline.Draw`).
+    shows; ``cftgnn.evaluation.pipeline.Draw``).
 
     Args:
         stream: The run's stream (already loaded: nothing is read again).
@@ -399,7 +400,7 @@ def save_picture(stream: EventStream, record: pd.Series | Mapping[str, Any],
         run_dir: The run directory.
 
     Returns:
-        The PNG's path (:func:`picture_path`), written whole or not at all.
+        The PNG's path (``picture_path``), written whole or not at all.
     """
     view = explanation_view(stream, record, hop_radius(fingerprint),
                             int(fingerprint.get("m_max", 64)), run_name(record),

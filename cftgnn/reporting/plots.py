@@ -1,9 +1,9 @@
 """Plots of a report: fidelity+ against sparsity, fidelity against kept share, sizes found,
 CF-TGNN against its budget, and one event's counterfactuals in the size–margin plane
-(:func:`pareto_figure`).
+(``pareto_figure``).
 
-Pure functions (records in, :class:`~matplotlib.figure.Figure` out; no pyplot, so no global
-figure state and no display) apart from :func:`save_figures`.
+Pure functions (records in, ``Figure`` out; no pyplot, so no global
+figure state and no display) apart from ``save_figures``.
 """
 
 from __future__ import annotations
@@ -110,11 +110,11 @@ def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
     """``F+(x)`` (share of events with a counterfactual of sparsity ≤ x) per configuration.
 
     One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``); the area
-    under each curve is the AUFSC+ of :func:`cftgnn.evaluation.metrics.aufsc_plus`, shown in
+    under each curve is the AUFSC+ of ``cftgnn.evaluation.metrics.aufsc_plus``, shown in
     the legend.
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
 
     Returns:
         The figure.
@@ -143,14 +143,14 @@ def has_curves(records: pd.DataFrame) -> bool:
 
 def plot_fidelity_kept(records: pd.DataFrame) -> Figure:
     """T-GNNExplainer's mean fidelity against the share of top-ranked events kept, per
-    configuration (:func:`cftgnn.evaluation.curves.mean_fidelity_curve`).
+    configuration (``cftgnn.evaluation.curves.mean_fidelity_curve``).
 
     One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``) over
     the explained events with a curve; the legend shows the configuration's AUFSC (kept)
-    (:func:`~cftgnn.evaluation.curves.aufsc_keep`, the area under the best-so-far curves).
+    (``aufsc_keep``, the area under the best-so-far curves).
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
 
     Returns:
         The figure.
@@ -183,7 +183,7 @@ def plot_size_hist(records: pd.DataFrame, cap: int = 16) -> Figure:
     panel title says how many were found).
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
         cap: First size counted in the overflow bar (at least 2).
 
     Returns:
@@ -239,7 +239,7 @@ def plot_it_max(records: pd.DataFrame) -> Figure:
     still drawn and the title says so.
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
 
     Returns:
         The figure (two panels).
@@ -327,12 +327,12 @@ def pareto_figure(record: pd.Series | Mapping[str, Any]) -> Figure:
     """One event's counterfactuals in the size–margin plane.
 
     Each counterfactual is a point at its size ``|s|`` (x) and the margin of its flip
-    (:func:`~cftgnn.oracle.oracle.margin` of its exact logit, y), coloured by how many later
+    ([``margin``][cftgnn.oracle.margin] of its exact logit, y), coloured by how many later
     history events its removal changes (``counterfactual_consequences``; one colour when it
     was not measured). The answer (the first counterfactual) is ringed; the non-dominated
     points (smaller size, larger margin) are joined by a staircase. The title gives the
-    :func:`~cftgnn.evaluation.metrics.jaccard_diversity` and the
-    :func:`~cftgnn.evaluation.metrics.pareto_hypervolume` of the set.
+    ``jaccard_diversity`` and the
+    ``pareto_hypervolume`` of the set.
 
     Args:
         record: One record (``event_id``, ``explainer``, ``original_logit``,
@@ -405,7 +405,7 @@ def plot_robustness(records: pd.DataFrame) -> Figure:
     counterfactuals each line rests on).
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
 
     Returns:
         The figure.

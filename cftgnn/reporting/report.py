@@ -6,7 +6,7 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
 
 * ``report.md``: one row per dataset × model × explainer × strategy (× ``it_max`` when runs
   differ in it), and the same split by prediction group (correct / incorrect); every number comes
-  from :func:`cftgnn.evaluation.summaries.summarize`;
+  from ``cftgnn.evaluation.summaries.summarize``;
 * ``fidelity_sparsity.png``: the fidelity+–sparsity curves ``F+(x)``, one panel per dataset ×
   model;
 * ``fidelity_kept.png`` (runs that recorded curve logits): T-GNNExplainer's mean fidelity
@@ -16,8 +16,8 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
 * ``robustness.png`` (runs with ``robustness=true``): robustness against size per explainer;
 * the top regional rules of every ``rules.md`` (``scripts/rules.py``) found below the paths.
 
-The pieces live in :mod:`.runs` (finding and loading runs), :mod:`.tables` and
-:mod:`.plots` (pure: records in, table or figure out); this module assembles them into the
+The pieces live in ``runs`` (finding and loading runs), ``tables`` and
+``plots`` (pure: records in, table or figure out); this module assembles them into the
 report and is the command line. Their public names are re-exported here, so a notebook can
 reuse them piece by piece as ``report.<name>``.
 """
@@ -53,10 +53,10 @@ from cftgnn.reporting.tables import (
 
 @dataclass(frozen=True)
 class Report:
-    """What :func:`write_report` produced.
+    """What ``write_report`` produced.
 
     Attributes:
-        table: One row per configuration (:func:`comparison_table`).
+        table: One row per configuration (``comparison_table``).
         groups: The same per prediction group.
         files: Files written (``report.md`` first, then the PNGs).
     """
@@ -72,8 +72,8 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
 
     Args:
         records: The records the tables were computed from.
-        table: :func:`comparison_table` of ``records``.
-        groups: :func:`comparison_table` of ``records`` with ``by_group=True``.
+        table: ``comparison_table`` of ``records``.
+        groups: ``comparison_table`` of ``records`` with ``by_group=True``.
         images: PNG file names next to ``report.md``, embedded at the end.
         rules: ``rules.md`` files of ``scripts/rules.py`` whose tables are included (the top
             regional rules per dataset × model), under "Regional rules".

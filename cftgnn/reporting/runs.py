@@ -20,7 +20,7 @@ from cftgnn.evaluation.rundir import FINGERPRINT, find_runs, read_fingerprint, r
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).
 KEYS: tuple[str, ...] = ("dataset", "model", "explainer", "strategy_name", "it_max", "settings")
-#: Fingerprint fields that name the configuration a run belongs to (see :func:`run_settings`).
+#: Fingerprint fields that name the configuration a run belongs to (see ``run_settings``).
 _CONFIG_FIELDS = ("dataset.name", "model.config._target_", "explainer._target_",
                   "strategy._target_")
 #: Fingerprint fields in which runs of one configuration may differ and still be pooled.
@@ -87,7 +87,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
 
     Each record gets ``it_max`` (the run's ``explainer.it_max``, NaN for explainers without
     one), ``settings`` (what sets its run apart from other runs of the same configuration, see
-    :func:`run_settings`) and ``run`` (its run directory). Shard runs are left out when a
+    ``run_settings``) and ``run`` (its run directory). Shard runs are left out when a
     merged run of the same configuration (``scripts/merge_records.py``) is found too, and an
     event that two runs of one configuration both explained is kept once (with a warning), so
     no event counts twice.
@@ -136,7 +136,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
 
 
 def config_keys(records: pd.DataFrame) -> list[str]:
-    """The :data:`KEYS` that name a configuration here (``it_max``, ``settings`` only when
+    """The ``KEYS`` that name a configuration here (``it_max``, ``settings`` only when
     they vary)."""
     keys = [k for k in KEYS if k not in ("it_max", "settings")]
     if records["it_max"].dropna().nunique() > 1:

@@ -12,10 +12,10 @@ from cftgnn.evaluation.summaries import summarize
 from cftgnn.reporting.runs import config_keys
 
 #: Summary column → table heading, in table order. The diversity columns
-#: (``n_counterfactuals`` … ``hypervolume``, see :func:`summarize`) are over the events with at
+#: (``n_counterfactuals`` … ``hypervolume``, see ``summarize``) are over the events with at
 #: least one counterfactual; explainers of one answer show 1 CF per event and no diversity (–).
 #: ``best_fid``, ``aufsc_keep`` (T-GNNExplainer) and ``acc_auc`` (TempME) come from the
-#: explainer's ranking (:mod:`cftgnn.evaluation.curves`; – for runs older than schema 4).
+#: explainer's ranking (``cftgnn.evaluation.curves``; – for runs older than schema 4).
 TABLE_COLUMNS: dict[str, str] = {
     "events": "events",
     "fidelity_plus": "fidelity+ ↑",
@@ -49,12 +49,12 @@ def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFr
     """One row of metrics per configuration (and prediction group with ``by_group``).
 
     Args:
-        records: Records as :func:`load_runs` returns them.
+        records: Records as ``load_runs`` returns them.
         by_group: Split each configuration by its ``group`` column (correct / incorrect).
 
     Returns:
-        The key columns followed by the :data:`TABLE_COLUMNS` (and the
-        :data:`ROBUSTNESS_TABLE_COLUMNS` when some record was measured), as :func:`summarize`
+        The key columns followed by the ``TABLE_COLUMNS`` (and the
+        ``ROBUSTNESS_TABLE_COLUMNS`` when some record was measured), as ``summarize``
         computes them, sorted by the keys.
     """
     keys = config_keys(records) + (["group"] if by_group else [])
@@ -84,10 +84,10 @@ def markdown_table(table: pd.DataFrame) -> str:
     """A GitHub-flavoured markdown table; floats to 3 decimals, NaN as ``–``.
 
     Text columns are left-aligned, numeric ones right-aligned. Column names are translated
-    with :data:`TABLE_COLUMNS` (``strategy_name`` becomes ``strategy``).
+    with ``TABLE_COLUMNS`` (``strategy_name`` becomes ``strategy``).
 
     Args:
-        table: Any table, e.g. from :func:`comparison_table`.
+        table: Any table, e.g. from ``comparison_table``.
 
     Returns:
         The table, one line per row, without a trailing newline.
@@ -104,7 +104,7 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
     """CF-TGNN's metrics per dataset × model × strategy × ``it_max`` (via ``summarize``): the
-    runs with an ``it_max`` (:mod:`cftgnn.reporting.runs` reads it from their config)."""
+    runs with an ``it_max`` (``cftgnn.reporting.runs`` reads it from their config)."""
     cf = records[records["it_max"].notna()]
     keys = ["dataset", "model", "strategy_name", "it_max"]
     if "settings" in config_keys(records):

@@ -1,4 +1,4 @@
-"""Toy logit backends with the :data:`~cftgnn.oracle.oracle.LogitFn` signature.
+"""Toy logit backends with the [``LogitFn``][cftgnn.oracle.LogitFn] signature.
 
 Every backend counts what it is asked (``calls``: sets evaluated, ``batches``: invocations,
 ``log``: the sets, in order), so tests can check caching and batching from the outside.
@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 
 class ToyBackend(ABC):
-    """Base of the toy backends: counts calls, maps each set through :meth:`logit`."""
+    """Base of the toy backends: counts calls, maps each set through ``logit``."""
 
     def __init__(self) -> None:
         self.calls = 0

@@ -21,7 +21,8 @@ def make_candidates(
     k: int = 2,
     m_max: int = 64,
 ) -> Candidates:
-    """Build a :class:`Candidates` by hand (ids are sorted ascending together with hops).
+    """Build a [``Candidates``][cftgnn.data.Candidates] by hand (ids are sorted ascending together
+    with hops).
 
     Args:
         ids: Candidate event ids.
@@ -84,7 +85,7 @@ class ToyProblem:
     Args:
         candidates: Candidate events.
         exact: Exact toy backend (its counters are reset after the brute force).
-        shift: Offset of the toy approximation (:class:`ShiftedBackend`), towards a flip.
+        shift: Offset of the toy approximation (``ShiftedBackend``), towards a flip.
         noise: Set-dependent noise amplitude of the toy approximation.
 
     Attributes:
@@ -111,7 +112,7 @@ class ToyProblem:
 
 
 class ScriptedStrategy(SelectionStrategy):
-    """A strategy that plays back fixed preference lists, one per call to :meth:`rank`.
+    """A strategy that plays back fixed preference lists, one per call to ``rank``.
 
     Call ``j`` orders the requested events by their position in ``script[j]`` (events missing
     from it go last, most recent first); after the script runs out, it ranks by recency. Used to

@@ -5,13 +5,13 @@ The ``.pt`` file holds only tensors, strings and numbers, so it loads with
 trained for (dataset name, node count, edge feature size) and, when asked, that the model is of
 the expected kind, and refuses otherwise. The card records the SHA-256 of its ``.pt`` file
 (``weights_sha256``), so a card that no longer describes its weights can be told
-(:func:`card_mismatch`). A file that does not load as such a checkpoint (cut short, random
+(``card_mismatch``). A file that does not load as such a checkpoint (cut short, random
 bytes, a pickle holding code: ``weights_only`` loading never runs it) is refused with one line
-naming the file and the reason (:class:`CheckpointError`).
+naming the file and the reason (``CheckpointError``).
 
 Checkpoint files are named after the model kind, the ``model=`` option that builds the model
-(:func:`model_kind`: ``pyg_tgn`` for ``PyGTGN``): ``<kind>_<dataset><suffix>.pt``
-(:func:`checkpoint_path`), by ``train.py`` and ``checkpoint=auto`` alike.
+(``model_kind``: ``pyg_tgn`` for ``PyGTGN``): ``<kind>_<dataset><suffix>.pt``
+(``checkpoint_path``), by ``train.py`` and ``checkpoint=auto`` alike.
 """
 
 from __future__ import annotations
@@ -24,20 +24,22 @@ import re
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import OmegaConf
 from torch import nn
-from torch_geometric.nn import TGNMemory
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.files import file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.pyg_tgn import PyGTGN
+
+if TYPE_CHECKING:
+    from torch_geometric.nn import TGNMemory
 
 
 class CheckpointMismatchError(CftgnnError, ValueError):
@@ -74,7 +76,7 @@ def stream_fingerprint(stream: EventStream) -> dict[str, Any]:
 def checkpoint_path(directory: str | os.PathLike[str], kind: str, dataset: str,
                     suffix: str = "") -> Path:
     """``<directory>/<kind>_<dataset><suffix>.pt``: where ``train.py`` writes a checkpoint and
-    ``checkpoint=auto`` looks for it (``kind``: :func:`model_kind`, e.g. ``pyg_tgn``;
+    ``checkpoint=auto`` looks for it (``kind``: ``model_kind``, e.g. ``pyg_tgn``;
     ``suffix``: e.g. ``_seed1``)."""
     return Path(directory) / f"{kind}_{dataset}{suffix}.pt"
 
@@ -82,7 +84,7 @@ def checkpoint_path(directory: str | os.PathLike[str], kind: str, dataset: str,
 def legacy_checkpoint_path(directory: str | os.PathLike[str], target: str, dataset: str,
                            suffix: str = "") -> Path | None:
     """The file name an older ``checkpoint=auto`` looked for (the class name in lower case,
-    ``pygtgn_uci.pt``), None where it is the same as :func:`checkpoint_path`'s."""
+    ``pygtgn_uci.pt``), None where it is the same as ``checkpoint_path``'s."""
     old = _class_name(target).lower()
     if old == model_kind(target):
         return None
@@ -95,7 +97,7 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
 
     The card holds the model config, the stream fingerprint, the SHA-256 of the written
     ``.pt`` (``weights_sha256``) and ``card``'s entries. Existing files are replaced; callers
-    decide whether that is allowed (:mod:`cftgnn.training.loop` refuses without
+    decide whether that is allowed (``cftgnn.training.loop`` refuses without
     ``overwrite=true``).
 
     Args:
@@ -175,7 +177,7 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
         attach: Attach the model to ``stream``.
         expect_target: The configured model's ``_target_``; when given, a checkpoint of
             another model class is refused.
-        check_checksum: Also compare the stream's checksum (:func:`stream_checksum`) with
+        check_checksum: Also compare the stream's checksum (``stream_checksum``) with
             the one the checkpoint recorded (the scripts do; a prefix of the training
             stream, which tests and notebooks use, has another). A stream of another name
             whose checksum matches (the same file renamed) is then accepted.
@@ -250,7 +252,7 @@ def check_stream(path: str | os.PathLike[str], ds: dict[str, Any], stream: Event
 
 def _read(path: Path) -> Any:
     """``torch.load`` with ``weights_only=True`` (a pickle's code is never run), each failure
-    as one :class:`CheckpointError` line naming the file and why."""
+    as one ``CheckpointError`` line naming the file and why."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} is not a file")
     if path.stat().st_size == 0:

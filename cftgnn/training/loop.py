@@ -10,7 +10,7 @@ Each training step predicts a batch from the history before it (memory with the 
 batch's messages applied, with gradients) and then advances the model over that batch, so
 training uses exactly the replay path the explainers use.
 
-:func:`run` writes ``<model>_<dataset>.pt`` and its ``.json`` card into the run's own
+``run`` writes ``<model>_<dataset>.pt`` and its ``.json`` card into the run's own
 directory (``out_dir``, else Hydra's run directory); it never replaces an existing checkpoint,
 e.g. a committed one under ``checkpoints/``, unless ``overwrite=true`` (checked before
 training starts).
@@ -39,9 +39,9 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.files import check_writable_dir
 from cftgnn.models.base import TemporalModel, eval_mode
-from cftgnn.options import boolean, integer, number, text
 from cftgnn.training.checkpoint import checkpoint_path, model_kind, save_checkpoint
 from cftgnn.training.metrics import average_precision, roc_auc
+from cftgnn.training.options import check_train_options
 from cftgnn.training.resolve import resolve_device
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
                   own_batch_neighbors: bool = True
                   ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
     """Score the events ``[lo, hi)`` batch by batch, advancing the model over each batch
-    after scoring it (the scoring rule of :func:`score_range`, streamed: nothing is kept).
+    after scoring it (the scoring rule of ``score_range``, streamed: nothing is kept).
 
     Args:
         model: An attached model at position ``lo`` (a batch boundary).
@@ -150,7 +150,7 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
         own_batch_neighbors: Let each event's neighbour sampling see the earlier events of
             its own batch (``before`` = its position, as in training); False: only the
             consumed batches (the prediction of ``history=batch_start``,
-            :mod:`cftgnn.oracle.history`).
+            ``cftgnn.oracle.history``).
 
     Yields:
         ``(a, logits)``: the batch's first event and its logits, ``float32 [b - a]``, then
@@ -267,36 +267,10 @@ def checkpoint_destination(cfg: DictConfig, stream: EventStream) -> Path:
     return pt
 
 
-def check_train_options(cfg: DictConfig) -> None:
-    """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
-    anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
-    (never truncated), ``0 < lr``, split shares that leave a training part.
-
-    Raises:
-        ConfigError: Naming the first bad option.
-    """
-    integer(cfg, "epochs", minimum=1)
-    integer(cfg, "patience", minimum=0)
-    integer(cfg, "seed")
-    integer(cfg, "num_threads", minimum=1)
-    number(cfg, "lr", minimum=0, strict_minimum=True)
-    val = number(cfg, "split.val", minimum=0, maximum=1, strict_minimum=True)
-    test = number(cfg, "split.test", minimum=0, maximum=1, strict_minimum=True)
-    if val is not None and test is not None and val + test >= 1:
-        raise ConfigError(f"split.val + split.test must be < 1 (the rest trains), got "
-                          f"{val} + {test}")
-    boolean(cfg, "progress")
-    boolean(cfg, "save_checkpoint")
-    boolean(cfg, "overwrite")
-    text(cfg, "out_dir", optional=True)
-    text(cfg, "model_name", optional=True)
-    text(cfg, "name_suffix", optional=True)
-
-
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train the configured model on the configured dataset, evaluate, and save a checkpoint.
 
-    The checkpoint and its card go to :func:`checkpoint_destination` (checked before any
+    The checkpoint and its card go to ``checkpoint_destination`` (checked before any
     training, so a run that would replace a file without ``overwrite=true`` costs nothing).
 
     Args:

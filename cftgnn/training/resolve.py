@@ -1,7 +1,7 @@
 """Build the model an entry point asks for: a committed checkpoint, or fresh weights.
 
 The one place that turns ``checkpoint=auto`` (and ``robust.checkpoint=auto``) into a file:
-:func:`auto_checkpoint`, with the file names :func:`~cftgnn.training.checkpoint.checkpoint_path`
+``auto_checkpoint``, with the file names ``checkpoint_path``
 gives ``train.py``'s checkpoints.
 """
 
@@ -55,7 +55,7 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def model_name(model_cfg: Any) -> str:
-    """The model kind of a model config (:func:`~cftgnn.training.checkpoint.model_kind`): the
+    """The model kind of a model config (``model_kind``): the
     ``model=`` option that builds it (``tgn``, ``tgat``, ``pyg_tgn``), the one name used in
     file names, records and messages."""
     return model_kind(str(model_cfg["_target_"]))
@@ -146,7 +146,7 @@ def resolve_model(
         checkpoint: ``"auto"`` (``<checkpoint_dir>/<model>_<dataset>.pt``, fresh weights when
             absent), a path (which must exist), or None for fresh weights.
         checkpoint_dir: Folder of the committed checkpoints.
-        device: Torch device, or ``auto`` (see :func:`resolve_device`).
+        device: Torch device, or ``auto`` (see ``resolve_device``).
         seed: Seed of fresh weights.
         require: Raise instead of falling back to fresh weights when the file is absent.
 

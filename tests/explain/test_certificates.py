@@ -1,7 +1,7 @@
 """Exhaustive search, certificates, pruning and certify against brute force on toy oracles.
 
 The toy oracles include non-monotone ones (docs/design.md §7): a superset of a counterfactual that
-does not flip, a counterfactual whose subsets all fail, and :class:`HashedBackend`, where every
+does not flip, a counterfactual whose subsets all fail, and ``HashedBackend``, where every
 set has an unrelated logit.
 """
 

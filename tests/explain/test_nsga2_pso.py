@@ -114,7 +114,7 @@ def hashed(seed: int) -> HashedBackend:
 
 def pairs() -> InteractionBackend:
     """Ten events; only two pairs flip (with everything added): {2, 7} by a margin of
-    0.5, {4, 9} by 0.2 (+0.1 per further event). Under :func:`toy_consequence` {4, 9} is the
+    0.5, {4, 9} by 0.2 (+0.1 per further event). Under ``toy_consequence`` {4, 9} is the
     cheaper (1 against 5), so both are on the three-objective front."""
     return InteractionBackend(3.0, dict.fromkeys(range(10), 0.1),
                               {F({2, 7}): 3.3, F({4, 9}): 3.0})

@@ -11,7 +11,7 @@ Choices (the seed's figure gives no numbers besides the root logit 3.179):
   raise).
 * δ: the text picks ε2 from {ε1, ε2, ε3}, then ε3 over ε1 (n5 over n4), then ε1 over ε3 (n1 over
   n3). No fixed ranking of single events does both of the last two, so δ is a
-  :class:`ScriptedStrategy` playing back exactly these three tie-breaks.
+  ``ScriptedStrategy`` playing back exactly these three tie-breaks.
 """
 
 from __future__ import annotations

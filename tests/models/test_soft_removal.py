@@ -157,7 +157,7 @@ def test_attention_mass_is_one_per_target(stream, name):
 
 def test_attention_is_the_convolutions_own(stream):
     """One layer: each event's mass is PyG's attention (averaged over heads) on the slots
-    that read it, from :class:`TransformerConv` itself."""
+    that read it, from ``TransformerConv`` itself."""
     model = make(stream, "tgat1", num_neighbors=4)
     assert isinstance(model, TGAT)
     i = 333

@@ -1,4 +1,4 @@
-"""Models register their own replay; the oracle asks :func:`replay_for` and guesses nothing."""
+"""Models register their own replay; the oracle asks ``replay_for`` and guesses nothing."""
 
 from __future__ import annotations
 

@@ -4,5 +4,5 @@
 SLURM's commands, ``wandb_log`` reads an offline W&B run, ``planted`` builds a stream with a
 planted link rule. Tests import them as ``testsupport.<module>`` (``tests/conftest.py`` puts
 ``tests/`` on the import path). The toy oracles that users may reuse stay in
-:mod:`cftgnn.testing`.
+``cftgnn.testing``.
 """

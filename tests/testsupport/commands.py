@@ -178,7 +178,7 @@ def compose_command(app: HydraApp, command: Command, sweep_dir: Path | None = No
     the working tree.
 
     Args:
-        app: The script's configuration (see :func:`hydra_app`).
+        app: The script's configuration (see ``hydra_app``).
         command: The command.
         sweep_dir: Replaces ``hydra.sweep.dir`` after composition (a multirun writes there).
 
@@ -252,7 +252,7 @@ def hydra_job(cfg: Any) -> Iterator[Any]:
     ``HydraConfig`` is restored on exit.
 
     Args:
-        cfg: A configuration from :func:`compose_command`.
+        cfg: A configuration from ``compose_command``.
 
     Yields:
         The task's configuration.
@@ -275,7 +275,7 @@ def hydra_job(cfg: Any) -> Iterator[Any]:
 
 
 class ArgumentsParsed(BaseException):
-    """Raised by :func:`parse_arguments` once argparse accepted a command's arguments."""
+    """Raised by ``parse_arguments`` once argparse accepted a command's arguments."""
 
     def __init__(self, namespace: argparse.Namespace) -> None:
         super().__init__("arguments parsed")

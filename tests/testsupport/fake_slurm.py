@@ -1,7 +1,7 @@
 """A stand-in for SLURM on one machine: ``sbatch``, ``srun``, ``sacct``, ``squeue``, ``scancel``.
 
 Tests of the SLURM launcher (``hydra/launcher=submitit_slurm``) put these on ``PATH`` with
-:func:`install`. ``sbatch`` keeps every script it is given (see :func:`submissions`), answers
+``install``. ``sbatch`` keeps every script it is given (see ``submissions``), answers
 ``Submitted batch job <id>`` as SLURM does, and, unless installed with ``run_jobs=False``, runs
 the job's array tasks on this machine in a detached process, with the environment variables
 SLURM gives a task (``SLURM_JOB_ID``, ``SLURM_ARRAY_JOB_ID``, ``SLURM_ARRAY_TASK_ID``, ...).

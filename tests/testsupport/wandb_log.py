@@ -72,7 +72,7 @@ def logged_run(run_dir: Path) -> dict[str, Any]:
 
 
 def finished_run_log(run_dir: Path, timeout: float = 10.0) -> dict[str, Any]:
-    """:func:`logged_run` once the exit record is on disk.
+    """``logged_run`` once the exit record is on disk.
 
     wandb-core (0.31) acknowledges ``run.finish()`` before its writer has flushed the last
     records to ``run-<id>.wandb``; the tail appears a few milliseconds later.

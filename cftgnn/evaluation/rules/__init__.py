@@ -5,25 +5,25 @@
 form "remove the candidates that link u and v and are the latest event between their two
 nodes", then checks each rule with the exact oracle on events it was not learned from.
 
-1. **Features** (:func:`candidate_features`, pure). Every removable candidate event ``e`` of
+1. **Features** (``candidate_features``, pure). Every removable candidate event ``e`` of
    every explained record (status ``ok``) of the explained event ``ε_i = (u, v, t_i)`` is
-   described by :data:`FEATURES`: its hop distance from ``{u, v}``, whether it links ``u`` and
+   described by ``FEATURES``: its hop distance from ``{u, v}``, whether it links ``u`` and
    ``v`` (either direction), whether it touches ``u`` / ``v``, its recency rank among the
    candidates and among the candidates between its own two nodes (0 = newest), the time gap
    ``t_i − t_e``, the smaller and larger number of events its endpoints took part in before
    ``ε_i``, and whether the explained prediction is correct (the record's ``group``). Its
    label is whether it is in the record's explanation when that explanation flips the
    prediction (``is_counterfactual``).
-2. **Rules** (:func:`learn_rules`, pure). The explained events are split in two seeded halves
-   (:func:`split_events`). On the first, a shallow decision tree — scikit-learn's
-   :class:`~sklearn.tree.DecisionTreeClassifier`, the well-kept library for this; classes
+2. **Rules** (``learn_rules``, pure). The explained events are split in two seeded halves
+   (``split_events``). On the first, a shallow decision tree — scikit-learn's
+   ``DecisionTreeClassifier``, the well-kept library for this; classes
    weighted ``balanced`` because explanations hold few of the candidates — separates the
    candidates in explanations from the others. Every root-to-leaf path whose leaf predicts
-   "in explanation" is a :class:`Rule`, a conjunction of :class:`Condition` on the features;
+   "in explanation" is a ``Rule``, a conjunction of ``Condition`` on the features;
    read as an action it says "remove every removable candidate that satisfies it". A leaf
    holds at least ``min_coverage`` × (training events) candidates, and a rule is kept only if
    it matches a candidate in at least that share of the training events (its support).
-3. **Held-out check** (:func:`check_rules`). On the other half, for each rule: *coverage* =
+3. **Held-out check** (``check_rules``). On the other half, for each rule: *coverage* =
    share of the held-out explained events with at least one removable candidate satisfying
    it; *precision* = share of covered events where removing **all** removable candidates that
    satisfy it flips the prediction, evaluated by the **exact** oracle (never read off the
@@ -31,9 +31,9 @@ nodes", then checks each rule with the exact oracle on events it was not learned
    ``mean_removed`` reports how many events that is, so a rule that flips by removing most of
    the history is visible as such. Oracles come from a factory ``event_id -> Oracle``, so
    tests inject toy oracles; the command line builds them from each run's stream and model
-   (:class:`RunOracles`). Events are checked in stream order, all rules of an event in one
+   (``RunOracles``). Events are checked in stream order, all rules of an event in one
    batched call.
-4. **Table** (:func:`rules_table`): per dataset × model, the rules ordered by held-out
+4. **Table** (``rules_table``): per dataset × model, the rules ordered by held-out
    precision × coverage (ties: fewer events removed, then higher training support), the best
    ``top`` of them, into ``rules.md`` and ``rules.csv``.
 

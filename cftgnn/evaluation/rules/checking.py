@@ -1,8 +1,8 @@
 """Rules checked on held-out events with the exact oracle, and ordered by the result.
 
-Step 3 of the regional rules (see :mod:`cftgnn.evaluation.rules`): coverage and precision of
+Step 3 of the regional rules (see ``cftgnn.evaluation.rules``): coverage and precision of
 each rule, the removal of everything it matches evaluated by the exact oracle
-(:class:`RunOracles` builds those oracles from a run's stream and model).
+(``RunOracles`` builds those oracles from a run's stream and model).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ OracleFactory = Callable[[int], Oracle]
 
 @dataclass
 class RuleCheck:
-    """Held-out counts of one rule (see :func:`check_rules`)."""
+    """Held-out counts of one rule (see ``check_rules``)."""
 
     events: int = 0
     covered: int = 0
@@ -55,7 +55,7 @@ def check_rules(rules: Sequence[Rule], table: pd.DataFrame, oracle_for: OracleFa
     For each event of ``table`` (stream order) the oracle is built once; for each rule the
     removal set is every removable candidate satisfying it (intersected with the oracle's
     removable events); the distinct non-empty sets go to ``oracle.exact_batch`` in one call,
-    and a set counts as a flip when :func:`~cftgnn.oracle.oracle.is_flip` says so.
+    and a set counts as a flip when [``is_flip``][cftgnn.oracle.is_flip] says so.
 
     Args:
         rules: The rules.
@@ -127,7 +127,7 @@ def order_rules(checked: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
 
 class RunOracles:
     """The exact oracles of a group of runs (one stream, model, ``k``, ``m_max``,
-    constraints, history), built on one :class:`~cftgnn.oracle.engine.ReplayEngine`: call it in
+    constraints, history), built on one [``ReplayEngine``][cftgnn.oracle.ReplayEngine]: call it in
     stream order.
 
     Args:

@@ -1,7 +1,7 @@
 """Features of the candidates of explained events, and the seeded split into halves.
 
-Step 1 of the regional rules (see :mod:`cftgnn.evaluation.rules`): every removable candidate
-of every explained record is described by :data:`FEATURES` and labelled by whether it is in
+Step 1 of the regional rules (see ``cftgnn.evaluation.rules``): every removable candidate
+of every explained record is described by ``FEATURES`` and labelled by whether it is in
 the record's counterfactual explanation.
 """
 
@@ -52,7 +52,7 @@ def candidate_features(stream: EventStream, index: TemporalIndex,
 
     Returns:
         One row per candidate, in the candidates' order: ``event_id`` (``i``),
-        ``candidate`` (the candidate's id) and every feature of :data:`FEATURES` except
+        ``candidate`` (the candidate's id) and every feature of ``FEATURES`` except
         ``correct`` (a property of the record, not of the stream).
     """
     i = int(candidates.event_id)
@@ -97,7 +97,7 @@ def _correct(record: Mapping[str, Any]) -> int:
 def record_features(stream: EventStream, index: TemporalIndex, record: Mapping[str, Any],
                     k: int, m_max: int, constraints: Constraints,
                     batch_size: int | None = None) -> pd.DataFrame:
-    """:func:`candidate_features` of one explained record, with ``correct``, ``removable``
+    """``candidate_features`` of one explained record, with ``correct``, ``removable``
     (not protected by the run's constraints) and ``label`` (in the explanation, and the
     explanation flips the prediction).
 
@@ -126,7 +126,7 @@ def record_features(stream: EventStream, index: TemporalIndex, record: Mapping[s
 def feature_table(stream: EventStream, records: pd.DataFrame, k: int, m_max: int,
                   constraints: Constraints, index: TemporalIndex | None = None,
                   batch_size: int | None = None) -> pd.DataFrame:
-    """:func:`record_features` of every explained record (status ``ok``), stacked.
+    """``record_features`` of every explained record (status ``ok``), stacked.
 
     Records of several runs may explain the same event: each contributes its rows (with its
     own labels).

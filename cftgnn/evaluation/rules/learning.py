@@ -1,8 +1,8 @@
 """Rules from a decision tree: conditions on the candidates' features, read as actions.
 
-Step 2 of the regional rules (see :mod:`cftgnn.evaluation.rules`): a shallow tree fitted on
+Step 2 of the regional rules (see ``cftgnn.evaluation.rules``): a shallow tree fitted on
 the training half's feature table; every root-to-leaf path whose leaf predicts "in
-explanation" is a :class:`Rule`.
+explanation" is a ``Rule``.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def event_coverage(mask: npt.ArrayLike, event_ids: npt.ArrayLike) -> float:
 
 def learn_rules(table: pd.DataFrame, max_depth: int = 3, min_coverage: float = 0.05,
                 seed: int = 0, features: Sequence[str] = FEATURE_NAMES) -> list[Rule]:
-    """Rules from a feature table of the training half (:func:`feature_table`).
+    """Rules from a feature table of the training half (``feature_table``).
 
     A decision tree (scikit-learn, classes weighted ``balanced``, at most ``max_depth``
     levels, leaves of at least ``ceil(min_coverage × events)`` candidates) is fitted on the

@@ -1,6 +1,6 @@
 """Rules per group of runs: pooling, tables, ``rules.md`` / ``rules.csv`` and the command line.
 
-Step 4 of the regional rules (see :mod:`cftgnn.evaluation.rules`), and :func:`main`, the body
+Step 4 of the regional rules (see ``cftgnn.evaluation.rules``), and ``main``, the body
 of ``scripts/rules.py``.
 """
 
@@ -43,7 +43,7 @@ DESCRIPTION = "Regional counterfactual rules: short, checked statements of *what
 
 
 def group_runs(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """Runs pooled by :attr:`Run.key`, labelled ``dataset · model`` (with what differs when
+    """Runs pooled by ``Run.key``, labelled ``dataset · model`` (with what differs when
     two groups share those names), in the order first met."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
@@ -85,7 +85,7 @@ TABLE_COLUMNS = {"rule": "rule", "train_support": "support (train)",
 
 
 def rules_table(name: str, checked: pd.DataFrame, train_events: int) -> pd.DataFrame:
-    """``checked`` (:func:`order_rules`) with the group's name and training size."""
+    """``checked`` (``order_rules``) with the group's name and training size."""
     out = checked.copy()
     out.insert(0, "group", name)
     out.insert(1, "rank", np.arange(1, len(out) + 1))

@@ -1,0 +1,143 @@
+"""The benchmarks' top-level options, checked before anything loads (this module imports
+neither torch nor the models: :func:`cftgnn.cli.main_guard` runs these first, and each
+benchmark's ``run`` again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from cftgnn.config import group_options
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation.options import check_candidate_options
+from cftgnn.options import boolean, integer, integer_list, is_integer, number
+
+
+def _known(cfg: Any, group: str, name: str, option: str) -> None:
+    options = group_options(cfg, group)
+    if options is not None and name not in options:
+        raise ConfigError(f"{option}: unknown {group} {name!r} (choose from: "
+                          f"{', '.join(options)})")
+
+
+def pairs(cfg: Any) -> list[tuple[str, str]]:
+    """``cfg.pairs`` as ``(dataset, model)`` tuples, each named by a config file.
+
+    Raises:
+        ConfigError: For an empty list, a name that is not ``<dataset>-<model>``, or a dataset
+            or model without a file of ``conf/dataset/`` / ``conf/model/``.
+    """
+    out = []
+    for pair in cfg.pairs or []:
+        parts = str(pair).split("-")
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(f"pairs must be <dataset>-<model> names, e.g. uci-tgn; got "
+                              f"{pair!r}")
+        _known(cfg, "dataset", parts[0], f"pairs entry {pair!r}")
+        _known(cfg, "model", parts[1], f"pairs entry {pair!r}")
+        out.append((parts[0], parts[1]))
+    if not out:
+        raise ConfigError("pairs is empty; name at least one <dataset>-<model>")
+    return out
+
+
+def check_explainers_options(cfg: Any) -> None:
+    """``benchmark_explainers.py``: ``n_events >= 1``, known pairs and explainers.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=1)
+    pairs(cfg)
+    if not cfg.explainers:
+        raise ConfigError("explainers is empty; name at least one of conf/explainer/")
+    for name in cfg.explainers:
+        _known(cfg, "explainer", str(name), "explainers")
+
+
+def check_oracle_options(cfg: Any) -> None:
+    """``benchmark_oracle.py``: counts of the right type and range.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=1)
+    integer(cfg, "sets_per_event", minimum=1)
+    integer(cfg, "naive_per_event", minimum=0)
+    integer(cfg, "batch_size", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    integer(cfg, "num_threads", minimum=1)
+
+
+def check_index_options(cfg: Any) -> None:
+    """``benchmark_index.py``: ``ks`` hop radii ``>= 1`` (as ``explain.py``'s ``k``), counts.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=1)
+    if not integer_list(cfg, "ks", optional=False, minimum=1):
+        raise ConfigError("ks is empty; name at least one hop radius, e.g. ks=[1,2]")
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "seed")
+    integer(cfg, "repeats", minimum=1)
+
+
+def check_memory_options(cfg: Any) -> None:
+    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts
+    (the ``budgets`` entries are checked by the engine's own rule when the run starts).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    streams = OmegaConf.to_container(cfg.streams)
+    if not isinstance(streams, list) or not all(
+            isinstance(s, list) and len(s) == 2 for s in streams):
+        raise ConfigError("streams must be a list of [num_events, num_nodes]")
+    for num_events, num_nodes in streams:
+        if not (is_integer(num_events) and is_integer(num_nodes)
+                and num_events >= 1 and num_nodes >= 2):
+            raise ConfigError(f"streams must hold [num_events, num_nodes] integers, got "
+                              f"{[num_events, num_nodes]!r}")
+    budgets = OmegaConf.to_container(cfg.budgets)
+    if not isinstance(budgets, list) or not budgets:
+        raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")
+    integer(cfg, "n_events", minimum=0)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "seed")
+    integer(cfg, "k", minimum=1, optional=True)
+    number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
+
+
+def check_tail_options(cfg: Any) -> None:
+    """``benchmark_tail.py``: ``max_size >= 1``, ``n_events >= 1`` (without ``events``), the
+    pruning options.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "max_size", minimum=1)
+    if not cfg.get("events"):
+        integer(cfg, "n_events", minimum=1)
+    boolean(cfg, "prune_perturbations")
+    number(cfg, "prune_tolerance", minimum=0.0, finite=True)
+
+
+def check_quality_options(cfg: Any) -> None:
+    """``benchmark_quality.py``: ``max_size >= 1``, ``n_events >= 1``, the candidates'
+    ``m_max`` and ``k`` (the configurations of ``explainers`` are checked when the run
+    starts).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "max_size", minimum=1)
+    check_candidate_options(cfg)
+    integer(cfg, "n_events", minimum=1)
+
+
+__all__ = ["check_explainers_options", "check_index_options", "check_memory_options",
+           "check_oracle_options", "check_quality_options", "check_tail_options", "pairs"]

@@ -1,0 +1,122 @@
+"""Bad options of the Hydra entry points end in one ``error:`` line and exit status 2 within a
+second: checked on the composed config before torch_geometric (or torch) loads and before
+Hydra makes a run directory (issues 39 and 40)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cftgnn.cli import main_guard
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+CONF = ROOT / "conf"
+
+
+def refused(name: str, *args: str, cwd: Path) -> tuple[str, list[str]]:
+    """Run ``scripts/<name> args`` under ``-X importtime`` in ``cwd``; assert exit status 2,
+    no traceback and one ``error:`` line. Returns that line and the modules imported."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPTS / name), *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    imported = [ln.split("|")[-1].strip() for ln in lines if ln.startswith("import time:")]
+    said = [ln for ln in lines if not ln.startswith("import time:")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert len(said) == 1 and said[0].startswith("error: "), said
+    return said[0], imported
+
+
+CASES = [
+    ("explain.py", ["nevents=4"], "unknown option 'nevents' (did you mean 'n_events'?)"),
+    ("explain.py", ["n_events=abc"], "n_events must be an integer"),
+    ("explain.py", ["mode=bogus"], "mode must be one of approximate, exact, auto"),
+    ("explain.py", ["history=bogus"], "history must be one of"),
+    ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
+    ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
+    ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
+    ("explain.py", ["+n_evnts=2"], "unknown option 'n_evnts' (did you mean 'n_events'?)"),
+    ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
+    ("train_explainer.py", ["explainer=attention"],
+     "train_explainer.py takes explainer=pgexplainer only (got explainer=attention)"),
+    ("train_explainer.py", ["batch_size=0"], "batch_size must be an integer >= 1"),
+    ("benchmark_explainers.py", ["pairs=[uci-graphmix]"], "unknown model 'graphmix'"),
+    ("benchmark_explainers.py", ["explainers=[attentoin]"], "unknown explainer 'attentoin'"),
+    ("benchmark_oracle.py", ["batch_size=0"], "batch_size must be an integer >= 1"),
+    ("benchmark_index.py", ["ks=[0]"], "ks must be a list of integers >= 1"),
+    ("benchmark_memory.py", ["streams=[[0,5]]"], "streams must hold [num_events, num_nodes]"),
+    ("benchmark_tail.py", ["max_size=0"], "max_size must be an integer >= 1"),
+    ("benchmark_quality.py", ["n_events=1.5"], "n_events must be an integer >= 1"),
+    ("dataset_info.py", ["dataset=uci2"], "unknown dataset 'uci2'"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "words"), CASES,
+                         ids=[f"{n}:{' '.join(a)}" for n, a, _ in CASES])
+def test_a_bad_option_is_one_line_before_torch_geometric_and_any_run_directory(
+        name, args, words, tmp_path):
+    line, imported = refused(name, *args, cwd=tmp_path)
+    assert words in line
+    assert "hydra" in imported  # the import log was read (the check is not vacuous)
+    assert "torch_geometric" not in imported and "torch" not in imported
+    assert list(tmp_path.iterdir()) == []  # no outputs/, no .hydra/
+
+
+def test_a_run_directory_that_cannot_be_made_is_refused(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    line, _ = refused("explain.py", f"hydra.run.dir={a_file}/x", cwd=tmp_path)
+    assert "hydra.run.dir" in line and "is not a folder" in line
+    if Path("/proc/self").is_dir():  # Linux: /proc passes os.access for root, yet takes no mkdir
+        line, _ = refused("explain.py", "hydra.run.dir=/proc/x", cwd=tmp_path)
+        assert line.startswith("error: hydra.run.dir '/proc/x' cannot be created")
+        line, _ = refused("explain.py", cwd=Path("/proc"))  # the default outputs/explain/...
+        assert line == ("error: hydra.run.dir 'outputs/explain' cannot be created (no folder "
+                        "can be made in /proc: No such file or directory)")
+    assert list(tmp_path.iterdir()) == [a_file]
+
+
+def test_the_option_checks_import_neither_torch_nor_the_models():
+    code = ("import sys, cftgnn.cli, cftgnn.config, cftgnn.evaluation.options, "
+            "cftgnn.training.options, cftgnn.benchmarks.options; "
+            "print(sorted(m for m in ('torch', 'torch_geometric', 'pandas') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_lazy_packages_still_export_their_names():
+    from cftgnn import evaluation, oracle
+    from cftgnn.evaluation.sampling import PredictionGroup
+
+    assert oracle.Oracle.__name__ == "Oracle" and oracle.is_flip.__name__ == "is_flip"
+    assert evaluation.PredictionGroup is PredictionGroup
+    with pytest.raises(AttributeError):
+        _ = oracle.Orcale
+
+
+def _seen_argv(monkeypatch, *args: str) -> list[str]:
+    """``sys.argv`` as ``main`` sees it after :func:`main_guard` for ``explain.py args``."""
+    monkeypatch.setattr(sys, "argv", ["explain.py", *args])
+    seen: list[str] = []
+    main_guard(lambda: seen.extend(sys.argv), CONF, config_name="explain",
+               run_dir_from="out_dir")
+    return seen[1:]
+
+
+def test_the_run_directory_follows_out_dir(monkeypatch, tmp_path):
+    out = tmp_path / "my run, 1"
+    assert _seen_argv(monkeypatch, f"out_dir='{out}'") == \
+        [f"out_dir='{out}'", f"hydra.run.dir='{out}'"]
+    given = f"hydra.run.dir={tmp_path / 'mine'}"
+    assert _seen_argv(monkeypatch, f"out_dir={out}", given) == [f"out_dir={out}", given]
+    assert _seen_argv(monkeypatch, "-m", f"out_dir={out}") == ["-m", f"out_dir={out}"]
+    assert _seen_argv(monkeypatch) == []
+    assert not out.exists()  # the probe leaves nothing behind
