@@ -24,8 +24,9 @@ RESUME = ("the records written so far are kept; to resume, rerun the same comman
 def main(cfg: DictConfig) -> None:
     with friendly_errors(on_interrupt=RESUME):
         from cftgnn.evaluation.pipeline import run  # heavy (torch, PyG): after the checks
+        from cftgnn.reporting.picture import save_picture  # matplotlib: likewise
 
-        run(cfg)
+        run(cfg, draw=save_picture)
 
 
 if __name__ == "__main__":

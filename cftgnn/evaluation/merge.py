@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     table = summary_table(records)
     write_summary(table, out)
     print(f"merged {len(records)} records from {len(runs)} runs into {out}")
-    print(format_summary(table, index="group"))
+    print(format_summary(table, index="group", hide_nan=True, meanings=True))
     return table
 
 

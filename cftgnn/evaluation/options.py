@@ -68,6 +68,7 @@ def check_explain_options(cfg: Any) -> None:
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
     boolean(cfg, "robustness")
+    boolean(cfg, "picture")
     text(cfg, "checkpoint", optional=True)
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)

@@ -16,8 +16,10 @@ One run = one dataset, one model, one explainer with one selection strategy. It
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
    ranking (``cftgnn.evaluation.curves``, one batched call), and writes it as one record
    (``cftgnn.evaluation.records``);
-5. prints the summary table (``cftgnn.evaluation.metrics``) and writes it next to the
-   records; with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
+5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
+   explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
+   ``draw`` function, the path of its picture too) and the table's metrics that have a value;
+   with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,7 @@ from cftgnn.evaluation.options import check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
+from cftgnn.evaluation.showcase import describe_record, pick_shown, why_shown
 from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, group_note, summarize
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
@@ -81,6 +84,11 @@ from cftgnn.training.resolve import (
     resolve_model,
     used_model_config,
 )
+
+#: Draws the picture of a run's record into its directory and returns the file's path:
+#: ``draw(stream, record, fingerprint, out_dir)``
+#: (``cftgnn.reporting.picture.save_picture``; ``explain.py`` hands it to ``run``).
+Draw = Callable[[EventStream, pd.Series, Mapping[str, Any], Path], Path]
 
 #: Dataset options that only say where the files are, not what the stream is.
 _LOCATION_KEYS = ("data_dir", "cache_dir", "download")
@@ -224,8 +232,13 @@ def _check_shard(cfg: DictConfig) -> tuple[int, int]:
     return shard, num
 
 
-def run(cfg: DictConfig) -> pd.DataFrame:
+def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     """Explain the sampled events of one configuration; returns the summary table.
+
+    Args:
+        cfg: ``explain.py``'s config.
+        draw: Draws the picture of the explained prediction shown (with ``picture=true``);
+            None: the prediction is shown in words only.
 
     Raises:
         CftgnnError: For bad input (unknown event ids, a checkpoint of another dataset, an
@@ -303,16 +316,39 @@ def run(cfg: DictConfig) -> pd.DataFrame:
             print("note: no event in sample.range matches the sampling options; nothing to "
                   "explain")
         table = summary_table(records)
-        print(format_summary(table, index="group"))
+        write_summary(table, out)
+        k = int(model.num_layers) if cfg.k is None else int(cfg.k)  # as the oracle takes it
+        show_prediction(records, stream, {**fp, "k": k}, out, draw if cfg.picture else None)
+        print(format_summary(table, index="group", hide_nan=True, meanings=True))
         if (note := group_note(records)) is not None:
             print(f"note: {note}")
         if fallback:
             print(f"note: {fallback}")
-        write_summary(table, out)
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
         log_curves(tracker, records)
     return table
+
+
+def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str, Any],
+                    out: Path, draw: Draw | None = None) -> None:
+    """Print the run's shown prediction in words (``cftgnn.evaluation.showcase.pick_shown``)
+    and, with ``draw``, draw its picture into ``out`` and print the path; one line when every
+    event was skipped, nothing without records. A picture that cannot be written (a full
+    disk) is one ``warning:`` line: the records and the summary are written already."""
+    shown = pick_shown(records)
+    if shown is None:
+        if not records.empty:
+            statuses = ", ".join(sorted(set(records["status"].astype(str))))
+            print(f"explained prediction: none, every event was skipped ({statuses})")
+        return
+    print(describe_record(shown, stream, why_shown(shown)))
+    if draw is not None:
+        try:
+            print(f"  picture: {draw(stream, shown, fp, out)}")
+        except OSError as exc:
+            print(f"warning: no picture of event {int(shown['event_id'])} in {out}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
 
 
 def log_curves(tracker: Tracker, records: pd.DataFrame) -> None:

@@ -7,6 +7,7 @@ skipped and left out of the metrics. ``format_summary`` prints such a table.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,6 +70,42 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "time_mean",
 )
 """Metric columns of ``summarize``, in order (after the ``by`` columns)."""
+
+MEANINGS: dict[str, str] = {
+    "events": "events sampled",
+    "explained": "events whose search ran",
+    "skipped": "events without candidates or with logit 0",
+    "fidelity_plus": "share flipped by removing the explanation ↑",
+    "fidelity_minus": "share flipped keeping only the explanation ↓",
+    "characterization": "harmonic mean of fid+ and 1 − fid− ↑",
+    "aufsc_plus": "area under fid+ against sparsity ↑",
+    "aufsc_minus": "area under fid− against sparsity ↓",
+    "best_fid": "best logit move keeping a top share of the ranking ↑",
+    "aufsc_keep": "area under that move against the kept share ↑",
+    "acc_auc": "share keeping the sign with the top 0-30 % kept ↑",
+    "mean_size": "mean size of the counterfactuals found ↓",
+    "median_size": "median size of the counterfactuals found ↓",
+    "mean_sparsity": "their mean size / candidates ↓",
+    "certified": "share certified cardinality-minimal ↑",
+    "n_counterfactuals": "counterfactuals per event (events with one)",
+    "cf_ge3": "share of those events with ≥ 3 counterfactuals",
+    "diversity": "mean Jaccard distance of an event's counterfactuals ↑",
+    "hypervolume": "size-margin area an event's counterfactuals dominate ↑",
+    "robust_impl": "share of noisy variants that still flip ↑",
+    "robust_model": "share that flip a second checkpoint too ↑",
+    "rule_found": "share with a local counterfactual rule ↑",
+    "oracle_calls": "model evaluations per event",
+    "cache_hit_rate": "share of evaluations the cache answered",
+    "agreement": "approximate oracle agrees with the exact ↑",
+    "time_p50": "median seconds per event ↓",
+    "time_p90": "90th percentile of seconds per event ↓",
+    "time_mean": "mean seconds per event ↓",
+}
+"""One line on each of ``SUMMARY_COLUMNS`` (↑ / ↓: higher / lower is better; the
+definitions: docs/metrics.md), printed next to the values by ``format_summary``."""
+
+#: Printed under a table with its meanings.
+METRICS_PAGE = "docs/metrics.md"
 
 
 # --------------------------------------------------------------------------- tables
@@ -273,7 +310,8 @@ def summary_metrics(records: pd.DataFrame | Sequence[Mapping[Any, Any]]) -> dict
     return {name: float(row[name]) for name in SUMMARY_COLUMNS}
 
 
-def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
+def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = False,
+                   meanings: bool = False) -> str:
     """A fixed-width text table of a summary, floats to 3 decimals.
 
     Args:
@@ -281,12 +319,21 @@ def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
         index: A column naming the rows (e.g. ``"group"``); the table is then printed
             transposed, one metric per line and one column per row of ``df``, which reads
             better in a terminal than 18 columns side by side.
+        hide_nan: Leave out the metrics that are NaN in every row (e.g. the robustness
+            columns of a run without ``robustness=true``); a last line names them.
+        meanings: With ``index``, each metric's line ends with its meaning
+            (``MEANINGS``), and a last line says where the definitions are.
 
     Returns:
         The table as a string (an empty table gives its header).
     """
     if df.empty:
         return "  ".join(str(c) for c in df.columns)
+    hidden: list[str] = []
+    if hide_nan:
+        hidden = [c for c in df.columns if c != index and c in SUMMARY_COLUMNS
+                  and df[c].isna().all()]
+        df = df.drop(columns=hidden)
 
     def cell(value: Any) -> str:
         if isinstance(value, float | np.floating):
@@ -295,8 +342,22 @@ def format_summary(df: pd.DataFrame, index: str | None = None) -> str:
 
     text = df.map(cell)
     if index is None:
-        return text.to_string(index=False)
-    return text.set_index(index).T.rename_axis(None, axis=1).to_string()
+        table = text.to_string(index=False)
+    else:
+        wide = text.set_index(index).T.rename_axis(None, axis=1)
+        table = wide.to_string()
+        if meanings:  # left-aligned after the values (the header line comes first)
+            lines = table.splitlines()
+            table = "\n".join([lines[0], *(f"{line}   {MEANINGS.get(str(m), '')}".rstrip()
+                                           for line, m in zip(lines[1:], wide.index,
+                                                              strict=True))])
+    foot = []
+    if hidden:
+        foot.append(textwrap.fill(f"not shown, no value in this run: {', '.join(hidden)}",
+                                  width=100, subsequent_indent="  ", break_on_hyphens=False))
+    if meanings and index is not None:
+        foot.append(f"↑ / ↓: higher / lower is better; definitions: {METRICS_PAGE}")
+    return "\n".join([table, *foot])
 
 
 def group_note(records: pd.DataFrame) -> str | None:
@@ -330,4 +391,5 @@ def group_note(records: pd.DataFrame) -> str | None:
             "batch-start prediction itself)")
 
 
-__all__ = ["SUMMARY_COLUMNS", "format_summary", "group_note", "summarize", "summary_metrics"]
+__all__ = ["MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS", "format_summary", "group_note",
+           "summarize", "summary_metrics"]

@@ -17,6 +17,7 @@ recomputes the candidates' hop distances with
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -44,7 +45,8 @@ from cftgnn.evaluation.rundir import (
     read_records,
     run_batch_size,
 )
-from cftgnn.files import atomic_output, check_can_write
+from cftgnn.evaluation.showcase import time_unit
+from cftgnn.files import atomic_output, atomic_write, check_can_write
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
 
@@ -52,7 +54,6 @@ DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges
 KEPT = "#8c8c8c"  # the other candidates
 ENDPOINT = "#1f77b4"  # the explained event and its endpoints
-_UNITS = (("days", 86_400.0), ("hours", 3_600.0), ("minutes", 60.0), ("seconds", 1.0))
 
 
 # --------------------------------------------------------------------------- data
@@ -211,14 +212,6 @@ def load_view(run_dir: str | os.PathLike[str], event_id: int) -> ExplanationView
 
 
 # --------------------------------------------------------------------------- drawing
-
-
-def time_unit(seconds: float) -> tuple[str, float]:
-    """A readable unit for a span of ``seconds``: ``(name, seconds per unit)``."""
-    for name, size in _UNITS:
-        if abs(seconds) >= 2 * size:
-            return name, size
-    return _UNITS[-1]
 
 
 def _lanes(view: ExplanationView) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int]]:
@@ -390,6 +383,35 @@ def plot_explanation(view: ExplanationView, x_axis: str = "time") -> Figure:
     return fig
 
 
+def picture_path(run_dir: str | os.PathLike[str], event_id: int) -> Path:
+    """Where a run's picture of ``event_id`` goes: ``<run dir>/explanation_<event>.png``."""
+    return Path(run_dir) / f"explanation_{int(event_id)}.png"
+
+
+def save_picture(stream: EventStream, record: pd.Series | Mapping[str, Any],
+                 fingerprint: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Path:
+    """Draw one record of a run into its directory (``explain.py`` draws the prediction it
+    shows; ``cftgnn.evaluation.pipeline.Draw``).
+
+    Args:
+        stream: The run's stream (already loaded: nothing is read again).
+        record: One of the run's records.
+        fingerprint: The run's ``run.json`` content (``k``, ``m_max``, the model's config).
+        run_dir: The run directory.
+
+    Returns:
+        The PNG's path (``picture_path``), written whole or not at all.
+    """
+    view = explanation_view(stream, record, hop_radius(fingerprint),
+                            int(fingerprint.get("m_max", 64)), run_name(record),
+                            run_batch_size(fingerprint))
+    out = picture_path(run_dir, view.event_id)
+    buffer = io.BytesIO()
+    plot_explanation(view).savefig(buffer, format="png", dpi=DPI)
+    atomic_write(out, buffer.getvalue())
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> Path:
     """Command line: ``show_explanation.py RUN_DIR EVENT_ID [--out PNG]``."""
     parser = ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -399,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--x", choices=("time", "order"), default="time", dest="x_axis",
                         help="x axis of the timeline: time (default) or candidate order")
     args = parser.parse_args(argv)
-    out = Path(args.out or Path(args.run_dir) / f"explanation_{args.event_id}.png")
+    out = Path(args.out) if args.out else picture_path(args.run_dir, args.event_id)
     check_can_write(out, "--out", file=True)
     view = load_view(args.run_dir, args.event_id)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -417,8 +439,10 @@ __all__ = [
     "hop_radius",
     "load_view",
     "main",
+    "picture_path",
     "picture_title",
     "plot_explanation",
     "run_name",
+    "save_picture",
     "time_unit",
 ]

@@ -25,9 +25,10 @@ from cftgnn.reporting import picture, report
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
-# TGAT with fresh weights finds counterfactuals on the synthetic stream within a few iterations
+# TGAT with fresh weights of seed 0 finds counterfactuals on the synthetic stream within a few
+# iterations (debug=default's own seed 1 is chosen for TGN)
 TINY = ["debug=default", "checkpoint=null", "model=tgat", "progress=false",
-        "sample.prediction=any", "n_events=6"]
+        "sample.prediction=any", "n_events=6", "seed=0"]
 RUNS = {
     "cf-closest-40": ["explainer.it_max=40", "strategy=closest"],
     "cf-recent-20": ["explainer.it_max=20", "strategy=recent"],
