@@ -1,7 +1,7 @@
 """cftgnn: counterfactual explanations for temporal graph neural networks.
 
 Importing the package loads nothing heavy (the entry points check their options before torch
-and PyG load); :mod:`cftgnn.models` imports :mod:`cftgnn._compat` first, so torch_geometric
+and PyG load); ``cftgnn.models`` imports ``cftgnn._compat`` first, so torch_geometric
 is imported quietly whichever module needs it first.
 """
 

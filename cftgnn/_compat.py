@@ -1,7 +1,7 @@
 """Imports of third-party packages that need a word of care.
 
-Imported first by :mod:`cftgnn.models` (whose modules are the ones that build on PyG) and by
-every other module before its first ``torch_geometric`` import, never by :mod:`cftgnn` itself:
+Imported first by ``cftgnn.models`` (whose modules are the ones that build on PyG) and by
+every other module before its first ``torch_geometric`` import, never by ``cftgnn`` itself:
 the entry points check their options before torch_geometric loads (seconds).
 """
 

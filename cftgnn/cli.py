@@ -1,10 +1,10 @@
 """Helpers shared by the entry points in ``scripts/``: friendly one-line errors.
 
-Before a Hydra script runs, :func:`main_guard` checks the command line the way Hydra will read
-it (:func:`compose_command_line`): an unknown ``group=option``, an override that does not parse
+Before a Hydra script runs, ``main_guard`` checks the command line the way Hydra will read
+it (``compose_command_line``): an unknown ``group=option``, an override that does not parse
 (``n_events=[1,2``), a key the config does not have (``nevents=4``, ``+n_evnts=2``) ends in
 one ``error:`` line naming it and the nearest valid key, exit status 2, instead of Hydra's
-multi-line message; then the composed config is checked (:func:`config_problem`: a sweep
+multi-line message; then the composed config is checked (``config_problem``: a sweep
 without ``-m``, the logger, the script's own option checks). All of it runs before the
 script's heavy modules (torch, PyG, the models) load, which its ``main`` imports itself, and
 before Hydra makes a run directory. Ctrl-C in any script ends in one line (exit status 130)
@@ -235,7 +235,7 @@ def _fixed_key(key: str, overrides: Sequence[str], conf_dir: Path,
 
 def hydra_problem(argv: Sequence[str], conf_dir: str | Path, config_name: str) -> str | None:
     """The one-line message of what Hydra would refuse on this command line, or None
-    (:func:`compose_command_line` without the config)."""
+    (``compose_command_line`` without the config)."""
     return compose_command_line(argv, conf_dir, config_name)[0]
 
 
@@ -245,9 +245,9 @@ def config_problem(argv: Sequence[str], cfg: Any, config_name: str,
 
     * a sweep (``sweep=baselines``, or any ``hydra.sweeper.params``) without ``-m``, which
       Hydra would run as one default job;
-    * a logger's ``mode`` that is not one of :data:`cftgnn.tracking.WANDB_MODES`;
+    * a logger's ``mode`` that is not one of ``cftgnn.tracking.WANDB_MODES``;
     * whatever the script's own light ``check`` refuses (a
-      :class:`~cftgnn.errors.CftgnnError`: types, ranges, choices).
+      ``CftgnnError``: types, ranges, choices).
     """
     multirun = any(a in ("-m", "--multirun") for a in argv)
     sweeper = cfg.get("hydra", {}).get("sweeper", {}).get("params") if "hydra" in cfg else None
@@ -280,7 +280,7 @@ RUN_DIR_MIN_FREE = 64 * 1024
 def folder_problem(option: str, value: str) -> str | None:
     """A one-line message when the folder ``value`` of ``option`` cannot be made: its nearest
     existing ancestor is a file, is not writable, or takes no new folder (``/proc``, which
-    :func:`os.access` calls writable for root: a folder is made there and removed at once), or
+    ``os.access`` calls writable for root: a folder is made there and removed at once), or
     sits on a disk with less than ``RUN_DIR_MIN_FREE`` free. None when it can be made
     (nothing is left behind)."""
     folder = Path(value)
@@ -307,7 +307,7 @@ def folder_problem(option: str, value: str) -> str | None:
 def unwritable_run_dir(argv: Sequence[str]) -> str | None:
     """A one-line message when ``hydra.run.dir`` / ``hydra.sweep.dir`` (as given on the
     command line, without interpolations) cannot be created or its disk is full
-    (:func:`folder_problem`): Hydra makes these folders and writes its files there before the
+    (``folder_problem``): Hydra makes these folders and writes its files there before the
     script's code runs. None when they can be, or were not given."""
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
@@ -320,7 +320,7 @@ def unwritable_run_dir(argv: Sequence[str]) -> str | None:
 
 
 def default_run_dir_problem(argv: Sequence[str], cfg: Any) -> str | None:
-    """:func:`folder_problem` for the run (or sweep) directory the config names when the
+    """``folder_problem`` for the run (or sweep) directory the config names when the
     command line names none: its fixed part (``outputs/explain`` of
     ``outputs/explain/${...}/${now:...}``) must take a new folder, e.g. not when the current
     directory is read-only. None when it can, or when nothing would be written there."""
@@ -393,9 +393,9 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
                on_interrupt: str = RESUME_HINT, check: Callable[[Any], None] | None = None,
                run_dir_from: str | None = None) -> None:
     """Call a Hydra ``main`` unless the command line is one that fails: a ``group=option``
-    naming no config file (:func:`unknown_choice`), a run directory that cannot be made
-    (:func:`unwritable_run_dir`), an override that does not parse or names a key the config
-    lacks (:func:`compose_command_line`), or a composed config that :func:`config_problem`
+    naming no config file (``unknown_choice``), a run directory that cannot be made
+    (``unwritable_run_dir``), an override that does not parse or names a key the config
+    lacks (``compose_command_line``), or a composed config that ``config_problem``
     refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses) — then one
     line on stderr and exit status 2, before Hydra makes a run directory and before the
     script's heavy modules load (``main`` imports them itself). Ctrl-C ends in one line,
@@ -408,7 +408,7 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         config_name: The primary config (default: the one ``main`` was decorated with).
         on_interrupt: What to tell the user after Ctrl-C (how to resume).
         check: The script's check of its top-level options (types, ranges, choices), given
-            the composed config; it raises :class:`~cftgnn.errors.ConfigError`. It must
+            the composed config; it raises ``ConfigError``. It must
             import nothing heavy.
         run_dir_from: An option (``out_dir``) that, when set in a single run without
             ``hydra.run.dir``, becomes the run directory (Hydra's ``.hydra/`` goes there,

@@ -1,5 +1,5 @@
 """Packages whose public names load on first use (PEP 562), so that importing one light
-submodule (e.g. :mod:`cftgnn.oracle.history` for an option check) does not load the package's
+submodule (e.g. ``cftgnn.oracle.history`` for an option check) does not load the package's
 heavy modules (torch, PyG) as well."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ WANDB_MODES: tuple[str, ...] = ("online", "offline", "disabled", "shared")
 
 
 def check_logger_mode(mode: Any) -> None:
-    """Refuse a ``logger.mode`` that is not one of :data:`WANDB_MODES`.
+    """Refuse a ``logger.mode`` that is not one of ``WANDB_MODES``.
 
     Raises:
         ConfigError: Naming the modes.
@@ -318,7 +318,7 @@ class WandbTracker(Tracker):
         notes: Free-text notes attached to the run.
 
     Raises:
-        ConfigError: If ``mode`` is not one of :data:`WANDB_MODES` (a ``ValueError``).
+        ConfigError: If ``mode`` is not one of ``WANDB_MODES`` (a ``ValueError``).
     """
 
     def __init__(

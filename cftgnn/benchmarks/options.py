@@ -1,5 +1,5 @@
 """The benchmarks' top-level options, checked before anything loads (this module imports
-neither torch nor the models: :func:`cftgnn.cli.main_guard` runs these first, and each
+neither torch nor the models: ``cftgnn.cli.main_guard`` runs these first, and each
 benchmark's ``run`` again)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ _BYTES_PER_FEATURE = 12
 
 
 def _count(name: str, value: object, minimum: int) -> int:
-    """``value`` as an integer ``>= minimum`` (:func:`~cftgnn.options.as_integer`: ``1e3`` is
+    """``value`` as an integer ``>= minimum`` (``as_integer``: ``1e3`` is
     ``1000``, ``2.5`` and ``"ten"`` are refused)."""
     whole = as_integer(value)
     if whole is None or whole < minimum:
@@ -27,7 +27,8 @@ def _count(name: str, value: object, minimum: int) -> int:
 
 def synthetic_bytes(num_nodes: int, num_events: int, feat_dim: int,
                     num_partners: int = 3) -> int:
-    """About the peak bytes :func:`make_synthetic_stream` allocates for these sizes."""
+    """About the peak bytes [``make_synthetic_stream``][cftgnn.data.make_synthetic_stream] allocates
+    for these sizes."""
     per_node = 8 * (4 + num_partners)  # community, partners, activity, pool
     per_event = _BYTES_PER_EVENT + _BYTES_PER_FEATURE * feat_dim
     return num_nodes * per_node + num_events * per_event

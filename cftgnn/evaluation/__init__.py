@@ -1,6 +1,6 @@
 """Explanation runs: sampling events, resumable records, metrics, the explain pipeline.
 
-The names below load on first use (:mod:`cftgnn.lazy`): :mod:`cftgnn.evaluation.options`
+The names below load on first use (``cftgnn.lazy``): ``cftgnn.evaluation.options``
 checks ``explain.py``'s options before torch loads.
 """
 

@@ -74,8 +74,8 @@ class Split:
 
 
 def minimum_events(batch_size: int, val: float = 0.15, test: float = 0.15) -> int:
-    """The fewest events whose :meth:`Split.chronological` split trains and validates
-    (:attr:`Split.trainable`): one batch for each part at least."""
+    """The fewest events whose ``Split.chronological`` split trains and validates
+    (``Split.trainable``): one batch for each part at least."""
     train, train_val = 1.0 - val - test, 1.0 - test
     # enough for sure: the training part spans a batch, the validation part two
     bound = math.ceil(max(batch_size / train, 2 * batch_size / val)) + 1
@@ -331,7 +331,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     Raises:
         ConfigError: For a bad device, a checkpoint that exists without ``overwrite=true``,
-            or a stream too small to train and validate on (:func:`check_trainable`); before
+            or a stream too small to train and validate on (``check_trainable``); before
             training.
         TrainingError: For a loss or validation AP that is not a number (nothing is saved).
     """

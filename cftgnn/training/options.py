@@ -1,5 +1,5 @@
 """``train.py``'s top-level options, checked before anything loads (this module imports
-neither torch nor the models: :func:`cftgnn.cli.main_guard` runs it first)."""
+neither torch nor the models: ``cftgnn.cli.main_guard`` runs it first)."""
 
 from __future__ import annotations
 

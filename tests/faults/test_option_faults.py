@@ -103,7 +103,7 @@ def test_the_lazy_packages_still_export_their_names():
 
 
 def _seen_argv(monkeypatch, *args: str) -> list[str]:
-    """``sys.argv`` as ``main`` sees it after :func:`main_guard` for ``explain.py args``."""
+    """``sys.argv`` as ``main`` sees it after ``main_guard`` for ``explain.py args``."""
     monkeypatch.setattr(sys, "argv", ["explain.py", *args])
     seen: list[str] = []
     main_guard(lambda: seen.extend(sys.argv), CONF, config_name="explain",

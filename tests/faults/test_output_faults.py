@@ -3,7 +3,7 @@ read-only outputs, bad arguments of the argparse scripts, a pickled PGExplainer 
 
 Each case asserts what the user sees: one ``error:`` line, exit status 2, no traceback, and
 (for outputs) that nothing was done or written first. A few cases run the real scripts in
-subprocesses; the rest call the scripts' ``main`` under :func:`~cftgnn.cli.friendly_errors`,
+subprocesses; the rest call the scripts' ``main`` under ``friendly_errors``,
 as the scripts do, to keep the file fast.
 """
 
