@@ -154,12 +154,6 @@ def test_readme_command_runs_on_the_debug_stream(command, tmp_path, monkeypatch,
         except SystemExit as exc:
             pytest.fail(f"{command} on the debug stream ({' '.join(args)}) exited {exc.code}: "
                         f"{capsys.readouterr().err}")
-        except KeyError as exc:
-            # Known bug: a sample of 0 events (here: no incorrect prediction among the fresh
-            # weights' logits) ends in a KeyError traceback from pipeline.run. Remove once fixed.
-            if "| 0 events" in capsys.readouterr().out and exc.args == ("event_id",):
-                pytest.xfail("an empty sample crashes pipeline.run (KeyError 'event_id')")
-            raise
     if "out_dir" in cfg:
         assert (tmp_path / "run" / "run.json").is_file()
         assert read_records(tmp_path / "run").empty or "event_id" in read_records(tmp_path / "run")
