@@ -51,6 +51,16 @@ def test_run_writes_one_record_per_event_and_a_summary(tmp_path):
     assert table["fidelity_plus"].iloc[-1] == pytest.approx(flips)
 
 
+def test_an_empty_sample_ends_in_a_zero_event_summary(tmp_path, capsys):
+    # seed 0's fresh weights predict no incorrect link in the test split: nothing to explain
+    cfg = cfg_for(tmp_path, "seed=0", "sample.prediction=incorrect", "n_events=2")
+    table = pipeline.run(cfg)
+    out = capsys.readouterr().out
+    assert "| 0 events" in out and "nothing to explain" in out
+    assert table["events"].iloc[-1] == 0 and read_records(tmp_path).empty
+    assert (tmp_path / "summary.csv").is_file()
+
+
 def test_keep_logit_is_the_exact_logit_with_only_the_explanation_kept(tmp_path):
     cfg = cfg_for(tmp_path, "n_events=2")
     pipeline.run(cfg)
