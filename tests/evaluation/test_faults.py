@@ -24,9 +24,10 @@ import pandas as pd
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from testsupport.errors import lines, one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.cli import friendly_errors, hydra_problem, main_guard
+from cftgnn.cli import hydra_problem, main_guard
 from cftgnn.evaluation import compare, pipeline
 from cftgnn.evaluation.compare import compare_records
 from cftgnn.evaluation.records import RecordStore, UnreadableRecordError, read_records
@@ -53,27 +54,6 @@ def train_cfg(*overrides: str):
         return compose("train", overrides=["dataset=synthetic", "dataset.num_nodes=30",
                                            "dataset.num_events=300", "progress=false",
                                            *overrides])
-
-
-def lines(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.strip()]
-
-
-def one_line(stderr: str, prefix: str = "error: ") -> str:
-    """The one line ``stderr`` holds, which starts with ``prefix`` (never a traceback)."""
-    assert "Traceback" not in stderr, stderr
-    got = lines(stderr)
-    assert len(got) == 1 and got[0].startswith(prefix), stderr
-    return got[0]
-
-
-def refused(capsys, fn, *args) -> str:
-    """Run ``fn`` as a script runs it; it must end in exit status 2 and one error line."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exc, friendly_errors():
-        fn(*args)
-    assert exc.value.code == 2
-    return one_line(capsys.readouterr().err)
 
 
 def script(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

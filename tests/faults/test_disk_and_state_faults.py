@@ -32,9 +32,10 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from PIL import Image
+from testsupport.errors import lines, one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.cli import friendly_errors, unwritable_run_dir
+from cftgnn.cli import unwritable_run_dir
 from cftgnn.data import info
 from cftgnn.evaluation import explainer_training, pipeline
 from cftgnn.evaluation.compare import compare_records
@@ -65,27 +66,6 @@ SCORER = "pgexplainer_tgat_synthetic.pt"
 def cfg_of(name: str, *overrides: str):
     with initialize_config_dir(str(CONF), version_base="1.3"):
         return compose(name, overrides=list(overrides))
-
-
-def lines(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.strip()]
-
-
-def one_line(stderr: str, prefix: str = "error: ") -> str:
-    """The one line ``stderr`` holds, which starts with ``prefix`` (never a traceback)."""
-    assert "Traceback" not in stderr, stderr
-    got = lines(stderr)
-    assert len(got) == 1 and got[0].startswith(prefix), stderr
-    return got[0]
-
-
-def refused(capsys, fn, *args) -> str:
-    """Run ``fn`` as a script runs it: exit status 2 and one ``error:`` line, returned."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exc, friendly_errors():
-        fn(*args)
-    assert exc.value.code == 2
-    return one_line(capsys.readouterr().err)
 
 
 def temporaries(folder: Path) -> list[Path]:

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from testsupport.errors import one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.cli import friendly_errors, main_guard
+from cftgnn.cli import main_guard
 from cftgnn.data import info
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.evaluation import compare, merge, pipeline
@@ -42,29 +43,12 @@ TINY_TRAIN = ["dataset=synthetic", "dataset.num_nodes=30", "dataset.num_events=3
               "model.num_neighbors=3", "model.batch_size=25", "epochs=1", "progress=false"]
 
 
-def one_error(stderr: str) -> str:
-    """The one ``error:`` line ``stderr`` holds (never a traceback or a usage block)."""
-    assert "Traceback" not in stderr, stderr
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
-    return lines[0]
-
-
 def script(name: str, *args: str, cwd: Path) -> str:
     """Run ``scripts/<name>``; it must exit with status 2 and one ``error:`` line (returned)."""
     done = subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300)
     assert done.returncode == 2, done.stderr
-    return one_error(done.stderr)
-
-
-def refused(capsys: pytest.CaptureFixture[str], fn: Callable[..., Any], *args: Any) -> str:
-    """Call ``fn`` as a script's ``main`` runs: exit status 2 and one ``error:`` line."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exc, friendly_errors():
-        fn(*args)
-    assert exc.value.code == 2
-    return one_error(capsys.readouterr().err)
+    return one_line(done.stderr)
 
 
 def config(name: str, *overrides: str) -> Any:
@@ -201,7 +185,7 @@ def test_a_read_only_hydra_run_dir_is_refused_before_hydra_makes_it(
         main_guard(lambda: ran.append(1), CONF, argv=[f"hydra.run.dir={read_only}/run"],
                    config_name="train")
     assert exc.value.code == 2 and not ran
-    message = one_error(capsys.readouterr().err)
+    message = one_line(capsys.readouterr().err)
     assert f"hydra.run.dir '{read_only}/run' cannot be" in message
     assert "Read-only file system" in message or f"no write permission in {read_only}" in message
 
