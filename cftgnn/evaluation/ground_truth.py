@@ -29,12 +29,13 @@ keep no state; bad input raises ``ValueError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn.data.stream import EventCauses
 from cftgnn.evaluation.metrics import flip_mask, mean_or_nan
 
 _NAN = float("nan")
@@ -263,5 +264,60 @@ def ground_truth_row(ranking: Sequence[int], importance: Sequence[float],
     }
 
 
+def _listed(value: Any) -> list[Any]:
+    """A record cell (list, tuple, array or None) as a list."""
+    return [] if value is None else list(value)
+
+
+def score_records(records: Iterable[Mapping[str, Any]],
+                  causes: EventCauses) -> list[dict[str, Any]]:
+    """``ground_truth_row`` of every record of a run on a planted stream.
+
+    Args:
+        records: Rows with the record columns ``event_id``, ``explainer``, ``ranking``,
+            ``importance``, ``explanation``, ``is_counterfactual`` and ``candidate_ids``
+            (e.g. ``read_records(run_dir).to_dict("records")``); a row that is not a
+            counterfactual counts as no answer.
+        causes: The stream's ``causes``.
+
+    Returns:
+        One dict per record: ``event_id``, ``explainer`` and the ``ground_truth_row`` values.
+    """
+    out = []
+    for row in records:
+        event = int(row["event_id"])
+        ranking = _listed(row.get("ranking"))
+        importance = _listed(row.get("importance"))
+        answer = list(row["explanation"]) if bool(row.get("is_counterfactual")) else None
+        pool = row.get("candidate_ids")
+        out.append({"event_id": event, "explainer": str(row.get("explainer", "")),
+                    **ground_truth_row(ranking, importance, answer, causes.of(event),
+                                       None if pool is None else list(pool))})
+    return out
+
+
+def summarize_ground_truth(scored: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per explainer, the means of ``score_records``' values over the events where each is
+    defined (NaN and None left out; NaN when none is), and ``events``, the rows seen.
+
+    Keys: ``cause_auc``, ``cause_precision``, ``cause_contains``, ``cause_contained``,
+    ``cause_equal``, ``events``.
+    """
+    keys = ("cause_auc", "cause_precision", "cause_contains", "cause_contained", "cause_equal")
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in scored:
+        groups.setdefault(str(row.get("explainer", "")), []).append(row)
+    summary: dict[str, dict[str, float]] = {}
+    for name, rows in groups.items():
+        entry: dict[str, float] = {}
+        for key in keys:
+            values = [float(r[key]) for r in rows
+                      if r.get(key) is not None and not np.isnan(float(r[key]))]
+            entry[key] = mean_or_nan(np.array(values, dtype=np.float64))
+        entry["events"] = float(len(rows))
+        summary[name] = entry
+    return summary
+
+
 __all__ = ["cause_auc", "cause_flip_rate", "cause_precision_at_k", "cause_set_relation",
-           "cause_set_shares", "ground_truth_row"]
+           "cause_set_shares", "ground_truth_row", "score_records", "summarize_ground_truth"]

@@ -103,3 +103,26 @@ def test_the_flip_rate_tells_a_model_that_ignores_the_cause(stream):
         ignores.append(AdditiveBackend(0.7, {})([frozenset(), cause]))
     assert cause_flip_rate(*np.array(reads).T) == 1.0
     assert cause_flip_rate(*np.array(ignores).T) == 0.0
+
+
+def test_records_of_a_run_are_scored_and_summarized_per_explainer(stream):
+    from cftgnn.evaluation.ground_truth import score_records, summarize_ground_truth
+
+    records = []
+    for e in explained(stream):
+        records.append(PerturbOneExplainer().explain(oracle(stream, e)).to_record())
+        records.append(EXACT["greedy"].explain(oracle(stream, e)).to_record())
+    # a row with no answer and one whose event has no cause
+    records.append({**records[-1], "is_counterfactual": False, "explanation": []})
+    noise = int(np.flatnonzero(stream.labels == 0)[5])
+    records.append({**records[0], "event_id": noise})
+    scored = score_records(records, stream.causes)
+    assert len(scored) == len(records)
+    summary = summarize_ground_truth(scored)
+    n = len(explained(stream))
+    assert summary["perturb_one"]["events"] == n + 1
+    assert summary["perturb_one"]["cause_auc"] == 1.0  # the noise event (NaN) is left out
+    assert summary["perturb_one"]["cause_equal"] == 1.0
+    assert summary["greedy"]["cause_equal"] == 1.0 and summary["greedy"]["events"] == n + 1
+    # a search's ranking puts its answer first (docs/design.md §8): the cause, here
+    assert summary["greedy"]["cause_auc"] == 1.0
