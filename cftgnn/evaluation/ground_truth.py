@@ -23,12 +23,13 @@ Sources: explanation AUC against ground-truth edges is the synthetic-data metric
 GNNExplainer (Ying et al., NeurIPS 2019, arXiv:1903.03894) and of T-GNNExplainer (Xia et al.,
 ICLR 2023, arXiv:2209.14576); the AUC with ties counted one half is the Mann–Whitney statistic
 (Hanley and McNeil, Radiology 1982); precision at ``|C|`` is R-precision (Manning, Raghavan
-and Schütze, *Introduction to Information Retrieval*, 2008, §8.4). All functions do no I/O and
-keep no state; bad input raises ``ValueError``.
+and Schütze, *Introduction to Information Retrieval*, 2008, §8.4). The functions keep no state and
+do no I/O but ``score_run``, which reads a run directory; bad input raises ``ValueError``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn.data.stream import EventCauses
+from cftgnn.errors import ConfigError
 from cftgnn.evaluation.metrics import flip_mask, mean_or_nan
 
 _NAN = float("nan")
@@ -319,5 +321,28 @@ def summarize_ground_truth(scored: Iterable[Mapping[str, Any]]) -> dict[str, dic
     return summary
 
 
+def score_run(run_dir: str | os.PathLike[str]
+              ) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    """``score_records`` and ``summarize_ground_truth`` of a run directory on a planted
+    stream: the stream (and its causes) is generated again from the dataset config of the
+    run's ``run.json`` (the one I/O function here).
+
+    Raises:
+        ConfigError: The folder is not a run directory, or its stream has no planted causes.
+    """
+    from cftgnn.evaluation.records import read_records
+    from cftgnn.evaluation.rundir import load_run_stream, read_fingerprint
+
+    stream = load_run_stream(read_fingerprint(run_dir))
+    if stream.causes is None:
+        raise ConfigError(f"{run_dir}: the run's stream {stream.name!r} has no planted causes; "
+                          "ground-truth metrics need a run on dataset=planted")
+    rows = [{str(k): v for k, v in row.items()}
+            for row in read_records(run_dir).to_dict("records")]
+    scored = score_records(rows, stream.causes)
+    return scored, summarize_ground_truth(scored)
+
+
 __all__ = ["cause_auc", "cause_flip_rate", "cause_precision_at_k", "cause_set_relation",
-           "cause_set_shares", "ground_truth_row", "score_records", "summarize_ground_truth"]
+           "cause_set_shares", "ground_truth_row", "score_records", "score_run",
+           "summarize_ground_truth"]

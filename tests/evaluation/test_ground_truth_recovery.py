@@ -3,6 +3,8 @@ explainers, and the ground-truth metrics (issue 42's check that the pieces fit).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,39 @@ def test_records_of_a_run_are_scored_and_summarized_per_explainer(stream):
     assert summary["greedy"]["cause_equal"] == 1.0 and summary["greedy"]["events"] == n + 1
     # a search's ranking puts its answer first (docs/design.md §8): the cause, here
     assert summary["greedy"]["cause_auc"] == 1.0
+
+
+def test_a_run_directory_on_a_planted_stream_is_scored(tmp_path):
+    """``explain.py``'s pipeline on a toy planted stream (fresh weights), then ``score_run``
+    generates the stream again from ``run.json`` and scores the records."""
+    import json
+
+    from hydra import compose, initialize_config_dir
+
+    import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
+    from cftgnn.errors import ConfigError
+    from cftgnn.evaluation import pipeline
+    from cftgnn.evaluation.ground_truth import score_run
+
+    s = make_rule_stream(num_events=400, feat_dim=3)
+    effects = [int(e) for e in np.flatnonzero(s.labels == 3)[-3:]]
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("explain", overrides=[
+            "dataset=planted", "dataset.num_events=400", "dataset.feat_dim=3",
+            "checkpoint=null", "explainer=perturb_one", "progress=false",
+            f"events=[{','.join(map(str, effects))}]", f"out_dir={tmp_path / 'run'}"])
+    pipeline.run(cfg)
+    scored, summary = score_run(tmp_path / "run")
+    assert sorted(r["event_id"] for r in scored) == effects
+    assert all(r["cause_size"] == 2 for r in scored)  # both legs are candidates
+    assert all(0.0 <= r["cause_auc"] <= 1.0 for r in scored)
+    assert summary["perturb_one"]["events"] == 3
+    # a run whose stream has no causes is refused
+    fingerprint = json.loads((tmp_path / "run" / "run.json").read_text())
+    fingerprint["dataset"] = {"config": {"_target_": "cftgnn.data.make_synthetic_stream",
+                                         "num_events": 50}, "num_events": 50}
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "run.json").write_text(json.dumps(fingerprint))
+    with pytest.raises(ConfigError, match="has no planted causes"):
+        score_run(tmp_path / "other")
