@@ -19,6 +19,10 @@ def format_summary(stream: EventStream) -> str:
         ("feature dim", str(stream.feat_dim)),
         ("data file", str(stream.meta.get("source", "(generated)"))),
     ]
+    if stream.causes is not None:
+        caused = int((stream.causes.counts() > 0).sum())
+        rows.append(("causes", f"{caused:,} events have planted causes "
+                               f"({stream.causes.parents.size:,} cause links)"))
     if "sha256" in stream.meta:
         rows.append(("sha256", str(stream.meta["sha256"])))
     if "from_cache" in stream.meta:

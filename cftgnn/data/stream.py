@@ -28,6 +28,61 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class EventCauses:
+    """The known causes of each event of a generated stream, as a CSR side table.
+
+    The causes of event ``i`` are ``parents[indptr[i]:indptr[i + 1]]``: ids of earlier events
+    (``< i``) of the same stream, in increasing order. An event without causes (background
+    noise) has an empty slice. Planted streams (`make_planted_stream`) carry
+    one; streams read from files have none.
+
+    Attributes:
+        indptr: ``int64 [E + 1]``, non-decreasing, ``indptr[0] == 0``.
+        parents: ``int64 [P]``, ``P == indptr[-1]``.
+    """
+
+    indptr: IntArray
+    parents: IntArray
+
+    def __post_init__(self) -> None:
+        indptr = np.asarray(self.indptr, dtype=np.int64).reshape(-1)
+        parents = np.asarray(self.parents, dtype=np.int64).reshape(-1)
+        if indptr.size == 0 or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            raise DataFormatError("causes: indptr must start at 0 and never decrease")
+        if indptr[-1] != parents.size:
+            raise DataFormatError(f"causes: indptr ends at {indptr[-1]} but there are "
+                                  f"{parents.size} parents")
+        child = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+        bad = np.flatnonzero((parents < 0) | (parents >= child))
+        if bad.size:
+            raise DataFormatError(f"causes: event {child[bad[0]]} has parent {parents[bad[0]]}, "
+                                  "which is not an earlier event")
+        object.__setattr__(self, "indptr", _readonly(indptr))
+        object.__setattr__(self, "parents", _readonly(parents))
+
+    @property
+    def num_events(self) -> int:
+        """Number of events ``E`` the table covers."""
+        return int(self.indptr.size - 1)
+
+    def of(self, event: int) -> IntArray:
+        """The causes of ``event`` (empty for a background event)."""
+        return self.parents[self.indptr[event]:self.indptr[event + 1]]
+
+    def counts(self) -> IntArray:
+        """Number of causes of every event, ``int64 [E]``."""
+        return np.diff(self.indptr)
+
+    def children(self) -> IntArray:
+        """The event each entry of ``parents`` is a cause of, ``int64 [P]``."""
+        return np.repeat(np.arange(self.num_events, dtype=np.int64), self.counts())
+
+    def prefix(self, n: int) -> EventCauses:
+        """The table of the first ``n`` events (their causes are earlier, so all stay)."""
+        return EventCauses(self.indptr[: n + 1], self.parents[: self.indptr[n]])
+
+
+@dataclass(frozen=True, eq=False)
 class EventStream:
     """A continuous-time dynamic graph as a time-ordered list of edge events.
 
@@ -40,6 +95,10 @@ class EventStream:
         num_nodes: Number of nodes; every id in ``src``/``dst`` is in ``[0, num_nodes)``.
         name: Short dataset name (``"uci"``, ``"wikipedia"``, ``"synthetic"``).
         meta: Free-form provenance (source file, checksum, loader options).
+        causes: The known causes of each event ([`EventCauses`][cftgnn.data.EventCauses]) for a
+            planted stream, else None. `prefix` keeps them;
+            `without` drops them (the reduced stream's
+            events no longer follow the generator's rule).
 
     The arrays are read-only; construct a new stream instead of editing one.
     """
@@ -52,6 +111,7 @@ class EventStream:
     num_nodes: int
     name: str = "stream"
     meta: dict[str, Any] = field(default_factory=dict)
+    causes: EventCauses | None = None
 
     def __post_init__(self) -> None:
         src = np.asarray(self.src)
@@ -116,6 +176,9 @@ class EventStream:
         object.__setattr__(self, "edge_feat", _readonly(feat.astype(np.float32)))
         object.__setattr__(self, "labels", _readonly(labels.astype(np.int64)))
         object.__setattr__(self, "num_nodes", num_nodes)
+        if self.causes is not None and self.causes.num_events != n:
+            raise DataFormatError(f"{where}: causes cover {self.causes.num_events} events, the "
+                                  f"stream has {n}")
 
     @property
     def num_events(self) -> int:
@@ -148,6 +211,7 @@ class EventStream:
             self.num_nodes,
             self.name,
             dict(self.meta),
+            None if self.causes is None else self.causes.prefix(n),
         )
 
     def without(self, removed: npt.ArrayLike) -> tuple[EventStream, IntArray]:
