@@ -92,6 +92,15 @@ def minimum_events(batch_size: int, val: float = 0.15, test: float = 0.15) -> in
     return bound
 
 
+def safe_events(batch_size: int, val: float = 0.15, test: float = 0.15) -> int:
+    """A size from which on every stream trains and validates: the training share spans a
+    batch and the validation share more than one, so neither part can round down to nothing.
+    Sizes between [``minimum_events``][cftgnn.training.loop.minimum_events] and this one may
+    not split: the cuts round down to whole batches."""
+    train = 1.0 - val - test
+    return math.ceil(max(batch_size / train, (batch_size + 1) / val)) + 1
+
+
 def check_trainable(split: Split, batch_size: int, val: float, test: float,
                     name: str) -> None:
     """Refuse a stream too small to train and validate on, before training.
@@ -99,12 +108,20 @@ def check_trainable(split: Split, batch_size: int, val: float, test: float,
     Raises:
         ConfigError: Saying how many events the split needs.
     """
-    if not split.trainable:
-        need = minimum_events(batch_size, val, test)
+    if split.trainable:
+        return
+    need = minimum_events(batch_size, val, test)
+    shares = f"with batch size {batch_size} and split.val={val:g}, split.test={test:g}"
+    if split.num_events < need:
         raise ConfigError(
             f"stream {name!r} has {split.num_events:,} events, too few to train and validate "
-            f"on: with batch size {batch_size} and split.val={val:g}, split.test={test:g} "
-            f"the training and validation parts need a batch each, {need:,} events at least")
+            f"on: {shares} the training and validation parts need a batch each, {need:,} "
+            "events at least")
+    raise ConfigError(
+        f"stream {name!r} has {split.num_events:,} events, which do not split into training "
+        f"and validation parts: {shares} the cuts, rounded down to whole batches, leave one "
+        f"of them empty; {safe_events(batch_size, val, test):,} events or more always split "
+        "(or choose a smaller model.batch_size)")
 
 
 def negative_destinations(stream: EventStream, lo: int, hi: int, seed: int) -> npt.NDArray[

@@ -149,6 +149,29 @@ def test_minimum_events_is_the_fewest_that_train_and_validate(batch: int, val: f
                    for n in range(need))
 
 
+@pytest.mark.parametrize(("batch", "val", "test"), [
+    (1, 0.15, 0.15), (25, 0.15, 0.15), (200, 0.15, 0.15), (200, 0.01, 0.5), (7, 0.3, 0.6),
+])
+def test_every_size_from_safe_events_on_trains_and_validates(batch: int, val: float,
+                                                             test: float) -> None:
+    safe = loop.safe_events(batch, val, test)
+    assert all(loop.Split.chronological(n, batch, val, test).trainable
+               for n in range(safe, safe + 20 * batch + 100))
+
+
+def test_a_size_between_the_least_and_the_safe_one_that_does_not_split_is_refused(
+        tmp_path: Path) -> None:
+    # batch size 200, split 0.7 / 0.15 / 0.15: 471 splits, 600 does not (both parts round
+    # down to 400 events), 1,341 and more always do
+    assert loop.Split.chronological(471, 200).trainable
+    assert not loop.Split.chronological(600, 200).trainable
+    message = script("train.py", "dataset=synthetic", "dataset.num_events=600",
+                     f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert "has 600 events, which do not split into training and validation parts" in message
+    assert "1,341 events or more always split" in message
+    assert not list(tmp_path.rglob("*.pt"))
+
+
 def test_minimum_events_is_quick_for_a_tiny_validation_share() -> None:
     started = time.perf_counter()
     need = loop.minimum_events(200, 1e-9, 0.15)
