@@ -25,6 +25,23 @@ class PredictionGroup(str, Enum):
     ANY = "any"
 
 
+class CurveSet(str, Enum):
+    """Which curve metrics ``explain.py`` computes for each explained event (their exact
+    logits, one batched call after the search; ``cftgnn.evaluation.curves``).
+
+    * ``none`` — none: ``fid_curve_logits`` and ``acc_curve_logits`` stay empty and
+      ``best_fid``, ``aufsc_keep`` and ``acc_auc`` are NaN (the explanation, fidelity± and
+      every other column are unchanged);
+    * ``common`` — the common protocol: T-GNNExplainer's fidelity over kept shares (21
+      logits) and TempME's ACC-AUC (16 logits).
+
+    A value for every protocol's curves is left for when there is more than one protocol.
+    """
+
+    NONE = "none"
+    COMMON = "common"
+
+
 def check_candidate_options(cfg: Any) -> None:
     """``m_max >= 1`` and ``k`` null or ``>= 1`` (``explain.py`` and the quality benchmark).
 
@@ -42,7 +59,7 @@ def check_explain_options(cfg: Any) -> None:
     ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    ``History``'s values.
+    ``History``'s values; ``curves`` one of [``CurveSet``][cftgnn.evaluation.CurveSet]'s.
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -65,6 +82,7 @@ def check_explain_options(cfg: Any) -> None:
     number(cfg, "sample.max_abs_logit", minimum=0, optional=True)
     choice(cfg, "mode", ["approximate", "exact", "auto"])
     choice(cfg, "history", [h.value for h in History])
+    choice(cfg, "curves", [c.value for c in CurveSet])
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
     boolean(cfg, "robustness")
@@ -102,5 +120,5 @@ def check_train_explainer_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
 
 
-__all__ = ["PredictionGroup", "check_candidate_options", "check_explain_options",
+__all__ = ["CurveSet", "PredictionGroup", "check_candidate_options", "check_explain_options",
            "check_train_explainer_options"]

@@ -14,7 +14,8 @@ One run = one dataset, one model, one explainer with one selection strategy. It
    explainer per event (so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
-   ranking (``cftgnn.evaluation.curves``, one batched call), and writes it as one record
+   ranking (``cftgnn.evaluation.curves``, one batched call; ``curves=none`` skips it), each
+   timed beside the search (``keep_time_s``, ``curve_time_s``), and writes it as one record
    (``cftgnn.evaluation.records``);
 5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
    explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
@@ -50,7 +51,7 @@ from cftgnn.evaluation.curves import (
     curve_removal_plan,
     mean_fidelity_curve,
 )
-from cftgnn.evaluation.options import check_explain_options
+from cftgnn.evaluation.options import CurveSet, check_explain_options
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
@@ -124,6 +125,9 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
+        # curves=none records no curve logits; absent = common, as before the option existed
+        **({"curves": curves_of(cfg).value} if curves_of(cfg) is not CurveSet.COMMON
+           else {}),
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -152,6 +156,12 @@ def history_of(cfg: DictConfig) -> History:
     """The run's ``History`` (``cfg.history``; ``event`` when
     absent)."""
     return History(str(cfg.get("history", History.EVENT.value)))
+
+
+def curves_of(cfg: DictConfig) -> CurveSet:
+    """The run's [``CurveSet``][cftgnn.evaluation.CurveSet] (``cfg.curves``; ``common`` when
+    absent)."""
+    return CurveSet(str(cfg.get("curves", CurveSet.COMMON.value)))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -473,6 +483,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     robustness columns when ``robust`` is given)."""
     flips = 0
     history = history_of(cfg)
+    curves = curves_of(cfg)
     # batch_start's screening pass scores the explained prediction itself (sampling.py)
     group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
@@ -488,13 +499,18 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
-        keep = float("nan")
+        keep = keep_time = curve_time = float("nan")
         fid_curve: tuple[float, ...] = ()
         acc_curve: tuple[float, ...] = ()
         if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
             kept_only = set(oracle.removable.tolist()) - set(result.explanation)
+            checked = time.perf_counter()
             keep = oracle.exact(kept_only)
-            fid_curve, acc_curve = curve_logits(oracle, result.ranking)
+            keep_time = time.perf_counter() - checked
+            if curves is CurveSet.COMMON:
+                checked = time.perf_counter()
+                fid_curve, acc_curve = curve_logits(oracle, result.ranking)
+                curve_time = time.perf_counter() - checked
         record = event_record(result, EventContext(
             setup_time_s=setup,
             time_s=setup + result.wall_time_s,
@@ -511,6 +527,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             acc_curve_logits=acc_curve,
             history=history.value,
             group_logit=group_logit,
+            keep_time_s=keep_time,
+            curve_time_s=curve_time,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -652,5 +670,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                   default=float).encode())
 
 
-__all__ = ["build_explainer", "constraints_of", "fingerprint",
+__all__ = ["build_explainer", "constraints_of", "curves_of", "fingerprint",
            "make_explainer", "run", "summary_table"]
