@@ -29,7 +29,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -499,22 +499,11 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
-        keep = keep_time = curve_time = float("nan")
-        fid_curve: tuple[float, ...] = ()
-        acc_curve: tuple[float, ...] = ()
-        if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
-            kept_only = set(oracle.removable.tolist()) - set(result.explanation)
-            checked = time.perf_counter()
-            keep = oracle.exact(kept_only)
-            keep_time = time.perf_counter() - checked
-            if curves is CurveSet.COMMON:
-                checked = time.perf_counter()
-                fid_curve, acc_curve = curve_logits(oracle, result.ranking)
-                curve_time = time.perf_counter() - checked
+        checks = after_search(oracle, result, curves)
         record = event_record(result, EventContext(
             setup_time_s=setup,
             time_s=setup + result.wall_time_s,
-            keep_logit=keep,
+            keep_logit=checks.keep_logit,
             group=str(group),
             screen_logit=float(screen_logit),
             dataset=names["dataset"],
@@ -523,12 +512,12 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             constraints=constraints.to_json(),
             auto_mode_ratio=float("nan") if auto is None else auto.ratio,
             shard=int(shard),
-            fid_curve_logits=fid_curve,
-            acc_curve_logits=acc_curve,
+            fid_curve_logits=checks.fid_curve_logits,
+            acc_curve_logits=checks.acc_curve_logits,
             history=history.value,
             group_logit=group_logit,
-            keep_time_s=keep_time,
-            curve_time_s=curve_time,
+            keep_time_s=checks.keep_time_s,
+            curve_time_s=checks.curve_time_s,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -541,6 +530,44 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         tracker.log_progress(already + n, {"progress/success_rate": flips / n,
                                            "progress/time_s": record["time_s"]})
     bar.close()
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The exact checks after an explanation, and their seconds (``after_search``).
+
+    Attributes:
+        keep_logit: The logit with only the explanation kept among the removable events
+            (fidelity−; NaN when the event was not explained).
+        keep_time_s: Seconds of that call (NaN when not made).
+        fid_curve_logits: ``curve_logits``'s first part (empty when not made).
+        acc_curve_logits: Its second part.
+        curve_time_s: Seconds of the curve call (NaN when not made).
+    """
+
+    keep_logit: float = float("nan")
+    keep_time_s: float = float("nan")
+    fid_curve_logits: tuple[float, ...] = ()
+    acc_curve_logits: tuple[float, ...] = ()
+    curve_time_s: float = float("nan")
+
+
+def after_search(oracle: Oracle, result: ExplanationResult, curves: CurveSet) -> Checks:
+    """The exact calls ``explain.py`` makes after each explanation (and the memory
+    benchmark, to time what a run costs): ``keep_logit``, then, with ``curves=common``, the
+    curve logits (``curve_logits``); none for an event that was not explained. Protected
+    events stay, as everywhere."""
+    if result.status is not ExplanationStatus.OK:
+        return Checks()
+    kept_only = set(oracle.removable.tolist()) - set(result.explanation)
+    start = time.perf_counter()
+    keep = oracle.exact(kept_only)
+    keep_time = time.perf_counter() - start
+    if curves is CurveSet.NONE:
+        return Checks(keep, keep_time)
+    start = time.perf_counter()
+    fid, acc = curve_logits(oracle, result.ranking)
+    return Checks(keep, keep_time, fid, acc, time.perf_counter() - start)
 
 
 def curve_logits(oracle: Oracle, ranking: Sequence[int]
@@ -670,5 +697,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                   default=float).encode())
 
 
-__all__ = ["build_explainer", "constraints_of", "curves_of", "fingerprint",
-           "make_explainer", "run", "summary_table"]
+__all__ = ["Checks", "after_search", "build_explainer", "constraints_of", "curves_of",
+           "fingerprint", "make_explainer", "run", "summary_table"]
