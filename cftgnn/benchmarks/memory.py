@@ -5,7 +5,8 @@ one child process does what ``scripts/explain.py`` does with fresh weights: buil
 and its index, the sampling pass over ``sample_range``, then explain the sampled events in
 stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget, each
 followed by the exact checks ``explain.py`` makes after it (``keep_logit``, and the curve
-metrics' logits unless ``curves=none``: ``cftgnn.evaluation.pipeline.after_search``). The
+metrics' logits as its ``curves`` option says, ``auto`` by default:
+``cftgnn.evaluation.pipeline.after_search``). The
 parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
 ``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
 and each event's explanation, and the table says whether the explanations equal those of the
@@ -45,7 +46,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     """One configuration, in the calling process (the child): phases, times, explanations."""
     from cftgnn.data.index import TemporalIndex
     from cftgnn.data.synthetic import make_synthetic_stream
-    from cftgnn.evaluation.options import CurveSet
+    from cftgnn.evaluation.options import curves_choice
     from cftgnn.evaluation.pipeline import after_search, make_explainer
     from cftgnn.evaluation.sampling import plan_events
     from cftgnn.oracle.engine import ReplayEngine
@@ -71,7 +72,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
           f"{out['sampling_s']:.1f} s, peak RSS so far {out['peak_sampling_gib']:.2f} GiB",
           file=sys.stderr, flush=True)
     times, walls, curve_s, records = [], [], [], []
-    curves = CurveSet(job.get("curves", CurveSet.COMMON.value))
+    curves = curves_choice(str(job.get("curves", "auto")), stream.num_events)
     engine.expect(plan["event_id"].tolist(), job["k"], int(job["m_max"]))  # as explain.py does
     for event_id in plan["event_id"].tolist():
         t0 = time.perf_counter()
@@ -90,8 +91,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         print(f"  event {event_id}: {walls[-1]:.1f} s wall ({times[-1]:.1f} s setup + search, "
               f"{said}), peak RSS so far {_peak_gib():.2f} GiB, "
               f"{len(engine.snapshots)} snapshots", file=sys.stderr, flush=True)
-    out.update(event_s=times, event_wall_s=walls, curve_s=curve_s, records=records,
-               snapshots=len(engine.snapshots),
+    out.update(curves=curves.value, event_s=times, event_wall_s=walls, curve_s=curve_s,
+               records=records, snapshots=len(engine.snapshots),
                snapshot_spacing=engine.snapshots.spacing,
                setup_events=engine.counters.setup_events, peak_gib=_peak_gib())
     return out
@@ -146,7 +147,7 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
         "n_events": int(cfg.n_events), "sample_range": list(cfg.sample_range),
         "prediction": str(cfg.prediction), "mode": str(cfg.mode), "m_max": int(cfg.m_max),
         "k": cfg.k, "seed": int(cfg.seed), "num_threads": int(cfg.num_threads),
-        "curves": str(cfg.get("curves", "common")),
+        "curves": str(cfg.get("curves", "auto")),
     }
     rows: list[dict[str, Any]] = []
     model_name = str(cfg.model["_target_"]).rsplit(".", 1)[-1]

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.options import CurveSet, check_candidate_options
+from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
 from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
 
 
@@ -111,7 +111,7 @@ def check_memory_options(cfg: Any) -> None:
     integer(cfg, "seed")
     integer(cfg, "k", minimum=1, optional=True)
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
-    choice(cfg, "curves", [c.value for c in CurveSet])
+    choice(cfg, "curves", CURVES_OPTIONS)
 
 
 def check_tail_options(cfg: Any) -> None:

@@ -51,7 +51,12 @@ from cftgnn.evaluation.curves import (
     curve_removal_plan,
     mean_fidelity_curve,
 )
-from cftgnn.evaluation.options import CurveSet, check_explain_options
+from cftgnn.evaluation.options import (
+    AUTO_CURVES_MAX_EVENTS,
+    CurveSet,
+    check_explain_options,
+    curves_choice,
+)
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
@@ -126,8 +131,8 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
         # curves=none records no curve logits; absent = common, as before the option existed
-        **({"curves": curves_of(cfg).value} if curves_of(cfg) is not CurveSet.COMMON
-           else {}),
+        **({"curves": curves_of(cfg, stream.num_events).value}
+           if curves_of(cfg, stream.num_events) is not CurveSet.COMMON else {}),
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -158,10 +163,10 @@ def history_of(cfg: DictConfig) -> History:
     return History(str(cfg.get("history", History.EVENT.value)))
 
 
-def curves_of(cfg: DictConfig) -> CurveSet:
-    """The run's [``CurveSet``][cftgnn.evaluation.CurveSet] (``cfg.curves``; ``common`` when
-    absent)."""
-    return CurveSet(str(cfg.get("curves", CurveSet.COMMON.value)))
+def curves_of(cfg: DictConfig, num_events: int) -> CurveSet:
+    """The run's [``CurveSet``][cftgnn.evaluation.CurveSet] on a stream of ``num_events``
+    (``cfg.curves``, ``auto`` resolved by ``curves_choice``; ``common`` when absent)."""
+    return curves_choice(str(cfg.get("curves", CurveSet.COMMON.value)), int(num_events))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -306,6 +311,10 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
           + (f", {len(done)} already recorded" if done else "")
           + f"\nrecords: {out} (to resume, {_resume_hint(cfg, out)})")
     _warn_short_groups(cfg, plan, num_shards)
+    if str(cfg.get("curves")) == "auto" and curves_of(cfg, stream.num_events) is CurveSet.NONE:
+        print(f"curves=auto: no curve metrics on a stream of more than "
+              f"{AUTO_CURVES_MAX_EVENTS:,} events (their exact calls can cost many times the "
+              "explanation); curves=common computes them")
 
     tracker: Tracker = instantiate(cfg.logger)
     config = {**_container(cfg), "model": used_model_config(cfg.model, model)}
@@ -483,7 +492,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     robustness columns when ``robust`` is given)."""
     flips = 0
     history = history_of(cfg)
-    curves = curves_of(cfg)
+    curves = curves_of(cfg, engine.stream.num_events)
     # batch_start's screening pass scores the explained prediction itself (sampling.py)
     group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",

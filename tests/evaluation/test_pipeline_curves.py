@@ -162,3 +162,35 @@ def test_resuming_with_another_curves_value_is_refused(tmp_path):
     pipeline.run(cfg_for(tmp_path, "explainer=perturb_one", "curves=none"))
     assert sorted((tmp_path / "records").glob("*.parquet")) == files
     assert all(len(x) == 0 for x in read_records(tmp_path).fid_curve_logits)
+
+
+def test_curves_auto_follows_the_streams_length():
+    from cftgnn.errors import ConfigError
+    from cftgnn.evaluation.options import AUTO_CURVES_MAX_EVENTS, CurveSet, curves_choice
+
+    assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS) is CurveSet.COMMON
+    assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS + 1) is CurveSet.NONE
+    assert curves_choice("common", 10**9) is CurveSet.COMMON
+    assert curves_choice("none", 10) is CurveSet.NONE
+    with pytest.raises(ConfigError, match="curves must be one of auto, none, common"):
+        curves_choice("every", 10)
+
+
+def test_curves_auto_skips_the_curves_of_a_long_stream(tmp_path, monkeypatch, capsys):
+    """The debug stream counts as long when the bound is below its length: ``auto`` then
+    records what ``none`` does, says so, and its fingerprint says ``none``; ``common``
+    computes them whatever the length."""
+    from cftgnn.evaluation import options
+
+    monkeypatch.setattr(options, "AUTO_CURVES_MAX_EVENTS", 10)
+    monkeypatch.setattr(pipeline, "AUTO_CURVES_MAX_EVENTS", 10)
+    table = pipeline.run(cfg_for(tmp_path / "auto", "explainer=perturb_one"))
+    assert "curves=auto: no curve metrics on a stream of more than 10 events" in (
+        capsys.readouterr().out)
+    auto = read_records(tmp_path / "auto")
+    assert all(len(x) == 0 for x in auto.fid_curve_logits) and auto.curve_time_s.isna().all()
+    assert np.isnan(table["best_fid"].iloc[-1])
+    assert json.loads((tmp_path / "auto" / "run.json").read_text())["curves"] == "none"
+    pipeline.run(cfg_for(tmp_path / "common", "explainer=perturb_one", "curves=common"))
+    common = read_records(tmp_path / "common")
+    assert all(len(x) == 21 for x in common.fid_curve_logits[common.status == "ok"])
