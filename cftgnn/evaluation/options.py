@@ -86,7 +86,8 @@ def check_explain_options(cfg: Any) -> None:
     ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    ``History``'s values; ``curves`` one of [``CurveSet``][cftgnn.evaluation.CurveSet]'s.
+    ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
+    [``CurveSet``][cftgnn.evaluation.CurveSet] value).
 
     Raises:
         ConfigError: Naming the first bad option.
