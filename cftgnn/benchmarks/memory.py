@@ -3,16 +3,22 @@
 For each seeded synthetic stream (``[num_events, num_nodes]``) and each engine memory budget,
 one child process does what ``scripts/explain.py`` does with fresh weights: build the stream
 and its index, the sampling pass over ``sample_range``, then explain the sampled events in
-stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget. The
+stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget, each
+followed by the exact checks ``explain.py`` makes after it (``keep_logit``, and the curve
+metrics' logits as its ``curves`` option says, ``auto`` by default:
+``cftgnn.evaluation.pipeline.after_search``). The
 parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
 ``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
 and each event's explanation, and the table says whether the explanations equal those of the
-first budget's run on the same stream.
+first budget's run on the same stream. Per event it reports ``time_s`` as ``explain.py``
+records it (oracle setup + search), the seconds of the curve call, and the wall time of the
+whole event (setup, search and checks: what a run of ``explain.py`` takes per event).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -40,7 +46,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     """One configuration, in the calling process (the child): phases, times, explanations."""
     from cftgnn.data.index import TemporalIndex
     from cftgnn.data.synthetic import make_synthetic_stream
-    from cftgnn.evaluation.pipeline import make_explainer
+    from cftgnn.evaluation.options import curves_choice
+    from cftgnn.evaluation.pipeline import after_search, make_explainer
     from cftgnn.evaluation.sampling import plan_events
     from cftgnn.oracle.engine import ReplayEngine
     from cftgnn.training.resolve import resolve_model
@@ -64,20 +71,28 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     print(f"  {job['num_events']:,} events: load + index {out['load_index_s']:.1f} s, sampling "
           f"{out['sampling_s']:.1f} s, peak RSS so far {out['peak_sampling_gib']:.2f} GiB",
           file=sys.stderr, flush=True)
-    times, records = [], []
+    times, walls, curve_s, records = [], [], [], []
+    curves = curves_choice(str(job.get("curves", "auto")), stream.num_events)
     engine.expect(plan["event_id"].tolist(), job["k"], int(job["m_max"]))  # as explain.py does
     for event_id in plan["event_id"].tolist():
         t0 = time.perf_counter()
         oracle = engine.oracle(int(event_id), job["k"], int(job["m_max"]), job["mode"])
         explainer = make_explainer(job["explainer"], job["strategy"])
         result = explainer.explain(oracle)
+        times.append(time.perf_counter() - t0)  # explain.py's time_s
+        checks = after_search(oracle, result, curves)
         del oracle
-        times.append(time.perf_counter() - t0)
+        walls.append(time.perf_counter() - t0)
+        curve_s.append(checks.curve_time_s)
         records.append([int(event_id), list(result.explanation), result.original_logit,
                         result.final_logit, bool(result.is_counterfactual)])
-        print(f"  event {event_id}: {times[-1]:.1f} s, peak RSS so far {_peak_gib():.2f} GiB, "
+        said = ("no curves" if math.isnan(checks.curve_time_s)
+                else f"{checks.curve_time_s:.1f} s curves")
+        print(f"  event {event_id}: {walls[-1]:.1f} s wall ({times[-1]:.1f} s setup + search, "
+              f"{said}), peak RSS so far {_peak_gib():.2f} GiB, "
               f"{len(engine.snapshots)} snapshots", file=sys.stderr, flush=True)
-    out.update(event_s=times, records=records, snapshots=len(engine.snapshots),
+    out.update(curves=curves.value, event_s=times, event_wall_s=walls, curve_s=curve_s,
+               records=records, snapshots=len(engine.snapshots),
                snapshot_spacing=engine.snapshots.spacing,
                setup_events=engine.counters.setup_events, peak_gib=_peak_gib())
     return out
@@ -132,16 +147,19 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
         "n_events": int(cfg.n_events), "sample_range": list(cfg.sample_range),
         "prediction": str(cfg.prediction), "mode": str(cfg.mode), "m_max": int(cfg.m_max),
         "k": cfg.k, "seed": int(cfg.seed), "num_threads": int(cfg.num_threads),
+        "curves": str(cfg.get("curves", "auto")),
     }
     rows: list[dict[str, Any]] = []
     model_name = str(cfg.model["_target_"]).rsplit(".", 1)[-1]
     explainer_name = str(cfg.explainer["_target_"]).rsplit(".", 1)[-1]
     print(f"synthetic streams, fresh {model_name} weights, explainer {explainer_name}, "
           f"n_events={cfg.n_events}, "
-          f"mode={cfg.mode}, {cfg.num_threads} torch thread(s)")
+          f"mode={cfg.mode}, curves={base['curves']}, {cfg.num_threads} torch thread(s); "
+          "per event: wall = setup + search + checks (median, min-max), time_s = setup + "
+          "search, curves = the curve call (medians)")
     header = (f"{'events':>10} {'nodes':>7} {'budget':>8} {'load+index':>10} "
-              f"{'sampling':>9} {'per event s (median, min-max)':>30} {'peak RSS':>9} "
-              f"{'snapshots':>9}  records")
+              f"{'sampling':>9} {'wall per event s':>24} {'time_s':>7} {'curves':>7} "
+              f"{'peak RSS':>9} {'snapshots':>9}  records")
     print(header)
     for num_events, num_nodes in streams:
         first: list[Any] | None = None
@@ -161,9 +179,14 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
             else:
                 same = "same" if res["records"] == first else "DIFFER"
             ev = np.array(res["event_s"]) if res["event_s"] else np.zeros(1)
+            wall = np.array(res["event_wall_s"]) if res["event_wall_s"] else np.zeros(1)
+            curve = np.array(res["curve_s"], dtype=np.float64)
+            curve_p50 = (f"{np.nanmedian(curve):>6.2f}s" if np.isfinite(curve).any()
+                         else f"{'-':>7}")
             print(f"{num_events:>10,} {num_nodes:>7,} {_fmt_budget(budget):>8} "
                   f"{res['load_index_s']:>9.1f}s {res['sampling_s']:>8.1f}s "
-                  f"{np.median(ev):>12.2f} ({ev.min():.2f}-{ev.max():.2f}) "
+                  f"{np.median(wall):>8.2f} ({wall.min():.2f}-{wall.max():.2f}) "
+                  f"{np.median(ev):>6.2f}s {curve_p50} "
                   f"{res['peak_rss_gib']:>7.2f}Gi {res['snapshots']:>9}  {same}", flush=True)
     if cfg.out:
         Path(str(cfg.out)).write_text(json.dumps(rows, indent=1))

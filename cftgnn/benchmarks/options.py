@@ -10,8 +10,8 @@ from omegaconf import OmegaConf
 
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.options import check_candidate_options
-from cftgnn.options import boolean, integer, integer_list, is_integer, number
+from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
+from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:
@@ -86,8 +86,9 @@ def check_index_options(cfg: Any) -> None:
 
 
 def check_memory_options(cfg: Any) -> None:
-    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts
-    (the ``budgets`` entries are checked by the engine's own rule when the run starts).
+    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts,
+    ``curves`` as ``explain.py``'s (the ``budgets`` entries are checked by the engine's own
+    rule when the run starts).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -110,6 +111,7 @@ def check_memory_options(cfg: Any) -> None:
     integer(cfg, "seed")
     integer(cfg, "k", minimum=1, optional=True)
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
+    choice(cfg, "curves", CURVES_OPTIONS)
 
 
 def check_tail_options(cfg: Any) -> None:

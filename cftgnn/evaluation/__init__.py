@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from cftgnn.lazy import lazy_attribute
 
 if TYPE_CHECKING:
-    from cftgnn.evaluation.options import PredictionGroup
+    from cftgnn.evaluation.options import CurveSet, PredictionGroup
     from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
     from cftgnn.evaluation.sampling import SamplingError, plan_events, sample_events
 
 _EXPORTS = {
-    "cftgnn.evaluation.options": ("PredictionGroup",),
+    "cftgnn.evaluation.options": ("CurveSet", "PredictionGroup"),
     "cftgnn.evaluation.records": ("RecordStore", "RunDirectoryError", "read_records"),
     "cftgnn.evaluation.sampling": ("SamplingError", "plan_events", "sample_events"),
 }
@@ -27,6 +27,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CurveSet",
     "PredictionGroup",
     "RecordStore",
     "RunDirectoryError",

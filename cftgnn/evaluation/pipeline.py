@@ -14,7 +14,8 @@ One run = one dataset, one model, one explainer with one selection strategy. It
    explainer per event (so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
-   ranking (``cftgnn.evaluation.curves``, one batched call), and writes it as one record
+   ranking (``cftgnn.evaluation.curves``, one batched call; ``curves=none`` skips it), each
+   timed beside the search (``keep_time_s``, ``curve_time_s``), and writes it as one record
    (``cftgnn.evaluation.records``);
 5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
    explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
@@ -28,7 +29,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,12 @@ from cftgnn.evaluation.curves import (
     curve_removal_plan,
     mean_fidelity_curve,
 )
-from cftgnn.evaluation.options import check_explain_options
+from cftgnn.evaluation.options import (
+    AUTO_CURVES_MAX_EVENTS,
+    CurveSet,
+    check_explain_options,
+    curves_choice,
+)
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
@@ -124,6 +130,9 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
+        # curves=none records no curve logits; absent = common, as before the option existed
+        **({"curves": curves_of(cfg, stream.num_events).value}
+           if curves_of(cfg, stream.num_events) is not CurveSet.COMMON else {}),
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -152,6 +161,12 @@ def history_of(cfg: DictConfig) -> History:
     """The run's ``History`` (``cfg.history``; ``event`` when
     absent)."""
     return History(str(cfg.get("history", History.EVENT.value)))
+
+
+def curves_of(cfg: DictConfig, num_events: int) -> CurveSet:
+    """The run's [``CurveSet``][cftgnn.evaluation.CurveSet] on a stream of ``num_events``
+    (``cfg.curves``, ``auto`` resolved by ``curves_choice``; ``common`` when absent)."""
+    return curves_choice(str(cfg.get("curves", CurveSet.COMMON.value)), int(num_events))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -296,6 +311,10 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
           + (f", {len(done)} already recorded" if done else "")
           + f"\nrecords: {out} (to resume, {_resume_hint(cfg, out)})")
     _warn_short_groups(cfg, plan, num_shards)
+    if str(cfg.get("curves")) == "auto" and curves_of(cfg, stream.num_events) is CurveSet.NONE:
+        print(f"curves=auto: no curve metrics on a stream of more than "
+              f"{AUTO_CURVES_MAX_EVENTS:,} events (their exact calls can cost many times the "
+              "explanation); curves=common computes them")
 
     tracker: Tracker = instantiate(cfg.logger)
     config = {**_container(cfg), "model": used_model_config(cfg.model, model)}
@@ -473,6 +492,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     robustness columns when ``robust`` is given)."""
     flips = 0
     history = history_of(cfg)
+    curves = curves_of(cfg, engine.stream.num_events)
     # batch_start's screening pass scores the explained prediction itself (sampling.py)
     group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
@@ -488,17 +508,11 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
-        keep = float("nan")
-        fid_curve: tuple[float, ...] = ()
-        acc_curve: tuple[float, ...] = ()
-        if result.status is ExplanationStatus.OK:  # protected events stay, as everywhere
-            kept_only = set(oracle.removable.tolist()) - set(result.explanation)
-            keep = oracle.exact(kept_only)
-            fid_curve, acc_curve = curve_logits(oracle, result.ranking)
+        checks = after_search(oracle, result, curves)
         record = event_record(result, EventContext(
             setup_time_s=setup,
             time_s=setup + result.wall_time_s,
-            keep_logit=keep,
+            keep_logit=checks.keep_logit,
             group=str(group),
             screen_logit=float(screen_logit),
             dataset=names["dataset"],
@@ -507,10 +521,12 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             constraints=constraints.to_json(),
             auto_mode_ratio=float("nan") if auto is None else auto.ratio,
             shard=int(shard),
-            fid_curve_logits=fid_curve,
-            acc_curve_logits=acc_curve,
+            fid_curve_logits=checks.fid_curve_logits,
+            acc_curve_logits=checks.acc_curve_logits,
             history=history.value,
             group_logit=group_logit,
+            keep_time_s=checks.keep_time_s,
+            curve_time_s=checks.curve_time_s,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -523,6 +539,44 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         tracker.log_progress(already + n, {"progress/success_rate": flips / n,
                                            "progress/time_s": record["time_s"]})
     bar.close()
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The exact checks after an explanation, and their seconds (``after_search``).
+
+    Attributes:
+        keep_logit: The logit with only the explanation kept among the removable events
+            (fidelity−; NaN when the event was not explained).
+        keep_time_s: Seconds of that call (NaN when not made).
+        fid_curve_logits: ``curve_logits``'s first part (empty when not made).
+        acc_curve_logits: Its second part.
+        curve_time_s: Seconds of the curve call (NaN when not made).
+    """
+
+    keep_logit: float = float("nan")
+    keep_time_s: float = float("nan")
+    fid_curve_logits: tuple[float, ...] = ()
+    acc_curve_logits: tuple[float, ...] = ()
+    curve_time_s: float = float("nan")
+
+
+def after_search(oracle: Oracle, result: ExplanationResult, curves: CurveSet) -> Checks:
+    """The exact calls ``explain.py`` makes after each explanation (and the memory
+    benchmark, to time what a run costs): ``keep_logit``, then, with ``curves=common``, the
+    curve logits (``curve_logits``); none for an event that was not explained. Protected
+    events stay, as everywhere."""
+    if result.status is not ExplanationStatus.OK:
+        return Checks()
+    kept_only = set(oracle.removable.tolist()) - set(result.explanation)
+    start = time.perf_counter()
+    keep = oracle.exact(kept_only)
+    keep_time = time.perf_counter() - start
+    if curves is CurveSet.NONE:
+        return Checks(keep, keep_time)
+    start = time.perf_counter()
+    fid, acc = curve_logits(oracle, result.ranking)
+    return Checks(keep, keep_time, fid, acc, time.perf_counter() - start)
 
 
 def curve_logits(oracle: Oracle, ranking: Sequence[int]
@@ -652,5 +706,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                   default=float).encode())
 
 
-__all__ = ["build_explainer", "constraints_of", "fingerprint",
-           "make_explainer", "run", "summary_table"]
+__all__ = ["Checks", "after_search", "build_explainer", "constraints_of", "curves_of",
+           "fingerprint", "make_explainer", "run", "summary_table"]

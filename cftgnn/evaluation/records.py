@@ -242,6 +242,12 @@ class EventContext:
             the explained ``original_logit``) or ``explained`` (the sampling pass scored the
             explained prediction: ``history=batch_start``). Schema 5; ``screen`` in older
             records.
+        keep_time_s: Seconds of the exact call of ``keep_logit`` (the fidelity− check), not
+            part of ``time_s`` (NaN when the event was not explained; schema 6, NaN in older
+            records).
+        curve_time_s: Seconds of the curve logits' batched exact call, not part of
+            ``time_s`` (NaN when none was made: the event was not explained or ``curves=none``;
+            schema 6, NaN in older records).
     """
 
     setup_time_s: float
@@ -259,6 +265,8 @@ class EventContext:
     acc_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
     history: str = field(default="event", metadata={"since": 5, "old": "event"})
     group_logit: str = field(default="screen", metadata={"since": 5, "old": "screen"})
+    keep_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
+    curve_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -405,14 +413,15 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2 to 5 into rows written without them.
+    """Fill the columns added by schema versions 2 to 6 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
     counterfactuals are their one answer when it flips (consequences not measured); no
     ranking was kept (``ranking`` and ``importance`` empty), so no curve either
     (``fid_curve_logits`` and ``acc_curve_logits`` empty); their history was ``event`` and
-    their groups followed the screening logit (``group_logit`` ``screen``).
+    their groups followed the screening logit (``group_logit`` ``screen``); the seconds of
+    their checks after the search were not measured (``keep_time_s``, ``curve_time_s`` NaN).
     """
     if df.empty:
         return df
@@ -420,7 +429,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     fills: dict[str, Any] = {c.name: df.get(c.old_from) if c.old_from else c.old
                              for c in RESULT_COLUMNS if c.since == 2}
     fills.update({f.name: f.metadata["old"] for f in fields(EventContext)
-                  if f.metadata.get("since") in (2, 5)})
+                  if f.metadata.get("since") in (2, 5, 6)})
     for name, value in fills.items():
         if value is None:
             continue

@@ -68,6 +68,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "time_p50",
     "time_p90",
     "time_mean",
+    "curve_time_p50",
 )
 """Metric columns of ``summarize``, in order (after the ``by`` columns)."""
 
@@ -100,6 +101,7 @@ MEANINGS: dict[str, str] = {
     "time_p50": "median seconds per event ↓",
     "time_p90": "90th percentile of seconds per event ↓",
     "time_mean": "mean seconds per event ↓",
+    "curve_time_p50": "median seconds of an event's curve logits (not in time) ↓",
 }
 """One line on each of ``SUMMARY_COLUMNS`` (↑ / ↓: higher / lower is better; the
 definitions: docs/metrics.md), printed next to the values by ``format_summary``."""
@@ -229,6 +231,7 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "time_p50": times["p50"],
         "time_p90": times["p90"],
         "time_mean": times["mean"],
+        "curve_time_p50": runtime_percentiles(_column(ok, "curve_time_s"), q=(50,))["p50"],
     }
 
 
@@ -266,6 +269,9 @@ def summarize(
       (``approximation_agreement``): over all rows.
     * ``time_p50``, ``time_p90``, ``time_mean``: seconds per event over all rows, from
       ``time_s`` (or ``setup_time_s + wall_time_s`` when ``time_s`` is absent).
+    * ``curve_time_p50``: median seconds of the curve logits' exact call (``curve_time_s``,
+      not part of ``time_s``) over the explained events that made it (NaN for none: records
+      of ``curves=none`` or older than schema 6).
 
     Missing optional columns (``cache_hits``, ``agreement``, ...) give NaN.
 

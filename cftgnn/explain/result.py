@@ -35,7 +35,9 @@ from cftgnn.oracle.oracle import is_flip
 #: (``ranking``, ``importance``; empty in older records: no ranking was kept).
 #: 5: the explained prediction's ``history`` and the logit the sampling group follows
 #: (``group_logit``; ``event`` and ``screen`` in older records).
-SCHEMA_VERSION = 5
+#: 6: the seconds of the checks after the search, beside ``time_s`` (``keep_time_s``,
+#: ``curve_time_s``; NaN in older records: not measured).
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,86 @@ def test_the_tracker_gets_the_curve_metrics_and_logits(tmp_path, monkeypatch):
     for text, logits in zip(frame["fid_curve_logits"], records["fid_curve_logits"],
                             strict=True):
         assert json.loads(text) == pytest.approx(list(logits))
+
+
+def test_curves_none_makes_no_curve_call_and_leaves_the_rest_alone(tmp_path, monkeypatch):
+    common, none = tmp_path / "common", tmp_path / "none"
+    pipeline.run(cfg_for(common, "explainer=greedy"))
+    calls: list[int] = []
+    real = pipeline.curve_logits
+    monkeypatch.setattr(pipeline, "curve_logits",
+                        lambda oracle, ranking: calls.append(1) or real(oracle, ranking))
+    table = pipeline.run(cfg_for(none, "explainer=greedy", "curves=none"))
+    assert calls == []
+    a, b = read_records(common), read_records(none)
+    ok = a.status == "ok"
+    assert ok.sum() >= 2
+    assert all(len(x) == 21 for x in a.fid_curve_logits[ok])
+    assert all(len(x) == 0 for x in b.fid_curve_logits) and all(
+        len(x) == 0 for x in b.acc_curve_logits)
+    # the seconds of the checks: measured where made, NaN where not
+    assert (a.curve_time_s[ok] > 0).all() and a.curve_time_s[~ok].isna().all()
+    assert b.curve_time_s.isna().all()
+    assert (a.keep_time_s[ok] > 0).all() and (b.keep_time_s[ok] > 0).all()
+    for col in ("explanation", "final_logit", "keep_logit", "oracle_calls", "exact_calls",
+                "ranking", "time_s"):
+        if col == "time_s":  # the checks stay out of time_s
+            assert (a.time_s - a.setup_time_s - a.wall_time_s).abs().max() < 1e-9
+            continue
+        assert [np.asarray(x).tolist() for x in a[col]] == [
+            np.asarray(x).tolist() for x in b[col]], col
+    for name in ("best_fid", "aufsc_keep", "acc_auc", "curve_time_p50"):
+        assert np.isnan(table[name].iloc[-1]), name
+    with_curves = pd.read_csv(common / "summary.csv")
+    assert with_curves["curve_time_p50"].iloc[-1] == pytest.approx(
+        float(np.median(a.curve_time_s[ok])))
+    # the fingerprint says curves=none; common, the old behaviour, is left out
+    assert json.loads((none / "run.json").read_text())["curves"] == "none"
+    assert "curves" not in json.loads((common / "run.json").read_text())
+
+
+def test_resuming_with_another_curves_value_is_refused(tmp_path):
+    from cftgnn.evaluation.records import RunDirectoryError
+
+    pipeline.run(cfg_for(tmp_path, "explainer=perturb_one", "curves=none"))
+    files = sorted((tmp_path / "records").glob("*.parquet"))
+    files[-1].unlink()  # as if the run had been interrupted before its last event
+    with pytest.raises(RunDirectoryError, match="differs in: curves"):
+        pipeline.run(cfg_for(tmp_path, "explainer=perturb_one"))
+    assert sorted((tmp_path / "records").glob("*.parquet")) == files[:-1]
+    # the same value resumes: the missing event is explained, without curves either
+    pipeline.run(cfg_for(tmp_path, "explainer=perturb_one", "curves=none"))
+    assert sorted((tmp_path / "records").glob("*.parquet")) == files
+    assert all(len(x) == 0 for x in read_records(tmp_path).fid_curve_logits)
+
+
+def test_curves_auto_follows_the_streams_length():
+    from cftgnn.errors import ConfigError
+    from cftgnn.evaluation.options import AUTO_CURVES_MAX_EVENTS, CurveSet, curves_choice
+
+    assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS) is CurveSet.COMMON
+    assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS + 1) is CurveSet.NONE
+    assert curves_choice("common", 10**9) is CurveSet.COMMON
+    assert curves_choice("none", 10) is CurveSet.NONE
+    with pytest.raises(ConfigError, match="curves must be one of auto, none, common"):
+        curves_choice("every", 10)
+
+
+def test_curves_auto_skips_the_curves_of_a_long_stream(tmp_path, monkeypatch, capsys):
+    """The debug stream counts as long when the bound is below its length: ``auto`` then
+    records what ``none`` does, says so, and its fingerprint says ``none``; ``common``
+    computes them whatever the length."""
+    from cftgnn.evaluation import options
+
+    monkeypatch.setattr(options, "AUTO_CURVES_MAX_EVENTS", 10)
+    monkeypatch.setattr(pipeline, "AUTO_CURVES_MAX_EVENTS", 10)
+    table = pipeline.run(cfg_for(tmp_path / "auto", "explainer=perturb_one"))
+    assert "curves=auto: no curve metrics on a stream of more than 10 events" in (
+        capsys.readouterr().out)
+    auto = read_records(tmp_path / "auto")
+    assert all(len(x) == 0 for x in auto.fid_curve_logits) and auto.curve_time_s.isna().all()
+    assert np.isnan(table["best_fid"].iloc[-1])
+    assert json.loads((tmp_path / "auto" / "run.json").read_text())["curves"] == "none"
+    pipeline.run(cfg_for(tmp_path / "common", "explainer=perturb_one", "curves=common"))
+    common = read_records(tmp_path / "common")
+    assert all(len(x) == 21 for x in common.fid_curve_logits[common.status == "ok"])

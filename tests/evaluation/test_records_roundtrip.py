@@ -144,3 +144,20 @@ def test_rows_older_than_version_4_read_back_without_a_ranking() -> None:
     assert list(df["ranking"].iloc[0]) == [] and list(df["importance"].iloc[0]) == []
     assert list(df["ranking"].iloc[1]) == list(RESULTS[1].ranking)
     assert ExplanationResult.from_record(df.iloc[0].to_dict()).ranking == ()
+
+
+def test_records_older_than_version_6_read_back_with_unmeasured_check_times(
+        tmp_path: Path) -> None:
+    """A version-5 file (no ``keep_time_s`` / ``curve_time_s``) in a run directory next to
+    a version-6 one: the old row reads NaN (not measured), the new one keeps its seconds."""
+    new = {**RESULTS[0].to_record(), "keep_time_s": 0.25, "curve_time_s": 1.5}
+    old = {**RESULTS[1].to_record(), "schema_version": 5}
+    (tmp_path / "records").mkdir()
+    for n, row in enumerate((old, new)):
+        pd.DataFrame([row]).to_parquet(tmp_path / "records" / f"{n:010d}.parquet")
+        if n == 0:  # a directory of old records only: the columns are there, NaN
+            alone = read_records(tmp_path)
+            assert alone[["keep_time_s", "curve_time_s"]].isna().all().all()
+    df = read_records(tmp_path)
+    assert np.isnan(df["keep_time_s"].iloc[0]) and np.isnan(df["curve_time_s"].iloc[0])
+    assert (df["keep_time_s"].iloc[1], df["curve_time_s"].iloc[1]) == (0.25, 1.5)

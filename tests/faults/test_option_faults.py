@@ -39,6 +39,7 @@ CASES = [
     ("explain.py", ["n_events=abc"], "n_events must be an integer"),
     ("explain.py", ["mode=bogus"], "mode must be one of approximate, exact, auto"),
     ("explain.py", ["history=bogus"], "history must be one of"),
+    ("explain.py", ["curves=every"], "curves must be one of auto, none, common, got 'every'"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
     ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
