@@ -101,7 +101,7 @@ MEANINGS: dict[str, str] = {
     "time_p50": "median seconds per event ↓",
     "time_p90": "90th percentile of seconds per event ↓",
     "time_mean": "mean seconds per event ↓",
-    "curve_time_p50": "median seconds of an event's curve logits (not in time) ↓",
+    "curve_time_p50": "median seconds of the curve logits, apart from time ↓",
 }
 """One line on each of ``SUMMARY_COLUMNS`` (↑ / ↓: higher / lower is better; the
 definitions: docs/metrics.md), printed next to the values by ``format_summary``."""
