@@ -22,6 +22,7 @@ it measured) and ``gpu_check.md`` in ``out_dir``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -36,8 +37,8 @@ from hydra import compose
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from cftgnn.benchmarks.oracle import _draw
 from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
+from cftgnn.benchmarks.oracle import _draw
 from cftgnn.benchmarks.tail import search_event
 from cftgnn.data.stream import EventStream
 from cftgnn.evaluation.pipeline import auto_ratios, build_explainer
@@ -128,6 +129,21 @@ def _max_diff(a: Sequence[float], b: Sequence[float]) -> float:
     return float(np.max(np.abs(np.subtract(a, b))))
 
 
+class _SharedDraw:
+    """The first side's call draws an event's sets from its candidates; every later call
+    returns the same sets."""
+
+    def __init__(self, rng: np.random.Generator, singles: int, batch: int) -> None:
+        self.rng, self.singles, self.batch = rng, singles, batch
+        self.drawn: tuple[list[frozenset[int]], list[frozenset[int]]] | None = None
+
+    def __call__(self, cand: Any) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+        if self.drawn is None:
+            self.drawn = ([_draw(self.rng, cand) for _ in range(self.singles)],
+                          [_draw(self.rng, cand) for _ in range(self.batch)])
+        return self.drawn
+
+
 def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
                    events: Sequence[int], *, sets_per_event: int, batch_size: int,
                    k: int | None, m_max: int, seed: int,
@@ -149,14 +165,7 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
     for event_id in sorted(int(e) for e in events):
         row: dict[str, Any] = {"event_id": event_id, "oracle": {}, "explainers": {}}
         first = sides[0]
-        drawn: list[tuple[list[frozenset[int]], list[frozenset[int]]]] = []
-
-        def draw(cand: Any) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
-            if not drawn:  # the first side draws; the others get the same sets
-                drawn.append(([_draw(rng, cand) for _ in range(sets_per_event)],
-                              [_draw(rng, cand) for _ in range(batch_size)]))
-            return drawn[0]
-
+        draw = _SharedDraw(rng, sets_per_event, batch_size)
         for side in sides:
             row["oracle"][side] = oracle_event(engines[side], models[side].device, event_id,
                                                draw, k, m_max)
@@ -328,7 +337,7 @@ def _explainers(cfg: DictConfig, dataset: str, kind: str
             ratio = auto_ratios(run_cfg).get(f"{dataset}-{kind}", 1.0)
             mode = pick_mode([ratio], [1.0], float(run_cfg.auto_threshold)).mode.value
         build_explainer(run_cfg)  # a bad option fails here, before any timing
-        out[str(name)] = ((lambda c=run_cfg: build_explainer(c)), mode)
+        out[str(name)] = (functools.partial(build_explainer, run_cfg), mode)
     return out
 
 

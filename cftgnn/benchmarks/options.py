@@ -187,5 +187,5 @@ def check_quality_options(cfg: Any) -> None:
 
 
 __all__ = ["check_explainers_options", "check_gpu_options", "check_index_options",
-           "check_memory_options", "check_oracle_options", "check_quality_options", "check_tail_options", "pair_of",
-           "pairs"]
+           "check_memory_options", "check_oracle_options", "check_quality_options",
+           "check_tail_options", "pair_of", "pairs"]
