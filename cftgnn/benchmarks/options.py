@@ -153,6 +153,7 @@ def check_gpu_options(cfg: Any) -> None:
     integer(cfg, "seed")
     check_candidate_options(cfg)
     number(cfg, "atol", minimum=0.0, finite=True)
+    number(cfg, "time_budget_s", minimum=0.0, strict_minimum=True, optional=True)
     sample_range = cfg.get("sample_range")
     if (sample_range is None or isinstance(sample_range, str) or len(sample_range) != 2
             or not all(isinstance(x, int | float) and not isinstance(x, bool)
