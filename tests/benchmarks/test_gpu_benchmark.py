@@ -8,12 +8,16 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from cftgnn.benchmarks.gpu import format_markdown
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli", reason="reading pyproject.toml needs tomli on 3.10")
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "scripts" / "gpu"
