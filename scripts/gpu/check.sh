@@ -60,9 +60,12 @@ install_wheels() {  # the carried wheels whose distribution is not installed, of
         fi
     done
     if ((${#missing[@]})); then
-        "$PY" -m pip install --no-index --no-deps --disable-pip-version-check "${missing[@]}"
+        if ! "$PY" -m pip install --no-index --no-deps --disable-pip-version-check "${missing[@]}"
+        then  # no pip, or a read-only environment: unpack the wheels into .gpu/site instead
+            echo "pip install failed: unpacking the wheels into .gpu/site (on PYTHONPATH)"
+            for whl in "${missing[@]}"; do "$PY" -m zipfile -e "$whl" .gpu/site || return 2; done
+        fi
     fi
-    "$PY" -c "import hydra, omegaconf, pymoo, cftgnn; print('imports ok:', cftgnn.__file__)"
 }
 
 versions() {
@@ -89,12 +92,15 @@ export PY
 export -f install_wheels versions
 [[ "$DEVICES" == *cuda* ]] && export CFTGNN_REQUIRE_GPU=1  # the gpu tests fail, not skip
 export CFTGNN_REQUIRE_DATA=1
-step install 90 "$LOG" bash -c install_wheels
-step versions 30 "$LOG" bash -c versions
-step pytest_gpu 120 "$OUT/pytest_gpu.txt" \
+step install 60 "$LOG" bash -c install_wheels
+[[ -d .gpu/site ]] && export PYTHONPATH="$ROOT/.gpu/site:$PYTHONPATH"
+step imports 20 "$LOG" "$PY" -c \
+    "import hydra, omegaconf, pymoo, cftgnn; print('imports ok:', cftgnn.__file__)"
+step versions 20 "$LOG" bash -c versions
+step pytest_gpu 110 "$OUT/pytest_gpu.txt" \
     "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider tests
 step benchmark 240 "$OUT/benchmark.log" \
-    "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT" progress=false
+    "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT"
 
 # each step's status into gpu_check.json (made when the benchmark wrote none)
 "$PY" - "$OUT" <<'EOF' 2>&1 | tee -a "$LOG"
