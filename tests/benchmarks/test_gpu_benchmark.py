@@ -166,3 +166,15 @@ def test_the_table_judges_the_gpu_side_against_the_targets(gpu_s, ratio, tail_s,
         assert verdict in md
     assert "(NVIDIA H100)" in md and "OVER 1e-05" in md  # 2e-5 > atol is flagged
     assert f"| {ratio:.2f} |" in md
+
+
+def test_explanations_cut_short_by_their_cap_are_not_compared(tmp_path):
+    done = _run(tmp_path, "n_events=1", "tail.event=null",
+                'explainers.cftgnn=["explainer=cftgnn","explainer.max_time_s=1e-9"]')
+    assert done.returncode == 0, done.stderr[-2000:]
+    part = json.loads((tmp_path / "gpu_check.json").read_text())["pairs"]["synthetic-tgn"]
+    runs = part["events"][0]["explainers"]["cftgnn"]
+    assert runs["cpu"]["cut_short"] and runs["gpu"]["cut_short"]
+    assert part["answers_agree"]["cftgnn"] == [0, 0]
+    assert part["answers_agree"]["search_plus"] == [1, 1]
+    assert "cut short, cpu / gpu: 1 / 1" in (tmp_path / "gpu_check.md").read_text()
