@@ -21,6 +21,22 @@ def _known(cfg: Any, group: str, name: str, option: str) -> None:
                           f"{', '.join(options)})")
 
 
+def pair_of(cfg: Any, pair: Any, option: str = "pairs") -> tuple[str, str]:
+    """One ``<dataset>-<model>`` name of ``option`` as ``(dataset, model)``.
+
+    Raises:
+        ConfigError: For a name that is not ``<dataset>-<model>``, or a dataset or model
+            without a file of ``conf/dataset/`` / ``conf/model/``.
+    """
+    parts = str(pair).split("-")
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(f"{option} must be <dataset>-<model> names, e.g. uci-tgn; got "
+                          f"{pair!r}")
+    _known(cfg, "dataset", parts[0], f"{option} entry {pair!r}")
+    _known(cfg, "model", parts[1], f"{option} entry {pair!r}")
+    return parts[0], parts[1]
+
+
 def pairs(cfg: Any) -> list[tuple[str, str]]:
     """``cfg.pairs`` as ``(dataset, model)`` tuples, each named by a config file.
 
@@ -28,15 +44,7 @@ def pairs(cfg: Any) -> list[tuple[str, str]]:
         ConfigError: For an empty list, a name that is not ``<dataset>-<model>``, or a dataset
             or model without a file of ``conf/dataset/`` / ``conf/model/``.
     """
-    out = []
-    for pair in cfg.pairs or []:
-        parts = str(pair).split("-")
-        if len(parts) != 2 or not all(parts):
-            raise ConfigError(f"pairs must be <dataset>-<model> names, e.g. uci-tgn; got "
-                              f"{pair!r}")
-        _known(cfg, "dataset", parts[0], f"pairs entry {pair!r}")
-        _known(cfg, "model", parts[1], f"pairs entry {pair!r}")
-        out.append((parts[0], parts[1]))
+    out = [pair_of(cfg, pair) for pair in cfg.pairs or []]
     if not out:
         raise ConfigError("pairs is empty; name at least one <dataset>-<model>")
     return out
@@ -128,6 +136,46 @@ def check_tail_options(cfg: Any) -> None:
     number(cfg, "prune_tolerance", minimum=0.0, finite=True)
 
 
+def check_gpu_options(cfg: Any) -> None:
+    """``benchmark_gpu.py``: two devices, known pairs, counts, the explainers' overrides and
+    the tail event (its ``pair`` known, ``max_size >= 1``).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    devices = cfg.get("devices")
+    if devices is None or isinstance(devices, str) or len(devices) != 2:
+        raise ConfigError(f"devices must name two devices, left and right, e.g. [cpu,cuda]; "
+                          f"got {devices!r}")
+    pairs(cfg)
+    integer(cfg, "n_events", minimum=1)
+    integer(cfg, "sets_per_event", minimum=1)
+    integer(cfg, "batch_size", minimum=1)
+    integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "seed")
+    check_candidate_options(cfg)
+    number(cfg, "atol", minimum=0.0, finite=True)
+    number(cfg, "time_budget_s", minimum=0.0, strict_minimum=True, optional=True)
+    sample_range = cfg.get("sample_range")
+    if (sample_range is None or isinstance(sample_range, str) or len(sample_range) != 2
+            or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                       for x in sample_range)
+            or not 0.0 <= sample_range[0] < sample_range[1] <= 1.0):
+        raise ConfigError(f"sample_range must be [lo, hi] shares of the stream with "
+                          f"0 <= lo < hi <= 1, got {sample_range!r}")
+    explainers = OmegaConf.to_container(cfg.explainers) if cfg.get("explainers") else {}
+    if not isinstance(explainers, dict) or not all(
+            isinstance(v, list) and all(isinstance(o, str) for o in v)
+            for v in explainers.values()):
+        raise ConfigError("explainers must map a name to a list of explain.py overrides, e.g. "
+                          "{search_plus: [experiment=search_plus]}")
+    tail = cfg.get("tail")
+    if tail is not None and tail.get("event") is not None:
+        pair_of(cfg, tail.get("pair"), "tail.pair")
+        integer(tail, "event", minimum=0)
+        integer(tail, "max_size", minimum=1)
+
+
 def check_quality_options(cfg: Any) -> None:
     """``benchmark_quality.py``: ``max_size >= 1``, ``n_events >= 1``, the candidates'
     ``m_max`` and ``k`` (the configurations of ``explainers`` are checked when the run
@@ -141,5 +189,6 @@ def check_quality_options(cfg: Any) -> None:
     integer(cfg, "n_events", minimum=1)
 
 
-__all__ = ["check_explainers_options", "check_index_options", "check_memory_options",
-           "check_oracle_options", "check_quality_options", "check_tail_options", "pairs"]
+__all__ = ["check_explainers_options", "check_gpu_options", "check_index_options",
+           "check_memory_options", "check_oracle_options", "check_quality_options",
+           "check_tail_options", "pair_of", "pairs"]

@@ -25,6 +25,21 @@ ROOT = Path(__file__).resolve().parents[2]
      "error: n_events must be an integer >= 1, got 1.5"),
     ("benchmark_oracle.py", "naive_per_event=-1",
      "error: naive_per_event must be an integer >= 0, got -1"),
+    ("benchmark_gpu.py", "devices=[cpu]",
+     "error: devices must name two devices, left and right, e.g. [cpu,cuda]; got ['cpu']"),
+    ("benchmark_gpu.py", "pairs=[uci-nope]",
+     "error: pairs entry 'uci-nope': unknown model 'nope' (choose from: dygformer, graphmixer, "
+     "pyg_tgn, tgat, tgn)"),
+    ("benchmark_gpu.py", "tail.pair=uci",
+     "error: tail.pair must be <dataset>-<model> names, e.g. uci-tgn; got 'uci'"),
+    ("benchmark_gpu.py", "sample_range=[0.9,0.5]",
+     "error: sample_range must be [lo, hi] shares of the stream with 0 <= lo < hi <= 1, got "
+     "[0.9, 0.5]"),
+    ("benchmark_gpu.py", "explainers.cftgnn=5",
+     "error: explainers must map a name to a list of explain.py overrides, e.g. "
+     "{search_plus: [experiment=search_plus]}"),
+    ("benchmark_gpu.py", "devices=[cpu,gpu]",
+     "error: unknown device 'gpu' (use cpu, cuda, cuda:N or auto)"),
 ])
 def test_bad_benchmark_options_end_in_one_line(script: str, arg: str, message: str,
                                                tmp_path: Path) -> None:

