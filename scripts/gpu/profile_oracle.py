@@ -12,7 +12,6 @@ innermost frame of ``cftgnn`` that made it, and counted per call.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import sys
 import traceback
@@ -23,6 +22,8 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+
+from cftgnn.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def sync_sites(fn, device: torch.device) -> tuple[collections.Counter[str], obje
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dataset", default="wikipedia")
     parser.add_argument("--event", type=int, default=None, help="default: a test-split event")
