@@ -283,8 +283,10 @@ def folder_problem(option: str, value: str) -> str | None:
     ``os.access`` calls writable for root: a folder is made there and removed at once), or
     sits on a disk with less than ``RUN_DIR_MIN_FREE`` free. None when it can be made
     (nothing is left behind)."""
+    from cftgnn.files import disk_full_message, nearest_existing
+
     folder = Path(value)
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    existing = nearest_existing(folder)
     if existing is None:
         return None
     where = existing.absolute()
@@ -298,8 +300,6 @@ def folder_problem(option: str, value: str) -> str | None:
         return (f"{option} {value!r} cannot be created (no folder can be made in {where}: "
                 f"{exc.strerror or exc})")
     if shutil.disk_usage(existing).free < RUN_DIR_MIN_FREE:
-        from cftgnn.files import disk_full_message
-
         return f"{option}: {disk_full_message(folder, folder=True)}"
     return None
 

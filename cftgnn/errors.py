@@ -1,6 +1,10 @@
-"""Project exceptions. Every error the framework raises on bad input derives from CftgnnError."""
+"""Project exceptions, and the one-line forms a user sees. Every error the framework raises on
+bad input derives from CftgnnError."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
 
 
 class CftgnnError(Exception):
@@ -40,17 +44,32 @@ class TrainingError(CftgnnError, RuntimeError):
     nothing is saved."""
 
 
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then its cause (or, without one, its context), and so on, each once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        yield current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+
+
 def user_error(exc: BaseException) -> CftgnnError | None:
     """The ``CftgnnError`` behind ``exc`` (``exc`` itself or a cause), if any.
 
     ``hydra.utils.instantiate`` wraps what a constructor raises in its own exception, with
     the original as ``__cause__``; this is the one place that unwraps it.
     """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, CftgnnError):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return next((e for e in exception_chain(exc) if isinstance(e, CftgnnError)), None)
+
+
+def short_reason(exc: BaseException, limit: int = 160) -> str:
+    """``exc``'s message for one line: its first line (its type's name when it has none), at
+    most ``limit`` characters."""
+    return ((str(exc).splitlines() or [""])[0] or type(exc).__name__)[:limit]
+
+
+def warn(message: str) -> None:
+    """Print ``warning: <message>`` on stderr, the one form of a warning users see (the run
+    goes on)."""
+    print(f"warning: {message}", file=sys.stderr)

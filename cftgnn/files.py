@@ -23,7 +23,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from cftgnn.errors import CftgnnError, ConfigError
+from cftgnn.arrays import format_bytes
+from cftgnn.errors import CftgnnError, ConfigError, exception_chain
 
 #: ``errno`` values that mean "the disk (or the user's quota on it) is full".
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -89,34 +90,23 @@ def no_space(exc: BaseException) -> OSError | None:
     """The ``ENOSPC``/``EDQUOT`` ``OSError`` behind ``exc`` (itself, its cause or its
     context: ``torch.save`` reports a full disk as a ``RuntimeError`` raised while handling
     it), or None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, OSError) and current.errno in NO_SPACE:
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return next((e for e in exception_chain(exc)
+                 if isinstance(e, OSError) and e.errno in NO_SPACE), None)
+
+
+def nearest_existing(path: str | os.PathLike[str]) -> Path | None:
+    """``path`` itself or its nearest ancestor that exists (None when none does, e.g. a
+    relative path whose first part is absent)."""
+    folder = Path(path)
+    return next((p for p in (folder, *folder.parents) if p.exists()), None)
 
 
 def mount_point(path: str | os.PathLike[str]) -> Path:
     """The mount point of the file system holding ``path`` (or its nearest existing folder)."""
-    folder = Path(os.path.abspath(path))
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = nearest_existing(os.path.abspath(path)) or Path("/")
     while not os.path.ismount(folder) and folder != folder.parent:
         folder = folder.parent
     return folder
-
-
-def _size(n: int) -> str:
-    """``n`` bytes for a person: ``0 B``, ``20 KiB``, ``1.4 MiB``, ``3.0 GiB``."""
-    size, unit = float(n), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            break
-        size /= 1024
-    return f"{size:.0f} {unit}" if unit in ("B", "KiB") else f"{size:.1f} {unit}"
 
 
 def disk_full_message(path: str | os.PathLike[str] | None, exc: OSError | None = None,
@@ -137,7 +127,7 @@ def disk_full_message(path: str | os.PathLike[str] | None, exc: OSError | None =
     where = f"in {file}" if folder else f"writing {file.name} in {file.parent}"
     disk = mount_point(file)
     try:
-        free = f", {_size(shutil.disk_usage(disk).free)} free"
+        free = f", {format_bytes(shutil.disk_usage(disk).free)} free"
     except OSError:
         free = ""
     return (f"{what} {where} (the disk mounted at {disk}{free}); free some space there or "
@@ -275,8 +265,7 @@ def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
         The reason (``Read-only file system``, ``/x is not a folder``), or None when files
         can be written there.
     """
-    folder = Path(path)
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    existing = nearest_existing(path)
     if existing is None:
         return None
     if not existing.is_dir():
@@ -315,5 +304,5 @@ def check_can_write(path: str | os.PathLike[str], option: str, file: bool = Fals
 
 __all__ = ["NO_SPACE", "DiskFullError", "atomic_output", "atomic_write", "check_can_write",
            "check_writable_dir", "disk_full_message", "file_sha256", "fsync_dir", "fsync_file",
-           "mount_point", "no_space", "remove_stale_temporaries", "replace_durably",
-           "sha256_if_file", "temporary_path", "unwritable_reason"]
+           "mount_point", "nearest_existing", "no_space", "remove_stale_temporaries",
+           "replace_durably", "sha256_if_file", "temporary_path", "unwritable_reason"]

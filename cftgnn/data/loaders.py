@@ -26,7 +26,6 @@ import hashlib
 import io
 import json
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from pandas.api.types import is_numeric_dtype
 from cftgnn.data.download import download as download_file
 from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import DataFormatError, DataNotFoundError, DownloadError
+from cftgnn.errors import DataFormatError, DataNotFoundError, DownloadError, short_reason, warn
 from cftgnn.files import DiskFullError, atomic_output, remove_stale_temporaries
 
 #: Bump when parsing changes, so that stale processed caches are ignored.
@@ -420,12 +419,8 @@ def _save_cache(stream: EventStream, dest: Path) -> None:
             )
     except OSError as exc:
         reason = str(exc) if isinstance(exc, DiskFullError) else (exc.strerror or str(exc))
-        _warn(f"could not write the processed cache {dest} ({reason}); the run goes on "
+        warn(f"could not write the processed cache {dest} ({reason}); the run goes on "
               "without it")
-
-
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
 
 
 def _load_cache(path: Path) -> EventStream | None:
@@ -446,9 +441,8 @@ def _load_cache(path: Path) -> EventStream | None:
                 meta,
             )
     except Exception as exc:  # noqa: BLE001  (whatever a broken zip raises: BadZipFile, EOF...)
-        reason = (str(exc).splitlines() or [""])[0] or type(exc).__name__
-        _warn(f"processed cache {path} does not load ({reason[:160]}); rebuilding it from the "
-              "source data")
+        warn(f"processed cache {path} does not load ({short_reason(exc)}); rebuilding it from "
+             "the source data")
         return None
 
 

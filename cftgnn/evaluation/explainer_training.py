@@ -26,7 +26,6 @@ would be refused by every run anyway). It
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
+from cftgnn.errors import ConfigError, short_reason, warn
 from cftgnn.evaluation.options import check_train_explainer_options as check_options
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.evaluation.records import set_aside
@@ -217,10 +216,9 @@ def _load_state(path: Path, options: dict[str, Any], epochs: int) -> dict[str, A
         stored = json.loads(str(state["options"]))
         done = int(state["epoch"])
     except Exception as exc:  # noqa: BLE001  (whatever a cut-short or foreign file raises)
-        reason = (str(exc).splitlines() or [""])[0].split(". ")[0] or type(exc).__name__
         moved = set_aside(path)
-        print(f"warning: training state {path} is unreadable ({reason[:160]}); moved to "
-              f"{moved.name}, training starts again from epoch 0", file=sys.stderr)
+        warn(f"training state {path} is unreadable ({short_reason(exc).split('. ')[0]}); "
+             f"moved to {moved.name}, training starts again from epoch 0")
         return None
     if stored != json.loads(json.dumps(options)):
         raise ConfigError(f"{path} holds a training with other options; rerun with its "

@@ -26,7 +26,6 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -43,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError, user_error
+from cftgnn.errors import ConfigError, user_error, warn
 from cftgnn.evaluation.curves import (
     ACC_SHARES,
     FID_SHARES,
@@ -114,6 +113,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
     ``used_model_config``).
     """
     dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
+    curves = curves_of(cfg, stream.num_events)
     return {
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": stream.name, "num_events": stream.num_events, "config": dataset},
@@ -131,8 +131,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
         # curves=none records no curve logits; absent = common, as before the option existed
-        **({"curves": curves_of(cfg, stream.num_events).value}
-           if curves_of(cfg, stream.num_events) is not CurveSet.COMMON else {}),
+        **({"curves": curves.value} if curves is not CurveSet.COMMON else {}),
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -275,10 +274,10 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, cfg.seed)
     if (stale := card_mismatch(weights)) is not None:  # a warning: the run goes on
-        print(f"warning: {stale}", file=sys.stderr)
+        warn(stale)
     fallback = fresh_fallback(cfg, weights)
     if fallback:
-        print(f"warning: {fallback}", file=sys.stderr)
+        warn(fallback)
     history = check_history(history_of(cfg), bool(model.has_memory), model_name(cfg.model))
     run_fp = model_fingerprint(cfg, stream, model, weights)
     build_explainer(cfg).check_run(run_fp)  # e.g. a trained explainer of another model
@@ -366,8 +365,8 @@ def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str,
         try:
             print(f"  picture: {draw(stream, shown, fp, out)}")
         except OSError as exc:
-            print(f"warning: no picture of event {int(shown['event_id'])} in {out}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
+            warn(f"no picture of event {int(shown['event_id'])} in {out}: "
+                 f"{exc.strerror or exc}")
 
 
 def log_curves(tracker: Tracker, records: pd.DataFrame) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -37,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cftgnn.errors import CftgnnError
+from cftgnn.errors import CftgnnError, warn
 from cftgnn.explain.result import RESULT_COLUMNS, ExplanationResult, column_types
 from cftgnn.files import atomic_output, atomic_write, remove_stale_temporaries
 
@@ -86,10 +85,6 @@ def set_aside(path: Path) -> Path:
         n += 1
     os.replace(path, target)
     return target
-
-
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -183,7 +178,7 @@ class RecordStore:
             if problem is None:
                 continue  # not named after an event: not one of this store's records
             moved = set_aside(path)
-            _warn(f"record {path} is unreadable ({problem}); moved to {moved.name}, its event "
+            warn(f"record {path} is unreadable ({problem}); moved to {moved.name}, its event "
                   "is explained again")
         return ids
 
@@ -406,7 +401,7 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
         if unreadable == "raise":
             raise UnreadableRecordError(f"{message}; move it away or rerun the run's command, "
                                         "which explains its event again")
-        _warn(f"{message}; left out (rerun the run's command to explain its event again)")
+        warn(f"{message}; left out (rerun the run's command to explain its event again)")
     if not frames:
         return pd.DataFrame()
     return upgrade_records(pd.concat(frames, ignore_index=True))
