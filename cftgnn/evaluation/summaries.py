@@ -39,39 +39,6 @@ from cftgnn.oracle.oracle import margin
 _NAN = float("nan")
 
 
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "events",
-    "explained",
-    "skipped",
-    "fidelity_plus",
-    "fidelity_minus",
-    "characterization",
-    "aufsc_plus",
-    "aufsc_minus",
-    "best_fid",
-    "aufsc_keep",
-    "acc_auc",
-    "mean_size",
-    "median_size",
-    "mean_sparsity",
-    "certified",
-    "n_counterfactuals",
-    "cf_ge3",
-    "diversity",
-    "hypervolume",
-    "robust_impl",
-    "robust_model",
-    "rule_found",
-    "oracle_calls",
-    "cache_hit_rate",
-    "agreement",
-    "time_p50",
-    "time_p90",
-    "time_mean",
-    "curve_time_p50",
-)
-"""Metric columns of ``summarize``, in order (after the ``by`` columns)."""
-
 MEANINGS: dict[str, str] = {
     "events": "events sampled",
     "explained": "events whose search ran",
@@ -103,8 +70,12 @@ MEANINGS: dict[str, str] = {
     "time_mean": "mean seconds per event ↓",
     "curve_time_p50": "median seconds of the curve logits, apart from time ↓",
 }
-"""One line on each of ``SUMMARY_COLUMNS`` (↑ / ↓: higher / lower is better; the
-definitions: docs/metrics.md), printed next to the values by ``format_summary``."""
+"""Each metric column of ``summarize``, in order, with its meaning in one line (↑ / ↓: higher
+/ lower is better; the definitions: docs/metrics.md), printed next to the values by
+``format_summary``."""
+
+SUMMARY_COLUMNS: tuple[str, ...] = tuple(MEANINGS)
+"""Metric columns of ``summarize``, in order (after the ``by`` columns): ``MEANINGS``'s keys."""
 
 #: Printed under a table with its meanings.
 METRICS_PAGE = "docs/metrics.md"

@@ -17,7 +17,6 @@ recomputes the candidates' hop distances with
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -46,9 +45,10 @@ from cftgnn.evaluation.rundir import (
     run_batch_size,
 )
 from cftgnn.evaluation.showcase import time_unit
-from cftgnn.files import atomic_output, atomic_write, check_can_write
+from cftgnn.files import check_can_write
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
+from cftgnn.reporting.plots import save_png
 
 DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges
@@ -206,6 +206,13 @@ def load_view(run_dir: str | os.PathLike[str], event_id: int) -> ExplanationView
     fingerprint = read_fingerprint(run_dir)
     record = find_record(read_records(run_dir), event_id, str(run_dir))
     stream = load_run_stream(fingerprint)
+    return run_view(stream, record, fingerprint)
+
+
+def run_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
+             fingerprint: Mapping[str, Any]) -> ExplanationView:
+    """The ``ExplanationView`` of one record of a run whose stream is loaded: the run's
+    ``k``, ``m_max`` and batch size from its ``run.json`` content (``fingerprint``)."""
     return explanation_view(stream, record, hop_radius(fingerprint),
                             int(fingerprint.get("m_max", 64)), run_name(record),
                             run_batch_size(fingerprint))
@@ -402,14 +409,8 @@ def save_picture(stream: EventStream, record: pd.Series | Mapping[str, Any],
     Returns:
         The PNG's path (``picture_path``), written whole or not at all.
     """
-    view = explanation_view(stream, record, hop_radius(fingerprint),
-                            int(fingerprint.get("m_max", 64)), run_name(record),
-                            run_batch_size(fingerprint))
-    out = picture_path(run_dir, view.event_id)
-    buffer = io.BytesIO()
-    plot_explanation(view).savefig(buffer, format="png", dpi=DPI)
-    atomic_write(out, buffer.getvalue())
-    return out
+    view = run_view(stream, record, fingerprint)
+    return save_png(plot_explanation(view), picture_path(run_dir, view.event_id), DPI)
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
@@ -425,8 +426,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     check_can_write(out, "--out", file=True)
     view = load_view(args.run_dir, args.event_id)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out) as f:  # complete or absent, also on a full disk
-        plot_explanation(view, args.x_axis).savefig(f, format="png", dpi=DPI)
+    save_png(plot_explanation(view, args.x_axis), out, DPI)  # complete or absent
     print(picture_title(view).replace("\n", " | "))
     print(f"wrote {out}")
     return out
@@ -443,6 +443,7 @@ __all__ = [
     "picture_title",
     "plot_explanation",
     "run_name",
+    "run_view",
     "save_picture",
     "time_unit",
 ]
