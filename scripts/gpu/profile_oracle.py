@@ -23,7 +23,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from cftgnn.cli import ArgumentParser
+from cftgnn.cli import ArgumentParser, friendly_errors
+from cftgnn.files import check_can_write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,23 +58,29 @@ def sync_sites(fn, device: torch.device) -> tuple[collections.Counter[str], obje
 def main() -> None:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--dataset", default="wikipedia")
+    parser.add_argument("--dataset", default="wikipedia", choices=("uci", "wikipedia"))
     parser.add_argument("--event", type=int, default=None, help="default: a test-split event")
     parser.add_argument("--out", default="profile_oracle.txt")
     args = parser.parse_args()
+    with friendly_errors():
+        check_can_write(args.out, "--out", file=True)
+        profile(args.device, args.dataset, args.event, Path(args.out))
 
+
+def profile(device_name: str, dataset: str, event_id: int | None, out: Path) -> None:
+    """Profile one exact single call and one batch of 64 on ``dataset`` · TGN, write ``out``."""
     import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
     from cftgnn.oracle.engine import EventReplay, ReplayEngine
     from cftgnn.training.resolve import resolve_device, resolve_model
 
     torch.set_num_threads(1)
-    device = resolve_device(args.device)
+    device = resolve_device(device_name)
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("explain", overrides=[f"dataset={args.dataset}", "model=tgn"])
+        cfg = compose("explain", overrides=[f"dataset={dataset}", "model=tgn"])
     stream = instantiate(cfg.dataset)
     model = resolve_model(cfg.model, stream, "auto", cfg.paths.checkpoint_dir, device, 0)[0]
     engine = ReplayEngine(model, stream)
-    event = args.event if args.event is not None else int(0.9 * stream.num_events)
+    event = event_id if event_id is not None else int(0.9 * stream.num_events)
     replay = EventReplay(engine, event, None, 64)
     cand = replay.candidates.ids
     rng = np.random.default_rng(0)
@@ -83,7 +90,7 @@ def main() -> None:
     replay.exact([frozenset()])  # warm up
 
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    lines = [f"device {device} ({card}), {args.dataset} · TGN event {event}, "
+    lines = [f"device {device} ({card}), {dataset} · TGN event {event}, "
              f"{len(cand)} candidates, oldest {event - int(cand.min())} events back"]
     calls = (("exact single call (3 removed)", single), ("batch of 64 exact sets", batch))
     for name, sets in calls:
@@ -102,7 +109,7 @@ def main() -> None:
         lines.append(f"-- profiler, {name}, by self CPU time")
         lines.append(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
     text = "\n".join(lines)
-    Path(args.out).write_text(text)
+    out.write_text(text)
     print(text)
 
 
