@@ -5,6 +5,7 @@ list against pyproject.toml's dependencies, and the device script's shape."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -185,3 +186,26 @@ def test_explanations_cut_short_by_their_cap_are_not_compared(tmp_path):
     assert part["answers_agree"]["cftgnn"] == [0, 0]
     assert part["answers_agree"]["search_plus"] == [1, 1]
     assert "cut short, cpu / gpu: 1 / 1" in (tmp_path / "gpu_check.md").read_text()
+
+
+@pytest.mark.dataset
+def test_the_oracle_profile_runs_on_the_cpu_and_refuses_a_bad_out(real_data_dir, tmp_path):
+    script = ROOT / "scripts" / "gpu" / "profile_oracle.py"
+    env = {**os.environ, "CFTGNN_DATA_DIR": str(real_data_dir)}
+    out = tmp_path / "profile.txt"
+    done = subprocess.run([sys.executable, str(script), "--device", "cpu", "--dataset", "uci",
+                           "--out", str(out)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert text.startswith("device cpu (cpu), uci · TGN event ")
+    assert "== exact single call (3 removed): 0 synchronisations" in text
+    assert "== batch of 64 exact sets: 0 synchronisations" in text
+    assert "-- profiler, batch of 64 exact sets, by count" in text
+    refused = subprocess.run([sys.executable, str(script), "--device", "cpu", "--out",
+                              str(tmp_path)], capture_output=True, text=True, env=env,
+                             cwd=tmp_path, timeout=120)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"error: --out '{tmp_path}' cannot be written (it is a folder; name a file); "
+        "choose a writable file"]
