@@ -49,7 +49,9 @@ def real_data_dir() -> Path:
         if os.environ.get("CFTGNN_REQUIRE_DATA") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
-    return folder
+    # Absolute, so that tests which run a script from another folder (cwd=tmp_path) find it
+    # when CFTGNN_DATA_DIR is relative, as CI sets it.
+    return folder.resolve()
 
 
 @pytest.fixture
