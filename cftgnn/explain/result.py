@@ -173,6 +173,12 @@ class ExplanationResult:
             Empty when no search ran (another status) or in records older than version 4.
         importance: The importance of each ranked event, non-increasing along ``ranking``
             (a counterfactual explainer's: ``(m - j) / m`` for the ``j``-th of ``m``).
+        coalitions: A search explainer's scored coalitions, as ``(kept, reward)`` pairs: the
+            candidate events the coalition **keeps** (ascending) and the search's reward for
+            it, in the order scored; None for explainers that keep none (every explainer but
+            T-GNNExplainer). Read by the ``tgnnexplainer`` protocol, which scores a search
+            explainer by its best coalition per sparsity level, as its authors' evaluator does;
+            not written to records (like ``trace``).
         trace: Optional per-iteration trace (list of plain dicts).
     """
 
@@ -208,6 +214,8 @@ class ExplanationResult:
     counterfactual_consequences: tuple[int, ...] | None = None
     ranking: tuple[int, ...] = ()
     importance: tuple[float, ...] = ()
+    coalitions: tuple[tuple[tuple[int, ...], float], ...] | None = field(default=None,
+                                                                        compare=False)
     trace: tuple[dict[str, Any], ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -242,6 +250,23 @@ class ExplanationResult:
                                  f"min_size_lower_bound = {self.min_size_lower_bound}")
         self._check_counterfactuals()
         self._check_ranking()
+        self._check_coalitions()
+
+    def _check_coalitions(self) -> None:
+        """The scored coalitions: sets of candidates with a finite reward each."""
+        if self.coalitions is None:
+            return
+        cand = set(self.candidate_ids)
+        coalitions = []
+        for kept, reward in self.coalitions:
+            kept_t = tuple(sorted(int(e) for e in kept))
+            if len(set(kept_t)) != len(kept_t) or not set(kept_t) <= cand:
+                raise ExplainerError(f"coalition {kept_t} holds an event twice or a "
+                                     "non-candidate")
+            if not math.isfinite(float(reward)):
+                raise ExplainerError(f"coalition {kept_t} has a non-finite reward")
+            coalitions.append((kept_t, float(reward)))
+        object.__setattr__(self, "coalitions", tuple(coalitions))
 
     def _check_ranking(self) -> None:
         """The ranking: distinct candidates, one importance each, non-increasing."""

@@ -68,3 +68,13 @@ def test_record_writes_to_parquet(tmp_path: Any) -> None:
     back = pd.read_parquet(path)
     assert list(back["explanation"][0]) == [5, 1]
     assert back["schema_version"].tolist() == [SCHEMA_VERSION] * 2
+
+
+def test_coalitions_are_checked_sorted_and_not_recorded() -> None:
+    result = ExplanationResult(**_kwargs(candidate_ids=(1, 2, 3, 5),
+                                         coalitions=[((3, 1), 0.5), ((2,), -1)]))
+    assert result.coalitions == (((1, 3), 0.5), ((2,), -1.0))
+    assert "coalitions" not in result.to_record()
+    for bad in ([((1, 1), 0.0)], [((9,), 0.0)], [((1,), float("nan"))]):
+        with pytest.raises(ExplainerError, match="coalition"):
+            ExplanationResult(**_kwargs(candidate_ids=(1, 2, 3, 5), coalitions=bad))
