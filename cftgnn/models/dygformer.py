@@ -202,10 +202,26 @@ class PairEncoder(nn.Module):
                          weights),
             self._tokens(t, ids_d, eid_d, self._counts(ids_d, ids_s), stream_t, stream_feat,
                          weights)], dim=1)  # [B, 2L/p, 4c]
-        for layer in self.transformers:
-            x = layer(x)
+        x = self._encode(x)
         half = self.seq_len // self.patch_size
         return self.output(x[:, :half].mean(dim=1)), self.output(x[:, half:].mean(dim=1))
+
+    def _encode(self, x: Tensor) -> Tensor:
+        """The transformer layers, always on their plain (unfused) path.
+
+        In eval mode, torch routes ``nn.TransformerEncoderLayer`` through a fused inference
+        kernel (the "fast path"); on CUDA its logits part from the CPU's by up to 2.1e-5 where
+        the plain path agrees within 9e-8 (H100, ``scripts/gpu/diagnose_precision.py``), so
+        the fast path is turned off around the layers and restored after.
+        """
+        fast = torch.backends.mha.get_fastpath_enabled()
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            for layer in self.transformers:
+                x = layer(x)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(fast)
+        return x
 
     def forward(self, node_input: Callable[[Tensor], Tensor], neighbors: NeighborFn,
                 stream_t: Tensor, stream_feat: Tensor, nodes: Tensor, before: Tensor,

@@ -200,3 +200,24 @@ def test_dygformer_skips_the_pass_of_a_set_that_leaves_both_windows_unchanged(
     assert passes == [2]
     assert float(again[0]) == float(first[1])
     np.testing.assert_allclose(first.numpy(), refs[2:3] + refs[:1], atol=ATOL)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_dygformer_runs_its_transformer_layers_off_the_fused_path_and_restores_the_flag(
+        fast: bool) -> None:
+    # the fused eval-mode kernel parts from the CPU on CUDA by 2e-5 (docs/benchmarks.md)
+    encoder = small_former(make_synthetic_stream(10, 40, seed=0, feat_dim=2)).encoder
+    x = torch.randn(3, 6, encoder.output.in_features)
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(fast)
+    try:
+        with torch.no_grad():
+            got = encoder._encode(x)
+            assert torch.backends.mha.get_fastpath_enabled() is fast
+            torch.backends.mha.set_fastpath_enabled(False)
+            want = x
+            for layer in encoder.transformers:
+                want = layer(want)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+    assert torch.equal(got, want)
