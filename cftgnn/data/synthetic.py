@@ -92,8 +92,10 @@ def make_synthetic_stream(
     num_communities = max(1, min(num_communities, num_nodes // 2))
     community = rng.integers(0, num_communities, size=num_nodes)
     partners = np.empty((num_nodes, num_partners), dtype=np.int64)
-    for node in range(num_nodes):
-        pool = np.flatnonzero((community == community[node]) & (np.arange(num_nodes) != node))
+    members = [np.flatnonzero(community == c) for c in range(num_communities)]
+    for node in range(num_nodes):  # the node's community but itself (each member list sorted)
+        own = members[community[node]]
+        pool = np.delete(own, np.searchsorted(own, node))
         if pool.size == 0:
             pool = np.setdiff1d(np.arange(num_nodes), [node])
         partners[node] = rng.choice(pool, size=num_partners, replace=pool.size < num_partners)
