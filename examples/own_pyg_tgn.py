@@ -140,13 +140,33 @@ def explain_command(csv: Path, checkpoint: Path, out: Path, n_events: int) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from cftgnn.cli import ArgumentParser, friendly_errors
+
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "own_pyg_tgn")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--n-events", type=int, default=8)
+    parser.add_argument("--epochs", type=_positive, default=3)
+    parser.add_argument("--n-events", type=_positive, default=8)
     args = parser.parse_args(argv)
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    with friendly_errors():
+        return _run(args.out, args.epochs, args.n_events)
+
+
+def _positive(text: str) -> int:
+    """An integer >= 1 (argparse type: a bad one is an ``error:`` line, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
+    return value
+
+
+def _run(out: Path, epochs: int, n_events: int) -> int:
+    """Train, save, then explain ``n_events`` events with ``explain.py``."""
+    from cftgnn.files import check_writable_dir
+
+    check_writable_dir(out, "--out")
     torch.set_num_threads(1)
 
     from cftgnn.data import load_csv
@@ -160,12 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     t = torch.from_numpy(stream.t.astype(np.int64))
     msg = torch.from_numpy(stream.edge_feat.astype(np.float32))
     train_end = int(0.7 * stream.num_events)
-    memory, gnn, link_pred = train(src, dst, t, msg, stream.num_nodes, train_end, args.epochs)
+    memory, gnn, link_pred = train(src, dst, t, msg, stream.num_nodes, train_end, epochs)
     checkpoint = out / f"pyg_tgn_{stream.name}.pt"
     save_pyg_tgn(checkpoint, memory, gnn, link_pred, stream, num_neighbors=SIZE,
                  batch_size=BATCH)
     print(f"saved {checkpoint}")
-    cmd = explain_command(csv, checkpoint, out, args.n_events)
+    cmd = explain_command(csv, checkpoint, out, n_events)
     print("explaining:", " ".join(cmd[1:]))
     return subprocess.run(cmd, check=False).returncode
 

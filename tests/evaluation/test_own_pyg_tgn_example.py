@@ -224,3 +224,26 @@ def test_the_summary_names_groups_that_follow_another_logit():
     assert group_note(recs.assign(group_logit=["explained"] * 3)) is None
     mixed = group_note(recs.assign(group_logit=["screen", "explained", "screen"]))
     assert mixed is not None and "mix" in mixed
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--epochs", "0"], "error: argument --epochs: 0 is not >= 1 (see own_pyg_tgn.py --help)"),
+    (["--n-events", "x"],
+     "error: argument --n-events: 'x' is not an integer (see own_pyg_tgn.py --help)"),
+])
+def test_a_bad_argument_of_the_example_ends_in_one_error_line(args, message):
+    done = subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [message]
+
+
+def test_the_example_refuses_an_unwritable_out_before_training(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--out", str(blocker / "run")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: --out '{blocker / 'run'}' cannot")
+    assert not done.stdout
