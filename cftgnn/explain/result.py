@@ -176,9 +176,9 @@ class ExplanationResult:
         coalitions: A search explainer's scored coalitions, as ``(kept, reward)`` pairs: the
             candidate events the coalition **keeps** (ascending) and the search's reward for
             it, in the order the search created them; None for explainers that keep none
-            (every explainer but T-GNNExplainer). Read by the ``tgnnexplainer`` protocol, which scores a search
-            explainer by its best coalition per sparsity level, as its authors' evaluator does;
-            not written to records (like ``trace``).
+            (every explainer but T-GNNExplainer). Read by the ``tgnnexplainer`` protocol,
+            which scores a search explainer by its best coalition per sparsity level, as its
+            authors' evaluator does; not written to records (like ``trace``).
         trace: Optional per-iteration trace (list of plain dicts).
     """
 
