@@ -53,6 +53,8 @@ class SearchOutcome:
             whose ranking [``Explainer.explain``][cftgnn.explain.Explainer.explain] builds from its
             answer and strategy.
         importance: The importance of each ranked event.
+        coalitions: A search explainer's scored coalitions, ``(kept, reward)`` each (the
+            result's ``coalitions``); None for the others.
 
     Whether the budget cut the search short is the [``BudgetMeter``][cftgnn.explain.BudgetMeter]'s
     to say.
@@ -65,6 +67,7 @@ class SearchOutcome:
     alternatives: tuple[tuple[tuple[int, ...], float], ...] = ()
     ranking: tuple[int, ...] = ()
     importance: tuple[float, ...] = ()
+    coalitions: tuple[tuple[tuple[int, ...], float], ...] | None = None
 
 
 class Explainer(ABC):
@@ -201,6 +204,7 @@ class Explainer(ABC):
             counterfactual_consequences=done.counterfactual_consequences,
             ranking=ranking,
             importance=importance,
+            coalitions=outcome.coalitions,
         )
 
     def _answer_ranking(self, oracle: Oracle, answer: tuple[int, ...]

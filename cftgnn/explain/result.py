@@ -175,10 +175,10 @@ class ExplanationResult:
             (a counterfactual explainer's: ``(m - j) / m`` for the ``j``-th of ``m``).
         coalitions: A search explainer's scored coalitions, as ``(kept, reward)`` pairs: the
             candidate events the coalition **keeps** (ascending) and the search's reward for
-            it, in the order scored; None for explainers that keep none (every explainer but
-            T-GNNExplainer). Read by the ``tgnnexplainer`` protocol, which scores a search
-            explainer by its best coalition per sparsity level, as its authors' evaluator does;
-            not written to records (like ``trace``).
+            it, in the order the search created them; None for explainers that keep none
+            (every explainer but T-GNNExplainer). Read by the ``tgnnexplainer`` protocol,
+            which scores a search explainer by its best coalition per sparsity level, as its
+            authors' evaluator does; not written to records (like ``trace``).
         trace: Optional per-iteration trace (list of plain dicts).
     """
 

@@ -38,6 +38,7 @@ from cftgnn.models.layers import (
     NeighborEmbedding,
     NeighborFn,
     SlotWeights,
+    TemporalAttentionEmbedding,
 )
 from cftgnn.models.neighbors import recent_kept_neighbors
 from cftgnn.models.protocol import (
@@ -456,9 +457,17 @@ class TemporalModel(nn.Module, ABC):
             raise ValueError("soft-removal weights must lie in [0, 1]")
         return self._links(src, dst, t, weights=SlotWeights(self._positions(event_ids), w))
 
+    @property
+    def has_attention(self) -> bool:
+        """Whether the embedding is attention over neighbour slots (TGN, TGAT: a
+        ``TemporalAttentionEmbedding``), so that ``attention_by_event`` reads attention
+        probabilities and its ``bias`` re-weights them; GraphMixer and DyGFormer report
+        their pooling shares instead and take no bias."""
+        return isinstance(self.embedding, TemporalAttentionEmbedding)
+
     def attention_by_event(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
-                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor
-                           ) -> Tensor:
+                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor,
+                           bias: Tensor | None = None) -> Tensor:
         """The model's aggregated attention on each listed event for the queries.
 
         The sum over layers, targets and slots of the attention probability (averaged over
@@ -468,18 +477,38 @@ class TemporalModel(nn.Module, ABC):
         (to within the softmax's ``1e-16``) over its slots. No gradients; call it in eval
         mode.
 
+        With ``bias``, ``b_e`` is added to the attention score (before the softmax) of every
+        slot that reads event ``e``, at every layer, and the attention read is the one that
+        results (T-GNNExplainer's PG navigator: the reference adds its PGExplainer's scores
+        there, ``candidate_weights_dict``). It is computed as the slot weight ``exp(b_e)``
+        of soft removal (``weighted_softmax``: ``w·exp(a)`` is ``exp(a + log w)``), with
+        ``b_e`` clipped to ``[-80, 80]`` so that the weight stays a finite ``float32``.
+
         Args:
             src: Source nodes, ``int [B]``.
             dst: Destination nodes, ``int [B]``.
             t: Query times, ``float [B]``.
             event_ids: Original ids of the events, distinct, ``int64 [m]``.
+            bias: Additive attention-score bias per listed event, ``float [m]`` (0: none),
+                or None.
 
         Returns:
             ``float64 [m]``.
+
+        Raises:
+            ValueError: A ``bias`` of another length, or one on a model without attention
+                (``has_attention``).
         """
-        log = AttentionLog(self._positions(event_ids))
+        positions = self._positions(event_ids)
+        log = AttentionLog(positions)
+        weights = None
+        if bias is not None:
+            if not self.has_attention:
+                raise ValueError(f"{type(self).__name__} has no attention to bias")
+            b = torch.as_tensor(bias, dtype=torch.float32, device=self.device).reshape(-1)
+            weights = SlotWeights(positions, b.clamp(-80.0, 80.0).exp())
         with torch.no_grad():
-            self._links(src, dst, t, log=log)
+            self._links(src, dst, t, weights=weights, log=log)
         return log.mass
 
     def encode_time(self, dt: Tensor) -> Tensor:

@@ -150,10 +150,17 @@ class SoftRemovalModel(Protocol):
         weights. Weight 1 everywhere gives ``predict``'s logits."""
 
     def attention_by_event(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,
-                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor
-                           ) -> Tensor:
+                           t: npt.ArrayLike | Tensor, event_ids: npt.ArrayLike | Tensor,
+                           bias: Tensor | None = None) -> Tensor:
         """Aggregated attention on each event (over layers, targets and slots, averaged
-        over heads), ``float64 [m]``; 0 for an event no slot reads."""
+        over heads), ``float64 [m]``; 0 for an event no slot reads. ``bias`` (``float [m]``,
+        only where ``has_attention``) is added to the attention scores of the slots
+        reading each event first."""
+
+    @property
+    def has_attention(self) -> bool:
+        """Whether ``attention_by_event`` reads attention probabilities (TGN, TGAT) rather
+        than pooling shares (GraphMixer, DyGFormer), and so takes a ``bias``."""
 
     @property
     def device(self) -> torch.device:

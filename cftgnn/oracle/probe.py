@@ -6,7 +6,8 @@ embeddings through soft edge weights, T-GNNExplainer and the attention baseline 
 model's attention. A ``ModelProbe`` gives exactly that, for one explained event and its
 oracle's removable events ``R`` (in the order of ``oracle.removable``), and nothing else:
 
-* ``ModelProbe.attention``: the model's aggregated attention on each event of ``R``;
+* ``ModelProbe.attention``: the model's aggregated attention on each event of ``R``,
+  optionally with a bias per event added to the attention scores (``has_attention``);
 * ``ModelProbe.soft_logit``: the explained logit with a weight in ``[0, 1]`` per event
   of ``R``, differentiable (soft removal, docs/design.md §8);
 * ``ModelProbe.features``: a feature row per event of ``R`` for a PGExplainer;
@@ -108,13 +109,36 @@ class ModelProbe:
         with self._at_event(grad=False) as model:
             return float(model.predict(*self._query())[0])
 
-    def attention(self) -> npt.NDArray[np.float64]:
+    @property
+    def has_attention(self) -> bool:
+        """Whether the model's ``attention`` is attention (TGN, TGAT), which a ``bias``
+        re-weights, rather than pooling shares (GraphMixer, DyGFormer)."""
+        return bool(self.model.has_attention)
+
+    def attention(self, bias: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
         """The model's aggregated attention on each event of ``R`` for the explained link
         (``attention_by_event``): summed over
         layers, targets and slots, averaged over heads; 0 for an event no slot reads,
-        ``float64 [m]``."""
+        ``float64 [m]``.
+
+        Args:
+            bias: A bias per event of ``R`` added to the attention scores of the slots that
+                read it before the softmax, ``float [m]`` (0: unchanged), or None; only
+                where ``has_attention`` (T-GNNExplainer's PG navigator adds its
+                PGExplainer's scores).
+
+        Raises:
+            ValueError: A ``bias`` of another length, or one on a model without attention.
+        """
+        b = None
+        if bias is not None:
+            b = torch.as_tensor(np.asarray(bias, dtype=np.float32).reshape(-1))
+            if b.shape != (len(self.removable),):
+                raise ValueError(f"attention needs {len(self.removable)} biases (one per "
+                                 f"removable event), got shape {tuple(b.shape)}")
         with self._at_event(grad=False) as model:
-            mass = model.attention_by_event(*self._query(), torch.from_numpy(self.removable))
+            mass = model.attention_by_event(*self._query(), torch.from_numpy(self.removable),
+                                            bias=b)
         return mass.detach().cpu().numpy().astype(np.float64)
 
     def soft_logit(self, weights: Tensor) -> Tensor:

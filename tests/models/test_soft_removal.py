@@ -10,7 +10,7 @@ import torch
 from testsupport.models import named_model
 
 from cftgnn.data import EventStream, TemporalIndex, make_synthetic_stream
-from cftgnn.models import TGAT, TemporalModel
+from cftgnn.models import TGAT, GraphMixer, TemporalModel
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.engine import naive_logit
 
@@ -182,6 +182,73 @@ def test_attention_is_the_convolutions_own(stream):
         mass = model.attention_by_event(*q, np.arange(i)).numpy()
     np.testing.assert_allclose(mass, expected, atol=1e-6)
     assert len(np.unique(slot_eid)) > 2
+
+
+def test_a_bias_is_added_to_the_attention_scores(stream):
+    """``attention_by_event(bias=b)`` (T-GNNExplainer's PG navigator): on one layer each slot's
+    probability is PyG's softmax of its score plus ``b_e``, i.e. ``α_k e^{b_k} / Σ_j α_j
+    e^{b_j}`` per target from ``TransformerConv``'s own ``α``; a zero bias is no bias."""
+    model = make(stream, "tgat1", num_neighbors=4)
+    assert model.has_attention
+    i = 333
+    q = at_event(model, stream, i)
+    nodes = np.concatenate(q[:2])
+    _, eid, valid = stream_index(stream).recent_neighbors(nodes, np.array([i, i]), 4)
+    rows, cols = np.nonzero(valid)
+    slot_eid = eid[rows, cols]
+    bias = np.random.default_rng(0).uniform(-2, 2, i)
+    conv = model.embedding.convs[0]
+    with torch.no_grad():
+        dt = torch.from_numpy(stream.t[i] - stream.t[slot_eid]).float()
+        edge_attr = torch.cat([model.embedding.time_enc(dt),
+                               torch.from_numpy(stream.edge_feat[slot_eid]).float()], dim=1)
+        edge_index = torch.stack([torch.arange(len(rows)), torch.from_numpy(rows)])
+        _, (_, alpha) = conv((torch.zeros(len(rows), model.node_dim),
+                              torch.zeros(2, model.node_dim)), edge_index, edge_attr,
+                             return_attention_weights=True)
+        w = alpha.double().numpy() * np.exp(bias[slot_eid])[:, None]  # [K, H]
+        per_target = np.zeros((2, w.shape[1]))
+        np.add.at(per_target, rows, w)
+        expected = np.zeros(i)
+        np.add.at(expected, slot_eid, (w / per_target[rows]).mean(axis=1))
+        mass = model.attention_by_event(*q, np.arange(i), bias=torch.from_numpy(bias))
+        plain = model.attention_by_event(*q, np.arange(i))
+        zero = model.attention_by_event(*q, np.arange(i), bias=torch.zeros(i))
+    np.testing.assert_allclose(mass.numpy(), expected, atol=1e-6)
+    assert not np.allclose(mass.numpy(), plain.numpy(), atol=1e-3)  # the bias acts
+    np.testing.assert_allclose(zero.numpy(), plain.numpy(), atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["tgn2", "tgat2"])
+def test_a_large_bias_draws_the_attention_of_every_slot_reading_the_event(stream, name):
+    """Two layers: a bias of +30 on one read event takes (almost) all the attention of every
+    target it is a slot of, so its mass is the number of such targets; -30 takes it away."""
+    model = make(stream, name, num_neighbors=4)
+    i = 333
+    q = at_event(model, stream, i)
+    with torch.no_grad():
+        plain = model.attention_by_event(*q, np.arange(i)).numpy()
+        e = int(np.argmax(plain))
+        up, down = np.zeros(i), np.zeros(i)
+        up[e], down[e] = 30.0, -30.0
+        high = model.attention_by_event(*q, np.arange(i), bias=torch.from_numpy(up)).numpy()
+        low = model.attention_by_event(*q, np.arange(i), bias=torch.from_numpy(down)).numpy()
+    assert high[e] > plain[e] and high[e] == pytest.approx(round(high[e]), abs=1e-4)
+    assert low[e] == pytest.approx(0.0, abs=1e-9)
+    assert high.sum() == pytest.approx(plain.sum(), rel=1e-5)  # still one per target
+
+
+def test_a_bias_is_refused_without_attention_or_of_another_length(stream):
+    model = make(stream, "tgat1")
+    q = at_event(model, stream, 100)
+    with pytest.raises(ValueError, match="one weight per event"):
+        model.attention_by_event(*q, [5, 6], bias=torch.zeros(3))
+    mixer = GraphMixer(stream.num_nodes, stream.feat_dim, time_dim=8, channels=12,
+                       embedding_dim=12, num_neighbors=4, batch_size=20).eval()
+    mixer.attach(stream)
+    assert not mixer.has_attention
+    with pytest.raises(ValueError, match="has no attention to bias"):
+        mixer.attention_by_event(*q, [5, 6], bias=torch.zeros(2))
 
 
 def test_bad_input_is_refused(stream):

@@ -127,6 +127,25 @@ def test_features_and_attention_follow_the_removable_events(stream, name):
     np.testing.assert_allclose(att, full.probe.attention()[pos], atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["tgn2", "tgat1"])
+def test_attention_with_a_bias_per_removable_event(stream, name):
+    """The probe hands a bias per event of R to the model (the model's own test checks the
+    arithmetic); zero is no bias, and a bias of another length is refused."""
+    oracle = ReplayEngine(make(stream, name), stream).oracle(300, m_max=16)
+    probe = oracle.probe
+    assert probe is not None and probe.has_attention
+    m = len(oracle.removable)
+    plain = probe.attention()
+    np.testing.assert_allclose(probe.attention(np.zeros(m)), plain, atol=1e-7)
+    bias = np.zeros(m)
+    e = int(np.argmax(plain))
+    bias[e] = 30.0
+    biased = probe.attention(bias)
+    assert biased.shape == (m,) and biased[e] > plain[e]
+    with pytest.raises(ValueError, match=f"needs {m} biases"):
+        probe.attention(np.zeros(m + 1))
+
+
 @pytest.mark.parametrize("name", ["tgn1", "tgn2", "tgat2"])
 def test_the_probe_reads_the_exact_plans_recording_as_the_replayed_state(stream, name):
     # the engine hands the probe the exact plan's recorded state (TGN) instead of a second
