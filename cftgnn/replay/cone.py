@@ -920,7 +920,7 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
     mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
     checked = np.zeros(size, dtype=bool)
     if len(r):
-        rt, lt = torch.as_tensor(r, device=dev), torch.as_tensor(lc, device=dev)
+        rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
         mem_eq[r] = _memory_equal(rows.mem, rt, rec.mem_post, lt, tolerance)
         checked[r] = True
     retire = np.zeros(len(r), dtype=bool)
