@@ -28,12 +28,21 @@ from testsupport.models import dygformer, graphmixer, tgat, tgn1, tgn2
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TemporalModel
+from cftgnn.models.pyg_tgn import PyGTGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL = 1e-5
+
+
+def pyg_tgn(stream: EventStream) -> TemporalModel:
+    """PyG's TGN, wrapped (``model=pyg_tgn``), small."""
+    return PyGTGN(stream.num_nodes, stream.feat_dim, memory_dim=12, time_dim=8,
+                  embedding_dim=12, num_neighbors=4, batch_size=16)
+
+
 FACTORIES = {"tgn1": tgn1, "tgn2": tgn2, "tgat": tgat, "graphmixer": graphmixer,
-             "dygformer": dygformer}
+             "dygformer": dygformer, "pyg_tgn": pyg_tgn}
 EVENT = 333
 FLIPPED = 412  # tgn1 at m_max=8: a counterfactual of 2 events, the smallest
 
