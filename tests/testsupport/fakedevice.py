@@ -95,11 +95,9 @@ class Crossings:
     device: torch.device = DEVICE
     crossings: collections.Counter[tuple[str, str]] = field(
         default_factory=collections.Counter)
-    enabled: bool = True
 
     def count(self, kind: str) -> None:
-        if self.enabled:
-            self.crossings[(kind, _site())] += 1
+        self.crossings[(kind, _site())] += 1
 
     def by_kind(self) -> dict[str, int]:
         """The totals per kind (``sync``, ``download``, ``upload``, ``implicit upload``)."""
@@ -113,15 +111,6 @@ class Crossings:
 
     def reset(self) -> None:
         self.crossings.clear()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Count nothing inside (a test's own reads of the results)."""
-        self.enabled, old = False, self.enabled
-        try:
-            yield
-        finally:
-            self.enabled = old
 
 
 _ACTIVE: list[Crossings] = []
@@ -284,11 +273,6 @@ def fake_device() -> Iterator[Crossings]:
             yield record
     finally:
         _ACTIVE.remove(record)
-
-
-def crossing_table(record: Crossings, per: int = 1) -> list[tuple[str, str, float]]:
-    """``(kind, site, count / per)`` rows, the most frequent first."""
-    return [(kind, site, n / per) for (kind, site), n in record.crossings.most_common()]
 
 
 if __name__ == "__main__":  # a smoke check: python tests/testsupport/fakedevice.py
