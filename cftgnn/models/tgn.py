@@ -158,8 +158,8 @@ class TGN(TemporalModel):
                           self.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
         y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
         y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
-        o_t = torch.as_tensor(other_of, device=dev)
-        r_t = torch.as_tensor(rest_of, device=dev)
+        # one upload for both index arrays (docs/design.md, "Device crossings")
+        o_t, r_t = torch.as_tensor(np.stack([other_of, rest_of]).astype(np.int64), device=dev)
         out = torch.empty_like(mem_self)
         for lo in range(0, len(ev), _GRU_CHUNK):
             hi = min(lo + _GRU_CHUNK, len(ev))

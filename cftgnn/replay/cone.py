@@ -438,8 +438,7 @@ class _Rows:
             self.alive = np.resize(self.alive, cap)
             self.mixed = np.resize(self.mixed, cap)
         rows = np.arange(self.size, need, dtype=np.int64)
-        rt = torch.as_tensor(rows, device=self.mem.device)
-        self.mem[rt] = mem
+        self.mem[self.size:need] = mem  # the new rows are consecutive: a slice, no upload
         self.lu[rows] = lu
         self.pend[rows] = -1
         self.rep[rows], self.n[rows] = rep, n
@@ -509,9 +508,11 @@ class _Rows:
         uniq, of = np.unique(key, return_inverse=True)
         dev = self.mem.device
         k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
-        out = recorded[torch.as_tensor(-1 - uniq[:k], device=dev)]  # only the rows read
+        # both row lists in one upload: recorded rows, then own rows
+        idx = torch.as_tensor(np.concatenate([-1 - uniq[:k], uniq[k:]]), device=dev)
+        out = recorded[idx[:k]]  # only the rows read
         if k < len(uniq):
-            out = torch.cat([out, self.mem[torch.as_tensor(uniq[k:], device=dev)]])
+            out = torch.cat([out, self.mem[idx[k:]]])
         return out, of.reshape(-1)
 
 
@@ -920,7 +921,7 @@ def _prune(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64]
     mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
     checked = np.zeros(size, dtype=bool)
     if len(r):
-        rt, lt = torch.as_tensor(r, device=dev), torch.as_tensor(lc, device=dev)
+        rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
         mem_eq[r] = _memory_equal(rows.mem, rt, rec.mem_post, lt, tolerance)
         checked[r] = True
     retire = np.zeros(len(r), dtype=bool)

@@ -91,6 +91,23 @@ def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
     assert len(lines) == 1 and lines[0].startswith(message), done.stderr
 
 
+def test_explain_py_on_a_cuda_device_that_is_not_there_ends_in_one_line(tmp_path):
+    """``device=cuda`` without CUDA (or a CUDA index past the last device): one ``error:``
+    line, exit status 2, before any work (issue 45)."""
+    if torch.cuda.is_available():
+        name, message = f"cuda:{torch.cuda.device_count()}", "error: device=cuda:"
+    else:
+        name, message = "cuda", "error: device=cuda but CUDA is not available"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "explain.py"),
+                           f"device={name}", "debug=default", f"out_dir={tmp_path / 'run'}",
+                           f"hydra.run.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), done.stderr
+    assert not any((tmp_path / "run").rglob("*"))  # refused before any work: nothing in it
+
+
 @pytest.mark.dataset
 def test_explain_refuses_tgn_weights_as_tgat_on_uci(real_data_dir, tmp_path):
     """The issue's command, on the real stream: refused in one line, nothing recorded."""
