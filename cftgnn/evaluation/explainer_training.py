@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, short_reason, warn
 from cftgnn.evaluation.options import check_train_explainer_options as check_options
+from cftgnn.evaluation.options import trained_explainer
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.evaluation.records import set_aside
 from cftgnn.explain.base import Explainer
@@ -243,6 +244,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             without ``overwrite=true``; before any training. A full disk
             (``DiskFullError``) leaves the last complete state.
     """
+    if trained_explainer(cfg) == "tempme":  # its own module (docs/explainers/tempme.md)
+        from cftgnn.evaluation.tempme_training import run as run_tempme
+
+        return run_tempme(cfg)
     check_options(cfg)
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
