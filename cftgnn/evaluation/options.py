@@ -6,6 +6,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from cftgnn.errors import ConfigError
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
@@ -167,8 +169,11 @@ def trained_explainer(cfg: Any) -> str:
     target = str(node.get("_target_", "")) if hasattr(node, "get") else str(node)
     name = TRAINED_EXPLAINERS.get(target.rsplit(".", 1)[-1])
     if name is None:
-        raise ConfigError(f"explainer must be one of {', '.join(TRAINED_EXPLAINERS.values())} "
-                          f"(the trained explainers), got {target or node!r}")
+        chosen = (OmegaConf.select(cfg, "hydra.runtime.choices.explainer", default=None)
+                  if OmegaConf.is_config(cfg) else None) or target or node
+        raise ConfigError(f"train_explainer.py trains explainer=pgexplainer or "
+                          f"explainer=tempme, the explainers that learn (got "
+                          f"explainer={chosen}); the others need no training")
     return name
 
 
