@@ -279,7 +279,7 @@ def test_train_explainer_tempme_refuses_bad_options_and_another_runs_directory(t
     with pytest.raises(ConfigError, match="tempme.n_walks"):
         explainer_training.run(_compose("train_explainer", "explainer=tempme",
                                         "tempme.n_walks=0"))
-    with pytest.raises(ConfigError, match="explainer must be one of"):
+    with pytest.raises(ConfigError, match="trains explainer=pgexplainer or explainer=tempme"):
         explainer_training.check_options(_compose("train_explainer", "explainer=greedy"))
     with pytest.raises(ConfigError, match="other options"):
         explainer_training.run(_compose("train_explainer", *trained["common"],  # type: ignore
