@@ -244,11 +244,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             without ``overwrite=true``; before any training. A full disk
             (``DiskFullError``) leaves the last complete state.
     """
-    if trained_explainer(cfg) == "tempme":  # its own module (docs/explainers/tempme.md)
-        from cftgnn.evaluation.tempme_training import run as run_tempme
-
-        return run_tempme(cfg)
     check_options(cfg)
+    if trained_explainer(cfg) != "pgexplainer":  # scripts/train_explainer.py sends it there
+        raise ConfigError("explainer=tempme trains in cftgnn.evaluation.tempme_training.run")
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
     if cfg.get("out_dir"):
