@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from testsupport.models import tgat, tgn1
+from testsupport.models import dygformer, graphmixer, tgat, tgn1, tgn2
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
@@ -169,6 +169,22 @@ def test_training_lowers_the_loss_on_a_planted_stream(planted) -> None:
         train_epoch(enc, opt, events, planted, prior, hp, 8, gen)
     after = validation_loss(enc, events, planted, prior, hp)
     assert after < before - 0.05, (before, after)
+
+
+@pytest.mark.parametrize("factory", [tgn2, graphmixer, dygformer], ids=lambda f: f.__name__)
+def test_tempme_trains_and_ranks_through_every_model_with_a_probe(factory) -> None:
+    stream = make_planted_stream(kind="rule", num_nodes=30, num_events=400, seed=0, feat_dim=3)
+    engine = ReplayEngine(factory(stream), stream)
+    event = tempme_event(engine, 300, None, 16, WALK, seed=0)
+    assert event is not None
+    enc = MotifEncoder(EncoderShape(edge_dim=3, hidden=8, time_dim=4))
+    prior = torch.full((len(motif_classes(3)),), 1 / len(motif_classes(3)))
+    hp = {"temp": 0.07, "prior_p": 0.3, "beta": 0.5}
+    tempme_training.event_loss(enc, event, stream, prior, hp, train=True).backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in enc.parameters())
+    oracle = engine.oracle(300)
+    result = TempMEExplainer(trained=TrainedTempME(enc, 8, 5, {})).explain(oracle)
+    assert sorted(result.ranking) == sorted(int(e) for e in oracle.removable)
 
 
 # ------------------------------------------------------------------------- checkpoint
