@@ -15,7 +15,7 @@ A trained encoder lives in a checkpoint (``save_tempme``), by default
 ``<checkpoint_dir>/tempme_<model>_<dataset>.pt`` (``tempme_path``), with a card naming the
 model kind, dataset, the stream's checksum and the model checkpoint's SHA-256; another model,
 stream or model checkpoint is refused (``check_tempme_card``) by ``explain.py`` before any event
-([``TempMEExplainer.check_run``][cftgnn.explain.tempme.TempMEExplainer.check_run]).
+([``TempMEExplainer.check_run``][cftgnn.explain.TempMEExplainer.check_run]).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class TempMEExplainer(FactualExplainer):
         strategy: Unused for the ranking (kept for the common constructor).
         post: The steps after the search.
         trained: A trained TempME to use instead of loading ``checkpoint`` (tests, training).
-        **options: [``TempMEParams``][cftgnn.explain.tempme.TempMEParams].
+        **options: [``TempMEParams``][cftgnn.explain.TempMEParams].
     """
 
     name = "tempme"
