@@ -45,7 +45,7 @@ from cftgnn.evaluation.explainer_training import (
     run_dir,
     training_events,
 )
-from cftgnn.evaluation.options import check_tempme_options
+from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.explain.tempme.explainer import (
     TrainedTempME,
@@ -209,7 +209,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             a run directory of other options or of more epochs, or an existing checkpoint
             without ``overwrite=true``; before any training.
     """
-    check_tempme_options(cfg)
+    check_train_explainer_options(cfg)  # the shared options, then the tempme: block
+    if cfg.get("tempme") is None or trained_explainer(cfg) != "tempme":
+        raise ConfigError("tempme_training.run trains explainer=tempme; this configuration "
+                          "selects another explainer")
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
     if cfg.get("out_dir"):

@@ -295,6 +295,10 @@ def test_train_explainer_tempme_refuses_bad_options_and_another_runs_directory(t
     with pytest.raises(ConfigError, match="tempme.n_walks"):
         tempme_training.run(_compose("train_explainer", "explainer=tempme",
                                         "tempme.n_walks=0"))
+    with pytest.raises(ConfigError, match="n_train_events"):
+        tempme_training.run(_compose("train_explainer", "explainer=tempme", "n_train_events=0"))
+    with pytest.raises(ConfigError, match="trains explainer=tempme"):
+        tempme_training.run(_compose("train_explainer"))  # the PGExplainer's configuration
     with pytest.raises(ConfigError, match="trains explainer=pgexplainer or explainer=tempme"):
         explainer_training.check_options(_compose("train_explainer", "explainer=greedy"))
     with pytest.raises(ConfigError, match="in cftgnn.evaluation.tempme_training.run"):
