@@ -1,4 +1,5 @@
-"""Train the temporal PGExplainer: ``python scripts/train_explainer.py model=tgn dataset=uci``.
+"""Train the temporal PGExplainer: ``python scripts/train_explainer.py model=tgn dataset=uci``,
+or TempME: ``python scripts/train_explainer.py explainer=tempme model=tgn dataset=uci``.
 
 Options: conf/train_explainer.yaml. The run directory (``outputs/train_explainer/...``) keeps
 the state after each epoch; rerunning the same command resumes there.
@@ -16,7 +17,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.evaluation.options import check_train_explainer_options
+from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.
@@ -28,8 +29,10 @@ RESUME = ("the state after the last finished epoch is kept in the run directory;
 def main(cfg: DictConfig) -> None:
     """Hydra entry point; all work happens in ``cftgnn.evaluation.explainer_training.run``."""
     with friendly_errors(on_interrupt=RESUME):
-        from cftgnn.evaluation.explainer_training import run  # heavy (torch, PyG): after the checks
-
+        if trained_explainer(cfg) == "tempme":  # heavy (torch, PyG): after the checks
+            from cftgnn.evaluation.tempme_training import run
+        else:
+            from cftgnn.evaluation.explainer_training import run
         run(cfg)
 
 

@@ -151,7 +151,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
             if not isinstance(made, FactualExplainer):
                 raise ConfigError(f"explainer={name} does not rank events by a score; this "
                                   "benchmark times the factual explainers (random, attention, "
-                                  "perturb_one, pgexplainer)")
+                                  "perturb_one, pgexplainer, tempme)")
             explainers[str(name)] = made
         run_cfg = compose("explain", overrides=base)
         stream: EventStream = instantiate(run_cfg.dataset)

@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, short_reason, warn
 from cftgnn.evaluation.options import check_train_explainer_options as check_options
+from cftgnn.evaluation.options import trained_explainer
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.evaluation.records import set_aside
 from cftgnn.explain.base import Explainer
@@ -244,6 +245,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             (``DiskFullError``) leaves the last complete state.
     """
     check_options(cfg)
+    if trained_explainer(cfg) != "pgexplainer":  # scripts/train_explainer.py sends it there
+        raise ConfigError("explainer=tempme trains in cftgnn.evaluation.tempme_training.run")
     out = run_dir(cfg)
     check_writable_dir(out, "hydra.run.dir")
     if cfg.get("out_dir"):

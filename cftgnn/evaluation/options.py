@@ -6,6 +6,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from cftgnn.errors import ConfigError
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
@@ -146,8 +148,59 @@ def check_train_explainer_options(cfg: Any) -> None:
     boolean(cfg, "progress")
     boolean(cfg, "overwrite")
     text(cfg, "out_dir", optional=True)
+    if trained_explainer(cfg) == "tempme":
+        check_tempme_options(cfg)
+
+
+#: What ``train_explainer.py`` trains (its ``explainer=`` option), by class.
+TRAINED_EXPLAINERS = {"PGExplainer": "pgexplainer", "TempMEExplainer": "tempme"}
+
+
+def trained_explainer(cfg: Any) -> str:
+    """Which explainer ``train_explainer.py`` trains: ``pgexplainer`` or ``tempme`` (read off
+    the ``explainer`` group's ``_target_``; no group: ``pgexplainer``).
+
+    Raises:
+        ConfigError: For an explainer that is not trained.
+    """
+    node = cfg.get("explainer")
+    if node is None:
+        return "pgexplainer"
+    target = str(node.get("_target_", "")) if hasattr(node, "get") else str(node)
+    name = TRAINED_EXPLAINERS.get(target.rsplit(".", 1)[-1])
+    if name is None:
+        chosen = (OmegaConf.select(cfg, "hydra.runtime.choices.explainer", default=None)
+                  if OmegaConf.is_config(cfg) else None) or target or node
+        raise ConfigError(f"train_explainer.py trains explainer=pgexplainer or "
+                          f"explainer=tempme, the explainers that learn (got "
+                          f"explainer={chosen}); the others need no training")
+    return name
+
+
+def check_tempme_options(cfg: Any) -> None:
+    """Refuse a bad ``tempme.*`` option of ``conf/train_explainer.yaml``
+    (``explainer=tempme``).
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    if cfg.get("tempme") is None:
+        raise ConfigError("explainer=tempme needs the tempme: block of "
+                          "conf/train_explainer.yaml")
+    for key in ("n_walks", "length", "degree", "hidden", "time_dim"):
+        integer(cfg, f"tempme.{key}", minimum=1)
+    integer(cfg, "tempme.n_val_events", minimum=0)
+    integer(cfg, "tempme.null_events", minimum=1)
+    number(cfg, "tempme.dropout", minimum=0, maximum=0.99)
+    number(cfg, "tempme.temp", minimum=0, strict_minimum=True)
+    number(cfg, "tempme.prior_p", minimum=0, maximum=0.99, strict_minimum=True)
+    number(cfg, "tempme.beta", minimum=0)
+    if int(cfg.tempme.length) > 5:
+        raise ConfigError(f"tempme.length must be <= 5 (the motif classes grow "
+                          f"exponentially with it), got {cfg.tempme.length}")
 
 
 __all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "CurveSet", "PredictionGroup",
            "curves_choice", "check_candidate_options", "check_explain_options",
-           "check_train_explainer_options"]
+           "check_tempme_options", "check_train_explainer_options",
+           "trained_explainer"]

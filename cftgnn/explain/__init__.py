@@ -1,6 +1,7 @@
 """Explainers (search only): selection strategies; the counterfactual searches CF-TGNN,
 greedy, beam, exhaustive, NSGA-II and particle swarm (several counterfactuals); the factual
-explainers that rank events (random, perturb-one, attention, PGExplainer, T-GNNExplainer); one
+explainers that rank events (random, perturb-one, attention, PGExplainer, T-GNNExplainer,
+TempME); one
 result type. They see the oracle
 ([``cftgnn.oracle``][cftgnn.oracle], imported from there), never a model."""
 
@@ -33,6 +34,7 @@ from cftgnn.explain.strategies import (
     RecentStrategy,
     SelectionStrategy,
 )
+from cftgnn.explain.tempme import TempMEExplainer, TempMEParams
 from cftgnn.explain.tgnnexplainer import TGNNExplainer, TGNNExplainerParams
 from cftgnn.explain.tree import BackpropRule, SearchNode
 
@@ -76,6 +78,8 @@ __all__ = [
     "SelectionStrategy",
     "SizeSearch",
     "TGNNExplainer",
+    "TempMEExplainer",
+    "TempMEParams",
     "TGNNExplainerParams",
     "explain_event",
     "prune",

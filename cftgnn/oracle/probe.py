@@ -69,6 +69,12 @@ class ModelProbe:
         self._end = self.event_id if history_end is None else int(history_end)
         self._state: Any = state  # the full history before the event (else built on use)
 
+    @property
+    def history_end(self) -> int:
+        """Where the prediction's history ends (exclusive): the event, or the start of its
+        batch with ``history=batch_start`` (TempME's walks stay before it)."""
+        return self._end
+
     @contextmanager
     def _at_event(self, grad: bool) -> Iterator[ProbedModel]:
         """The model in eval mode holding the full history before the event; gradients on

@@ -1,6 +1,6 @@
 """``explain.py`` end to end on the debug stream with every explainer, for the models the
 DyGLib benchmark trains (issue 28): trained for an epoch by ``train.py``'s ``run``, with a
-PGExplainer trained for them by ``train_explainer.py``'s, every reported counterfactual
+PGExplainer and a TempME trained for them by ``train_explainer.py``'s, every reported counterfactual
 checked against a fresh replay."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import explainer_training, pipeline
+from cftgnn.evaluation import explainer_training, pipeline, tempme_training
 from cftgnn.evaluation.records import read_records
 from cftgnn.oracle.engine import naive_logit
 from cftgnn.training import loop
@@ -37,7 +37,8 @@ def _compose(name: str, *overrides: str):
 @pytest.fixture(scope="module", params=MODELS)
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> dict[str, object]:
-    """A model checkpoint of the debug stream (one epoch) and a PGExplainer for it."""
+    """A model checkpoint of the debug stream (one epoch), and a PGExplainer and a TempME
+    for it."""
     model = str(request.param)
     root = tmp_path_factory.mktemp(model)
     loop.run(_compose("train", f"model={model}", "model.batch_size=25", "epochs=1",
@@ -47,8 +48,14 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
                                     "n_train_events=8", "batch_size=4", "m_max=8",
                                     "epochs=1", f"+run_dir={root / 'run'}",
                                     f"out_dir={root}"))
+    tempme_training.run(_compose("train_explainer", "explainer=tempme", f"model={model}",
+                                 f"checkpoint={ckpt}", "n_train_events=8", "batch_size=4",
+                                 "m_max=8", "epochs=1", "tempme.n_walks=4", "tempme.hidden=8",
+                                 "tempme.n_val_events=2", "tempme.null_events=4",
+                                 f"+run_dir={root / 'run_tempme'}", f"out_dir={root}"))
     return {"model": model, "checkpoint": ckpt,
-            "pg": root / f"pgexplainer_{model}_synthetic.pt"}
+            "pg": root / f"pgexplainer_{model}_synthetic.pt",
+            "tempme": root / f"tempme_{model}_synthetic.pt"}
 
 
 @pytest.mark.parametrize("explainer", EXPLAINERS)
@@ -56,7 +63,9 @@ def test_every_explainer_explains_the_model(trained: dict[str, object], explaine
                                             tmp_path: Path) -> None:
     model, ckpt = trained["model"], trained["checkpoint"]
     trained_mlp = ([f"explainer.checkpoint={trained['pg']}"]
-                   if explainer in ("pgexplainer", "tgnnexplainer") else [])
+                   if explainer in ("pgexplainer", "tgnnexplainer") else
+                   [f"explainer.checkpoint={trained['tempme']}"] if explainer == "tempme"
+                   else [])
     cfg = _compose("explain", f"model={model}", f"checkpoint={ckpt}",
                    f"explainer={explainer}", *trained_mlp, "sample.prediction=any",
                    "n_events=2", "m_max=8", f"out_dir={tmp_path}")

@@ -7,12 +7,15 @@ from __future__ import annotations
 import dataclasses
 import typing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
 
+from cftgnn.data.stream import EventStream
 from cftgnn.errors import ExplainerError
 from cftgnn.explain import (
     BeamExplainer,
@@ -33,6 +36,7 @@ from cftgnn.explain import (
 from cftgnn.explain.attention import AttentionExplainer
 from cftgnn.explain.params import _split_optional
 from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, TrainedScorer
+from cftgnn.explain.tempme import EncoderShape, MotifEncoder, TempMEExplainer, TrainedTempME
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -41,7 +45,7 @@ EXPLAINERS: dict[str, type[Explainer]] = {
     "exhaustive": ExhaustiveExplainer, "nsga2": NSGA2Explainer, "pso": PSOExplainer,
     "random": RandomExplainer, "perturb_one": PerturbOneExplainer,
     "tgnnexplainer": TGNNExplainer,
-    "attention": AttentionExplainer, "pgexplainer": PGExplainer}
+    "attention": AttentionExplainer, "pgexplainer": PGExplainer, "tempme": TempMEExplainer}
 BUDGET_KEYS = ("max_iterations", "max_oracle_calls", "max_time_s")
 
 
@@ -154,6 +158,13 @@ class _Probe:
 
     def __init__(self, removable: Any) -> None:
         self.removable = removable
+        # TempME walks the stream: events 0..n between nodes 0, 1, 2, the explained one last
+        n = len(removable) + 1
+        self.model = SimpleNamespace(stream=EventStream(
+            src=np.arange(n + 1) % 2, dst=np.full(n + 1, 2), t=np.arange(n + 1, dtype=float),
+            edge_feat=np.zeros((n + 1, 0), dtype=np.float32),
+            labels=np.zeros(n + 1, dtype=np.int64), num_nodes=3))
+        self.src, self.dst, self.t, self.history_end = 0, 1, float(n), n
 
     def attention(self) -> Any:
         return self.removable / self.removable.sum()
@@ -165,7 +176,10 @@ class _Probe:
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
                                     "exhaustive": {"max_size": 3},
                                     "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})},
-                                    "tgnnexplainer": {"navigator": "perturb_one"}}
+                                    "tgnnexplainer": {"navigator": "perturb_one"},
+                                    "tempme": {"trained": TrainedTempME(
+                                        MotifEncoder(EncoderShape(edge_dim=0, hidden=4,
+                                                                  time_dim=2)), 4, 3, {})}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))

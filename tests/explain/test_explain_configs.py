@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from cftgnn.data.stream import EventStream
 from cftgnn.explain import (
     BeamExplainer,
     CFTGNNExplainer,
@@ -25,6 +27,7 @@ from cftgnn.explain import (
 )
 from cftgnn.explain.attention import AttentionExplainer
 from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, TrainedScorer
+from cftgnn.explain.tempme import EncoderShape, MotifEncoder, TempMEExplainer, TrainedTempME
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -50,7 +53,10 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                                             *navigator])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
-    trained = {"scorer": _identity_scorer()} if explainer == "pgexplainer" else {}
+    trained = ({"scorer": _identity_scorer()} if explainer == "pgexplainer" else
+               {"trained": TrainedTempME(MotifEncoder(EncoderShape(edge_dim=0, hidden=4,
+                                                                   time_dim=2)), 4, 3, {})}
+               if explainer == "tempme" else {})
     exp = instantiate(cfg.explainer, strategy=strat, **trained)
     assert isinstance(exp, Explainer) and exp.strategy is strat
     assert isinstance(exp, {"cftgnn": CFTGNNExplainer, "greedy": GreedyExplainer,
@@ -60,7 +66,7 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                             "random": RandomExplainer,
                             "tgnnexplainer": TGNNExplainer,
                             "attention": AttentionExplainer,
-                            "pgexplainer": PGExplainer}[explainer])
+                            "pgexplainer": PGExplainer, "tempme": TempMEExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     oracle.probe = _Probe()  # attention and features for the explainers that read the model
@@ -74,6 +80,13 @@ class _Probe:
     """The toy event's model view: attention (also the one feature) favours events 1 and 2."""
 
     removable = np.array([1, 2, 3])
+    # TempME's walks: from 0 only event 1 (0-2), from 1 only event 2 (1-3); event 3 (7-8) and
+    # event 0 (5-6) lie on no walk of the explained event 4 (0-1)
+    model = SimpleNamespace(stream=EventStream(
+        src=np.array([5, 0, 1, 7, 0]), dst=np.array([6, 2, 3, 8, 1]), t=np.arange(5.0),
+        edge_feat=np.zeros((5, 0), dtype=np.float32), labels=np.zeros(5, dtype=np.int64),
+        num_nodes=9))
+    src, dst, t, history_end = 0, 1, 4.0, 4
 
     def attention(self) -> np.ndarray:
         return np.array([0.45, 0.5, 0.05])

@@ -46,7 +46,8 @@ CASES = [
     ("explain.py", ["+n_evnts=2"], "unknown option 'n_evnts' (did you mean 'n_events'?)"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
     ("train_explainer.py", ["explainer=attention"],
-     "train_explainer.py takes explainer=pgexplainer only (got explainer=attention)"),
+     "train_explainer.py trains explainer=pgexplainer or explainer=tempme, the explainers "
+     "that learn (got explainer=attention)"),
     ("train_explainer.py", ["batch_size=0"], "batch_size must be an integer >= 1"),
     ("benchmark_explainers.py", ["pairs=[uci-graphmix]"], "unknown model 'graphmix'"),
     ("benchmark_explainers.py", ["explainers=[attentoin]"], "unknown explainer 'attentoin'"),

@@ -1,0 +1,261 @@
+"""``explainer=tempme``: the trained TempME motif explainer under the explainer contract.
+
+For an explained event ``i = (u, v, t_i)`` it samples ``n_walks`` temporal walks from ``u`` and
+from ``v`` over the history before the oracle's history end (``walks``), scores each walk with
+the trained ``MotifEncoder`` and gives every removable event the largest score of a walk
+through it (0 on no walk); ``FactualExplainer`` ranks them and answers the shortest flipping
+prefix. No oracle call goes into the scores.
+
+The walks read the stream through the oracle's probe (``oracle.probe.model.stream``, and its
+``history_end``), so TempME needs a model with a probe (TGN, TGAT, GraphMixer, DyGFormer: the
+``SoftRemovalModel`` ones), as it needs soft removal to train. Walks are drawn with a generator
+seeded by ``(seed, event id)``: the same event gets the same ranking.
+
+A trained encoder lives in a checkpoint (``save_tempme``), by default
+``<checkpoint_dir>/tempme_<model>_<dataset>.pt`` (``tempme_path``), with a card naming the
+model kind, dataset, the stream's checksum and the model checkpoint's SHA-256; another model,
+stream or model checkpoint is refused (``check_tempme_card``) by ``explain.py`` before any event
+([``TempMEExplainer.check_run``][cftgnn.explain.TempMEExplainer.check_run]).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from cftgnn.errors import ConfigError, ExplainerError
+from cftgnn.explain.attention import needs_probe
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.factual import FactualExplainer, FloatArray
+from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.tempme.model import EncoderShape, MotifEncoder, event_importance
+from cftgnn.explain.tempme.walks import Walks, sample_walks, stream_index
+from cftgnn.files import atomic_output, atomic_write, file_sha256
+from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
+
+#: What ``train_explainer.py explainer=tempme`` trains; the checkpoint file's prefix.
+KIND = "tempme"
+
+
+@dataclass(frozen=True)
+class TrainedTempME:
+    """A trained encoder, how its walks are drawn, and its card."""
+
+    encoder: MotifEncoder
+    n_walks: int
+    degree: int
+    card: dict[str, Any]
+    path: str = ""
+
+
+def tempme_path(directory: str | os.PathLike[str], model: str, dataset: str) -> Path:
+    """``<directory>/tempme_<model>_<dataset>.pt``."""
+    return Path(directory) / f"{KIND}_{model}_{dataset}.pt"
+
+
+def tempme_card(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
+    """The identity part of a card (what ``check_tempme_card`` compares), plus ``training``."""
+    return {"explainer": KIND, "dataset": fingerprint.dataset,
+            "dataset_sha256": fingerprint.dataset_sha256, "model": fingerprint.model,
+            "model_weights": Path(fingerprint.weights).name,
+            "model_weights_sha256": fingerprint.weights_sha256, **training}
+
+
+def save_tempme(path: str | os.PathLike[str], trained: TrainedTempME) -> tuple[Path, Path]:
+    """Write ``path`` (``.pt``: weights, shape, walk options and card) and the card as ``.json``
+    next to it (with the ``.pt``'s SHA-256); returns both paths."""
+    pt = Path(path)
+    pt.parent.mkdir(parents=True, exist_ok=True)
+    enc = trained.encoder
+    blob = {"state_dict": {k: v.detach().cpu() for k, v in enc.state_dict().items()},
+            "shape": json.dumps(enc.shape.__dict__), "n_walks": int(trained.n_walks),
+            "degree": int(trained.degree), "card": json.dumps(trained.card)}
+    with atomic_output(pt) as f:
+        torch.save(blob, f)
+    js = pt.with_suffix(".json")
+    atomic_write(js, (json.dumps({**trained.card, "weights_sha256": file_sha256(pt)},
+                                 indent=2) + "\n").encode())
+    return pt, js
+
+
+def load_tempme(path: str | os.PathLike[str]) -> TrainedTempME:
+    """Load a trained TempME (``weights_only=True``: a pickle's code is never run).
+
+    Raises:
+        CheckpointError: When the file does not load as one (one line, naming it).
+    """
+    file = Path(path)
+    not_one = f"{file} is not a TempME checkpoint of this project"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            blob = torch.load(file, map_location="cpu", weights_only=True)
+        enc = MotifEncoder(EncoderShape(**json.loads(blob["shape"])))
+        enc.load_state_dict(blob["state_dict"])
+        trained = TrainedTempME(enc, int(blob["n_walks"]), int(blob["degree"]),
+                                dict(json.loads(blob["card"])), str(file))
+    except (pickle.UnpicklingError, OSError, RuntimeError, KeyError, TypeError, ValueError,
+            EOFError, AttributeError, IndexError, zipfile.BadZipFile) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+        raise CheckpointError(f"{not_one} ({type(err).__name__}: {reason}); train one with "
+                              "scripts/train_explainer.py explainer=tempme") from None
+    enc.eval()
+    return trained
+
+
+def check_tempme_card(card: dict[str, Any], fingerprint: ModelFingerprint, path: str) -> None:
+    """Refuse a trained TempME of another dataset, stream, model kind or model checkpoint.
+
+    Raises:
+        CheckpointMismatchError: One line naming the first difference and how to train one.
+    """
+    train = (f"train one with `python scripts/train_explainer.py explainer=tempme "
+             f"model={fingerprint.model} dataset={fingerprint.dataset}`")
+    for key, have, what in (("dataset", fingerprint.dataset, "dataset"),
+                            ("model", fingerprint.model, "model"),
+                            ("dataset_sha256", fingerprint.dataset_sha256, "stream checksum"),
+                            ("model_weights_sha256", fingerprint.weights_sha256,
+                             "model checkpoint's SHA-256")):
+        if card.get(key) != have:
+            shown = (lambda v: str(v)[:12]) if key.endswith("sha256") else str
+            raise CheckpointMismatchError(
+                f"TempME checkpoint {path} was trained for {what} {shown(card.get(key))}, "
+                f"this run has {shown(have)}; {train}")
+
+
+_LOADED: dict[tuple[str, int, int], TrainedTempME] = {}
+
+
+def resolve_tempme(checkpoint: str, fingerprint: ModelFingerprint | None) -> TrainedTempME:
+    """The trained TempME that ``checkpoint`` names (``auto``: ``tempme_path`` in the
+    fingerprint's checkpoint folder), checked against ``fingerprint`` (None: unchecked).
+
+    Raises:
+        ConfigError: ``auto`` without a fingerprint, or no file (saying how to train one).
+        CheckpointError: A file that is not such a checkpoint.
+        CheckpointMismatchError: A checkpoint of another model or stream.
+    """
+    if checkpoint == "auto":
+        if fingerprint is None:
+            raise ConfigError("tempme checkpoint=auto needs the run's model and dataset (the "
+                              "oracle has no fingerprint); pass checkpoint=<path>")
+        path = tempme_path(fingerprint.checkpoint_dir, fingerprint.model, fingerprint.dataset)
+    else:
+        path = Path(checkpoint)
+    if not path.is_file():
+        how = ("`python scripts/train_explainer.py explainer=tempme model=<model> "
+               "dataset=<dataset>`" if fingerprint is None else
+               f"`python scripts/train_explainer.py explainer=tempme model={fingerprint.model} "
+               f"dataset={fingerprint.dataset} out_dir={path.parent}`")
+        raise ConfigError(f"no trained TempME at {path} (checkpoint={checkpoint}: no such "
+                          f"file); train one with {how}")
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = load_tempme(path)
+    trained = _LOADED[key]
+    if fingerprint is not None:
+        check_tempme_card(trained.card, fingerprint, str(path))
+    return trained
+
+
+def event_walks(oracle: Oracle, n_walks: int, length: int, degree: int, seed: int,
+                negative: int | None = None) -> list[Walks]:
+    """The walks of an explained event: from its source, its destination and, when given, a
+    negative destination, over the events before the oracle's history end.
+
+    Raises:
+        ExplainerError: The oracle has no probe (the walks read the stream through it).
+    """
+    probe = oracle.probe
+    if probe is None:
+        fp = oracle.fingerprint
+        raise needs_probe(KIND, None if fp is None else fp.model)
+    index = stream_index(probe.model.stream)
+    rng = np.random.default_rng([int(seed), int(oracle.event_id)])
+    roots = [probe.src, probe.dst] + ([] if negative is None else [int(negative)])
+    return [sample_walks(index, r, probe.history_end, n_walks, length, degree, rng)
+            for r in roots]
+
+
+@dataclass(frozen=True)
+class TempMEParams(BudgetParams):
+    """TempME's options (``conf/explainer/tempme.yaml``); training options are
+    ``train_explainer.py``'s (``conf/train_explainer.yaml``, ``tempme:``)."""
+
+    checkpoint: str = option("auto", "trained TempME: auto = <checkpoint_dir>/tempme_"
+                                     "<model>_<dataset>.pt, or a path")
+    seed: int = option(0, "seed of the walks (with the event id: one ranking per event)",
+                       low=0)
+
+
+class TempMEExplainer(FactualExplainer):
+    """Ranks each removable event by the largest importance of a temporal motif through it.
+
+    Args:
+        strategy: Unused for the ranking (kept for the common constructor).
+        post: The steps after the search.
+        trained: A trained TempME to use instead of loading ``checkpoint`` (tests, training).
+        **options: [``TempMEParams``][cftgnn.explain.TempMEParams].
+    """
+
+    name = "tempme"
+    Params = TempMEParams
+    params: TempMEParams
+
+    def __init__(self, strategy: Any = None, post: Any = None,
+                 trained: TrainedTempME | None = None, **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.trained = trained
+
+    def check_run(self, fingerprint: ModelFingerprint) -> None:
+        if not fingerprint.probe:
+            raise needs_probe(self.name, fingerprint.model)
+        if self.trained is None:
+            resolve_tempme(self.params.checkpoint, fingerprint)
+
+    def scores(self, oracle: Oracle) -> FloatArray:
+        """Each removable event's importance, aligned with ``oracle.removable``.
+
+        Raises:
+            ExplainerError: The oracle has no probe, or the encoder reads other features.
+            ConfigError, CheckpointError, CheckpointMismatchError: See ``resolve_tempme``.
+        """
+        if oracle.probe is None:
+            fp = oracle.fingerprint
+            raise needs_probe(self.name, None if fp is None else fp.model)
+        trained = self.trained or resolve_tempme(self.params.checkpoint, oracle.fingerprint)
+        enc = trained.encoder
+        stream = oracle.probe.model.stream
+        if stream.feat_dim != enc.shape.edge_dim:
+            raise ExplainerError(f"the TempME at {trained.path or '(given)'} reads "
+                                 f"{enc.shape.edge_dim} edge features, the stream has "
+                                 f"{stream.feat_dim}")
+        walks = event_walks(oracle, trained.n_walks, enc.shape.length, trained.degree,
+                            self.params.seed)
+        enc.eval()
+        with torch.no_grad():
+            sets = [(w, enc(enc.inputs(w, stream.edge_feat, stream.t, oracle.probe.t)))
+                    for w in walks]
+            imp = event_importance(oracle.removable, sets)
+        return np.asarray(imp.numpy(), dtype=np.float64).reshape(-1)
+
+    def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
+        return self.scores(oracle)
+
+
+__all__ = ["KIND", "TempMEExplainer", "TempMEParams", "TrainedTempME", "check_tempme_card",
+           "event_walks", "load_tempme", "resolve_tempme", "save_tempme", "tempme_card",
+           "tempme_path"]
