@@ -348,6 +348,15 @@ def test_a_run_under_every_protocol_records_and_summarises_each(tmp_path, monkey
         assert np.isfinite(table[name].iloc[-1]), name
     fp = json.loads((tmp_path / "all" / "run.json").read_text())
     assert fp["protocols"] == ["common", "tgnnexplainer", "tempme"]
+    # the report shows the protocols side by side, labelled
+    from cftgnn.reporting.report import write_report
+    report = write_report([tmp_path / "all"], tmp_path / "report")
+    text = report.files[0].read_text()
+    assert "## Curve metrics by protocol" in text
+    head = next(ln for ln in text.splitlines() if "Best-FID · T-GNNExplainer" in ln)
+    assert "Best-FID · common" in head and "ACC-AUC · TempME (± pairs)" in head
+    row = text.splitlines()[text.splitlines().index(head) + 2]
+    assert f"{table['tempme_acc_auc'].iloc[-1]:.3f}" in row
 
     # the common protocol alone: today's curves, and nothing of the others
     pipeline.run(cfg_for(tmp_path / "common", "explainer=greedy"))
