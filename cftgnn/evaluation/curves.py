@@ -25,7 +25,7 @@ Ties in importance are resolved by the ranking's own order (the explainer's tie-
 ``rank_by_importance``: the more recent event first); the curves
 do not average over the orders of tied events.
 
-**Protocols** ([``Protocol``][cftgnn.evaluation.curves.Protocol], docs/metrics.md). Everything
+**Protocols** (``Protocol``, docs/metrics.md). Everything
 above is the ``common`` protocol: one rule for every explainer, over all of ``R``. Each paper
 also scored explanations its own way, and ``explain.py protocol=...`` computes those beside it:
 

@@ -211,6 +211,6 @@ def check_train_explainer_options(cfg: Any) -> None:
 
 
 __all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS", "CurveSet",
-           "PredictionGroup", "check_served", "curves_choice", "protocol_option", "protocols_choice",
-           "run_protocols", "check_candidate_options", "check_explain_options",
+           "PredictionGroup", "check_served", "curves_choice", "protocol_option",
+           "protocols_choice", "run_protocols", "check_candidate_options", "check_explain_options",
            "check_train_explainer_options"]

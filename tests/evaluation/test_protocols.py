@@ -386,3 +386,26 @@ def test_records_of_schema_6_read_with_the_common_protocol_only():
     assert all(len(x) == 0 for x in new.tgnnexplainer_curve_logits)
     assert all(len(x) == 0 for x in new.tempme_neg_curve_logits)
     assert new.tempme_neg_logit.isna().all()
+
+
+def test_a_schema_6_file_next_to_a_schema_7_one_reads_as_one_table(tmp_path):
+    """Mixed run directories: the old row gets the common protocol (it has curves), the new
+    one keeps its protocols and its negative pair."""
+    from cftgnn.evaluation.records import RECORD_SCHEMA, arrow_table
+
+    base = {**result([1, 2, 3], [3, 1, 2]).to_record(), "fid_curve_logits": [0.5] * 21,
+            "acc_curve_logits": [0.5] * 16}
+    old = {**base, "event_id": 4, "schema_version": 6}
+    new = {**base, "event_id": 5, "schema_version": 7,
+           "curve_protocols": ["common", "tempme"], "tempme_curve_logits": [1.0] * 16,
+           "tempme_neg_dst": 4, "tempme_neg_logit": -2.0,
+           "tempme_neg_curve_logits": [-1.0] * 16}
+    (tmp_path / "records").mkdir()
+    pd.DataFrame([old]).to_parquet(tmp_path / "records" / "0000000004.parquet")
+    import pyarrow.parquet as pq
+    pq.write_table(arrow_table([new], RECORD_SCHEMA), tmp_path / "records" / "0000000005.parquet")
+    df = read_records(tmp_path)
+    assert [list(p) for p in df.curve_protocols] == [["common"], ["common", "tempme"]]
+    assert list(df.tempme_curve_logits.iloc[0]) == [] and len(df.tempme_curve_logits.iloc[1]) == 16
+    assert np.isnan(df.tempme_neg_logit.iloc[0]) and df.tempme_neg_logit.iloc[1] == -2.0
+    assert df.tempme_neg_dst.iloc[1] == 4
