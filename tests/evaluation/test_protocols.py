@@ -409,3 +409,23 @@ def test_a_schema_6_file_next_to_a_schema_7_one_reads_as_one_table(tmp_path):
     assert list(df.tempme_curve_logits.iloc[0]) == [] and len(df.tempme_curve_logits.iloc[1]) == 16
     assert np.isnan(df.tempme_neg_logit.iloc[0]) and df.tempme_neg_logit.iloc[1] == -2.0
     assert df.tempme_neg_dst.iloc[1] == 4
+
+
+EXPLAINERS = [p.stem for p in sorted((CONF / "explainer").glob("*.yaml"))
+              if p.stem != "pgexplainer"]  # a trained PGExplainer exists for UCI / Wikipedia only
+
+
+@pytest.mark.slow  # one tiny run per explainer (about 10 s each on a loaded machine)
+@pytest.mark.parametrize("explainer", EXPLAINERS)
+def test_every_explainer_gets_every_protocol(tmp_path, explainer):
+    extra = ["explainer.navigator=perturb_one"] if explainer == "tgnnexplainer" else []
+    table = pipeline.run(cfg_for(tmp_path, f"explainer={explainer}", "protocol=all", *extra))
+    records = read_records(tmp_path)
+    ok = records[records.status == "ok"]
+    assert len(ok) >= 1
+    for rec in ok.itertuples():
+        assert list(rec.curve_protocols) == ["common", "tgnnexplainer", "tempme"]
+        assert len(rec.tgnnexplainer_curve_logits) == 21
+        assert len(rec.tempme_curve_logits) == len(rec.tempme_neg_curve_logits) == 16
+    for name in ("tgnnexplainer_best_fid", "tgnnexplainer_aufsc", "tempme_acc_auc"):
+        assert np.isfinite(table[name].iloc[-1]), name
