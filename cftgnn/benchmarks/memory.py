@@ -46,6 +46,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     """One configuration, in the calling process (the child): phases, times, explanations."""
     from cftgnn.data.index import TemporalIndex
     from cftgnn.data.synthetic import make_synthetic_stream
+    from cftgnn.evaluation.curves import negative_destination, sampled_slots
     from cftgnn.evaluation.options import curves_choice
     from cftgnn.evaluation.pipeline import after_search, make_explainer
     from cftgnn.evaluation.sampling import plan_events
@@ -73,6 +74,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
           file=sys.stderr, flush=True)
     times, walls, curve_s, records = [], [], [], []
     curves = curves_choice(str(job.get("curves", "auto")), stream.num_events)
+    slots = sampled_slots(int(model.num_neighbors), int(model.num_layers))  # curves=all: tempme
+    pool = np.unique(stream.dst)
     engine.expect(plan["event_id"].tolist(), job["k"], int(job["m_max"]))  # as explain.py does
     for event_id in plan["event_id"].tolist():
         t0 = time.perf_counter()
@@ -80,7 +83,9 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         explainer = make_explainer(job["explainer"], job["strategy"])
         result = explainer.explain(oracle)
         times.append(time.perf_counter() - t0)  # explain.py's time_s
-        checks = after_search(oracle, result, curves)
+        checks = after_search(oracle, result, curves, slots=slots,
+                              negative_dst=negative_destination(pool, int(event_id),
+                                                                int(job["seed"])))
         del oracle
         walls.append(time.perf_counter() - t0)
         curve_s.append(checks.curve_time_s)

@@ -9,6 +9,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.curves import Protocol
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
 
@@ -34,15 +35,17 @@ class CurveSet(str, Enum):
     * ``none`` — none: ``fid_curve_logits`` and ``acc_curve_logits`` stay empty and
       ``best_fid``, ``aufsc_keep`` and ``acc_auc`` are NaN (the explanation, fidelity± and
       every other column are unchanged);
-    * ``common`` — the common protocol: T-GNNExplainer's fidelity over kept shares (21
-      logits) and TempME's ACC-AUC (16 logits).
+    * ``common`` — the curves of the ``protocol`` option's protocols (``common`` by default:
+      T-GNNExplainer's fidelity over kept shares, 21 logits, and TempME's ACC-AUC, 16 logits),
+      whatever the stream's length (the name is from when ``common`` was the only protocol);
+    * ``all`` — every protocol's curves (``Protocol``), whatever ``protocol`` says.
 
-    A value for every protocol's curves is left for when there is more than one protocol.
     The option also takes ``auto`` (the default, ``curves_choice``).
     """
 
     NONE = "none"
     COMMON = "common"
+    ALL = "all"
 
 
 #: ``curves=auto`` computes the curves on streams of at most this many events. The kept sets
@@ -71,6 +74,61 @@ def curves_choice(value: str, num_events: int) -> CurveSet:
     return CurveSet.COMMON if num_events <= AUTO_CURVES_MAX_EVENTS else CurveSet.NONE
 
 
+#: The values of the ``protocol`` option: a protocol's name, or ``all``.
+PROTOCOL_OPTIONS = (*(p.value for p in Protocol), "all")
+
+
+def protocols_choice(value: Any) -> tuple[Protocol, ...]:
+    """The protocols the ``protocol`` option names: one name, a list of names, or ``all``
+    (every protocol), in ``Protocol``'s order, each once.
+
+    Raises:
+        ConfigError: For an empty list, or a value that is not one of ``PROTOCOL_OPTIONS``
+            (nor a list of them).
+    """
+    names = [value] if isinstance(value, str) else value
+    if (not isinstance(names, list | tuple) or not names
+            or not all(isinstance(n, str) and n in PROTOCOL_OPTIONS for n in names)):
+        raise ConfigError(f"protocol must be one of {', '.join(PROTOCOL_OPTIONS)}, or a list "
+                          f"of them (e.g. protocol=[common,tempme]), got {value!r}")
+    if "all" in names:
+        return tuple(Protocol)
+    return tuple(p for p in Protocol if p.value in names)
+
+
+def protocol_option(cfg: Any) -> tuple[Protocol, ...]:
+    """``cfg.protocol`` by ``protocols_choice`` (``common`` when absent)."""
+    value = cfg.get("protocol", Protocol.COMMON.value)
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value, resolve=True)
+    return protocols_choice(value)
+
+
+def run_protocols(curves: CurveSet, protocols: tuple[Protocol, ...]) -> tuple[Protocol, ...]:
+    """The protocols whose curves a run computes: none with ``curves=none`` (also what
+    ``auto`` resolves to on a long stream), every one with ``curves=all``, else
+    ``protocols`` (the ``protocol`` option's)."""
+    if curves is CurveSet.NONE:
+        return ()
+    return tuple(Protocol) if curves is CurveSet.ALL else tuple(protocols)
+
+
+def check_served(explainer: Any, protocols: tuple[Protocol, ...]) -> None:
+    """Refuse a protocol the explainer cannot be scored under (its ``protocols``; every
+    explainer of the project serves every protocol).
+
+    Raises:
+        ConfigError: Naming the explainer and the protocol.
+    """
+    served = getattr(explainer, "protocols", frozenset(p.value for p in Protocol))
+    for protocol in protocols:
+        if protocol.value not in served:
+            name = getattr(explainer, "name", type(explainer).__name__)
+            raise ConfigError(f"explainer {name} cannot be scored under protocol="
+                              f"{protocol.value} (it serves {', '.join(sorted(served))}); "
+                              "choose another protocol or curves=none")
+
+
 def check_candidate_options(cfg: Any) -> None:
     """``m_max >= 1`` and ``k`` null or ``>= 1`` (``explain.py`` and the quality benchmark).
 
@@ -89,7 +147,8 @@ def check_explain_options(cfg: Any) -> None:
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
-    [``CurveSet``][cftgnn.evaluation.CurveSet] value).
+    [``CurveSet``][cftgnn.evaluation.CurveSet] value); ``protocol`` a protocol's name, a list
+    of them or ``all`` (``protocols_choice``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -113,6 +172,7 @@ def check_explain_options(cfg: Any) -> None:
     choice(cfg, "mode", ["approximate", "exact", "auto"])
     choice(cfg, "history", [h.value for h in History])
     choice(cfg, "curves", CURVES_OPTIONS)
+    protocol_option(cfg)
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
     boolean(cfg, "robustness")
@@ -200,7 +260,7 @@ def check_tempme_options(cfg: Any) -> None:
                           f"exponentially with it), got {cfg.tempme.length}")
 
 
-__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "CurveSet", "PredictionGroup",
-           "curves_choice", "check_candidate_options", "check_explain_options",
-           "check_tempme_options", "check_train_explainer_options",
-           "trained_explainer"]
+__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS", "CurveSet",
+           "PredictionGroup", "check_served", "curves_choice", "protocol_option",
+           "protocols_choice", "run_protocols", "check_candidate_options", "check_explain_options",
+           "check_tempme_options", "check_train_explainer_options", "trained_explainer"]

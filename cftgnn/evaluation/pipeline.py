@@ -46,15 +46,24 @@ from cftgnn.errors import ConfigError, user_error, warn
 from cftgnn.evaluation.curves import (
     ACC_SHARES,
     FID_SHARES,
+    Protocol,
     acc_curve,
     curve_removal_plan,
     mean_fidelity_curve,
+    negative_destination,
+    sampled_slots,
+    tempme_removal_sets,
+    tgx_coalition_removal_sets,
+    tgx_removal_sets,
 )
 from cftgnn.evaluation.options import (
     AUTO_CURVES_MAX_EVENTS,
     CurveSet,
     check_explain_options,
+    check_served,
     curves_choice,
+    protocol_option,
+    run_protocols,
 )
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
@@ -113,7 +122,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
     ``used_model_config``).
     """
     dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
-    curves = curves_of(cfg, stream.num_events)
+    protocols = protocols_of(cfg, stream.num_events)
     return {
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": stream.name, "num_events": stream.num_events, "config": dataset},
@@ -130,8 +139,12 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
-        # curves=none records no curve logits; absent = common, as before the option existed
-        **({"curves": curves.value} if curves is not CurveSet.COMMON else {}),
+        # curves=none records no curve logits; absent = common, as before the option existed;
+        # other protocols: their list (absent = the common one only, as before protocol existed)
+        **({"curves": CurveSet.NONE.value} if not protocols else {}),
+        **({"protocols": [p.value for p in protocols]}
+           if protocols and protocols != (Protocol.COMMON,) else {}),
+        # the tempme protocol's negative destinations are drawn from the seed (already above)
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
         "constraints": constraints_of(cfg).to_dict(),
@@ -166,6 +179,12 @@ def curves_of(cfg: DictConfig, num_events: int) -> CurveSet:
     """The run's [``CurveSet``][cftgnn.evaluation.CurveSet] on a stream of ``num_events``
     (``cfg.curves``, ``auto`` resolved by ``curves_choice``; ``common`` when absent)."""
     return curves_choice(str(cfg.get("curves", CurveSet.COMMON.value)), int(num_events))
+
+
+def protocols_of(cfg: DictConfig, num_events: int) -> tuple[Protocol, ...]:
+    """The protocols whose curves the run computes on a stream of ``num_events``: ``curves``
+    (``curves_of``: whether) with ``protocol`` (which; ``run_protocols``)."""
+    return run_protocols(curves_of(cfg, num_events), protocol_option(cfg))
 
 
 def constraints_of(cfg: DictConfig) -> Constraints:
@@ -263,7 +282,8 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     shard, num_shards = _check_shard(cfg)
     device = resolve_device(cfg.device)  # before loading anything
     constraints = constraints_of(cfg)
-    build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
+    # explainer, strategy, prune and certify options checked up front, and the protocols
+    check_served(build_explainer(cfg), protocol_option(cfg))
     robust = robustness_options(cfg)
     auto_ratios(cfg)
     budget = cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB)
@@ -314,6 +334,9 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
         print(f"curves=auto: no curve metrics on a stream of more than "
               f"{AUTO_CURVES_MAX_EVENTS:,} events (their exact calls can cost many times the "
               "explanation); curves=common computes them")
+    if Protocol.TEMPME in protocols_of(cfg, stream.num_events):
+        print("protocol tempme: each negative pair is scored by one replay per removal set "
+              "(not batched; docs/metrics.md)")
 
     tracker: Tracker = instantiate(cfg.logger)
     config = {**_container(cfg), "model": used_model_config(cfg.model, model)}
@@ -491,7 +514,10 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
     robustness columns when ``robust`` is given)."""
     flips = 0
     history = history_of(cfg)
-    curves = curves_of(cfg, engine.stream.num_events)
+    protocols = protocols_of(cfg, engine.stream.num_events)
+    model = engine.model
+    slots = sampled_slots(int(model.num_neighbors), int(model.num_layers))
+    pool = np.unique(engine.stream.dst)
     # batch_start's screening pass scores the explained prediction itself (sampling.py)
     group_logit = "explained" if history is History.BATCH_START else "screen"
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
@@ -507,7 +533,9 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         setup = time.perf_counter() - start
         explainer = build_explainer(cfg)
         result = explainer.explain(oracle)
-        checks = after_search(oracle, result, curves)
+        checks = after_search(oracle, result, protocols, slots=slots,
+                              negative_dst=(negative_destination(pool, event_id, int(cfg.seed))
+                                            if Protocol.TEMPME in protocols else None))
         record = event_record(result, EventContext(
             setup_time_s=setup,
             time_s=setup + result.wall_time_s,
@@ -526,6 +554,12 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             group_logit=group_logit,
             keep_time_s=checks.keep_time_s,
             curve_time_s=checks.curve_time_s,
+            curve_protocols=checks.curve_protocols,
+            tgnnexplainer_curve_logits=checks.tgnnexplainer_curve_logits,
+            tempme_curve_logits=checks.tempme_curve_logits,
+            tempme_neg_dst=checks.tempme_neg_dst,
+            tempme_neg_logit=checks.tempme_neg_logit,
+            tempme_neg_curve_logits=checks.tempme_neg_curve_logits,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -550,7 +584,14 @@ class Checks:
         keep_time_s: Seconds of that call (NaN when not made).
         fid_curve_logits: ``curve_logits``'s first part (empty when not made).
         acc_curve_logits: Its second part.
-        curve_time_s: Seconds of the curve call (NaN when not made).
+        curve_time_s: Seconds of every protocol's curve calls (NaN when none was made).
+        curve_protocols: The protocols whose curves were computed (values, in
+            ``Protocol``'s order).
+        tgnnexplainer_curve_logits: ``tgx_curve_logits`` (empty when not made).
+        tempme_curve_logits: ``tempme_curve_logits``'s explained pair's logits.
+        tempme_neg_dst: Its negative destination (None when not made).
+        tempme_neg_logit: The negative pair's logit with nothing removed.
+        tempme_neg_curve_logits: The negative pair's logits.
     """
 
     keep_logit: float = float("nan")
@@ -558,29 +599,79 @@ class Checks:
     fid_curve_logits: tuple[float, ...] = ()
     acc_curve_logits: tuple[float, ...] = ()
     curve_time_s: float = float("nan")
+    curve_protocols: tuple[str, ...] = ()
+    tgnnexplainer_curve_logits: tuple[float, ...] = ()
+    tempme_curve_logits: tuple[float, ...] = ()
+    tempme_neg_dst: int | None = None
+    tempme_neg_logit: float = float("nan")
+    tempme_neg_curve_logits: tuple[float, ...] = ()
 
 
-def after_search(oracle: Oracle, result: ExplanationResult, curves: CurveSet) -> Checks:
+def _protocols(curves: CurveSet | Sequence[Protocol]) -> tuple[Protocol, ...]:
+    """A ``CurveSet`` (every protocol's curves for ``all``, the common one's for ``common``)
+    or the protocols themselves."""
+    if isinstance(curves, CurveSet):
+        return run_protocols(curves, (Protocol.COMMON,))
+    return tuple(p for p in Protocol if p in set(curves))
+
+
+def after_search(oracle: Oracle, result: ExplanationResult,
+                 curves: CurveSet | Sequence[Protocol], slots: int | None = None,
+                 negative_dst: int | None = None) -> Checks:
     """The exact calls ``explain.py`` makes after each explanation (and the memory
-    benchmark, to time what a run costs): ``keep_logit``, then, with ``curves=common``, the
-    curve logits (``curve_logits``); none for an event that was not explained. Protected
-    events stay, as everywhere."""
+    benchmark, to time what a run costs): ``keep_logit``, then each protocol's curve logits
+    (``curve_logits``, ``tgx_curve_logits``, ``tempme_curve_logits``); none for an event that
+    was not explained. Protected events stay, as everywhere.
+
+    Args:
+        oracle: The event's oracle.
+        result: Its explanation.
+        curves: The protocols whose curves to compute, or a ``CurveSet`` (``none``: none,
+            ``common``: the common protocol's, ``all``: every protocol's).
+        slots: The model's sampled slots (``sampled_slots``), for ``tempme``.
+        negative_dst: The negative pair's destination, for ``tempme``
+            (``negative_destination``).
+
+    Raises:
+        ValueError: ``tempme`` without ``slots`` or ``negative_dst``.
+    """
+    protocols = _protocols(curves)
+    if Protocol.TEMPME in protocols and (slots is None or negative_dst is None):
+        raise ValueError("the tempme protocol needs the model's slots and a negative "
+                         "destination")
     if result.status is not ExplanationStatus.OK:
         return Checks()
     kept_only = set(oracle.removable.tolist()) - set(result.explanation)
     start = time.perf_counter()
     keep = oracle.exact(kept_only)
     keep_time = time.perf_counter() - start
-    if curves is CurveSet.NONE:
+    if not protocols:
         return Checks(keep, keep_time)
     start = time.perf_counter()
-    fid, acc = curve_logits(oracle, result.ranking)
-    return Checks(keep, keep_time, fid, acc, time.perf_counter() - start)
+    out: dict[str, Any] = {"curve_protocols": tuple(p.value for p in protocols)}
+    if Protocol.COMMON in protocols:
+        out["fid_curve_logits"], out["acc_curve_logits"] = curve_logits(oracle, result.ranking)
+    if Protocol.TGNNEXPLAINER in protocols:
+        out["tgnnexplainer_curve_logits"] = tgx_curve_logits(oracle, result)
+    if Protocol.TEMPME in protocols:
+        assert slots is not None and negative_dst is not None  # checked above
+        pos, neg0, neg = tempme_curve_logits(oracle, result.ranking, slots, negative_dst)
+        out.update(tempme_curve_logits=pos, tempme_neg_dst=int(negative_dst),
+                   tempme_neg_logit=neg0, tempme_neg_curve_logits=neg)
+    return Checks(keep, keep_time, curve_time_s=time.perf_counter() - start, **out)
+
+
+def _exact_logits(oracle: Oracle, sets: Sequence[tuple[int, ...]]) -> tuple[float, ...]:
+    """Exact logits of ``sets`` in one batched call of their distinct sets, in order."""
+    distinct = list(dict.fromkeys(sets))
+    logits = oracle.exact_batch(distinct)
+    where = {s: float(x) for s, x in zip(distinct, logits, strict=True)}
+    return tuple(where[s] for s in sets)
 
 
 def curve_logits(oracle: Oracle, ranking: Sequence[int]
                  ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The exact logits of the curve metrics' kept sets, in one batched exact call.
+    """The exact logits of the common protocol's kept sets, in one batched exact call.
 
     After the explanation is packaged, like ``keep_logit``: the result's oracle counters are
     already fixed, so this call does not count as the explainer's.
@@ -599,6 +690,44 @@ def curve_logits(oracle: Oracle, ranking: Sequence[int]
     logits = oracle.exact_batch(sets)
     return (tuple(float(x) for x in logits[fid_index]),
             tuple(float(x) for x in logits[acc_index]))
+
+
+def tgx_curve_logits(oracle: Oracle, result: ExplanationResult) -> tuple[float, ...]:
+    """The ``tgnnexplainer`` protocol's exact logits at its 21 levels, in one batched call:
+    a search explainer (``result.coalitions`` not None) by its best coalition per level
+    (``tgx_coalition_removal_sets``), any other by the prefix of its ranking among the 20 most
+    recent removable events (``tgx_removal_sets``); empty without a ranking or coalitions."""
+    removable = oracle.removable.tolist()
+    if result.coalitions is not None:
+        sets = tgx_coalition_removal_sets(result.coalitions, removable)
+    elif len(result.ranking):
+        sets = tgx_removal_sets(result.ranking, removable)
+    else:
+        return ()
+    return _exact_logits(oracle, sets)
+
+
+def tempme_curve_logits(oracle: Oracle, ranking: Sequence[int], slots: int, negative_dst: int
+                        ) -> tuple[tuple[float, ...], float, tuple[float, ...]]:
+    """The ``tempme`` protocol's exact logits: the explained pair's at its 16 ratios (one
+    batched call), the negative pair's with nothing removed and at the same ratios
+    (``Oracle.pair``: one replay per distinct set).
+
+    Returns:
+        ``(pair [16], negative original, negative [16])``; ``((), NaN, ())`` without a
+        ranking, and the negative part ``(NaN, ())`` for an oracle without ``pair``.
+    """
+    if not len(ranking):
+        return (), float("nan"), ()
+    sets = tempme_removal_sets(ranking, oracle.removable.tolist(), slots)
+    pos = _exact_logits(oracle, sets)
+    if oracle.pair is None:
+        return pos, float("nan"), ()
+    distinct = list(dict.fromkeys([(), *sets]))
+    logits = np.asarray(oracle.pair([frozenset(s) for s in distinct], int(negative_dst)),
+                        dtype=np.float64).reshape(-1)
+    where = {s: float(x) for s, x in zip(distinct, logits, strict=True)}
+    return pos, where[()], tuple(where[s] for s in sets)
 
 
 def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:
@@ -706,4 +835,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
 
 
 __all__ = ["Checks", "after_search", "build_explainer", "constraints_of", "curves_of",
-           "fingerprint", "make_explainer", "run", "summary_table"]
+           "fingerprint", "make_explainer", "protocols_of", "run", "summary_table",
+           "tempme_curve_logits", "tgx_curve_logits"]

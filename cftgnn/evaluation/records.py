@@ -240,9 +240,24 @@ class EventContext:
         keep_time_s: Seconds of the exact call of ``keep_logit`` (the fidelity− check), not
             part of ``time_s`` (NaN when the event was not explained; schema 6, NaN in older
             records).
-        curve_time_s: Seconds of the curve logits' batched exact call, not part of
-            ``time_s`` (NaN when none was made: the event was not explained or ``curves=none``;
-            schema 6, NaN in older records).
+        curve_time_s: Seconds of the curve logits' exact calls (every protocol's), not part
+            of ``time_s`` (NaN when none was made: the event was not explained or
+            ``curves=none``; schema 6, NaN in older records).
+        curve_protocols: The protocols whose curve logits the record holds
+            (``cftgnn.evaluation.curves.Protocol`` values, in that order; schema 7: older
+            records with curve logits hold the ``common`` protocol's, the only one then).
+        tgnnexplainer_curve_logits: Exact logits at the ``tgnnexplainer`` protocol's 21 levels
+            ``0, 0.05, …, 1`` (``tgx_removal_sets`` for a ranking explainer,
+            ``tgx_coalition_removal_sets`` for a search one), ``float [21]``; empty when that
+            protocol was not computed (schema 7).
+        tempme_curve_logits: Exact logits of the explained pair at the ``tempme`` protocol's
+            16 ratios (``tempme_removal_sets``), ``float [16]``; empty when not computed.
+        tempme_neg_dst: The negative pair's destination (``negative_destination``; None when
+            the ``tempme`` protocol was not computed).
+        tempme_neg_logit: The negative pair's exact logit with nothing removed (NaN when not
+            computed).
+        tempme_neg_curve_logits: Its exact logits under the same removal sets as
+            ``tempme_curve_logits``, ``float [16]``; empty when not computed.
     """
 
     setup_time_s: float
@@ -262,6 +277,15 @@ class EventContext:
     group_logit: str = field(default="screen", metadata={"since": 5, "old": "screen"})
     keep_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
     curve_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
+    curve_protocols: tuple[str, ...] = field(default=(), metadata={"since": 7, "old": None})
+    tgnnexplainer_curve_logits: tuple[float, ...] = field(default=(),
+                                                          metadata={"since": 7, "old": ()})
+    tempme_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 7, "old": ()})
+    tempme_neg_dst: int | None = field(default=None, metadata={"since": 7, "old": None})
+    tempme_neg_logit: float = field(default=float("nan"),
+                                    metadata={"since": 7, "old": float("nan")})
+    tempme_neg_curve_logits: tuple[float, ...] = field(default=(),
+                                                       metadata={"since": 7, "old": ()})
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -408,7 +432,7 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2 to 6 into rows written without them.
+    """Fill the columns added by schema versions 2 to 7 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
@@ -416,7 +440,9 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     ranking was kept (``ranking`` and ``importance`` empty), so no curve either
     (``fid_curve_logits`` and ``acc_curve_logits`` empty); their history was ``event`` and
     their groups followed the screening logit (``group_logit`` ``screen``); the seconds of
-    their checks after the search were not measured (``keep_time_s``, ``curve_time_s`` NaN).
+    their checks after the search were not measured (``keep_time_s``, ``curve_time_s`` NaN);
+    their curves, when they have some, are the ``common`` protocol's (``curve_protocols``),
+    and no other protocol's curve was computed (empty, ``tempme_neg_logit`` NaN).
     """
     if df.empty:
         return df
@@ -424,7 +450,8 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     fills: dict[str, Any] = {c.name: df.get(c.old_from) if c.old_from else c.old
                              for c in RESULT_COLUMNS if c.since == 2}
     fills.update({f.name: f.metadata["old"] for f in fields(EventContext)
-                  if f.metadata.get("since") in (2, 5, 6)})
+                  if f.metadata.get("since") in (2, 5, 6, 7)
+                  and not isinstance(f.metadata["old"], tuple)})
     for name, value in fills.items():
         if value is None:
             continue
@@ -455,7 +482,8 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
                 index=rows, dtype=object)
             df["n_counterfactuals"] = df["n_counterfactuals"].astype("int64")
     lists = [(c.name, c.old) for c in RESULT_COLUMNS if c.since == 4] + [
-        (f.name, f.metadata["old"]) for f in fields(EventContext) if f.metadata.get("since") == 4]
+        (f.name, f.metadata["old"]) for f in fields(EventContext)
+        if f.metadata.get("since") in (4, 7) and isinstance(f.metadata["old"], tuple)]
     for name, old_value in lists:  # list columns: one value per row
         if name not in df.columns:
             df[name] = pd.Series([list(old_value)] * len(df), index=df.index, dtype=object)
@@ -463,6 +491,14 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
             rows = df.index[df[name].isna()]
             df.loc[rows, name] = pd.Series([list(old_value)] * len(rows), index=rows,
                                            dtype=object)
+    # schema 7: which protocols' curves a row holds; older rows, the common one's if any
+    if "curve_protocols" not in df.columns:
+        df["curve_protocols"] = pd.Series(None, index=df.index, dtype=object)
+    if df["curve_protocols"].isna().any():
+        rows = df.index[df["curve_protocols"].isna()]
+        df.loc[rows, "curve_protocols"] = pd.Series(
+            [["common"] if len(fid) else [] for fid in df.loc[rows, "fid_curve_logits"]],
+            index=rows, dtype=object)
     return df
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.curves import acc_auc, aufsc_keep, best_fid
+from cftgnn.evaluation.curves import acc_auc, aufsc_keep, best_fid, tempme_acc_auc
 from cftgnn.evaluation.metrics import (
     FloatArray,
     approximation_agreement,
@@ -51,6 +51,9 @@ MEANINGS: dict[str, str] = {
     "best_fid": "best logit move keeping a top share of the ranking ↑",
     "aufsc_keep": "area under that move against the kept share ↑",
     "acc_auc": "share keeping the sign with the top 0-30 % kept ↑",
+    "tgnnexplainer_best_fid": "best_fid, T-GNNExplainer's protocol (20 recent) ↑",
+    "tgnnexplainer_aufsc": "aufsc_keep, T-GNNExplainer's protocol ↑",
+    "tempme_acc_auc": "TempME's ACC-AUC: ± pairs, 1-30 % of slots ↑",
     "mean_size": "mean size of the counterfactuals found ↓",
     "median_size": "median size of the counterfactuals found ↓",
     "mean_sparsity": "their mean size / candidates ↓",
@@ -146,8 +149,10 @@ def _robustness(ok: pd.DataFrame) -> dict[str, float]:
 
 
 def _curves(ok: pd.DataFrame) -> dict[str, float]:
-    """``best_fid``, ``aufsc_keep`` and ``acc_auc`` of explained records
-    (``cftgnn.evaluation.curves``), over the events with a curve (NaN without the columns
+    """The curve metrics of explained records, each protocol's under its own name
+    (``cftgnn.evaluation.curves``): ``best_fid``, ``aufsc_keep`` and ``acc_auc`` (common),
+    ``tgnnexplainer_best_fid`` and ``tgnnexplainer_aufsc`` (tgnnexplainer),
+    ``tempme_acc_auc`` (tempme); each over the events with that curve (NaN without the columns
     or without any curve)."""
     p0 = _column(ok, "original_logit")
 
@@ -155,8 +160,14 @@ def _curves(ok: pd.DataFrame) -> dict[str, float]:
         return list(ok[name]) if name in ok.columns else [None] * len(ok)
 
     fid, acc = rows("fid_curve_logits"), rows("acc_curve_logits")
+    tgx = rows("tgnnexplainer_curve_logits")
+    neg0 = _column(ok, "tempme_neg_logit")
     return {"best_fid": best_fid(p0, fid), "aufsc_keep": aufsc_keep(p0, fid),
-            "acc_auc": acc_auc(p0, acc)}
+            "acc_auc": acc_auc(p0, acc),
+            "tgnnexplainer_best_fid": best_fid(p0, tgx),
+            "tgnnexplainer_aufsc": aufsc_keep(p0, tgx),
+            "tempme_acc_auc": tempme_acc_auc(p0, rows("tempme_curve_logits"), neg0,
+                                             rows("tempme_neg_curve_logits"))}
 
 
 def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
@@ -221,9 +232,14 @@ def summarize(
       (``characterization_score``, weights ½/½), ``aufsc_plus``, ``aufsc_minus``. The three
       fid− based columns are NaN without a ``keep_logit`` column.
     * ``best_fid``, ``aufsc_keep`` (T-GNNExplainer's Best-FID and AUFSC over kept shares of
-      the ranking) and ``acc_auc`` (TempME's ACC-AUC): ``cftgnn.evaluation.curves``, over
-      the explained events with a curve (``fid_curve_logits``, ``acc_curve_logits``; NaN
-      for records without them, e.g. older than schema 4).
+      the ranking) and ``acc_auc`` (TempME's ACC-AUC) under the **common** protocol:
+      ``cftgnn.evaluation.curves``, over the explained events with a curve
+      (``fid_curve_logits``, ``acc_curve_logits``; NaN for records without them, e.g. older
+      than schema 4).
+    * ``tgnnexplainer_best_fid``, ``tgnnexplainer_aufsc``: Best-FID and AUFSC under the
+      **tgnnexplainer** protocol (``tgnnexplainer_curve_logits``); ``tempme_acc_auc``:
+      TempME's ACC-AUC under the **tempme** protocol, over positive and negative pairs
+      (``tempme_acc_auc``). NaN where the run did not compute that protocol.
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
       cardinality-minimal (docs/design.md §7; NaN for records without the column).

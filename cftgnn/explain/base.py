@@ -95,6 +95,12 @@ class Explainer(ABC):
     #: The budget's oracle calls are exact evaluations (searches calling the exact backend
     #: directly), not search-mode ones.
     budget_counts_exact: ClassVar[bool] = False
+    #: The curve protocols (``cftgnn.evaluation.curves.Protocol`` values) whose curves the
+    #: explainer's results can be scored under: every one for every explainer of the project
+    #: (each hands back a ranking; a search that also hands back its scored ``coalitions`` is
+    #: scored by them under ``tgnnexplainer``). An explainer that cannot serve one names the
+    #: others here; ``explain.py`` then refuses that protocol before any work.
+    protocols: ClassVar[frozenset[str]] = frozenset({"common", "tgnnexplainer", "tempme"})
 
     def __init__(self, strategy: SelectionStrategy | None = None,
                  post: PostProcessing | None = None, **options: Any) -> None:

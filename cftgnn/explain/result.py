@@ -37,7 +37,11 @@ from cftgnn.oracle.oracle import is_flip
 #: (``group_logit``; ``event`` and ``screen`` in older records).
 #: 6: the seconds of the checks after the search, beside ``time_s`` (``keep_time_s``,
 #: ``curve_time_s``; NaN in older records: not measured).
-SCHEMA_VERSION = 6
+#: 7: the curve protocols beside the common one (``curve_protocols``,
+#: ``tgnnexplainer_curve_logits``, ``tempme_curve_logits`` and the negative pair's
+#: ``tempme_neg_dst``, ``tempme_neg_logit``, ``tempme_neg_curve_logits``; older records hold the
+#: common protocol's curves only).
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)

@@ -393,6 +393,30 @@ class EventReplay:
         """Approximate logits by one full masked replay per set (reference path)."""
         return self._logits(sets, approximate=True, reference=True)
 
+    def pair_logits(self, sets: Sequence[frozenset[int]], dst: int) -> npt.NDArray[np.float64]:
+        """Exact logits of the pair ``(src_i, dst, t_i)`` — the explained source and time with
+        another destination (a negative pair) — with each removal set removed, ``[P]``.
+
+        One masked replay of ``[b0, i)`` per set through the model's state verbs, then one
+        prediction of that pair: ``GenericReplay``'s rule (the exact history of
+        ``exact``, ``history=batch_start``'s own batch removed too), with another query. It
+        equals ``naive_logit(..., dst=dst)`` (a test checks it); it is not the batched
+        replay, so it costs one replay per set. The engine's counters are not touched.
+        """
+        model = self.engine.model
+        stream = self.engine.stream
+        query = slice(self.event_id, self.event_id + 1)
+        src, t = stream.src[query].copy(), stream.t[query].copy()
+        target = np.asarray([int(dst)], dtype=stream.dst.dtype)
+        out = []
+        with eval_mode(model), torch.no_grad():
+            for removed in sets:
+                mask = self._mask(frozenset(int(e) for e in removed), approximate=False)
+                model.restore(self.base)
+                model.advance(self.start, self.event_id, mask)
+                out.append(float(model.predict(src, target, t).reshape(-1)[0]))
+        return np.asarray(out, dtype=np.float64)
+
     def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
         """Kept history events whose input each removal set changes, ``int64 [P]``
         (``cftgnn.replay.consequence``): the memory cone for a model with memory, the
@@ -426,6 +450,7 @@ class EventReplay:
             max_size=constraints.max_size, consequence=self.consequence,
         )
         oracle.fingerprint = self.engine.fingerprint
+        oracle.pair = self.pair_logits
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             # the exact plan's recording ends in the probe's state when nothing of the
@@ -439,14 +464,15 @@ class EventReplay:
 
 def naive_logit(
     model: ReplayableModel, stream: EventStream, event_id: int, removed: Sequence[int] = (),
-    history: History | str = History.EVENT,
+    history: History | str = History.EVENT, dst: int | None = None,
 ) -> float:
     """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
 
     This is the slow computation every oracle mode is tested (and benchmarked) against. It
     works on a copy of ``model``, so an engine using ``model`` is left as it was. With
     ``history=batch_start`` the replay stops at the start of the event's batch
-    (``cftgnn.oracle.history``).
+    (``cftgnn.oracle.history``). With ``dst``, the prediction is of the event's source and
+    time with that destination instead (a negative pair, ``EventReplay.pair_logits``).
     """
     sub, kept = stream.without(np.asarray(list(removed), dtype=np.int64))
     model = copy.deepcopy(model)
@@ -454,5 +480,7 @@ def naive_logit(
         model.attach(sub, event_ids=kept)
         model.advance(0, history_end(event_id, model.batch_size, history))
         sl = slice(event_id, event_id + 1)
-        logit = model.predict(stream.src[sl].copy(), stream.dst[sl].copy(), stream.t[sl].copy())
+        target = (stream.dst[sl].copy() if dst is None
+                  else np.asarray([int(dst)], dtype=stream.dst.dtype))
+        logit = model.predict(stream.src[sl].copy(), target, stream.t[sl].copy())
     return float(logit[0])

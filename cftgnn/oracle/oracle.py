@@ -56,6 +56,10 @@ LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 #: A batched consequence measure: P removal sets -> how many later history events each one
 #: changes, ``int [P]`` (``cftgnn.replay.consequence``).
 ConsequenceFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
+#: Exact logits of another destination for the explained source at the explained time, under
+#: removal sets: ``pair(sets, dst)`` (``EventReplay.pair_logits``; the ``tempme`` curve
+#: protocol's negative pairs).
+PairFn = Callable[[Sequence[frozenset[int]], int], npt.ArrayLike]
 
 RemovalSet = frozenset[int]
 
@@ -280,6 +284,10 @@ class Oracle:
         #: The run's model and stream (set by the replay engine; None for toy oracles): what
         #: a trained explainer checks its checkpoint against (docs/design.md §8).
         self.fingerprint: ModelFingerprint | None = None
+        #: Exact logits of the explained source with another destination under removal sets
+        #: (``PairFn``; set by the replay engine, None for toy oracles): not counted, not
+        #: cached, never an explainer's (the ``tempme`` protocol's negative pairs).
+        self.pair: PairFn | None = None
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)

@@ -45,8 +45,10 @@ from cftgnn.reporting.runs import KEYS, config_keys, load_runs, run_settings
 from cftgnn.reporting.tables import (
     TABLE_COLUMNS,
     comparison_table,
+    has_protocols,
     it_max_table,
     markdown_table,
+    protocol_table,
 )
 
 # --------------------------------------------------------------------------- the report
@@ -91,7 +93,7 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         "sizes are over the counterfactuals found; times are seconds per event; ↑/↓ mark the",
         "better direction (definitions: `cftgnn.evaluation.metrics`). Best-FID and AUFSC kept",
         "(T-GNNExplainer) and ACC-AUC (TempME) keep top shares of each explainer's ranking",
-        "(definitions: `cftgnn.evaluation.curves`).",
+        "under the common protocol (definitions: `cftgnn.evaluation.curves`).",
         "",
         "## By configuration",
         "",
@@ -102,6 +104,19 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         markdown_table(groups),
         "",
     ]
+    if has_protocols(records):
+        lines += [
+            "## Curve metrics by protocol",
+            "",
+            "Each curve metric under the common protocol and under its paper's own, side by",
+            "side (`protocol=`; docs/metrics.md, Protocols): T-GNNExplainer's evaluator (20",
+            "most recent candidates, ⌊s·m⌋ + 1 kept, a search by its best coalition per level)",
+            "and TempME's (ratios 0.01–0.30 of the sampled slots, negative pairs counted, mean",
+            "over the ratios). – where a run did not compute that protocol.",
+            "",
+            markdown_table(protocol_table(records)),
+            "",
+        ]
     for path in rules:
         body = path.read_text().split("\n", 1)[1].strip()  # without its own title
         lines += [f"## Regional rules (`{path}`)", "", body, ""]

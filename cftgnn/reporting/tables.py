@@ -42,6 +42,17 @@ ROBUSTNESS_TABLE_COLUMNS: dict[str, str] = {
     "rule_found": "local rule",
 }
 
+#: The curve metrics of each protocol (``protocol=``, docs/metrics.md), side by side, each
+#: heading labelled with its protocol: the table of ``protocol_table``.
+PROTOCOL_TABLE_COLUMNS: dict[str, str] = {
+    "best_fid": "Best-FID · common ↑",
+    "tgnnexplainer_best_fid": "Best-FID · T-GNNExplainer ↑",
+    "aufsc_keep": "AUFSC · common ↑",
+    "tgnnexplainer_aufsc": "AUFSC · T-GNNExplainer ↑",
+    "acc_auc": "ACC-AUC · common ↑",
+    "tempme_acc_auc": "ACC-AUC · TempME (± pairs) ↑",
+}
+
 _KEY_HEADINGS = {"strategy_name": "strategy"}
 
 
@@ -65,6 +76,21 @@ def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFr
     if "it_max" in keys:
         table["it_max"] = table["it_max"].astype("Int64")  # 300, not 300.000; NaN stays missing
     return table
+
+
+def has_protocols(records: pd.DataFrame) -> bool:
+    """Whether some record holds a curve of a protocol other than the common one."""
+    return any(name in records.columns and any(
+        v is not None and len(v) > 0 for v in records[name])
+        for name in ("tgnnexplainer_curve_logits", "tempme_curve_logits"))
+
+
+def protocol_table(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration: each curve metric under each protocol, side by side
+    (``PROTOCOL_TABLE_COLUMNS``; – where a run did not compute that protocol)."""
+    keys = config_keys(records)
+    table = summarize(records, by=keys)[[*keys, *PROTOCOL_TABLE_COLUMNS]]
+    return table.sort_values(keys, ignore_index=True)
 
 
 def _cell(value: Any) -> str:
@@ -92,7 +118,9 @@ def markdown_table(table: pd.DataFrame) -> str:
     Returns:
         The table, one line per row, without a trailing newline.
     """
-    names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **_KEY_HEADINGS}
+    names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **_KEY_HEADINGS,
+             **(PROTOCOL_TABLE_COLUMNS if set(table.columns) & {
+                 "tgnnexplainer_best_fid", "tgnnexplainer_aufsc", "tempme_acc_auc"} else {})}
     heads = [names.get(str(c), str(c)) for c in table.columns]
     numeric = [pd.api.types.is_numeric_dtype(table[c]) for c in table.columns]
     rule = ["---:" if num else ":---" for num in numeric]
@@ -114,5 +142,6 @@ def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 
-__all__ = ["ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS", "comparison_table", "it_max_table",
-           "markdown_table"]
+__all__ = ["PROTOCOL_TABLE_COLUMNS", "ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS",
+           "comparison_table", "has_protocols", "it_max_table", "markdown_table",
+           "protocol_table"]

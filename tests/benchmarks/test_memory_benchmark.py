@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
                           "[1.5, 3]"),
     ("n_events=abc", "error: n_events must be an integer >= 0, got 'abc'"),
     ("timeout_s=-3", "error: timeout_s must be null or a number > 0, got -3"),
-    ("curves=all", "error: curves must be one of auto, none, common, got 'all'"),
+    ("curves=every", "error: curves must be one of auto, none, common, all, got 'every'"),
 ])
 def test_bad_options_end_in_one_line(arg: str, message: str, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_memory.py"), arg],
@@ -30,11 +30,11 @@ def test_bad_options_end_in_one_line(arg: str, message: str, tmp_path: Path) -> 
     assert "events" not in done.stdout  # no table started: nothing ran
 
 
-@pytest.mark.parametrize("curves", ["common", "none", "auto"])
+@pytest.mark.parametrize("curves", ["common", "none", "auto", "all"])
 def test_the_child_times_each_event_whole_and_its_curve_call(curves: str) -> None:
     """``measure`` (the child) reports per event ``time_s`` (setup + search), the curve
     call's seconds (NaN with ``curves=none``) and the wall time of the whole event;
-    ``auto`` computes the curves on this short stream."""
+    ``auto`` computes the curves on this short stream; ``all`` every protocol's."""
     import math
 
     from omegaconf import OmegaConf
@@ -49,7 +49,7 @@ def test_the_child_times_each_event_whole_and_its_curve_call(curves: str) -> Non
            "mode": str(conf.mode), "m_max": 16, "k": None, "seed": 0, "num_threads": 1,
            "curves": curves, "num_events": 1500, "num_nodes": 60, "budget": 0.5}
     out = measure(job)
-    assert out["curves"] == ("none" if curves == "none" else "common")
+    assert out["curves"] == {"none": "none", "all": "all"}.get(curves, "common")
     assert len(out["event_s"]) == len(out["event_wall_s"]) == len(out["curve_s"]) >= 1
     for time_s, wall, curve in zip(out["event_s"], out["event_wall_s"], out["curve_s"],
                                    strict=True):

@@ -39,7 +39,10 @@ CASES = [
     ("explain.py", ["n_events=abc"], "n_events must be an integer"),
     ("explain.py", ["mode=bogus"], "mode must be one of approximate, exact, auto"),
     ("explain.py", ["history=bogus"], "history must be one of"),
-    ("explain.py", ["curves=every"], "curves must be one of auto, none, common, got 'every'"),
+    ("explain.py", ["curves=every"], "curves must be one of auto, none, common, all, got 'every'"),
+    ("explain.py", ["protocol=bogus"], "protocol must be one of common, tgnnexplainer, tempme, "
+     "all, or a list of them"),
+    ("explain.py", ["protocol=[common,tmpme]"], "got ['common', 'tmpme']"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
     ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
