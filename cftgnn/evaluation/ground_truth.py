@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,11 @@ import numpy.typing as npt
 from cftgnn.data.stream import EventCauses
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.metrics import flip_mask, mean_or_nan
+from cftgnn.explain.result import ExplanationStatus
+
+if TYPE_CHECKING:
+    from cftgnn.explain.result import ExplanationResult
+    from cftgnn.oracle.oracle import Oracle
 
 _NAN = float("nan")
 
@@ -266,6 +271,48 @@ def ground_truth_row(ranking: Sequence[int], importance: Sequence[float],
     }
 
 
+#: The record columns of an explained event on a stream with causes (``cause_columns``; null
+#: on other streams), with their types: ``cftgnn.evaluation.records.GROUND_TRUTH_COLUMNS``.
+CAUSE_COLUMNS: tuple[str, ...] = (
+    "cause_total", "cause_size", "cause_auc", "cause_precision", "cause_contains",
+    "cause_contained", "cause_equal", "cause_logit", "cause_flip",
+)
+
+
+def cause_columns(result: ExplanationResult, cause: Iterable[int],
+                  oracle: Oracle | None = None) -> dict[str, Any]:
+    """The ground-truth columns of one explained event's record (``CAUSE_COLUMNS``).
+
+    ``ground_truth_row`` of the result against the causes among the removable events (the
+    events the explainer chose from), plus ``cause_total`` (all causes of the event, so a
+    record tells whether its whole cause was a candidate) and the model-side check of
+    ``cause_flip_rate``: ``cause_logit``, the exact logit with exactly those causes removed
+    (one more exact call, after the explanation, like ``keep_logit``), and ``cause_flip``,
+    whether it has the other sign than the original logit.
+
+    Args:
+        result: The explanation.
+        cause: The event's causes (``stream.causes.of(event)``).
+        oracle: The event's oracle; None (or an event that was not explained, or no cause
+            among the removable events) leaves ``cause_logit`` NaN and ``cause_flip`` None.
+
+    Returns:
+        ``{column: value}`` for every name of ``CAUSE_COLUMNS``.
+    """
+    ids = _ids(cause, "cause")
+    pool = (oracle.removable if oracle is not None
+            else _ids(result.candidate_ids, "candidates"))
+    inside = np.intersect1d(ids, pool)
+    answer = list(result.explanation) if result.is_counterfactual else None
+    row = ground_truth_row(list(result.ranking), list(result.importance), answer, inside, pool)
+    logit, flip = _NAN, None
+    if oracle is not None and inside.size and result.status is ExplanationStatus.OK:
+        logit = oracle.exact(inside.tolist())
+        flip = bool(flip_mask([oracle.original_logit], [logit])[0])
+    return {"cause_total": int(np.unique(ids).size), **row, "cause_logit": float(logit),
+            "cause_flip": flip}
+
+
 def _listed(value: Any) -> list[Any]:
     """A record cell (list, tuple, array or None) as a list."""
     return [] if value is None else list(value)
@@ -343,6 +390,6 @@ def score_run(run_dir: str | os.PathLike[str]
     return scored, summarize_ground_truth(scored)
 
 
-__all__ = ["cause_auc", "cause_flip_rate", "cause_precision_at_k", "cause_set_relation",
-           "cause_set_shares", "ground_truth_row", "score_records", "score_run",
-           "summarize_ground_truth"]
+__all__ = ["CAUSE_COLUMNS", "cause_auc", "cause_columns", "cause_flip_rate",
+           "cause_precision_at_k", "cause_set_relation", "cause_set_shares",
+           "ground_truth_row", "score_records", "score_run", "summarize_ground_truth"]

@@ -15,8 +15,9 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
    ranking (``cftgnn.evaluation.curves``, one batched call; ``curves=none`` skips it), each
-   timed beside the search (``keep_time_s``, ``curve_time_s``), and writes it as one record
-   (``cftgnn.evaluation.records``);
+   timed beside the search (``keep_time_s``, ``curve_time_s``), on a stream with planted
+   causes the ground-truth columns (``cftgnn.evaluation.ground_truth.cause_columns``), and
+   writes it as one record (``cftgnn.evaluation.records``);
 5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
    explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
    ``draw`` function, the path of its picture too) and the table's metrics that have a value;
@@ -56,6 +57,7 @@ from cftgnn.evaluation.curves import (
     tgx_coalition_removal_sets,
     tgx_removal_sets,
 )
+from cftgnn.evaluation.ground_truth import cause_columns
 from cftgnn.evaluation.options import (
     AUTO_CURVES_MAX_EVENTS,
     CurveSet,
@@ -564,6 +566,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
             record["time_s"] += record["robustness_time_s"] or 0.0
+        if engine.stream.causes is not None:  # a planted stream: how the answer meets the cause
+            record.update(cause_columns(result, engine.stream.causes.of(event_id), oracle))
         store.write(record)
         del oracle, explainer  # its plans go before the next event's are recorded (budget)
         flips += bool(result.is_counterfactual)

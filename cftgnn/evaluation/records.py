@@ -313,18 +313,28 @@ ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("robustness_time_s", pa.float64()),
 )
 
+#: Ground-truth columns of a run on a stream with causes (``dataset=planted``;
+#: ``cftgnn.evaluation.ground_truth.cause_columns``; null on other streams).
+GROUND_TRUTH_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("cause_total", pa.int64()), ("cause_size", pa.int64()), ("cause_auc", pa.float64()),
+    ("cause_precision", pa.float64()), ("cause_contains", pa.bool_()),
+    ("cause_contained", pa.bool_()), ("cause_equal", pa.bool_()),
+    ("cause_logit", pa.float64()), ("cause_flip", pa.bool_()),
+)
+
 #: The columns of an explanation record, with their types, derived from the declarations:
 #: the result's (``RESULT_COLUMNS``, typed by
 #: [``ExplanationResult``][cftgnn.explain.ExplanationResult]'s annotations), then ``EventContext``'s
 #: fields that are not result columns (``setup_time_s`` replaces the result's), then
-#: ``ROBUSTNESS_COLUMNS``. Every record file of an explanation run holds all of them (null where a
-#: value is absent, e.g. ``agreement`` when no set was evaluated both ways), so a run directory
-#: reads as one dataset whatever mix of statuses it holds.
+#: ``ROBUSTNESS_COLUMNS``, then ``GROUND_TRUTH_COLUMNS``. Every record file of an explanation
+#: run holds all of them (null where a value is absent, e.g. ``agreement`` when no set was
+#: evaluated both ways), so a run directory reads as one dataset whatever mix of statuses it
+#: holds.
 RECORD_SCHEMA = pa.schema(
     [(c.name, arrow_type(column_types()[c.name])) for c in RESULT_COLUMNS]
     + [(name, arrow_type(kind)) for name, kind in typing.get_type_hints(EventContext).items()
        if name not in column_types()]
-    + list(ROBUSTNESS_COLUMNS))
+    + list(ROBUSTNESS_COLUMNS) + list(GROUND_TRUTH_COLUMNS))
 
 
 def event_record(result: ExplanationResult, context: EventContext) -> dict[str, Any]:
@@ -504,6 +514,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
 
 __all__ = [
     "RECORD_SCHEMA",
+    "GROUND_TRUTH_COLUMNS",
     "ROBUSTNESS_COLUMNS",
     "EventContext",
     "RecordStore",

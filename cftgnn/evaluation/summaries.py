@@ -80,6 +80,19 @@ MEANINGS: dict[str, str] = {
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(MEANINGS)
 """Metric columns of ``summarize``, in order (after the ``by`` columns): ``MEANINGS``'s keys."""
 
+GROUND_TRUTH_MEANINGS: dict[str, str] = {
+    "cause_found": "share of events with their whole cause a candidate",
+    "cause_auc": "AUC of the ranking at finding the planted cause ↑",
+    "cause_precision": "share of causes among the top |cause| ranked ↑",
+    "cause_contains": "share of answers that contain the cause ↑",
+    "cause_contained": "share of answers inside the cause ↑",
+    "cause_equal": "share of answers equal to the cause ↑",
+    "cause_flip": "share the model flips with the cause removed ↑",
+}
+"""The ground-truth columns ``summarize`` adds after ``SUMMARY_COLUMNS`` when the records
+carry planted causes (``has_causes``; ``cftgnn.evaluation.ground_truth``), with their meanings;
+records of other streams get none of them."""
+
 #: Printed under a table with its meanings.
 METRICS_PAGE = "docs/metrics.md"
 
@@ -170,7 +183,32 @@ def _curves(ok: pd.DataFrame) -> dict[str, float]:
                                              rows("tempme_neg_curve_logits"))}
 
 
-def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
+def has_causes(records: pd.DataFrame) -> bool:
+    """Whether records come from a stream with planted causes (a non-null ``cause_total``)."""
+    return "cause_total" in records.columns and bool(records["cause_total"].notna().any())
+
+
+def _share(ok: pd.DataFrame, name: str) -> float:
+    """Mean of a column over the rows where it is defined (a boolean column as 0/1 shares;
+    NaN when it is defined nowhere)."""
+    if name not in ok.columns:
+        return _NAN
+    values = ok[name].dropna()
+    return mean_or_nan(values.astype(np.float64).to_numpy()) if len(values) else _NAN
+
+
+def _ground_truth(ok: pd.DataFrame) -> dict[str, float]:
+    """``GROUND_TRUTH_MEANINGS``'s columns of explained records: ``cause_found`` over the
+    events with a cause, each other the mean of its record column
+    (``cftgnn.evaluation.ground_truth.cause_columns``) where defined."""
+    total, size = _column(ok, "cause_total"), _column(ok, "cause_size")
+    caused = total > 0
+    found = mean_or_nan((size[caused] == total[caused]).astype(np.float64))
+    return {"cause_found": found,
+            **{name: _share(ok, name) for name in GROUND_TRUTH_MEANINGS if name != "cause_found"}}
+
+
+def _summarize_group(g: pd.DataFrame, causes: bool = False) -> dict[str, float]:
     """The metric columns for one group of records."""
     ok = g[explained(g["status"])] if len(g) else g
     p0 = _column(ok, "original_logit")
@@ -214,6 +252,7 @@ def _summarize_group(g: pd.DataFrame) -> dict[str, float]:
         "time_p90": times["p90"],
         "time_mean": times["mean"],
         "curve_time_p50": runtime_percentiles(_column(ok, "curve_time_s"), q=(50,))["p50"],
+        **(_ground_truth(ok) if causes else {}),
     }
 
 
@@ -259,6 +298,12 @@ def summarize(
     * ``curve_time_p50``: median seconds of the curve logits' exact call (``curve_time_s``,
       not part of ``time_s``) over the explained events that made it (NaN for none: records
       of ``curves=none`` or older than schema 6).
+    * Only for records of a stream with planted causes (``has_causes``), after those:
+      ``GROUND_TRUTH_MEANINGS``'s columns over the explained events (``cause_found``: share
+      of the events with a cause whose whole cause was a candidate; ``cause_auc``,
+      ``cause_precision``: of the rankings; ``cause_contains``, ``cause_contained``,
+      ``cause_equal``: of the counterfactual answers; ``cause_flip``: share of events whose
+      prediction flips with exactly their cause removed, the model-side check).
 
     Missing optional columns (``cache_hits``, ``agreement``, ...) give NaN.
 
@@ -267,26 +312,28 @@ def summarize(
         by: Columns to group by; empty for a single row over all records.
 
     Returns:
-        The ``by`` columns followed by ``SUMMARY_COLUMNS``, groups in order of first
-        appearance (NaN keys form their own group).
+        The ``by`` columns followed by ``SUMMARY_COLUMNS`` (and ``GROUND_TRUTH_MEANINGS``'s
+        columns for records with causes), groups in order of first appearance (NaN keys form
+        their own group).
 
     Raises:
         ValueError: A ``by`` column or ``status`` is missing while there are records.
     """
     df = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
     keys = list(by)
-    columns = [*keys, *SUMMARY_COLUMNS]
+    causes = has_causes(df)
+    columns = [*keys, *SUMMARY_COLUMNS, *(GROUND_TRUTH_MEANINGS if causes else ())]
     missing = [k for k in keys if k not in df.columns]
     if missing:
         raise ValueError(f"group-by columns not in the records: {missing}")
     if len(df) and "status" not in df.columns:
         raise ValueError("records need a 'status' column")
     if not keys:
-        return pd.DataFrame([_summarize_group(df)], columns=columns)
+        return pd.DataFrame([_summarize_group(df, causes)], columns=columns)
     rows = []
     for key, g in df.groupby(keys, sort=False, dropna=False):
         values = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(keys, values, strict=True)), **_summarize_group(g)})
+        rows.append({**dict(zip(keys, values, strict=True)), **_summarize_group(g, causes)})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -297,10 +344,11 @@ def summary_metrics(records: pd.DataFrame | Sequence[Mapping[Any, Any]]) -> dict
         records: One row per explained event.
 
     Returns:
-        Every column of ``SUMMARY_COLUMNS`` as a float.
+        Every column of ``SUMMARY_COLUMNS`` (and the ground-truth ones for records with
+        causes) as a float.
     """
     row = summarize(records).iloc[0]
-    return {name: float(row[name]) for name in SUMMARY_COLUMNS}
+    return {str(name): float(row[name]) for name in row.index}
 
 
 def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = False,
@@ -326,6 +374,8 @@ def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = 
     if hide_nan:
         hidden = [c for c in df.columns if c != index and c in SUMMARY_COLUMNS
                   and df[c].isna().all()]
+        # a planted stream's columns are there because it has causes: shown even when NaN
+        # (a ranking-only explainer has no answer to compare), never listed as hidden
         df = df.drop(columns=hidden)
 
     def cell(value: Any) -> str:
@@ -341,7 +391,8 @@ def format_summary(df: pd.DataFrame, index: str | None = None, hide_nan: bool = 
         table = wide.to_string()
         if meanings:  # left-aligned after the values (the header line comes first)
             lines = table.splitlines()
-            table = "\n".join([lines[0], *(f"{line}   {MEANINGS.get(str(m), '')}".rstrip()
+            said = {**MEANINGS, **GROUND_TRUTH_MEANINGS}
+            table = "\n".join([lines[0], *(f"{line}   {said.get(str(m), '')}".rstrip()
                                            for line, m in zip(lines[1:], wide.index,
                                                               strict=True))])
     foot = []
@@ -384,5 +435,5 @@ def group_note(records: pd.DataFrame) -> str | None:
             "batch-start prediction itself)")
 
 
-__all__ = ["MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS", "format_summary", "group_note",
-           "summarize", "summary_metrics"]
+__all__ = ["GROUND_TRUTH_MEANINGS", "MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS",
+           "format_summary", "group_note", "has_causes", "summarize", "summary_metrics"]

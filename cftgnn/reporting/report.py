@@ -51,6 +51,15 @@ from cftgnn.reporting.tables import (
     protocol_table,
 )
 
+#: Said under the header of a report whose runs have planted causes (its cause columns).
+GROUND_TRUTH_NOTE = (
+    "The cause columns compare each explanation with the planted cause of its event (runs on",
+    "`dataset=planted`; definitions: `cftgnn.evaluation.ground_truth`): the share of events",
+    "whose whole cause was a candidate, the AUC and precision at |cause| of the ranking, the",
+    "shares of answers that contain, lie inside or equal the cause, and the share of events",
+    "the model flips when exactly their cause is removed (near 0: the model ignores it).",
+)
+
 # --------------------------------------------------------------------------- the report
 
 
@@ -94,6 +103,7 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         "better direction (definitions: `cftgnn.evaluation.metrics`). Best-FID and AUFSC kept",
         "(T-GNNExplainer) and ACC-AUC (TempME) keep top shares of each explainer's ranking",
         "under the common protocol (definitions: `cftgnn.evaluation.curves`).",
+        *(GROUND_TRUTH_NOTE if "cause_auc" in table.columns else ()),
         "",
         "## By configuration",
         "",

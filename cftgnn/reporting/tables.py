@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.summaries import summarize
+from cftgnn.evaluation.summaries import has_causes, summarize
 from cftgnn.reporting.runs import config_keys
 
 #: Summary column → table heading, in table order. The diversity columns
@@ -53,6 +53,18 @@ PROTOCOL_TABLE_COLUMNS: dict[str, str] = {
     "tempme_acc_auc": "ACC-AUC · TempME (± pairs) ↑",
 }
 
+#: Ground-truth columns (runs on a stream with planted causes, ``summaries.has_causes``),
+#: added last when any record has them: ``summaries.GROUND_TRUTH_MEANINGS``.
+GROUND_TRUTH_TABLE_COLUMNS: dict[str, str] = {
+    "cause_found": "cause a candidate",
+    "cause_auc": "cause AUC ↑",
+    "cause_precision": "cause P@|C| ↑",
+    "cause_contains": "⊇ cause ↑",
+    "cause_contained": "⊆ cause ↑",
+    "cause_equal": "= cause ↑",
+    "cause_flip": "flip w/o cause ↑",
+}
+
 _KEY_HEADINGS = {"strategy_name": "strategy"}
 
 
@@ -65,12 +77,14 @@ def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFr
 
     Returns:
         The key columns followed by the ``TABLE_COLUMNS`` (and the
-        ``ROBUSTNESS_TABLE_COLUMNS`` when some record was measured), as ``summarize``
+        ``ROBUSTNESS_TABLE_COLUMNS`` when some record was measured, the
+        ``GROUND_TRUTH_TABLE_COLUMNS`` when some record has planted causes), as ``summarize``
         computes them, sorted by the keys.
     """
     keys = config_keys(records) + (["group"] if by_group else [])
     robust = ("robust_impl" in records.columns and records["robust_impl"].notna().any())
-    columns = [*TABLE_COLUMNS, *(ROBUSTNESS_TABLE_COLUMNS if robust else ())]
+    columns = [*TABLE_COLUMNS, *(ROBUSTNESS_TABLE_COLUMNS if robust else ()),
+               *(GROUND_TRUTH_TABLE_COLUMNS if has_causes(records) else ())]
     table = summarize(records, by=keys)[[*keys, *columns]]
     table = table.sort_values(keys, ignore_index=True)
     if "it_max" in keys:
@@ -118,7 +132,8 @@ def markdown_table(table: pd.DataFrame) -> str:
     Returns:
         The table, one line per row, without a trailing newline.
     """
-    names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **_KEY_HEADINGS,
+    names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **GROUND_TRUTH_TABLE_COLUMNS,
+             **_KEY_HEADINGS,
              **(PROTOCOL_TABLE_COLUMNS if set(table.columns) & {
                  "tgnnexplainer_best_fid", "tgnnexplainer_aufsc", "tempme_acc_auc"} else {})}
     heads = [names.get(str(c), str(c)) for c in table.columns]
@@ -142,6 +157,6 @@ def it_max_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 
-__all__ = ["PROTOCOL_TABLE_COLUMNS", "ROBUSTNESS_TABLE_COLUMNS", "TABLE_COLUMNS",
-           "comparison_table", "has_protocols", "it_max_table", "markdown_table",
-           "protocol_table"]
+__all__ = ["GROUND_TRUTH_TABLE_COLUMNS", "PROTOCOL_TABLE_COLUMNS", "ROBUSTNESS_TABLE_COLUMNS",
+           "TABLE_COLUMNS", "comparison_table", "has_protocols", "it_max_table",
+           "markdown_table", "protocol_table"]

@@ -104,11 +104,13 @@ def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
     context = EventContext(setup_time_s=0.25, time_s=1.0, keep_logit=0.5, group="correct",
                            screen_logit=1.0, dataset="d", model="m", strategy_name="closest",
                            constraints="{}", auto_mode_ratio=float("nan"), shard=0)
+    from cftgnn.evaluation.ground_truth import CAUSE_COLUMNS
     from cftgnn.evaluation.robustness import ROBUSTNESS_COLUMNS
 
     record = event_record(result, context)
-    # the result's and the context's columns, then those robustness=true adds
-    assert list(record) + list(ROBUSTNESS_COLUMNS) == RECORD_SCHEMA.names
+    # the result's and the context's columns, then those robustness=true adds, then those of
+    # a stream with planted causes
+    assert list(record) + list(ROBUSTNESS_COLUMNS) + list(CAUSE_COLUMNS) == RECORD_SCHEMA.names
     assert record["setup_time_s"] == 0.25  # the context's replaces the result's
     context_names = [f.name for f in dataclasses.fields(EventContext)]
     assert list(record)[-(len(context_names) - 1):] == [
