@@ -39,13 +39,47 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cftgnn.errors import OracleError
+from cftgnn.errors import ConfigError, OracleError, warn
 from cftgnn.oracle.oracle import Oracle, RemovalSet
 
 
 def fork_available() -> bool:
     """Whether this platform can fork worker processes (not on Windows)."""
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_workers(num_workers: int, device: str) -> None:
+    """A run's ``num_workers`` against its machine, before any work: more than one process
+    needs ``fork`` and a model on the CPU; more processes than usable cores is allowed, with
+    a warning (they would share cores, so the split gains nothing).
+
+    Args:
+        num_workers: The option's value (already checked to be an integer ``>= 1``).
+        device: The run's resolved torch device (``cpu``, ``cuda``, ``cuda:1``, …).
+
+    Raises:
+        ConfigError: For ``num_workers > 1`` without ``fork`` or on a non-CPU device.
+    """
+    if num_workers <= 1:
+        return
+    if not fork_available():
+        raise ConfigError(f"num_workers={num_workers} needs the fork start method (Linux, "
+                          "macOS); use num_workers=1 here")
+    if str(device).split(":")[0] != "cpu":
+        raise ConfigError(f"num_workers={num_workers} needs device=cpu (forked worker "
+                          f"processes cannot share the {device} context); use num_workers=1 "
+                          "on a GPU")
+    cores = usable_cores()
+    if num_workers > cores:
+        warn(f"num_workers={num_workers} is more than the {cores} usable core(s): the "
+             "workers share them, so a certification gets no faster")
 
 
 @dataclass(frozen=True)
@@ -246,4 +280,4 @@ class ForkedWorkers:
         self._procs, self._conns, self._busy = [], [], {}
 
 
-__all__ = ["ChunkDone", "ForkedWorkers", "fork_available"]
+__all__ = ["ChunkDone", "ForkedWorkers", "check_workers", "fork_available", "usable_cores"]
