@@ -338,7 +338,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     tolerance = float(number(cfg, "prune_tolerance", minimum=0.0, finite=True) or 0.0)
     device = resolve_device(cfg.device)
     num_workers = int(cfg.get("num_workers", 1))
-    check_workers(num_workers, str(device))
+    check_workers(num_workers, str(device), int(cfg.num_threads))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     model, source = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,

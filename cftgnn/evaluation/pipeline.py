@@ -264,7 +264,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     shard, num_shards = _check_shard(cfg)
     device = resolve_device(cfg.device)  # before loading anything
     num_workers = int(cfg.get("num_workers", 1))
-    check_workers(num_workers, str(device))
+    check_workers(num_workers, str(device), int(cfg.num_threads))
     constraints = constraints_of(cfg)
     build_explainer(cfg)  # explainer, strategy, prune and certify options checked up front
     robust = robustness_options(cfg)

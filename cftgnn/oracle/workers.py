@@ -3,13 +3,19 @@
 [``ForkedWorkers``][cftgnn.oracle.workers.ForkedWorkers] forks ``N`` processes from the one
 that built an [``Oracle``][cftgnn.oracle.Oracle] (POSIX ``fork``: each child holds a
 copy-on-write copy of the model, the stream, the base state, the replay plans and the
-oracle's cache, nothing is pickled or loaded again). Each child runs one torch thread and
-evaluates whole chunks of removal sets with its copy's ``exact_batch``; the parent hands
-chunks to idle children and enters every chunk's logits into its own oracle with
+oracle's cache, nothing is pickled or loaded again). Each child evaluates whole chunks of
+removal sets with its copy's ``exact_batch``; the parent hands chunks to idle children and
+enters every chunk's logits into its own oracle with
 [``Oracle.record_exact``][cftgnn.oracle.Oracle.record_exact], so its cache, certificate and
 counters (calls, cache hits, batches; backend seconds summed over the processes) end as if it
 had evaluated them itself. Counters the backends update in place (``Oracle.tallies``, e.g.
 the replay engine's ``ReplayCounters``) get each child's share added when the workers stop.
+
+The parent must run one torch thread, and so does each child (``num_threads=1``, one worker
+per core): a child forked from a process whose OpenMP threads ran cannot start threads of
+its own (it hangs), and a child with another thread count than its parent could round a
+logit differently (a reduction split otherwise; measured: a logit's last bits differ
+between 2 threads and 1).
 
 A chunk's logits do not depend on the process that computes them: the same code runs on the
 same state for the same chunk. So a search that forms the same chunks as one process would
@@ -55,20 +61,27 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def check_workers(num_workers: int, device: str) -> None:
+def check_workers(num_workers: int, device: str, num_threads: int = 1) -> None:
     """A run's ``num_workers`` against its machine, before any work: more than one process
-    needs ``fork`` and a model on the CPU; more processes than usable cores is allowed, with
-    a warning (they would share cores, so the split gains nothing).
+    needs ``fork``, a model on the CPU and one torch thread (see the module docstring); more
+    processes than usable cores is allowed, with a warning (they would share cores, so the
+    split gains nothing).
 
     Args:
         num_workers: The option's value (already checked to be an integer ``>= 1``).
         device: The run's resolved torch device (``cpu``, ``cuda``, ``cuda:1``, …).
+        num_threads: The run's torch threads (``num_threads``).
 
     Raises:
-        ConfigError: For ``num_workers > 1`` without ``fork`` or on a non-CPU device.
+        ConfigError: For ``num_workers > 1`` without ``fork``, on a non-CPU device or with
+            more than one torch thread.
     """
     if num_workers <= 1:
         return
+    if num_threads != 1:
+        raise ConfigError(f"num_workers={num_workers} needs num_threads=1, got "
+                          f"num_threads={num_threads} (each worker runs one torch thread, and "
+                          "logits must not depend on the thread count)")
     if not fork_available():
         raise ConfigError(f"num_workers={num_workers} needs the fork start method (Linux, "
                           "macOS); use num_workers=1 here")
@@ -113,10 +126,16 @@ def _add_tally(tally: object, share: dict[str, float]) -> None:
         setattr(tally, name, max(old, value) if name.startswith("peak_") else old + value)
 
 
+def _torch_threads() -> int | None:
+    """This process's torch intra-op threads (None when torch is not loaded)."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else int(torch.get_num_threads())
+
+
 def _serve(oracle: Oracle, conn: Connection) -> None:
     """A worker's loop: evaluate each chunk received, answer its logits and counters; on
     ``None``, answer the tallies' shares and leave (``os._exit``: nothing of the parent's
-    state is finalised twice)."""
+    state is finalised twice). It runs one torch thread, as its parent does."""
     code = 1
     try:
         torch = sys.modules.get("torch")
@@ -178,6 +197,10 @@ class ForkedWorkers:
         self._busy: dict[Connection, tuple[int, tuple[RemovalSet, ...]]] = {}
 
     def __enter__(self) -> ForkedWorkers:
+        threads = _torch_threads()
+        if threads not in (None, 1):
+            raise OracleError(f"num_workers > 1 needs one torch thread in this process, not "
+                              f"{threads} (torch.set_num_threads(1); num_threads=1)")
         ctx = multiprocessing.get_context("fork")
         sys.stdout.flush()
         sys.stderr.flush()

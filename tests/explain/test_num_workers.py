@@ -34,6 +34,15 @@ F = frozenset
 IDS = list(range(3, 40, 3))  # 13 removable events: 78 pairs, 286 triples
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """num_workers > 1 runs with one torch thread (the workers' own)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _toy(backend: ToyBackend, num_workers: int = 1) -> Oracle:
     return Oracle(make_candidates(IDS), backend.logit(F()), exact=backend,
                   num_workers=num_workers)
@@ -142,7 +151,6 @@ def engines() -> dict[int, ReplayEngine]:
 
 @pytest.mark.parametrize("event", [1100, 1499])
 def test_exhaustive_on_a_tgn_stream_equals_one_process_bitwise(engines, event) -> None:
-    torch.set_num_threads(1)
     out = {}
     for n, engine in engines.items():
         oracle = engine.oracle(event, m_max=14, mode="exact")
@@ -162,7 +170,6 @@ def test_exhaustive_on_a_tgn_stream_equals_one_process_bitwise(engines, event) -
 def test_a_shifted_tgn_replay_finds_the_same_counterfactual(engines) -> None:
     """The untrained model's logits keep their sign under small removals; shifted by a
     constant between the original logit and the farthest pair's, some pairs flip."""
-    torch.set_num_threads(1)
     replay = EventReplay(engines[1], 1499, m_max=14)
     ids = [int(e) for e in replay.candidates.ids]
     p0 = float(replay.exact([F()])[0])
@@ -185,7 +192,6 @@ def test_a_plan_spilled_to_its_file_is_read_by_each_worker_at_its_offset(monkeyp
     segments at an offset, so their logits equal one process's bitwise."""
     from cftgnn.replay import record
 
-    torch.set_num_threads(1)
     monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 2048)  # segments of a toy size
 
     def no_replay(self, j):  # type: ignore[no-untyped-def]
@@ -209,7 +215,6 @@ def test_a_plan_spilled_to_its_file_is_read_by_each_worker_at_its_offset(monkeyp
 
 
 def test_certify_on_a_tgn_stream_equals_one_process_bitwise(engines, monkeypatch) -> None:
-    torch.set_num_threads(1)
     monkeypatch.setattr(post_module, "DEFAULT_CHUNK", 32)  # several chunks per size
     out = {}
     for n, engine in engines.items():
@@ -222,8 +227,20 @@ def test_certify_on_a_tgn_stream_equals_one_process_bitwise(engines, monkeypatch
     _same(one, many, 2)
 
 
+def test_more_than_one_torch_thread_is_refused() -> None:
+    """A forked child cannot run OpenMP threads its parent ran (it hangs), and one thread
+    rounds some logits otherwise than two."""
+    torch.set_num_threads(2)
+    with pytest.raises(OracleError, match="needs one torch thread in this process, not 2"):
+        search_by_size(_toy(HashedBackend(5.0, spread=0.5, seed=0)), IDS, 2, chunk_size=16,
+                       num_workers=2)
+    with pytest.raises(ConfigError, match="num_workers=2 needs num_threads=1, got "
+                                          "num_threads=4"):
+        check_workers(2, "cpu", num_threads=4)
+
+
 def test_check_workers_refuses_a_gpu_and_a_platform_without_fork(monkeypatch, capsys) -> None:
-    check_workers(1, "cuda")  # one process: anything goes
+    check_workers(1, "cuda", num_threads=8)  # one process: anything goes
     check_workers(2, "cpu")
     with pytest.raises(ConfigError, match="num_workers=2 needs device=cpu"):
         check_workers(2, "cuda:0")
