@@ -11,7 +11,9 @@ exact evaluations), in batched calls:
   chunk then share their oldest removals, whose effects the causal-cone replay computes once per
   chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than chunks in ranking order,
   whose every chunk names every far-back event, and on event 54454 a third fewer rows updated;
-  docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it.
+  docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it. With
+  ``num_workers > 1`` the chunks of a size go to forked worker processes
+  (``cftgnn.oracle.workers``), with the same chunks, logits and answer as one process.
 * [``prune``][cftgnn.explain.prune] shrinks a counterfactual by dropping one event at a time (all
   ``X \\ {e}`` in one batched call) while it stays counterfactual, until no single event can be
   dropped (1-minimal).

@@ -24,7 +24,7 @@ Results are cached per removed *set* (a ``frozenset``); a hit costs no backend e
 Counters separate search-mode and exact evaluations, cache hits and time spent in backends.
 The cache lives on the oracle instance (one per explained event), never at module level.
 
-(One module of a little over 500 lines: the cache, the counters, the two-stage check and the
+(One module of under 600 lines: the cache, the counters, the two-stage check and the
 certificate all read and write the one per-event state of [``Oracle``][cftgnn.oracle.Oracle].)
 """
 
