@@ -124,7 +124,7 @@ def check_memory_options(cfg: Any) -> None:
 
 def check_tail_options(cfg: Any) -> None:
     """``benchmark_tail.py``: ``max_size >= 1``, ``n_events >= 1`` (without ``events``), the
-    pruning options.
+    pruning options, ``num_workers >= 1``.
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -134,6 +134,7 @@ def check_tail_options(cfg: Any) -> None:
         integer(cfg, "n_events", minimum=1)
     boolean(cfg, "prune_perturbations")
     number(cfg, "prune_tolerance", minimum=0.0, finite=True)
+    integer(cfg, "num_workers", minimum=1)
 
 
 def check_gpu_options(cfg: Any) -> None:

@@ -9,6 +9,12 @@ event's time, the cone replay's work and memory, and the p90 and maximum over ev
 on, side by side in the same process, so the saving is a ratio measured under the same
 load, and the answers and certificates of the two runs are compared.
 
+With ``num_workers`` ``N > 1`` every search splits the sets of one size across ``N``
+processes (``cftgnn.oracle.workers``), and the ``compare_top`` costliest events are instead
+searched again with one process and with ``N``, side by side in the same run: time, whether
+the answers and certificates agree, and whether every exact logit of the two searches is
+bitwise the same (a digest of all of them).
+
 With ``prune_tolerance`` ``τ > 0`` the ``compare_top`` costliest events are instead searched
 with the exact replay (bitwise perturbation pruning) and with tolerance pruning at ``τ``
 (``TGNReplayOptions``), side by side: time, rows updated, whether
@@ -21,8 +27,11 @@ from the exact replay.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import resource
+import struct
 import sys
 import time
 from pathlib import Path
@@ -42,7 +51,9 @@ from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.models.base import TemporalModel
 from cftgnn.options import number
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
+from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.cone import ConeStats, checked_tolerance
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.training.resolve import resolve_device, resolve_model
@@ -55,12 +66,15 @@ def _peak_rss_mib() -> float:
 
 
 def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
-                 m_max: int, single_logits: bool = False) -> dict[str, Any]:
+                 m_max: int, single_logits: bool = False,
+                 logits_digest: bool = False) -> dict[str, Any]:
     """One exhaustive search on ``event_id`` (a fresh plan), timed, with the cone replay's
-    counters when the engine's replay is the TGN replay. With ``single_logits``, the row
-    holds the logits of removing each candidate alone too (key ``single_logits``), read
-    after the timing and the counters (from the oracle's cache, where the search evaluated
-    them)."""
+    counters when the engine's replay is the TGN replay (the worker processes' work
+    included). With ``single_logits``, the row holds the logits of removing each candidate
+    alone too (key ``single_logits``), read after the timing and the counters (from the
+    oracle's cache, where the search evaluated them); with ``logits_digest``, a SHA-256 of
+    every exact logit the search holds for the sets of sizes ``1..max_size`` (key
+    ``logits_sha256``, bitwise; a set not evaluated counts as absent)."""
     model_replay = engine.replay
     stats = ConeStats()
     if isinstance(model_replay, TGNReplay):
@@ -73,6 +87,7 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
                            "span": int(event_id - cand[0]) if len(cand) else 0,
                            "setup_s": setup}
     oracle = replay.oracle("exact")
+    oracle.tallies.append(stats)  # what worker processes add to it counts too
     if len(cand) == 0 or oracle.original_logit == 0:
         row.update(status="no candidates" if len(cand) == 0 else "p_orig = 0", seconds=setup)
         return row
@@ -92,7 +107,21 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
         model_replay.options.stats = None
     if single_logits:
         row["single_logits"] = oracle.exact_batch([[int(c)] for c in cand]).tolist()
+    if logits_digest:
+        row["logits_sha256"] = _logits_digest(oracle, max_size)
     return row
+
+
+def _logits_digest(oracle: Oracle, max_size: int) -> str:
+    """SHA-256 of the exact logits the oracle holds for every removable set of sizes
+    ``1..max_size`` (in ``itertools.combinations`` order; absent sets marked), bitwise."""
+    digest = hashlib.sha256()
+    events = sorted(int(e) for e in oracle.removable)
+    for size in range(1, oracle.size_limit(max_size) + 1):
+        for combo in itertools.combinations(events, size):
+            value = oracle.cached_exact(frozenset(combo))
+            digest.update(b"-" if value is None else struct.pack("<d", value))
+    return digest.hexdigest()
 
 
 def _percentile(values: pd.Series, q: float) -> float:
@@ -104,23 +133,27 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
                    max_size: int, m_max: int = 64, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
                    memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
-                   prune_tolerance: float = 0.0) -> dict[str, Any]:
+                   prune_tolerance: float = 0.0, num_workers: int = 1) -> dict[str, Any]:
     """Exhaustive search on every event of ``events`` (see the module docstring), with
-    perturbation pruning (``prune_perturbations``) and the replay engine's
-    ``memory_budget_gb`` (which bounds each pass of TGN's cone replay too).
+    perturbation pruning (``prune_perturbations``), the replay engine's
+    ``memory_budget_gb`` (which bounds each pass of TGN's cone replay too) and
+    ``num_workers`` processes per search.
 
     Times of the side-by-side rows are the searches' own (the plan's setup apart). With
     ``prune_tolerance > 0`` the side-by-side rows compare the exact replay with tolerance
-    pruning (``"tolerance"``, not exact) instead of pruning off and on (``"pruning"``).
+    pruning (``"tolerance"``, not exact); else with ``num_workers > 1`` one process with
+    ``num_workers`` (``"workers"``); else pruning off and on (``"pruning"``).
 
     Returns:
         ``{"events": [...one row per event, costliest first...], "summary": {...},
         "pruning": [...side-by-side rows of the compare_top costliest events...],
-        "tolerance": [...the same, exact vs prune_tolerance...]}``; times in seconds, memory
-        in MiB, ``torch_threads`` stated.
+        "tolerance": [...the same, exact vs prune_tolerance...], "workers": [...the same,
+        1 vs num_workers processes...]}``; times in seconds, memory in MiB,
+        ``torch_threads`` and ``num_workers`` stated.
     """
     tolerance = checked_tolerance(prune_tolerance, "prune_tolerance")
-    engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
+    engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb,
+                          num_workers=num_workers)
     if isinstance(engine.replay, TGNReplay):
         engine.replay.options.prune_perturbations = prune_perturbations
         engine.replay.options.prune_tolerance = 0.0  # the per-event table is exact
@@ -131,6 +164,7 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     summary: dict[str, Any] = {
         "dataset": stream.name, "model": type(model).__name__, "max_size": max_size,
         "events": len(table), "searched": len(ok), "torch_threads": torch.get_num_threads(),
+        "num_workers": num_workers,
         "median_s": _percentile(ok["seconds"], 50) if len(ok) else float("nan"),
         "p90_s": _percentile(ok["seconds"], 90) if len(ok) else float("nan"),
         "max_s": float(ok["seconds"].max()) if len(ok) else float("nan"),
@@ -143,8 +177,12 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     ranked = ok.sort_values("seconds", ascending=False) if len(ok) else ok
     side: list[dict[str, Any]] = []
     tol_rows: list[dict[str, Any]] = []
+    worker_rows: list[dict[str, Any]] = []
     replay = engine.replay
-    if compare_top > 0 and isinstance(replay, TGNReplay) and tolerance > 0:
+    if compare_top > 0 and num_workers > 1 and tolerance == 0:
+        for event_id in ranked["event_id"].head(compare_top).tolist():
+            worker_rows.append(_workers_row(engine, int(event_id), max_size, k, m_max))
+    elif compare_top > 0 and isinstance(replay, TGNReplay) and tolerance > 0:
         for event_id in ranked["event_id"].head(compare_top).tolist():
             tol_rows.append(_tolerance_row(engine, replay, int(event_id), max_size, k, m_max,
                                            tolerance))
@@ -170,7 +208,34 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
                          "max_abs_logit_diff": abs(off["final_logit"] - on["final_logit"])})
     records = ranked.to_dict(orient="records") + (
         table[table["status"] != "ok"].to_dict(orient="records") if len(table) else [])
-    return {"summary": summary, "events": records, "pruning": side, "tolerance": tol_rows}
+    return {"summary": summary, "events": records, "pruning": side, "tolerance": tol_rows,
+            "workers": worker_rows}
+
+
+def _workers_row(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
+                 m_max: int) -> dict[str, Any]:
+    """One event searched with one process, then with the engine's ``num_workers``,
+    compared: time, answer, certificate, and every exact logit bitwise (digests)."""
+    workers = engine.num_workers
+    runs = {}
+    try:
+        for n in (1, workers):
+            engine.num_workers = n
+            runs[n] = search_event(engine, event_id, max_size, k, m_max, logits_digest=True)
+    finally:
+        engine.num_workers = workers
+    one, many = runs[1], runs[workers]
+    keys = ("status", "found", "explanation", "final_logit", "certified_minimal",
+            "min_size_lower_bound")
+    one_s = one.get("search_s", one["seconds"])
+    many_s = many.get("search_s", many["seconds"])
+    return {"event_id": event_id, "span": one["span"], "num_workers": workers,
+            "seconds_one": one_s, "seconds_workers": many_s,
+            "speedup": one_s / many_s if many_s > 0 else float("nan"),
+            "same_answer_and_certificate": all(one.get(key) == many.get(key) for key in keys),
+            "same_logits_bitwise": one.get("logits_sha256") == many.get("logits_sha256"),
+            "row_updates_one": one.get("row_updates", 0),
+            "row_updates_workers": many.get("row_updates", 0)}
 
 
 def _tolerance_row(engine: ReplayEngine, replay: TGNReplay, event_id: int, max_size: int,
@@ -212,7 +277,8 @@ def format_tail(res: dict[str, Any], top: int = 10) -> str:
     s = res["summary"]
     lines = [f"{s['dataset']} · {s['model']}, exhaustive search (closest) up to "
              f"{s['max_size']}, {s['searched']} of {s['events']} events searched, "
-             f"{s['torch_threads']} torch thread(s)",
+             f"{s['torch_threads']} torch thread(s), {s.get('num_workers', 1)} process(es) "
+             "per search",
              f"seconds per event: median {s['median_s']:.2f}, p90 {s['p90_s']:.2f}, max "
              f"{s['max_s']:.2f}; peak RSS {s['peak_rss_mib']:.0f} MiB"]
     if "settled_share" in s:
@@ -238,6 +304,16 @@ def format_tail(res: dict[str, Any], top: int = 10) -> str:
                          f"{p['seconds_on']:.1f} | {p['speedup']:.1f}× | "
                          f"{p['row_updates_off']} → {p['row_updates_on']} | "
                          f"{p['same_answer_and_certificate']} |")
+    if res.get("workers"):
+        lines += ["", "One process and num_workers processes side by side (search time, the "
+                  "plan's setup apart):", "", "| event | back | 1 process (s) | N processes (s) "
+                  "| N | speedup | same answer and certificate | same logits, bitwise |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for p in res["workers"]:
+            lines.append(f"| {p['event_id']} | {p['span']} | {p['seconds_one']:.1f} | "
+                         f"{p['seconds_workers']:.1f} | {p['num_workers']} | "
+                         f"{p['speedup']:.2f}× | {p['same_answer_and_certificate']} | "
+                         f"{p['same_logits_bitwise']} |")
     if res.get("tolerance"):
         tau = res["tolerance"][0]["prune_tolerance"]
         lines += ["", f"Exact replay and tolerance pruning τ = {tau:g} side by side (search "
@@ -261,6 +337,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     max_size = int(cfg.max_size)
     tolerance = float(number(cfg, "prune_tolerance", minimum=0.0, finite=True) or 0.0)
     device = resolve_device(cfg.device)
+    num_workers = int(cfg.get("num_workers", 1))
+    check_workers(num_workers, str(device), int(cfg.num_threads))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     model, source = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
@@ -274,7 +352,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          m_max=int(cfg.m_max), k=cfg.k, compare_top=int(cfg.compare_top),
                          progress=bool(cfg.progress),
                          prune_perturbations=bool(cfg.prune_perturbations),
-                         memory_budget_gb=cfg.memory_budget_gb, prune_tolerance=tolerance)
+                         memory_budget_gb=cfg.memory_budget_gb, prune_tolerance=tolerance,
+                         num_workers=num_workers)
     res["weights"] = source
     print(format_tail(res))
     if cfg.out:

@@ -143,7 +143,8 @@ def check_explain_options(cfg: Any) -> None:
     """Refuse any top-level option of ``conf/explain.yaml`` of the wrong type or range.
 
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
-    ``certify``) must be integers (``1.5`` and ``abc`` are refused, never truncated);
+    ``num_workers``, ``certify``) must be integers (``1.5`` and ``abc`` are refused, never
+    truncated);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
@@ -159,6 +160,7 @@ def check_explain_options(cfg: Any) -> None:
     integer(cfg, "shard", minimum=0)
     integer(cfg, "num_shards", minimum=1)
     integer(cfg, "num_threads", minimum=1)
+    integer(cfg, "num_workers", minimum=1)
     check_candidate_options(cfg)
     choice(cfg, "sample.prediction", [g.value for g in PredictionGroup])
     share = cfg.sample.range

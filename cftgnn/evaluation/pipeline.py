@@ -90,6 +90,7 @@ from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.history import History, check_history
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
+from cftgnn.oracle.workers import check_workers
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import card_mismatch, load_checkpoint, stream_checksum
 from cftgnn.training.resolve import (
@@ -118,9 +119,9 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
                 model: Any = None) -> dict[str, Any]:
     """What decides a run's records: compared when a run directory is reused.
 
-    Logging, progress, threads, device and file locations are left out: they change how a
-    run is done, not what it finds. With ``model``, its model config holds the values the
-    model was built with (a checkpoint's batch size and dimensions,
+    Logging, progress, threads, worker processes, device and file locations are left out:
+    they change how a run is done, not what it finds. With ``model``, its model config holds
+    the values the model was built with (a checkpoint's batch size and dimensions,
     ``used_model_config``).
     """
     dataset = {k: v for k, v in _container(cfg.dataset).items() if k not in _LOCATION_KEYS}
@@ -283,6 +284,8 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
     shard, num_shards = _check_shard(cfg)
     device = resolve_device(cfg.device)  # before loading anything
+    num_workers = int(cfg.get("num_workers", 1))
+    check_workers(num_workers, str(device), int(cfg.num_threads))
     constraints = constraints_of(cfg)
     # explainer, strategy, prune and certify options checked up front, and the protocols
     check_served(build_explainer(cfg), protocol_option(cfg))
@@ -317,7 +320,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     names = {"dataset": stream.name, "model": model_name(cfg.model)}
 
     # the engine first: the sampling pass shares its index and leaves it snapshots
-    engine = ReplayEngine(model, stream, memory_budget_gb=budget)
+    engine = ReplayEngine(model, stream, memory_budget_gb=budget, num_workers=num_workers)
     engine.fingerprint = run_fp
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),

@@ -11,7 +11,9 @@ exact evaluations), in batched calls:
   chunk then share their oldest removals, whose effects the causal-cone replay computes once per
   chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than chunks in ranking order,
   whose every chunk names every far-back event, and on event 54454 a third fewer rows updated;
-  docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it.
+  docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it. With
+  ``num_workers > 1`` the chunks of a size go to forked worker processes
+  (``cftgnn.oracle.workers``), with the same chunks, logits and answer as one process.
 * [``prune``][cftgnn.explain.prune] shrinks a counterfactual by dropping one event at a time (all
   ``X \\ {e}`` in one batched call) while it stays counterfactual, until no single event can be
   dropped (1-minimal).
@@ -19,11 +21,12 @@ exact evaluations), in batched calls:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,6 +35,7 @@ import numpy.typing as npt
 
 from cftgnn.errors import ExplainerError
 from cftgnn.oracle.oracle import Oracle, is_flip
+from cftgnn.oracle.workers import ChunkDone, ForkedWorkers
 
 #: Sets per batched exact call when the caller does not say (bounds memory per call).
 DEFAULT_CHUNK = 4096
@@ -93,6 +97,7 @@ def search_by_size(
     chunk_size: int = DEFAULT_CHUNK,
     max_calls: int | None = None,
     deadline: float | None = None,
+    num_workers: int | None = None,
 ) -> SizeSearch:
     """Every removal set of size ``1..max_size`` over ``ranked``, exactly, smallest first.
 
@@ -104,6 +109,16 @@ def search_by_size(
     answer lists in ranking order. A search cut short by ``max_calls`` or ``deadline`` has
     evaluated the sets of its last size that come first in time.
 
+    With ``num_workers`` ``N > 1``, the chunks of a size of more than one chunk are handed to
+    ``N`` processes forked from this one (``cftgnn.oracle.workers``, started on the first
+    such size): the chunks are the ones one process forms, each evaluated whole by one
+    process, and the answer is merged by set (largest margin, ties → the better-ranked set),
+    so answers, certificates, the oracle's cache and its counters (calls, cache hits,
+    batches) are those of ``N = 1``, every logit bitwise; only the oracle's backend seconds
+    are summed over the processes. Under a ``deadline`` each process sizes its chunks to the
+    time left, as one process does, so which sets of the last size were evaluated depends
+    on the timing (as with one process).
+
     Args:
         oracle: Oracle of the explained event.
         ranked: The removable events, best first (e.g. a strategy's ranking of ``R``).
@@ -113,65 +128,132 @@ def search_by_size(
             this search (cache hits are free); None: no bound.
         deadline: Stop when ``time.perf_counter()`` passes this value; None: no bound.
             Chunks then start at 64 sets and are sized to the time left.
+        num_workers: Processes the sets of one size are split across; None: the oracle's
+            ``num_workers``.
 
     Returns:
         The [``SizeSearch``][cftgnn.explain.SizeSearch].
+
+    Raises:
+        ExplainerError: For ``chunk_size < 1`` or ``num_workers < 1``.
     """
     if chunk_size < 1:
         raise ExplainerError(f"chunk_size must be >= 1, got {chunk_size}")
-    with _cyclic_gc_paused():
+    workers = oracle.num_workers if num_workers is None else num_workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ExplainerError(f"num_workers must be an integer >= 1, got {workers!r}")
+    with _cyclic_gc_paused(), contextlib.ExitStack() as stack:
         return _search_by_size(oracle, [int(e) for e in np.asarray(ranked, dtype=np.int64)
                                         .reshape(-1)], max_size, chunk_size, max_calls,
-                               deadline)
+                               deadline, _Evaluations(oracle, workers, stack))
+
+
+class _Evaluations:
+    """Where a search's chunks are evaluated: in this process, one at a time, or, for a size
+    of more than one chunk when ``num_workers > 1``, by forked workers (started on the first
+    such size, stopped with ``stack``)."""
+
+    def __init__(self, oracle: Oracle, num_workers: int, stack: contextlib.ExitStack) -> None:
+        self.oracle, self.num_workers, self._stack = oracle, num_workers, stack
+        self._workers: ForkedWorkers | None = None
+        self._parallel = False
+        self._local: list[ChunkDone] = []
+
+    def size(self, sets: int, first_chunk: int) -> None:
+        """A new size of ``sets`` sets, whose first chunk holds ``first_chunk``: workers for
+        it when it has more than one chunk."""
+        if self.num_workers > 1 and sets > first_chunk and self._workers is None:
+            self._workers = self._stack.enter_context(ForkedWorkers(self.oracle,
+                                                                    self.num_workers))
+        self._parallel = sets > first_chunk and self._workers is not None
+
+    @property
+    def room(self) -> bool:
+        """Whether a chunk can be submitted now."""
+        if self._parallel and self._workers is not None:
+            return self._workers.idle > 0
+        return not self._local
+
+    def submit(self, tag: int, sets: list[frozenset[int]]) -> None:
+        """Evaluate a chunk (here at once, or sent to an idle worker)."""
+        if self._parallel and self._workers is not None:
+            self._workers.submit(tag, sets)
+            return
+        start = time.perf_counter()
+        logits = self.oracle.exact_batch(sets)
+        self._local.append(ChunkDone(tag, tuple(sets), logits, time.perf_counter() - start))
+
+    def collect(self) -> list[ChunkDone]:
+        """The chunks evaluated since the last call (waiting for a worker's when one is in
+        flight); empty when nothing is pending."""
+        if self._local:
+            out, self._local = self._local, []
+            return out
+        return [] if self._workers is None else self._workers.collect()
 
 
 def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size: int,
-                    max_calls: int | None, deadline: float | None) -> SizeSearch:
+                    max_calls: int | None, deadline: float | None,
+                    chunks: _Evaluations) -> SizeSearch:
     p0 = oracle.original_logit
-    calls0 = oracle.stats.exact_calls
+    calls = 0  # backend evaluations of the chunks submitted (their sets not cached before)
     evaluated = 0
     per_set = 0.0  # seconds per set of the last chunk (sizes the chunks under a deadline)
     position = {e: i for i, e in enumerate(events)}
     by_time = sorted(events)
 
-    def ranked(c: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    def ranked(c: Iterable[int] | None) -> tuple[int, ...] | None:
         """The set's events in ranking order (the answer's order)."""
         return None if c is None else tuple(sorted(c, key=position.__getitem__))
 
-    def rank_key(c: tuple[int, ...]) -> tuple[int, ...]:
+    def rank_key(c: Iterable[int]) -> tuple[int, ...]:
         """Orders sets as ``itertools.combinations`` over the ranking would."""
         return tuple(sorted(position[e] for e in c))
 
     for size in range(1, max(0, max_size) + 1):
         combos = itertools.combinations(by_time, size)
-        best: tuple[int, ...] | None = None
+        chunks.size(math.comb(len(by_time), size),
+                    chunk_size if deadline is None else min(chunk_size, _MIN_TIMED_CHUNK))
+        best: frozenset[int] | None = None
         best_margin, best_logit = -math.inf, math.nan
+        more, cut, tag = True, False, 0
         while True:
-            take = chunk_size
-            if deadline is not None:  # start small, then fit the chunk into the time left
-                left = deadline - time.perf_counter()
-                fit = _MIN_TIMED_CHUNK if per_set <= 0 else int(left / per_set)
-                take = min(take, max(_MIN_TIMED_CHUNK, fit))
-            if max_calls is not None:
-                take = min(take, max_calls - (oracle.stats.exact_calls - calls0))
-            out_of_time = deadline is not None and time.perf_counter() > deadline
-            chunk = list(itertools.islice(combos, max(take, 0))) if not out_of_time else []
-            if not chunk:
-                if out_of_time or (take <= 0 and next(combos, None) is not None):
-                    return SizeSearch(ranked(best), None if best is None else best_logit,
-                                      size - 1, True, evaluated)
+            while more and chunks.room:
+                take = chunk_size
+                if deadline is not None:  # start small, then fit the chunk into the time left
+                    left = deadline - time.perf_counter()
+                    fit = _MIN_TIMED_CHUNK if per_set <= 0 else int(left / per_set)
+                    take = min(take, max(_MIN_TIMED_CHUNK, fit))
+                if max_calls is not None:
+                    take = min(take, max_calls - calls)
+                out_of_time = deadline is not None and time.perf_counter() > deadline
+                chunk = list(itertools.islice(combos, max(take, 0))) if not out_of_time else []
+                if not chunk:
+                    more = False
+                    cut = out_of_time or (take <= 0 and next(combos, None) is not None)
+                    break
+                sets = [frozenset(c) for c in chunk]
+                if max_calls is not None:  # as the backend will count them
+                    calls += sum(oracle.cached_exact(s) is None for s in sets)
+                chunks.submit(tag, sets)
+                tag += 1
+            done = chunks.collect()
+            if not done:
                 break
-            start = time.perf_counter()
-            logits = oracle.exact_batch([frozenset(c) for c in chunk])
-            per_set = (time.perf_counter() - start) / len(chunk)
-            evaluated += len(chunk)
-            margins = _flip_margins(p0, logits)
-            top = float(margins.max())
-            if top == -math.inf or top < best_margin:
-                continue
-            for i in np.flatnonzero(margins == top):  # ties → the better-ranked set
-                if best is None or top > best_margin or rank_key(chunk[i]) < rank_key(best):
-                    best, best_margin, best_logit = chunk[i], top, float(logits[i])
+            for d in done:  # merged by set: the outcome does not depend on arrival order
+                per_set = d.seconds / len(d.sets)
+                evaluated += len(d.sets)
+                margins = _flip_margins(p0, d.logits)
+                top = float(margins.max())
+                if top == -math.inf or top < best_margin:
+                    continue
+                for i in np.flatnonzero(margins == top):  # ties → the better-ranked set
+                    if best is None or top > best_margin or (rank_key(d.sets[i])
+                                                             < rank_key(best)):
+                        best, best_margin, best_logit = d.sets[i], top, float(d.logits[i])
+        if cut:
+            return SizeSearch(ranked(best), None if best is None else best_logit,
+                              size - 1, True, evaluated)
         if best is not None:
             return SizeSearch(ranked(best), best_logit, size, False, evaluated)
     return SizeSearch(None, None, max(0, max_size), False, evaluated)

@@ -106,6 +106,8 @@ class ReplayEngine:
             memory. Going back in the stream then costs replay from the nearest kept
             snapshot (or from the start), never memory. A budget below one snapshot keeps
             only the cursor.
+        num_workers: Processes every oracle's exact searches may split one size's sets
+            across ([``Oracle``][cftgnn.oracle.Oracle]'s ``num_workers``; 1: this process).
     """
 
     def __init__(
@@ -116,8 +118,11 @@ class ReplayEngine:
         checkpoint_every: int = 64,
         replay: ModelReplay | None = None,
         memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
+        num_workers: int = 1,
     ) -> None:
         self.model = model
+        #: Handed to every oracle (``explain.py``'s and the tail benchmark's ``num_workers``).
+        self.num_workers = num_workers
         self.replay: ModelReplay = replay if replay is not None else replay_for(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
@@ -448,9 +453,11 @@ class EventReplay:
             approximate=partial(self._logits, approximate=True), mode=mode,
             removable=constraints.removable(self.candidates, self.engine.stream),
             max_size=constraints.max_size, consequence=self.consequence,
+            num_workers=self.engine.num_workers,
         )
         oracle.fingerprint = self.engine.fingerprint
         oracle.pair = self.pair_logits
+        oracle.tallies.append(self.engine.counters)  # worker processes' replays counted too
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             # the exact plan's recording ends in the probe's state when nothing of the

@@ -24,7 +24,7 @@ Results are cached per removed *set* (a ``frozenset``); a hit costs no backend e
 Counters separate search-mode and exact evaluations, cache hits and time spent in backends.
 The cache lives on the oracle instance (one per explained event), never at module level.
 
-(One module of a little over 500 lines: the cache, the counters, the two-stage check and the
+(One module of under 600 lines: the cache, the counters, the two-stage check and the
 certificate all read and write the one per-event state of [``Oracle``][cftgnn.oracle.Oracle].)
 """
 
@@ -239,10 +239,15 @@ class Oracle:
             removal or candidate features (``ModelProbe``, over
             the same removable events in the same order); stored as
             [``probe``][cftgnn.oracle.Oracle.probe], None when the model offers none.
+        num_workers: Processes the exact searches may split one size's sets across
+            (``num_workers``; [``search_by_size``][cftgnn.explain.search_by_size] forks them
+            from this process, ``cftgnn.oracle.workers``); 1: this process only. It never
+            changes a logit, an answer or a counter.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
-            events outside the candidates, ``max_size < 1`` or a probe over other events.
+            events outside the candidates, ``max_size < 1``, ``num_workers < 1`` or a probe
+            over other events.
     """
 
     def __init__(
@@ -256,6 +261,7 @@ class Oracle:
         max_size: int | None = None,
         consequence: ConsequenceFn | None = None,
         probe: ModelProbe | None = None,
+        num_workers: int = 1,
     ) -> None:
         self.candidates = candidates
         self._consequence = consequence
@@ -291,6 +297,13 @@ class Oracle:
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise OracleError(f"num_workers must be an integer >= 1, got {num_workers!r}")
+        self.num_workers = num_workers
+        #: Counter objects (dataclasses of numbers) that the backends update in place, such
+        #: as the replay engine's ``ReplayCounters``: what worker processes add to them is
+        #: added back here (``cftgnn.oracle.workers``; ``peak_*`` fields take the maximum).
+        self.tallies: list[object] = []
         exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
         self._exact = _Channel(exact, exact_cache)
         if self.mode is OracleMode.EXACT:
@@ -513,6 +526,33 @@ class Oracle:
             cache[removed] = value
             out[positions] = value
         return out
+
+    def record_exact(self, sets: Sequence[RemovalSet], logits: FloatArray,
+                     work: OracleStats) -> None:
+        """Enter exact logits that a copy of this oracle evaluated in another process (a
+        worker of ``cftgnn.oracle.workers``, forked from this one) as if this oracle had
+        evaluated them: the sets not cached yet join the cache and the certificate's tally,
+        and ``work`` (the copy's counters for that call, ``OracleStats`` difference) is added
+        to this oracle's counters.
+
+        Args:
+            sets: The removal sets of the call, validated by the copy.
+            logits: Their exact logits, ``[P]``.
+            work: The copy's counters after the call minus before it.
+        """
+        cache = self._exact.cache
+        p0 = self.original_logit
+        for removed, value in zip(sets, np.asarray(logits, dtype=np.float64).tolist(),
+                                  strict=True):
+            if removed not in cache:
+                self._exact_sizes[len(removed)] += 1
+                if is_flip(p0, value):
+                    self._flip_sizes.add(len(removed))
+                cache[removed] = value
+        self._exact.calls += work.exact_calls
+        self._exact.batches += work.exact_batches
+        self._exact.time_s += work.exact_time_s
+        self._hits += work.cache_hits
 
 
 __all__ = [

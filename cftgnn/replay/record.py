@@ -31,6 +31,7 @@ the removable events re-records the history for the wider set (``PrunedTrajector
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -258,14 +259,19 @@ class _Spilled:
         data = rows.detach().cpu().contiguous().numpy()
         self.where[j] = (self.file.seek(0, 2), len(rows))
         self.file.write(data.data.cast("B"))  # no copy of the segment
+        self.file.flush()  # nothing buffered: a forked worker (num_workers) writes nothing
 
     def __call__(self, j: int) -> Tensor:
         if self.last is not None and self.last[0] == j:
             return self.last[1]
         offset, count = self.where[j]
-        self.file.seek(offset)
-        raw = bytearray(count * self.dim * torch.empty(0, dtype=self.dtype).element_size())
-        self.file.readinto(raw)
+        size = count * self.dim * torch.empty(0, dtype=self.dtype).element_size()
+        if hasattr(os, "pread"):  # at an offset: forked workers share the file's position
+            raw = bytearray(os.pread(self.file.fileno(), size, offset))
+        else:  # Windows: no fork, no workers
+            raw = bytearray(size)
+            self.file.seek(offset)
+            self.file.readinto(raw)
         rows = torch.frombuffer(raw, dtype=self.dtype).view(count, self.dim).to(self.device)
         self.last = (j, rows)
         return rows

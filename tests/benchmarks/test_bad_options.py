@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
      "error: prune_tolerance must be a finite number >= 0.0, got 'abc'"),
     ("benchmark_tail.py", "prune_tolerance=inf",
      "error: prune_tolerance must be a finite number >= 0.0, got inf"),
+    ("benchmark_tail.py", "num_workers=0", "error: num_workers must be an integer >= 1, got 0"),
     ("benchmark_explainers.py", "n_events=1.5",
      "error: n_events must be an integer >= 1, got 1.5"),
     ("benchmark_oracle.py", "naive_per_event=-1",

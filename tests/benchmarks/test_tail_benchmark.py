@@ -13,6 +13,7 @@ import torch
 from cftgnn.benchmarks.tail import benchmark_tail, format_tail
 from cftgnn.data import make_synthetic_stream
 from cftgnn.models import TGN
+from cftgnn.oracle.workers import fork_available
 
 
 def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
@@ -64,6 +65,30 @@ def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():
     assert "NOT EXACT" in text and "τ = 0.0001" in text
     with pytest.raises(ValueError, match="prune_tolerance"):
         benchmark_tail(model, stream, events, max_size=2, progress=False, prune_tolerance=-1.0)
+
+
+@pytest.mark.skipif(not fork_available(), reason="num_workers > 1 needs fork")
+def test_one_and_two_processes_are_compared_side_by_side():
+    stream = make_synthetic_stream(20, 1200, seed=4, feat_dim=1, p_tie=0.3)
+    torch.manual_seed(0)
+    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+                num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+    # 32 candidates: 4,960 sets of three, two chunks, so the workers split them
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as num_workers > 1 needs
+    try:
+        res = benchmark_tail(model, stream, [1199], max_size=3, m_max=32, compare_top=1,
+                             progress=False, num_workers=2)
+    finally:
+        torch.set_num_threads(threads)
+    assert res["summary"]["num_workers"] == 2 and res["pruning"] == []
+    (event,) = res["events"]
+    assert event["candidates"] == 32 and event["cone_sets"] >= 4960  # the workers' share too
+    (row,) = res["workers"]
+    assert row["event_id"] == 1199 and row["num_workers"] == 2
+    assert row["same_answer_and_certificate"] and row["same_logits_bitwise"]
+    assert row["row_updates_one"] == row["row_updates_workers"] > 0
+    assert "N processes" in format_tail(res)
 
 
 def test_the_cone_pass_budget_is_the_engines_memory_budget_gb(tmp_path):

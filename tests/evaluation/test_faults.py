@@ -318,6 +318,9 @@ def test_the_script_says_it_in_one_line():
     ("sample.prediction=bogus", "sample.prediction must be one of"),
     ("sample.range=[0.9,0.1]", "sample.range"),
     ("num_threads=0", "num_threads must be an integer >= 1"),
+    ("num_workers=0", "num_workers must be an integer >= 1, got 0"),
+    ("num_workers=1.5", "num_workers must be an integer >= 1, got 1.5"),
+    ("num_workers=abc", "num_workers must be an integer >= 1, got 'abc'"),
 ])
 def test_bad_values_are_refused_before_anything_loads(override, words, tmp_path, capsys):
     message = refused(capsys, pipeline.run, explain_cfg(override, f"out_dir={tmp_path}/o"))
