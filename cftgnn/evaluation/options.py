@@ -1,5 +1,6 @@
 """``explain.py``'s top-level options, checked before anything loads (types, ranges, enum
-values; the explainer's own parameters are checked by the explainer)."""
+values), with the explainer's own parameters by its declaration
+(``cftgnn.explain.params.check_explainer_options``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
-from cftgnn.options import boolean, choice, integer, integer_list, number, text
+from cftgnn.explain.params import check_explainer_options
+from cftgnn.options import boolean, choice, device, integer, integer_list, number, text
 from cftgnn.oracle.history import History
 
 
@@ -89,10 +91,14 @@ def check_explain_options(cfg: Any) -> None:
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
-    [``CurveSet``][cftgnn.evaluation.CurveSet] value).
+    [``CurveSet``][cftgnn.evaluation.CurveSet] value); the ``explainer.*`` options by the
+    explainer's declaration (``check_explainer_options``, no torch); ``device`` one this
+    machine has (``cftgnn.options.device``: torch loads for a device other than ``cpu`` or
+    ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
+        ExplainerError: Naming the first bad ``explainer.*`` option.
     """
     integer(cfg, "n_events", minimum=0)
     integer_list(cfg, "events", optional=True)
@@ -120,6 +126,8 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "checkpoint", optional=True)
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)
+    check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
+    device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
 def check_train_explainer_options(cfg: Any) -> None:
@@ -150,6 +158,8 @@ def check_train_explainer_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
     if trained_explainer(cfg) == "tempme":
         check_tempme_options(cfg)
+    check_explainer_options(cfg.get("explainer"))
+    device(cfg)
 
 
 #: What ``train_explainer.py`` trains (its ``explainer=`` option), by class.
