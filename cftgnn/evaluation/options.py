@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
 from cftgnn.explain.params import check_explainer_options
+from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, device, integer, integer_list, number, text
 from cftgnn.oracle.history import History
 
@@ -92,13 +93,14 @@ def check_explain_options(cfg: Any) -> None:
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
     [``CurveSet``][cftgnn.evaluation.CurveSet] value); the ``explainer.*`` options by the
-    explainer's declaration (``check_explainer_options``, no torch); ``device`` one this
-    machine has (``cftgnn.options.device``: torch loads for a device other than ``cpu`` or
-    ``auto``).
+    explainer's declaration (``check_explainer_options``) and ``ceiling``, ``prune``,
+    ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
+    one this machine has (``cftgnn.options.device``: torch loads for a device other than
+    ``cpu`` or ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
-        ExplainerError: Naming the first bad ``explainer.*`` option.
+        ExplainerError: Naming the first bad ``explainer.*`` or post-search option.
     """
     integer(cfg, "n_events", minimum=0)
     integer_list(cfg, "events", optional=True)
@@ -127,6 +129,7 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
+    PostProcessing.from_config(cfg)  # ceiling, prune, certify, certify_max_time_s: the same
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 

@@ -1,6 +1,6 @@
-"""A bad ``explainer.*`` option, and a device the machine lacks, end in one ``error:`` line
-and exit status 2 before Hydra makes a run directory; the explainer's options are checked by
-its own parameter declaration without loading torch."""
+"""A bad ``explainer.*`` (or post-search) option, and a device the machine lacks, end in one
+``error:`` line and exit status 2 before Hydra makes a run directory; the explainer's options
+are checked by its own parameter declaration without loading torch."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ CASES = [
      "error: unknown option hiden of PGExplainerParams (known: checkpoint,"),
     ("explain.py", ["baseline=search_plus", "explainer.width=0"],
      "error: width must be an integer >= 1, got 0"),
+    ("explain.py", ["certify_max_time_s=-1"],
+     "error: certify_max_time_s must be a number >= 0 or null"),
     ("train_explainer.py", ["explainer=tempme", "explainer.seed=1.5"],
      "error: seed must be an integer >= 0, got 1.5"),
     ("benchmark_memory.py", ["explainer.sample_size=0"],
