@@ -141,3 +141,12 @@ def test_cpu_and_auto_are_taken_without_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=120, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("package", ["cftgnn.explain", "cftgnn.explain.tempme",
+                                     "cftgnn.explain.tgnnexplainer"])
+def test_the_lazy_explain_packages_export_every_name(package):
+    module = __import__(package, fromlist=["__all__"])
+    assert all(getattr(module, name) is not None for name in module.__all__)
+    with pytest.raises(AttributeError):
+        _ = module.NoSuchName
