@@ -160,5 +160,30 @@ def integer_list(cfg: Any, key: str, optional: bool = True,
     return out
 
 
-__all__ = ["as_integer", "boolean", "choice", "integer", "integer_list", "is_integer", "number",
-           "text"]
+#: Device names every machine has, taken without loading torch (``device``).
+PLAIN_DEVICES = ("cpu", "auto")
+
+
+def device(cfg: Any, key: str = "device") -> None:
+    """Check ``cfg.<key>``, a device name, before the run makes its directory.
+
+    ``cpu`` and ``auto`` are taken as they are, without torch. Any other value (``cuda``,
+    ``cuda:1``, a typo) is checked by the run's own rule,
+    ``cftgnn.training.resolve.resolve_device``, which loads torch to ask whether this machine
+    has that device: a run with such a device loads torch next anyway, so the check costs it
+    nothing, and a machine without the device is refused before anything is written.
+
+    Raises:
+        ConfigError: For a value that is not a torch device, or a device this machine or
+            torch build does not have.
+    """
+    value = _get(cfg, key)
+    if isinstance(value, str) and value in PLAIN_DEVICES:
+        return
+    from cftgnn.training.resolve import resolve_device  # torch: only for such a device
+
+    resolve_device(value)
+
+
+__all__ = ["PLAIN_DEVICES", "as_integer", "boolean", "choice", "device", "integer",
+           "integer_list", "is_integer", "number", "text"]

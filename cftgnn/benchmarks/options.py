@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
-from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
+from cftgnn.explain.params import check_explainer_options
+from cftgnn.options import boolean, choice, device, integer, integer_list, is_integer, number
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:
@@ -62,6 +63,7 @@ def check_explainers_options(cfg: Any) -> None:
         raise ConfigError("explainers is empty; name at least one of conf/explainer/")
     for name in cfg.explainers:
         _known(cfg, "explainer", str(name), "explainers")
+    device(cfg)
 
 
 def check_oracle_options(cfg: Any) -> None:
@@ -77,6 +79,7 @@ def check_oracle_options(cfg: Any) -> None:
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
     integer(cfg, "num_threads", minimum=1)
+    device(cfg)
 
 
 def check_index_options(cfg: Any) -> None:
@@ -120,6 +123,7 @@ def check_memory_options(cfg: Any) -> None:
     integer(cfg, "k", minimum=1, optional=True)
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     choice(cfg, "curves", CURVES_OPTIONS)
+    check_explainer_options(cfg.get("explainer"))
 
 
 def check_tail_options(cfg: Any) -> None:
@@ -135,6 +139,7 @@ def check_tail_options(cfg: Any) -> None:
     boolean(cfg, "prune_perturbations")
     number(cfg, "prune_tolerance", minimum=0.0, finite=True)
     integer(cfg, "num_workers", minimum=1)
+    device(cfg)
 
 
 def check_gpu_options(cfg: Any) -> None:
@@ -188,6 +193,7 @@ def check_quality_options(cfg: Any) -> None:
     integer(cfg, "max_size", minimum=1)
     check_candidate_options(cfg)
     integer(cfg, "n_events", minimum=1)
+    device(cfg)
 
 
 __all__ = ["check_explainers_options", "check_gpu_options", "check_index_options",

@@ -1,5 +1,6 @@
 """``explain.py``'s top-level options, checked before anything loads (types, ranges, enum
-values; the explainer's own parameters are checked by the explainer)."""
+values), with the explainer's own parameters by its declaration
+(``cftgnn.explain.params.check_explainer_options``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.curves import Protocol
-from cftgnn.options import boolean, choice, integer, integer_list, number, text
+from cftgnn.explain.params import check_explainer_options
+from cftgnn.explain.post import PostProcessing
+from cftgnn.options import boolean, choice, device, integer, integer_list, number, text
 from cftgnn.oracle.history import History
 
 
@@ -149,10 +152,15 @@ def check_explain_options(cfg: Any) -> None:
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
     [``CurveSet``][cftgnn.evaluation.CurveSet] value); ``protocol`` a protocol's name, a list
-    of them or ``all`` (``protocols_choice``).
+    of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
+    explainer's declaration (``check_explainer_options``) and ``ceiling``, ``prune``,
+    ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
+    one this machine has (``cftgnn.options.device``: torch loads for a device other than
+    ``cpu`` or ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
+        ExplainerError: Naming the first bad ``explainer.*`` or post-search option.
     """
     integer(cfg, "n_events", minimum=0)
     integer_list(cfg, "events", optional=True)
@@ -182,6 +190,9 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "checkpoint", optional=True)
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)
+    check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
+    PostProcessing.from_config(cfg)  # ceiling, prune, certify, certify_max_time_s: the same
+    device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
 def check_train_explainer_options(cfg: Any) -> None:
@@ -212,6 +223,8 @@ def check_train_explainer_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
     if trained_explainer(cfg) == "tempme":
         check_tempme_options(cfg)
+    check_explainer_options(cfg.get("explainer"))
+    device(cfg)
 
 
 #: What ``train_explainer.py`` trains (its ``explainer=`` option), by class.

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 import math
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from omegaconf import OmegaConf
 
 from cftgnn.errors import ExplainerError
 from cftgnn.options import as_integer
@@ -198,4 +201,61 @@ class BudgetParams(Params):
         return self.max_iterations
 
 
-__all__ = ["BudgetParams", "Params", "bounds", "check_value", "option"]
+#: The parameter declaration of each explainer of the package whose module loads torch, by
+#: the explainer's ``_target_``: declared in a light module of its own, so that
+#: ``explainer_params`` finds it without torch. Every other explainer's module is light and
+#: its class's ``Params`` is read (tests/faults/test_explainer_options.py checks both for
+#: every file of ``conf/explainer/``).
+LIGHT_PARAMS = {
+    "cftgnn.explain.pgexplainer.PGExplainer":
+        "cftgnn.explain.pgexplainer_params.PGExplainerParams",
+    "cftgnn.explain.tempme.explainer.TempMEExplainer": "cftgnn.explain.tempme.params.TempMEParams",
+    "cftgnn.explain.tgnnexplainer.explainer.TGNNExplainer":
+        "cftgnn.explain.tgnnexplainer.params.TGNNExplainerParams",
+}
+
+#: Keys of a config node that ``hydra.utils.instantiate`` reads itself, not the explainer.
+INSTANTIATE_KEYS = frozenset({"_target_", "_recursive_", "_convert_", "_partial_", "_args_"})
+
+
+def explainer_params(target: str) -> type[Params] | None:
+    """The parameter declaration of the explainer class ``target`` (a config's ``_target_``),
+    found without loading torch for the package's explainers (``LIGHT_PARAMS``).
+
+    Returns:
+        Its ``Params``, or None when ``target`` does not import or names no class with a
+        declaration (an explainer of the user's own: its constructor checks its options).
+    """
+    path = LIGHT_PARAMS.get(target, target)
+    module, _, name = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):  # the run reports a bad _target_
+        return None
+    params = found if path != target else getattr(found, "Params", None)
+    return params if isinstance(params, type) and issubclass(params, Params) else None
+
+
+def check_explainer_options(node: Any) -> None:
+    """Refuse a bad option of an explainer's config node (``cfg.explainer``) by the rule its
+    constructor applies: its ``Params.from_options`` of the node's keys (the
+    ``INSTANTIATE_KEYS`` left out). For ``explain.py``'s check before the run directory is
+    made and before torch loads; a node without ``_target_``, or whose declaration
+    ``explainer_params`` cannot find, is left to the constructor.
+
+    Raises:
+        ExplainerError: On an unknown option or a bad value, naming it.
+    """
+    if not OmegaConf.is_dict(node) and not isinstance(node, Mapping):
+        return
+    target = node.get("_target_")
+    params = explainer_params(str(target)) if isinstance(target, str) else None
+    if params is None:
+        return
+    items = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    assert isinstance(items, Mapping)
+    params.from_options({str(k): v for k, v in items.items() if k not in INSTANTIATE_KEYS})
+
+
+__all__ = ["INSTANTIATE_KEYS", "LIGHT_PARAMS", "BudgetParams", "Params", "bounds",
+           "check_explainer_options", "check_value", "explainer_params", "option"]

@@ -59,7 +59,7 @@ from cftgnn.errors import ConfigError, ExplainerError
 from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
-from cftgnn.explain.params import BudgetParams, option
+from cftgnn.explain.pgexplainer_params import PGExplainerParams
 from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
@@ -262,15 +262,6 @@ def resolve_scorer(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
     if fingerprint is not None:
         check_card(scorer.card, fingerprint, str(path))
     return scorer
-
-
-@dataclass(frozen=True)
-class PGExplainerParams(BudgetParams):
-    """The temporal PGExplainer's options (``conf/explainer/pgexplainer.yaml``); training
-    options are ``train_explainer.py``'s (``conf/train_explainer.yaml``)."""
-
-    checkpoint: str = option("auto", "trained MLP: auto = <checkpoint_dir>/pgexplainer_"
-                                     "<model>_<dataset>.pt, or a path")
 
 
 class PGExplainer(FactualExplainer):

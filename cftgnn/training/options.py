@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from cftgnn.errors import ConfigError
-from cftgnn.options import boolean, integer, number, text
+from cftgnn.options import boolean, device, integer, number, text
 
 
 def check_train_options(cfg: Any) -> None:
     """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
     anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
-    (never truncated), ``0 < lr``, split shares that leave a training part.
+    (never truncated), ``0 < lr``, split shares that leave a training part, a ``device``
+    this machine has (``cftgnn.options.device``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -33,6 +34,7 @@ def check_train_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
     text(cfg, "model_name", optional=True)
     text(cfg, "name_suffix", optional=True)
+    device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
 __all__ = ["check_train_options"]

@@ -4,34 +4,17 @@ Hydra makes a run directory (issues 39 and 40)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from testsupport.errors import script_refused as refused
 
 from cftgnn.cli import main_guard
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
 CONF = ROOT / "conf"
-
-
-def refused(name: str, *args: str, cwd: Path) -> tuple[str, list[str]]:
-    """Run ``scripts/<name> args`` under ``-X importtime`` in ``cwd``; assert exit status 2,
-    no traceback and one ``error:`` line. Returns that line and the modules imported."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPTS / name), *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
-    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-    imported = [ln.split("|")[-1].strip() for ln in lines if ln.startswith("import time:")]
-    said = [ln for ln in lines if not ln.startswith("import time:")]
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    assert len(said) == 1 and said[0].startswith("error: "), said
-    return said[0], imported
 
 
 CASES = [

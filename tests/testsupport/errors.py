@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cftgnn.cli import friendly_errors
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def lines(text: str) -> list[str]:
@@ -32,3 +38,19 @@ def refused(capsys: pytest.CaptureFixture[str], fn: Callable[..., Any], *args: A
         fn(*args)
     assert exc.value.code == 2
     return one_line(capsys.readouterr().err)
+
+
+def script_refused(name: str, *args: str, cwd: Path) -> tuple[str, list[str]]:
+    """Run ``scripts/<name> args`` under ``-X importtime`` in ``cwd``; assert exit status 2,
+    no traceback and one ``error:`` line. Returns that line and the modules imported."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "scripts" / name),
+                           *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    got = lines(done.stderr)
+    imported = [ln.split("|")[-1].strip() for ln in got if ln.startswith("import time:")]
+    said = [ln for ln in got if not ln.startswith("import time:")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert len(said) == 1 and said[0].startswith("error: "), said
+    return said[0], imported

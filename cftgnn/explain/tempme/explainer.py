@@ -36,8 +36,8 @@ from cftgnn.errors import ConfigError, ExplainerError
 from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
-from cftgnn.explain.params import BudgetParams, option
 from cftgnn.explain.tempme.model import EncoderShape, MotifEncoder, event_importance
+from cftgnn.explain.tempme.params import TempMEParams
 from cftgnn.explain.tempme.walks import Walks, sample_walks, stream_index
 from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.oracle.fingerprint import ModelFingerprint
@@ -188,17 +188,6 @@ def event_walks(oracle: Oracle, n_walks: int, length: int, degree: int, seed: in
     roots = [probe.src, probe.dst] + ([] if negative is None else [int(negative)])
     return [sample_walks(index, r, probe.history_end, n_walks, length, degree, rng)
             for r in roots]
-
-
-@dataclass(frozen=True)
-class TempMEParams(BudgetParams):
-    """TempME's options (``conf/explainer/tempme.yaml``); training options are
-    ``train_explainer.py``'s (``conf/train_explainer.yaml``, ``tempme:``)."""
-
-    checkpoint: str = option("auto", "trained TempME: auto = <checkpoint_dir>/tempme_"
-                                     "<model>_<dataset>.pt, or a path")
-    seed: int = option(0, "seed of the walks (with the event id: one ranking per event)",
-                       low=0)
 
 
 class TempMEExplainer(FactualExplainer):

@@ -41,20 +41,45 @@ the shortest prefix of that ranking whose removal flips the prediction.
 
 Budget: the oracle calls are exact evaluations (the navigator's, the scoring's and the prefix
 scan's); a coalition the calls or seconds left do not cover ends the search, cut short.
+
+The names load on first use (``cftgnn.lazy``): ``params`` is read by the option checks
+before torch loads.
 """
 
-from cftgnn.explain.tgnnexplainer.explainer import TGNNExplainer
-from cftgnn.explain.tgnnexplainer.explorer import Explorer, Node, ScoredCoalition, fidelity
-from cftgnn.explain.tgnnexplainer.narrowed import NarrowedExplorer
-from cftgnn.explain.tgnnexplainer.navigators import (
-    most_recent,
-    navigator_scores,
-    pg_navigator,
-    pgexplainer_scores,
-    share_below,
-)
-from cftgnn.explain.tgnnexplainer.params import Navigator, Search, TGNNExplainerParams
-from cftgnn.explain.tgnnexplainer.published import PublishedExplorer
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cftgnn.lazy import lazy_attribute
+
+if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
+    from cftgnn.explain.tgnnexplainer.explainer import TGNNExplainer
+    from cftgnn.explain.tgnnexplainer.explorer import Explorer, Node, ScoredCoalition, fidelity
+    from cftgnn.explain.tgnnexplainer.narrowed import NarrowedExplorer
+    from cftgnn.explain.tgnnexplainer.navigators import (
+        most_recent,
+        navigator_scores,
+        pg_navigator,
+        pgexplainer_scores,
+        share_below,
+    )
+    from cftgnn.explain.tgnnexplainer.params import Navigator, Search, TGNNExplainerParams
+    from cftgnn.explain.tgnnexplainer.published import PublishedExplorer
+
+_EXPORTS = {
+    "cftgnn.explain.tgnnexplainer.explainer": ("TGNNExplainer",),
+    "cftgnn.explain.tgnnexplainer.explorer": ("Explorer", "Node", "ScoredCoalition", "fidelity"),
+    "cftgnn.explain.tgnnexplainer.narrowed": ("NarrowedExplorer",),
+    "cftgnn.explain.tgnnexplainer.navigators": ("most_recent", "navigator_scores", "pg_navigator",
+                                                "pgexplainer_scores", "share_below"),
+    "cftgnn.explain.tgnnexplainer.params": ("Navigator", "Search", "TGNNExplainerParams"),
+    "cftgnn.explain.tgnnexplainer.published": ("PublishedExplorer",),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)
+
 
 __all__ = ["Explorer", "NarrowedExplorer", "Navigator", "Node", "PublishedExplorer",
            "ScoredCoalition", "Search", "TGNNExplainer", "TGNNExplainerParams", "fidelity",
