@@ -19,6 +19,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cftgnn"
 ALLOWED_PRIVATE: set[tuple[str, str]] = {
     # namedtuple's public API is spelled with a leading underscore
     ("*", "_replace"), ("*", "_asdict"), ("*", "_fields"),
+    # torch's in-place version counter of a tensor (autograd's own check of saved tensors),
+    # which keys TGN's cached GRU weights (models/tgn.py, _gru_row_weights)
+    ("cftgnn.models.tgn", "_version"),
 }
 
 
