@@ -317,8 +317,17 @@ def _profile_table(folder: Path, kind: str, top: int) -> list[str]:
     return rows
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad command line ends in one ``error: …`` line and exit status 2 (the project's
+    rule), not argparse's usage block."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _Parser(description=__doc__.split("\n")[0])
     parser.add_argument("a", type=Path, nargs="?", help="tree of the first version (A)")
     parser.add_argument("b", type=Path, nargs="?", help="tree of the second version (B)")
     parser.add_argument("--dataset", default="wikipedia")
