@@ -22,6 +22,9 @@ ALLOWED_PRIVATE: set[tuple[str, str]] = {
     # os._exit is the documented way out of a forked child: a num_workers worker leaves
     # without running the exit handlers and finalisers it copied from its parent
     ("cftgnn.oracle.workers", "_exit"),
+    # torch's in-place version counter of a tensor (autograd's own check of saved tensors),
+    # which keys TGN's cached GRU weights (models/tgn.py, _gru_row_weights)
+    ("cftgnn.models.tgn", "_version"),
 }
 
 

@@ -149,9 +149,9 @@ class TGN(TemporalModel):
             other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
         """
         d, gru, dev = self.memory_dim, self.gru, mem_self.device
-        w_ih, w_hh, b_hh = gru.weight_ih, gru.weight_hh, gru.bias_hh
+        w_ih, b_hh = gru.weight_ih, gru.bias_hh
         assert b_hh is not None and gru.bias_ih is not None
-        w_self = torch.cat([w_ih[:, :d], w_hh])  # [6d, d]: input and hidden parts of the row
+        w_self = self._gru_row_weights()  # [6d, d]: input and hidden parts of the row
         first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
         dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
         rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)],
@@ -173,6 +173,25 @@ class TGN(TemporalModel):
             n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
             out[lo:hi] = (1 - z) * n + z * h
         return out
+
+    def _gru_row_weights(self) -> Tensor:
+        """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``
+        multiplies each row's own memory by. Without gradients it is made once and kept
+        until a weight is replaced or changed (in place: its version counter; its data
+        swapped, as ``Module.to`` does: its address): the causal-cone
+        replay calls the update once per batch, and the copy cost as much as the small
+        products of a single call's rows (issue 44). The same values, so the same logits."""
+        gru = self.gru
+        w_ih, w_hh = gru.weight_ih, gru.weight_hh
+        if torch.is_grad_enabled():
+            return torch.cat([w_ih[:, :self.memory_dim], w_hh])
+        key = (w_ih._version, w_hh._version, w_ih.data_ptr(), w_hh.data_ptr())
+        cached = getattr(self, "_row_weights", None)
+        if cached is None or cached[0] is not w_ih or cached[1] is not w_hh or cached[2] != key:
+            cached = (w_ih, w_hh, key, torch.cat([w_ih[:, :self.memory_dim], w_hh]))
+            self._row_weights = cached
+        weights: Tensor = cached[3]
+        return weights
 
     def _pending_applied(self, state: State, inplace: bool = False) -> tuple[Tensor, Tensor]:
         """Memory and last-update times with the pending messages applied.

@@ -85,6 +85,10 @@ from cftgnn.replay.masks import RemovalSets
 Words = npt.NDArray[np.uint64]
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
+#: Up to this many rows, ``_memory_equal`` compares whole rows at once: the two-step
+#: comparison (first coordinate, then the rest of the rows it leaves) saves arithmetic only
+#: on many rows, and costs a second gather and host copy per batch (the single call's case).
+_ONE_PASS_ROWS = 64
 
 
 @dataclass
@@ -621,6 +625,15 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
+            if prune and _quiet(rows, rec, loc, sets.events):
+                # no perturbed row meets the batch and it removes nothing: of the steps
+                # below, only _prune's retiring of rows never read again does anything
+                _drop_stale(rows, deps.need, x)
+                counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
+                rows.compact()
+                counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
+                loc[rec.nodes] = -1
+                continue
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst)
             made = rows.size
             rem = sets.columns(rec.events)  # [P, K]
@@ -658,6 +671,40 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
         stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
         stats.peak_bytes = max(stats.peak_bytes, counts.peak_bytes)
     return out
+
+
+def _quiet(rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64],
+           removed: npt.NDArray[np.int64]) -> bool:
+    """Whether a batch leaves every row as it is but for ``_drop_stale`` (with pruning):
+    no row holds a pending message, no live row's node is among the batch's nodes
+    (``loc``, set for them), and no removed event (``removed``, ascending) lies within the
+    batch's events. Then ``_apply_pending`` has nothing to apply, ``_split_rows`` gives a
+    row only to pairs that hold one of a node of the batch or remove its pending message
+    (none), ``_new_pending`` and ``_split_mixed`` look only at rows of the batch's nodes,
+    and ``_prune`` compares none, so it only retires the rows whose state is never read
+    again: skipping the rest leaves bitwise the same rows, counters and logits. After a
+    far-back removal, most batches are of this kind once pruning has retired most of its
+    effects (a few array reads instead of a few dozen NumPy calls each)."""
+    size = rows.size
+    if size:
+        if (rows.pend[:size] >= 0).any():
+            return False
+        live = np.flatnonzero(rows.alive[:size])
+        if len(live) and (loc[rows.n[live]] >= 0).any():
+            return False
+    events = rec.events
+    if not len(events):
+        return True
+    return bool(np.searchsorted(removed, events[0])
+                == np.searchsorted(removed, events[-1], side="right"))
+
+
+def _drop_stale(rows: _Rows, need: npt.NDArray[np.int64], x: int) -> None:
+    """Retire the live rows whose state after batch ``x`` is never read (``need``), as
+    ``_prune`` does at the end of every batch."""
+    live = np.flatnonzero(rows.alive[:rows.size])
+    if len(live):
+        rows.drop(live[need[rows.n[live]] < x])
 
 
 def _apply_pending(model: TGN, rows: _Rows, rec: BatchRecord, loc: npt.NDArray[np.int64],
@@ -873,6 +920,9 @@ def _memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
             return _bits(a) == _bits(b)
         return (a - b).abs() <= tolerance
 
+    if len(rt) <= _ONE_PASS_ROWS:  # few rows: one comparison, the same answer
+        whole: npt.NDArray[np.bool_] = same(mem[rt], recorded[lt]).all(dim=1).cpu().numpy()
+        return whole
     # the first coordinate tells most differing rows apart; compare the rest after it
     eq: npt.NDArray[np.bool_] = same(mem[rt, 0], recorded[lt, 0]).cpu().numpy()
     e = np.flatnonzero(eq)
