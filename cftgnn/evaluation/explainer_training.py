@@ -129,7 +129,7 @@ class TrainingEvent:
     features: torch.Tensor
 
     @classmethod
-    def of(cls, oracle: Oracle, kind: str = "reference") -> TrainingEvent | None:
+    def of(cls, oracle: Oracle, kind: str = "probe") -> TrainingEvent | None:
         """The training event of an oracle (None when it cannot be explained: zero logit,
         no removable event, or no probe); ``kind``: the MLP's input (``features_of``)."""
         if Explainer.status(oracle) is not ExplanationStatus.OK or oracle.probe is None:
@@ -140,7 +140,7 @@ class TrainingEvent:
 
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
                    features: dict[int, torch.Tensor] | None = None,
-                   kind: str = "reference") -> TrainingEvent | None:
+                   kind: str = "probe") -> TrainingEvent | None:
     """One training event, without the oracle's replay plans (training evaluates no removal
     set, so recording the history for them is wasted work).
 
@@ -180,7 +180,7 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
 
 
 def event_loss(mlp: EdgeScorer, event: Oracle | TrainingEvent | None,
-               kind: str = "reference") -> torch.Tensor | None:
+               kind: str = "probe") -> torch.Tensor | None:
     """The reference's loss on one explained event (``fidelity_loss`` of the logit with the
     weights ``sigmoid(MLP(features))``); None when the event cannot be explained: None, zero
     logit, no removable event, or no probe. ``kind``: the input of an oracle's event."""
@@ -387,7 +387,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                        events_per_epoch=n_train, epochs=int(cfg.epochs),
                        best_epoch=int(best["epoch"]), val_aufsc_keep=float(best["aufsc_keep"]),
                        validation_event_ids=[int(e) for e in val_events],
-                       reference_budget=REFERENCE_BUDGET,
+                       reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
                        training_seconds=seconds, history=history, options=options,
                        torch_threads=torch.get_num_threads(), versions=library_versions())
         pt, js = save_scorer(destination, mlp, card, kind)
@@ -419,7 +419,7 @@ def _validate(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
 
 def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
                 oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
-                bar: tqdm[Any] | None = None, kind: str = "reference") -> tuple[float, int]:
+                bar: tqdm[Any] | None = None, kind: str = "probe") -> tuple[float, int]:
     """One pass over the explained events (oracles or ``TrainingEvent`` objects; None for one
     that cannot be explained): ``event_loss`` averaged over ``batch_size`` events per
     optimizer step (a last, smaller batch steps too; ``kind``: an oracle's input).

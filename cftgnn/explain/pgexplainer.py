@@ -182,7 +182,7 @@ class TrainedScorer:
     mlp: EdgeScorer
     card: dict[str, Any]
     path: str = ""
-    features: str = "reference"
+    features: str = "probe"
 
 
 def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
@@ -194,7 +194,7 @@ def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
 
 
 def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, Any],
-                features: str = "reference") -> tuple[Path, Path]:
+                features: str = "probe") -> tuple[Path, Path]:
     """Write ``path`` (``.pt``: the MLP's weights, its shape, its input kind, ``FORMAT`` and
     the card) and the card as ``.json`` next to it (with the ``.pt``'s SHA-256 and the
     format); returns both paths."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -24,12 +23,12 @@ from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError, ExplainerError
 from cftgnn.evaluation import explainer_training, pipeline
 from cftgnn.explain.pgexplainer import (
+    FORMAT,
     EdgeScorer,
     PGExplainer,
     TrainedScorer,
     card_of,
     check_card,
-    FORMAT,
     fidelity_loss,
     load_scorer,
     reference_features,
