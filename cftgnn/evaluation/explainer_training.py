@@ -385,7 +385,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             mlp.load_state_dict(best["mlp"])
         card = card_of(fp, training_events=sum(int(h["events"]) for h in history),
                        events_per_epoch=n_train, epochs=int(cfg.epochs),
-                       best_epoch=int(best["epoch"]), val_aufsc_keep=float(best["aufsc_keep"]),
+                       best_epoch=int(best["epoch"]),  # -1: no validation event scored
+                       val_aufsc_keep=(float(best["aufsc_keep"]) if int(best["epoch"]) >= 0
+                                       else None),
                        validation_event_ids=[int(e) for e in val_events],
                        reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
                        training_seconds=seconds, history=history, options=options,
@@ -393,7 +395,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         pt, js = save_scorer(destination, mlp, card, kind)
         tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
                              else float("nan"), "train/seconds": seconds,
-                             "val/best_aufsc_keep": float(best["aufsc_keep"])})
+                             "val/best_aufsc_keep": float(best["aufsc_keep"])
+                             if int(best["epoch"]) >= 0 else float("nan")})
     print(f"saved {pt} and {js} (epoch {int(best['epoch']) + 1} of {int(cfg.epochs)}, "
           f"{seconds:.0f} s of training)")
     return card

@@ -6,13 +6,17 @@ T-GNNExplainer reference system (``PGExplainerExt`` of ``other_baselines_tg.py``
 ICLR 2023; also CoDy's ``TPGExplainer``) is what this module reproduces (docs/design.md §8,
 docs/explainers/pgexplainer.md):
 
-* **input** (``features="reference"``, ``reference_features``): per candidate ``e`` of
-  explained event ``i``, ``[time_enc(t_i), edge_feat(i), time_enc(t_e), edge_feat(e)]``, the
-  model's own time encoding of the *absolute* timestamps and the stream's edge features of both
-  events, ``D = 2·(T + F)``. The reference also puts the node inputs of both events' endpoints
-  first; our TGN and TGAT have zero node inputs, which an MLP cannot read, so they are left
-  out. ``features="probe"`` is this project's earlier input (the model's embeddings of the four
-  endpoints at ``t_i``, ``ModelProbe.features``), kept as an option;
+* **input**, two kinds (``features_of``). ``features="reference"``
+  (``reference_features``): per candidate ``e`` of explained event ``i``,
+  ``[time_enc(t_i), edge_feat(i), time_enc(t_e), edge_feat(e)]``, the model's own time
+  encoding of the *absolute* timestamps and the stream's edge features of both events,
+  ``D = 2·(T + F)``; the reference also puts the node inputs of both events' endpoints first,
+  which are zero in our TGN and TGAT (an MLP cannot read them), so they are left out.
+  ``features="probe"``, the default of ``train_explainer.py``: the model's embeddings of the
+  four endpoints at ``t_i``, e's edge features and the time encoding of ``t_i − t_e``
+  (``ModelProbe.features``). On the feature-less UCI and Wikipedia files the reference's input
+  is two absolute timestamps, and it ranks below a random ranking
+  (docs/explainers/pgexplainer.md measures both);
 * **MLP** (``EdgeScorer``): the reference's ``D → 128 → 1``;
 * **objective** (``fidelity_loss``): minus the fidelity of the signed logit,
   ``−(ŷ_w − ŷ)`` for a positive original logit ``ŷ`` and ``−(ŷ − ŷ_w)`` otherwise, where
