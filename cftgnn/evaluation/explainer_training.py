@@ -250,27 +250,36 @@ def _options(cfg: DictConfig) -> dict[str, Any]:
 
 
 #: What a training state holds (a file without one of them is not a state).
-_STATE_KEYS = ("mlp", "optimizer", "epoch", "history", "seconds", "options", "format", "best")
+_STATE_KEYS = ("mlp", "optimizer", "epoch", "history", "seconds", "options")
+#: What a PGExplainer state of ``FORMAT`` 2 holds besides (``_load_state(state_format=...)``).
+_PG_STATE_KEYS = ("format", "best")
 
 
-def _load_state(path: Path, options: dict[str, Any], epochs: int) -> dict[str, Any] | None:
+def _load_state(path: Path, options: dict[str, Any], epochs: int,
+                state_format: int | None = None) -> dict[str, Any] | None:
     """The training state of an earlier run in this directory, or None (none, or one that does
     not load: moved aside with one warning line, training starts again).
 
+    ``state_format`` given (the PGExplainer's ``FORMAT``): the state must be of that format
+    and hold ``_PG_STATE_KEYS`` too; None (other trainers sharing this function): neither.
+
     Raises:
-        ConfigError: The state was trained with other options, or holds more epochs than
-            ``epochs`` (the card would say fewer than were trained).
+        ConfigError: The state was trained with other options, holds more epochs than
+            ``epochs`` (the card would say fewer than were trained), or is a PGExplainer
+            training of another format than ``state_format``.
     """
     if not path.is_file():
         return None
     try:
         state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-        if "mlp" in state and "optimizer" in state and state.get("format") != FORMAT:
+        if (state_format is not None and "mlp" in state and "optimizer" in state
+                and state.get("format") != state_format):
             raise ConfigError(f"{path} holds a PGExplainer training of an earlier format (another "
                               "objective and input, before issue 41), which this version "
                               "does not resume; delete it, or use another hydra.run.dir, to "
                               "train the current one from epoch 0")
-        missing = [k for k in _STATE_KEYS if k not in state]
+        needed = _STATE_KEYS + (_PG_STATE_KEYS if state_format is not None else ())
+        missing = [k for k in needed if k not in state]
         if missing:
             raise KeyError(f"no {missing[0]!r}")
         stored = json.loads(str(state["options"]))
@@ -314,7 +323,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
     options = _options(cfg)
     state_file = out / STATE
-    state = _load_state(state_file, options, int(cfg.epochs))
+    state = _load_state(state_file, options, int(cfg.epochs), FORMAT)
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
