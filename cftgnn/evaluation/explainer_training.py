@@ -1,26 +1,35 @@
 """``python scripts/train_explainer.py``: train the temporal PGExplainer for one model.
 
 One run = one dataset × one model (its committed checkpoint; an explainer of fresh weights
-would be refused by every run anyway). It
+would be refused by every run anyway). As the reference (T-GNNExplainer's ``PGExplainerExt``,
+docs/explainers/pgexplainer.md), it
 
-1. samples ``n_train_events`` events of the model's training split (``train_range`` of
-   ``[0, train_end)``, ``Split`` with ``train.py``'s shares), each
-   with a nonzero logit and a removable event;
-2. trains ``EdgeScorer`` for ``epochs`` epochs: per event a
-   probe (``training_event``: the candidates and the model's state at the event, no
-   oracle: training evaluates no removal set) gives the candidates' features (computed in the
-   first epoch and kept: they do not depend on the MLP) and the differentiable soft-removal
-   logit, ``pg_loss`` is averaged over ``batch_size`` events
-   per Adam step (events in stream order, so the replay engine moves forward);
-3. after each epoch saves the MLP, the optimizer and the epoch to ``state.pt`` in its run
-   directory (atomically: a kill or a full disk leaves the last complete state); rerunning the
-   same command resumes there (another configuration in that directory is refused, and so is
-   ``epochs`` below the epochs the state already holds: its card would not say what was
-   trained). A ``state.pt`` that does not load (cut short by a copy) is moved aside as
+1. draws ``n_train_events`` **fresh** events of the model's training split every epoch
+   (``train_range`` of ``[0, train_end)``, ``Split`` with ``train.py``'s shares; the draw of
+   epoch ``e`` is seeded by ``(seed, e)``, so a resumed run draws what an uninterrupted one
+   would), each with a nonzero logit and a removable event;
+2. trains ``EdgeScorer`` for ``epochs`` epochs: per event a probe (``training_event``: the
+   candidates and the model's state at the event, no oracle: training evaluates no removal set)
+   gives the candidates' features (``features_of``) and the differentiable soft-removal logit;
+   ``fidelity_loss`` (minus the fidelity of the signed logit, no regulariser, as the
+   reference's code applies it) is averaged over ``batch_size`` events per Adam step (events in
+   stream order, so the replay engine moves forward);
+3. after each epoch scores ``n_val_events`` events of the validation split (drawn once) with
+   the exact oracle: the MLP ranks each event's removable events and ``validation_aufsc``
+   takes the AUFSC (kept) of those rankings (``aufsc_keep``, the curves' kept sets of
+   ``curve_removal_plan``, as ``explain.py`` computes them); the epoch with the best value is
+   the one written (the reference keeps its last epoch);
+4. after each epoch saves the MLP, the best one so far, the optimizer and the epoch to
+   ``state.pt`` in its run directory (atomically: a kill or a full disk leaves the last
+   complete state); rerunning the same command resumes there (another configuration in that
+   directory is refused, and so is ``epochs`` below the epochs the state already holds: its
+   card would not say what was trained; so is a state of the training before ``FORMAT`` 2).
+   A ``state.pt`` that does not load (cut short by a copy) is moved aside as
    ``state.pt.corrupt-<n>`` with one warning line, and training starts again from epoch 0;
-4. writes ``pgexplainer_<model>_<dataset>.pt`` and its ``.json`` card (training events,
-   epochs, seconds, loss history, the stream checksum and the model checkpoint's SHA-256)
-   into the run directory, or ``out_dir`` (replacing a file there takes ``overwrite=true``).
+5. writes ``pgexplainer_<model>_<dataset>.pt`` and its ``.json`` card (the epoch chosen, the
+   loss and validation history, the budget against the reference's, seconds, the stream
+   checksum and the model checkpoint's SHA-256) into the run directory, or ``out_dir``
+   (replacing a file there takes ``overwrite=true``).
 """
 
 from __future__ import annotations
@@ -42,15 +51,19 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, short_reason, warn
+from cftgnn.evaluation.curves import FID_SHARES, aufsc_keep, kept_removal_sets
 from cftgnn.evaluation.options import check_train_explainer_options as check_options
 from cftgnn.evaluation.options import trained_explainer
 from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.evaluation.records import set_aside
 from cftgnn.explain.base import Explainer
+from cftgnn.explain.factual import rank_by_importance
 from cftgnn.explain.pgexplainer import (
+    FORMAT,
     EdgeScorer,
     card_of,
-    pg_loss,
+    features_of,
+    fidelity_loss,
     save_scorer,
     scorer_path,
 )
@@ -71,7 +84,11 @@ STATE = "state.pt"
 #: (``epochs`` is not one: rerunning with more epochs trains on from the last one; fewer
 #: than the state holds are refused, ``_load_state``.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
-                 "hidden", "size_coef", "entropy_coef", "k", "m_max", "split")
+                 "hidden", "features", "n_val_events", "k", "m_max", "split")
+#: The reference's budget (``PGExplainerExt``: 1,000 fresh events per epoch, 30 epochs on
+#: Reddit to 100 on Wikipedia, Adam at 1e-4, 16 events per step), what a card compares with.
+REFERENCE_BUDGET = {"events_per_epoch": 1000, "epochs": [30, 100], "lr": 1e-4,
+                    "batch_size": 16}
 
 
 def run_dir(cfg: DictConfig) -> Path:
@@ -84,13 +101,14 @@ def run_dir(cfg: DictConfig) -> Path:
     raise ConfigError("run_dir is not set and there is no Hydra run directory; set run_dir")
 
 
-def training_events(stream: EventStream, split: Split, share: Any, n: int, seed: int
-                    ) -> npt.NDArray[np.int64]:
+def training_events(stream: EventStream, split: Split, share: Any, n: int, seed: int,
+                    epoch: int | None = None) -> npt.NDArray[np.int64]:
     """``n`` distinct event ids drawn from ``share`` of the training split ``[0, train_end)``,
-    sorted (fewer when the range holds fewer)."""
+    sorted (fewer when the range holds fewer); ``epoch`` given: the fresh draw of that epoch
+    (seeded by ``(seed, epoch)``)."""
     lo, hi = int(share[0] * split.train_end), int(share[1] * split.train_end)
     pool = np.arange(max(lo, 1), hi, dtype=np.int64)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if epoch is None else [seed, epoch])
     chosen = rng.choice(pool, size=min(n, len(pool)), replace=False)
     return np.sort(chosen)
 
@@ -112,17 +130,18 @@ class TrainingEvent:
     features: torch.Tensor
 
     @classmethod
-    def of(cls, oracle: Oracle) -> TrainingEvent | None:
+    def of(cls, oracle: Oracle, kind: str = "probe") -> TrainingEvent | None:
         """The training event of an oracle (None when it cannot be explained: zero logit,
-        no removable event, or no probe)."""
+        no removable event, or no probe); ``kind``: the MLP's input (``features_of``)."""
         if Explainer.status(oracle) is not ExplanationStatus.OK or oracle.probe is None:
             return None
         return cls(oracle.event_id, oracle.original_logit, oracle.probe,
-                   oracle.probe.features())
+                   features_of(oracle.probe, kind))
 
 
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
-                   features: dict[int, torch.Tensor] | None = None) -> TrainingEvent | None:
+                   features: dict[int, torch.Tensor] | None = None,
+                   kind: str = "probe") -> TrainingEvent | None:
     """One training event, without the oracle's replay plans (training evaluates no removal
     set, so recording the history for them is wasted work).
 
@@ -138,6 +157,7 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
         k: Hop radius (None: the model's number of layers).
         m_max: Most candidates.
         features: Features of events seen before, by id (read, and filled for this one).
+        kind: The MLP's input (``features_of``).
 
     Returns:
         The event, or None when it cannot be explained (no candidate, zero logit).
@@ -156,21 +176,55 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
         return None
     cache = {} if features is None else features
     if int(event_id) not in cache:
-        cache[int(event_id)] = probe.features()
+        cache[int(event_id)] = features_of(probe, kind)
     return TrainingEvent(int(event_id), p0, probe, cache[int(event_id)])
 
 
-def event_loss(mlp: EdgeScorer, event: Oracle | TrainingEvent | None, size_coef: float,
-               entropy_coef: float) -> torch.Tensor | None:
-    """PGExplainer's loss on one explained event (None when the event cannot be explained:
-    None, zero logit, no removable event, or no probe)."""
+def event_loss(mlp: EdgeScorer, event: Oracle | TrainingEvent | None,
+               kind: str = "probe") -> torch.Tensor | None:
+    """The reference's loss on one explained event (``fidelity_loss`` of the logit with the
+    weights ``sigmoid(MLP(features))``); None when the event cannot be explained: None, zero
+    logit, no removable event, or no probe. ``kind``: the input of an oracle's event."""
     if isinstance(event, Oracle):
-        event = TrainingEvent.of(event)
+        event = TrainingEvent.of(event, kind)
     if event is None:
         return None
     weights = torch.sigmoid(mlp(event.features))
-    logit = event.probe.soft_logit(weights)
-    return pg_loss(logit, float(event.original_logit > 0), weights, size_coef, entropy_coef)
+    return fidelity_loss(event.probe.soft_logit(weights), event.original_logit)
+
+
+def validation_aufsc(mlp: EdgeScorer, oracles: Iterable[Oracle | None], kind: str,
+                     bar: tqdm[Any] | None = None) -> tuple[float, int]:
+    """AUFSC (kept) of the MLP's rankings on explained events, as ``explain.py`` scores them.
+
+    Per oracle: the MLP's scores of its removable events, ``rank_by_importance``, the exact
+    logits of the kept sets of ``FID_SHARES`` (``kept_removal_sets``, one batched exact call),
+    then ``aufsc_keep`` over the events.
+
+    Args:
+        mlp: The MLP.
+        oracles: Exact oracles of the validation events (None: an event skipped).
+        kind: The MLP's input (``features_of``).
+        bar: Advanced once per oracle.
+
+    Returns:
+        ``(AUFSC (kept), events scored)`` (NaN without one).
+    """
+    originals: list[float] = []
+    kept: list[list[float]] = []
+    for oracle in oracles:
+        if bar is not None:
+            bar.update()
+        if (oracle is None or oracle.probe is None
+                or Explainer.status(oracle) is not ExplanationStatus.OK):
+            continue
+        with torch.no_grad():
+            scores = mlp(features_of(oracle.probe, kind)).numpy().astype(np.float64)
+        ranking, _ = rank_by_importance(oracle.removable, scores)
+        sets = kept_removal_sets(ranking, FID_SHARES, True, oracle.removable.tolist())
+        originals.append(float(oracle.original_logit))
+        kept.append([float(x) for x in oracle.exact_batch(sets)])
+    return aufsc_keep(originals, kept), len(kept)
 
 
 def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: DictConfig,
@@ -182,7 +236,8 @@ def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: Dict
         ConfigError: When no training event has one.
     """
     for event_id in events.tolist():
-        event = training_event(engine, int(event_id), cfg.k, int(cfg.m_max), features)
+        event = training_event(engine, int(event_id), cfg.k, int(cfg.m_max), features,
+                               str(cfg.features))
         if event is not None:
             return int(event.features.shape[1])
     raise ConfigError("no training event has a removable candidate; widen train_range or "
@@ -197,25 +252,41 @@ def _options(cfg: DictConfig) -> dict[str, Any]:
 
 #: What a training state holds (a file without one of them is not a state).
 _STATE_KEYS = ("mlp", "optimizer", "epoch", "history", "seconds", "options")
+#: What a PGExplainer state of ``FORMAT`` 2 holds besides (``_load_state(state_format=...)``).
+_PG_STATE_KEYS = ("format", "best")
 
 
-def _load_state(path: Path, options: dict[str, Any], epochs: int) -> dict[str, Any] | None:
+def _load_state(path: Path, options: dict[str, Any], epochs: int,
+                state_format: int | None = None) -> dict[str, Any] | None:
     """The training state of an earlier run in this directory, or None (none, or one that does
     not load: moved aside with one warning line, training starts again).
 
+    ``state_format`` given (the PGExplainer's ``FORMAT``): the state must be of that format
+    and hold ``_PG_STATE_KEYS`` too; None (other trainers sharing this function): neither.
+
     Raises:
-        ConfigError: The state was trained with other options, or holds more epochs than
-            ``epochs`` (the card would say fewer than were trained).
+        ConfigError: The state was trained with other options, holds more epochs than
+            ``epochs`` (the card would say fewer than were trained), or is a PGExplainer
+            training of another format than ``state_format``.
     """
     if not path.is_file():
         return None
     try:
         state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-        missing = [k for k in _STATE_KEYS if k not in state]
+        if (state_format is not None and "mlp" in state and "optimizer" in state
+                and state.get("format") != state_format):
+            raise ConfigError(f"{path} holds a PGExplainer training of an earlier format (another "
+                              "objective and input, before issue 41), which this version "
+                              "does not resume; delete it, or use another hydra.run.dir, to "
+                              "train the current one from epoch 0")
+        needed = _STATE_KEYS + (_PG_STATE_KEYS if state_format is not None else ())
+        missing = [k for k in needed if k not in state]
         if missing:
             raise KeyError(f"no {missing[0]!r}")
         stored = json.loads(str(state["options"]))
         done = int(state["epoch"])
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001  (whatever a cut-short or foreign file raises)
         moved = set_aside(path)
         warn(f"training state {path} is unreadable ({short_reason(exc).split('. ')[0]}); "
@@ -255,7 +326,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
     options = _options(cfg)
     state_file = out / STATE
-    state = _load_state(state_file, options, int(cfg.epochs))
+    state = _load_state(state_file, options, int(cfg.epochs), FORMAT)
     device = resolve_device(str(cfg.device))
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
@@ -277,54 +348,96 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     engine.fingerprint = fp
     split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
                                 float(cfg.split.test))
-    events = training_events(stream, split, cfg.train_range, int(cfg.n_train_events),
-                             int(cfg.seed))
-    torch.manual_seed(int(cfg.seed))
-    features: dict[int, torch.Tensor] = {}  # by event: they do not depend on the MLP
-    mlp = EdgeScorer(feature_width(engine, events, cfg, features), int(cfg.hidden))
+    kind = str(cfg.features)
+    n_train, seed = int(cfg.n_train_events), int(cfg.seed)
+    first_draw = training_events(stream, split, cfg.train_range, n_train, seed, 0)
+    val_events = validation_events(split, int(cfg.n_val_events), seed)
+    torch.manual_seed(seed)
+    features: dict[int, torch.Tensor] = {}  # of this epoch's events: no MLP in them
+    mlp = EdgeScorer(feature_width(engine, first_draw, cfg, features), int(cfg.hidden))
     optimizer = torch.optim.Adam(mlp.parameters(), lr=float(cfg.lr))
     history: list[dict[str, float]] = []
     seconds, first = 0.0, 0
+    best: dict[str, Any] = {"epoch": -1, "aufsc_keep": float("-inf"), "mlp": mlp.state_dict()}
     if state is not None:
         mlp.load_state_dict(state["mlp"])
         optimizer.load_state_dict(state["optimizer"])
         history, seconds, first = list(state["history"]), float(state["seconds"]), int(
             state["epoch"])
+        best = dict(state["best"])
         print(f"resuming {state_file} after epoch {first}")
     tracker: Tracker = instantiate(cfg.logger)
     config = _options(cfg) | {"model": OmegaConf.to_container(cfg.model, resolve=True),
                               "dataset": stream.name, "weights": weights}
-    used = len(events)
     with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{kind}", dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
             start = time.perf_counter()
+            events = training_events(stream, split, cfg.train_range, n_train, seed, epoch)
+            features.clear()
             loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch, features)
-            seconds += time.perf_counter() - start
-            history.append({"epoch": epoch, "loss": loss_sum / max(used, 1),
-                            "events": used, "seconds": time.perf_counter() - start})
-            tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"]})
+            val, scored = _validate(cfg, engine, mlp, val_events, epoch)
+            took = time.perf_counter() - start
+            seconds += took
+            if val > best["aufsc_keep"]:  # NaN never wins
+                best = {"epoch": epoch, "aufsc_keep": val,
+                        "mlp": {k: v.clone() for k, v in mlp.state_dict().items()}}
+            history.append({"epoch": epoch, "loss": loss_sum / max(used, 1), "events": used,
+                            "val_aufsc_keep": val, "val_events": scored, "seconds": took})
+            tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"],
+                                             "val/aufsc_keep": val})
+            print(f"epoch {epoch + 1}: loss {history[-1]['loss']:.4f}, validation AUFSC (kept) "
+                  f"{val:.4f} on {scored} events, best epoch {int(best['epoch']) + 1}",
+                  flush=True)
             with atomic_output(state_file) as f:  # complete or the last one
                 torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
                             "epoch": epoch + 1, "history": history, "seconds": seconds,
-                            "options": json.dumps(options)}, f)
-        card = card_of(fp, training_events=int(history[-1]["events"]) if history else used,
-                       event_ids=[int(e) for e in events], epochs=int(cfg.epochs),
+                            "options": json.dumps(options), "format": FORMAT,
+                            "best": best}, f)
+        if int(best["epoch"]) >= 0:
+            mlp.load_state_dict(best["mlp"])
+        card = card_of(fp, training_events=sum(int(h["events"]) for h in history),
+                       events_per_epoch=n_train, epochs=int(cfg.epochs),
+                       best_epoch=int(best["epoch"]),  # -1: no validation event scored
+                       val_aufsc_keep=(float(best["aufsc_keep"]) if int(best["epoch"]) >= 0
+                                       else None),
+                       validation_event_ids=[int(e) for e in val_events],
+                       reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
                        training_seconds=seconds, history=history, options=options,
                        torch_threads=torch.get_num_threads(), versions=library_versions())
-        pt, js = save_scorer(destination, mlp, card)
+        pt, js = save_scorer(destination, mlp, card, kind)
         tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
-                             else float("nan"), "train/seconds": seconds})
-    print(f"saved {pt} and {js} ({seconds:.0f} s of training)")
+                             else float("nan"), "train/seconds": seconds,
+                             "val/best_aufsc_keep": float(best["aufsc_keep"])
+                             if int(best["epoch"]) >= 0 else float("nan")})
+    print(f"saved {pt} and {js} (epoch {int(best['epoch']) + 1} of {int(cfg.epochs)}, "
+          f"{seconds:.0f} s of training)")
     return card
+
+
+def validation_events(split: Split, n: int, seed: int) -> npt.NDArray[np.int64]:
+    """``n`` distinct event ids of the validation split ``[train_end, val_end)``, sorted
+    (drawn once, seeded by ``seed``; fewer when the split holds fewer)."""
+    pool = np.arange(max(split.train_end, 1), split.val_end, dtype=np.int64)
+    rng = np.random.default_rng([seed, 1 << 20])
+    return np.sort(rng.choice(pool, size=min(n, len(pool)), replace=False))
+
+
+def _validate(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
+              events: npt.NDArray[np.int64], epoch: int) -> tuple[float, int]:
+    """``validation_aufsc`` on exact oracles of ``events`` (stream order) with a progress
+    bar."""
+    oracles = (engine.oracle(int(e), cfg.k, int(cfg.m_max), "exact") for e in events.tolist())
+    with tqdm(total=len(events), desc=f"validation {epoch + 1}/{int(cfg.epochs)}",
+              unit="event", disable=not cfg.progress, dynamic_ncols=True) as bar:
+        return validation_aufsc(mlp, oracles, str(cfg.features), bar)
 
 
 def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
                 oracles: Iterable[Oracle | TrainingEvent | None], batch_size: int,
-                size_coef: float, entropy_coef: float,
-                bar: tqdm[Any] | None = None) -> tuple[float, int]:
+                bar: tqdm[Any] | None = None, kind: str = "probe") -> tuple[float, int]:
     """One pass over the explained events (oracles or ``TrainingEvent`` objects; None for one
     that cannot be explained): ``event_loss`` averaged over ``batch_size`` events per
-    optimizer step (a last, smaller batch steps too).
+    optimizer step (a last, smaller batch steps too; ``kind``: an oracle's input).
 
     Returns:
         ``(sum of the losses, events used)`` (events that cannot be explained are skipped).
@@ -333,7 +446,7 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
     total, used, pending = 0.0, 0, 0
     optimizer.zero_grad()
     for oracle in oracles:
-        loss = event_loss(mlp, oracle, size_coef, entropy_coef)
+        loss = event_loss(mlp, oracle, kind)
         if bar is not None:
             bar.update()
         if loss is None:
@@ -357,13 +470,13 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
            optimizer: torch.optim.Optimizer, events: npt.NDArray[np.int64], epoch: int,
            features: dict[int, torch.Tensor]) -> tuple[float, int]:
     """One pass over ``events`` (in stream order) with a progress bar."""
-    oracles = (training_event(engine, int(e), cfg.k, int(cfg.m_max), features)
-               for e in events.tolist())
+    oracles = (training_event(engine, int(e), cfg.k, int(cfg.m_max), features,
+                              str(cfg.features)) for e in events.tolist())
     with tqdm(total=len(events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}", unit="event",
               disable=not cfg.progress, dynamic_ncols=True) as bar:
-        return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), float(cfg.size_coef),
-                           float(cfg.entropy_coef), bar)
+        return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), bar)
 
 
-__all__ = ["TrainingEvent", "check_options", "event_loss", "run", "train_epoch",
-           "training_event", "training_events"]
+__all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "run",
+           "train_epoch", "training_event", "training_events", "validation_aufsc",
+           "validation_events"]

@@ -210,8 +210,9 @@ def check_train_explainer_options(cfg: Any) -> None:
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
     number(cfg, "lr", minimum=0, strict_minimum=True)
-    number(cfg, "size_coef", minimum=0)
-    number(cfg, "entropy_coef", minimum=0)
+    integer(cfg, "n_val_events", minimum=1)
+    choice(cfg, "features", ("reference", "probe"))
+    text(cfg, "note", optional=True)
     share = cfg.train_range
     if (isinstance(share, str) or not hasattr(share, "__len__") or len(share) != 2
             or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in share)

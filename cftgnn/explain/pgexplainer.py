@@ -1,42 +1,49 @@
-"""The temporal PGExplainer: an MLP scores each candidate event from embeddings.
+"""The temporal PGExplainer: an MLP scores each candidate event from its features.
 
-PGExplainer (Luo et al., NeurIPS 2020) trains one MLP that maps an edge's embedding to an
-importance, instead of optimising a mask per explained instance. The temporal version of the
-T-GNNExplainer reference system (``PGExplainerExt``; Xia et al., ICLR 2023) scores candidate
-event ``e`` for explained event ``i`` from the concatenation of both events' node embeddings,
-edge features and time encodings, with ``Linear(D, 128) → ReLU → Linear(128, 1)``, and trains
-it with the MLP's outputs as soft weights on the candidate events inside the model.
+PGExplainer (Luo et al., NeurIPS 2020) trains one MLP that maps an edge's features to an
+importance, instead of optimising a mask per explained instance. Its temporal version in the
+T-GNNExplainer reference system (``PGExplainerExt`` of ``other_baselines_tg.py``; Xia et al.,
+ICLR 2023; also CoDy's ``TPGExplainer``) is what this module reproduces (docs/design.md §8,
+docs/explainers/pgexplainer.md):
 
-Here (docs/design.md §8):
-
-* **input**: the oracle's probe (``features``), one row
-  per removable event, ``[z(u_e), z(v_e), z(src_i), z(dst_i), edge_feat(e), time_enc(t_i −
-  t_e)]`` (the model's embeddings at ``t_i`` with the full history, so the time of both
-  events enters through ``t_i − t_e``), ``float32 [|R|, D]``;
+* **input**, two kinds (``features_of``). ``features="reference"``
+  (``reference_features``): per candidate ``e`` of explained event ``i``,
+  ``[time_enc(t_i), edge_feat(i), time_enc(t_e), edge_feat(e)]``, the model's own time
+  encoding of the *absolute* timestamps and the stream's edge features of both events,
+  ``D = 2·(T + F)``; the reference also puts the node inputs of both events' endpoints first,
+  which are zero in our TGN and TGAT (an MLP cannot read them), so they are left out.
+  ``features="probe"``, the default of ``train_explainer.py``: the model's embeddings of the
+  four endpoints at ``t_i``, e's edge features and the time encoding of ``t_i − t_e``
+  (``ModelProbe.features``). On the feature-less UCI and Wikipedia files the reference's input
+  is two absolute timestamps, and it ranks below a random ranking
+  (docs/explainers/pgexplainer.md measures both);
 * **MLP** (``EdgeScorer``): the reference's ``D → 128 → 1``;
-* **training** (``pg_loss``, run by ``scripts/train_explainer.py``): soft weights
-  ``w = sigmoid(score)`` go through the probe's differentiable soft removal
-  (``soft_logit``), and the loss keeps the weighted
-  history's prediction at the original one: binary cross-entropy of the soft logit towards the
-  original predicted label, plus PGExplainer's size regulariser ``size_coef · Σ w`` and its
-  mask-entropy regulariser ``entropy_coef · mean H(w)`` (defaults 0.05, Luo et al.'s, and
-  0.1: their 1.0 goes with concrete sampling and a temperature schedule; with deterministic
-  weights it pushes every weight to 1 before the size term acts, and a planted cause is
-  then missed, ``tests/explain/test_pgexplainer.py``).
-  The reference's temporal version maximises the signed logit instead and leaves both
-  regularisers out; we keep PGExplainer's own objective, since without the size term every
-  weight may as well be 1 and the scores would not separate causes. Weights are deterministic
-  (no concrete sampling), as in the temporal reference;
+* **objective** (``fidelity_loss``): minus the fidelity of the signed logit,
+  ``−(ŷ_w − ŷ)`` for a positive original logit ``ŷ`` and ``−(ŷ − ŷ_w)`` otherwise, where
+  ``ŷ_w`` is the logit with the candidates softly weighted by the MLP. The reference code
+  computes a size term (``reg_coefs``) and never adds it to the loss; its entropy term is
+  commented out: no regulariser is applied, here neither. The reference adds the raw score
+  ``s`` to the attention logits; our soft removal multiplies each slot's attention by a weight
+  in ``[0, 1]`` (``ModelProbe.soft_logit``), and the weight is ``sigmoid(s)``, i.e. the
+  attention logits get ``log sigmoid(s)``: the reference's ``s`` where ``s ≪ 0``, and no
+  up-weighting beyond the unweighted model where ``s ≫ 0``. Weights are deterministic (no
+  concrete sampling), as in the reference;
+* **training** (``scripts/train_explainer.py``): fresh training-split events every epoch
+  (the reference: 1,000 per epoch, 30–100 epochs, Adam at 1e-4, 16 events per step), and,
+  unlike the reference (which keeps its last epoch), the epoch with the best AUFSC (kept) on
+  validation-split events is the one saved;
 * **inference**: importance = the MLP's score (one forward pass; no oracle call), ranked and
   answered as the shortest flipping prefix
   ([``FactualExplainer``][cftgnn.explain.FactualExplainer]).
 
-A trained MLP lives in a checkpoint (``save_scorer``: weights and a card; ``.pt`` loaded
-with ``weights_only=True``, the card also as ``.json`` next to it), by default
-``<checkpoint_dir>/pgexplainer_<model>_<dataset>.pt`` (``scorer_path``). The card names the
-model kind, the dataset, the stream's checksum and the model checkpoint's SHA-256; a run of
-another model, stream or model checkpoint is refused (``check_card``), by ``explain.py``
-before any event ([``PGExplainer.check_run``][cftgnn.explain.PGExplainer.check_run]).
+A trained MLP lives in a checkpoint (``save_scorer``: weights, the feature kind, the format
+version ``FORMAT`` and a card; ``.pt`` loaded with ``weights_only=True``, the card also as
+``.json`` next to it), by default ``<checkpoint_dir>/pgexplainer_<model>_<dataset>.pt``
+(``scorer_path``). A checkpoint of an earlier format (before ``FORMAT`` 2: another objective
+and input) is refused in one line that says how to retrain it. The card names the model kind,
+the dataset, the stream's checksum and the model checkpoint's SHA-256; a run of another model,
+stream or model checkpoint is refused (``check_card``), by ``explain.py`` before any event
+([``PGExplainer.check_run``][cftgnn.explain.PGExplainer.check_run]).
 """
 
 from __future__ import annotations
@@ -69,6 +76,11 @@ from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
 HIDDEN = 128
 #: What ``train_explainer.py`` trains; the checkpoint file's prefix.
 KIND = "pgexplainer"
+#: The checkpoint format this version writes and reads. 1 (no ``format`` key): BCE to the
+#: predicted label with size and entropy terms, on the model's embeddings (before issue 41).
+FORMAT = 2
+#: The MLP's inputs: the reference's (``reference_features``) or the probe's embeddings.
+FEATURES = ("reference", "probe")
 
 
 class EdgeScorer(nn.Module):
@@ -93,28 +105,71 @@ class EdgeScorer(nn.Module):
         return out
 
 
-def pg_loss(logit: Tensor, label: float, weights: Tensor, size_coef: float,
-            entropy_coef: float) -> Tensor:
-    """PGExplainer's loss of one explained event (Luo et al. 2020, eq. 9 with the size and
-    entropy regularisers of their code).
+def fidelity_loss(masked_logit: Tensor, original_logit: float) -> Tensor:
+    """The reference's loss of one explained event: minus the fidelity of the signed logit.
 
-    ``BCE(logit, label) + size_coef · Σ w + entropy_coef · mean(−w log w − (1 − w) log(1 − w))``.
+    ``−(ŷ_w − ŷ)`` when ``ŷ > 0``, else ``−(ŷ − ŷ_w)`` (``PGExplainerExt._loss`` and CoDy's
+    ``TPGExplainer._loss``; the reference computes a size term there and does not add it, so
+    there is no regulariser). Minimising it pushes the weighted prediction further to the
+    original side: weights stay on the events that support the prediction and drop on those
+    that oppose it.
 
     Args:
-        logit: The soft-removal logit with ``weights`` on the removable events, ``[]``.
-        label: The original prediction, 1.0 (positive logit) or 0.0.
-        weights: The soft weights ``sigmoid(score)``, ``[m]``.
-        size_coef: Weight of the size term.
-        entropy_coef: Weight of the entropy term.
+        masked_logit: The soft-removal logit ``ŷ_w`` with the MLP's weights, ``[]``.
+        original_logit: The original logit ``ŷ`` (a constant).
 
     Returns:
         The loss, ``[]``.
     """
-    target = torch.full_like(logit, float(label))
-    fit = nn.functional.binary_cross_entropy_with_logits(logit, target)
-    w = weights.clamp(1e-6, 1 - 1e-6)
-    entropy = -(w * torch.log(w) + (1 - w) * torch.log(1 - w))
-    return fit + size_coef * weights.sum() + entropy_coef * entropy.mean()
+    original = float(original_logit)
+    if original > 0:
+        return -(masked_logit - original)
+    return -(original - masked_logit)
+
+
+def reference_features(probe: Any) -> Tensor:
+    """The reference's input rows for ``probe``'s removable events ``R``.
+
+    ``[time_enc(t_i), edge_feat(i), time_enc(t_e), edge_feat(e)]`` per event ``e`` of ``R``
+    (``_create_explainer_input`` of the reference, without its node inputs, which are zero in
+    our models): the model's time encoding (``encode_time``) of the absolute timestamps, as
+    the reference's ``time_encoder(t)``, and the stream's edge features. It needs no replay: the
+    rows depend only on the stream and the model's time encoder.
+
+    Args:
+        probe: A [``ModelProbe``][cftgnn.oracle.probe.ModelProbe] (its ``model``,
+            ``event_id`` and ``removable``).
+
+    Returns:
+        ``float32 [|R|, 2·(T + F)]``, detached.
+    """
+    model = probe.model
+    stream = model.stream
+    ev = np.asarray(probe.removable, dtype=np.int64)
+    rows = np.concatenate([[int(probe.event_id)], ev])
+    dev = model.device
+    with torch.no_grad():
+        times = torch.as_tensor(np.asarray(stream.t[rows], dtype=np.float64), device=dev)
+        enc = model.encode_time(times)  # [m + 1, T]
+        feat = torch.as_tensor(np.asarray(stream.edge_feat[rows], dtype=np.float32),
+                               device=dev)  # [m + 1, F]
+        each = torch.cat([enc.float(), feat], dim=1)
+        out = torch.cat([each[:1].expand(len(ev), -1), each[1:]], dim=1)
+    return out.detach().float().cpu()
+
+
+def features_of(probe: Any, kind: str) -> Tensor:
+    """The MLP's input rows of ``probe``'s removable events: ``reference_features`` or the
+    probe's own ``features()`` (``kind="probe"``).
+
+    Raises:
+        ExplainerError: An unknown ``kind``.
+    """
+    if kind == "reference":
+        return reference_features(probe)
+    if kind == "probe":
+        return probe.features().detach().float().cpu()
+    raise ExplainerError(f"unknown PGExplainer features {kind!r}; one of {', '.join(FEATURES)}")
 
 
 def scorer_path(directory: str | os.PathLike[str], model: str, dataset: str) -> Path:
@@ -125,11 +180,13 @@ def scorer_path(directory: str | os.PathLike[str], model: str, dataset: str) -> 
 
 @dataclass(frozen=True)
 class TrainedScorer:
-    """A trained PGExplainer MLP and its card (training events, epochs, time, checksums)."""
+    """A trained PGExplainer MLP, its card (training events, epochs, time, checksums) and
+    the kind of input it reads (``FEATURES``)."""
 
     mlp: EdgeScorer
     card: dict[str, Any]
     path: str = ""
+    features: str = "probe"
 
 
 def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
@@ -140,14 +197,17 @@ def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
             "model_weights_sha256": fingerprint.weights_sha256, **training}
 
 
-def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, Any]
-                ) -> tuple[Path, Path]:
-    """Write ``path`` (``.pt``: the MLP's weights, its shape and the card) and the card as
-    ``.json`` next to it (with the ``.pt``'s SHA-256); returns both paths."""
+def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, Any],
+                features: str = "probe") -> tuple[Path, Path]:
+    """Write ``path`` (``.pt``: the MLP's weights, its shape, its input kind, ``FORMAT`` and
+    the card) and the card as ``.json`` next to it (with the ``.pt``'s SHA-256 and the
+    format); returns both paths."""
     pt = Path(path)
     pt.parent.mkdir(parents=True, exist_ok=True)
+    card = {**card, "format": FORMAT, "features": features}
     blob = {"state_dict": {k: v.detach().cpu() for k, v in mlp.state_dict().items()},
-            "input_dim": mlp.input_dim, "hidden": mlp.hidden, "card": card}
+            "input_dim": mlp.input_dim, "hidden": mlp.hidden, "card": card,
+            "format": FORMAT, "features": features}
     with atomic_output(pt) as f:  # complete or absent, also on a full disk
         torch.save(blob, f)
     js = pt.with_suffix(".json")
@@ -156,12 +216,26 @@ def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, A
     return pt, js
 
 
+def old_format(path: str | os.PathLike[str], found: Any, card: Any) -> str:
+    """The one line for a PGExplainer checkpoint of an earlier format: what it is, and the
+    command that retrains it (its model and dataset from its card when it has them)."""
+    card = card if isinstance(card, dict) else {}
+    model, data = card.get("model", "<model>"), card.get("dataset", "<dataset>")
+    version = found if isinstance(found, int) else 1
+    return (f"{path} is a PGExplainer checkpoint of format {version}, trained on another "
+            f"objective and input (format {FORMAT}: the reference's fidelity loss and "
+            "features, issue 41), which this version does not read; retrain it with "
+            f"`python scripts/train_explainer.py model={model} dataset={data}` (add "
+            f"out_dir={Path(path).parent} overwrite=true to replace it)")
+
+
 def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
     """Load a trained PGExplainer (``torch.load(..., weights_only=True)``: a pickle's code is
     never run, and no other way of loading is offered).
 
     Raises:
-        CheckpointError: When the file does not load as one (one line, naming it).
+        CheckpointError: When the file does not load as one, or is of an earlier format
+            than ``FORMAT`` (one line, naming it and how to retrain).
     """
     file = Path(path)
     not_one = f"{file} is not a PGExplainer checkpoint of this project"
@@ -169,9 +243,16 @@ def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
         with warnings.catch_warnings():  # torch's notes on loading are no news here
             warnings.simplefilter("ignore")
             blob = torch.load(file, map_location="cpu", weights_only=True)
+        if isinstance(blob, dict) and "state_dict" in blob and blob.get("format") != FORMAT:
+            raise CheckpointError(old_format(file, blob.get("format"), blob.get("card")))
+        features = str(blob["features"])
+        if features not in FEATURES:
+            raise ValueError(f"unknown features {features!r}")
         mlp = EdgeScorer(int(blob["input_dim"]), int(blob["hidden"]))
         mlp.load_state_dict(blob["state_dict"])
         card = dict(blob["card"])
+    except CheckpointError:
+        raise
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL (\S+)", str(err))
         why = (f"it holds a pickled Python object ({found.group(1)}), which safe "
@@ -185,7 +266,7 @@ def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
         raise CheckpointError(f"{not_one} ({type(err).__name__}: {reason}); train one with "
                               "scripts/train_explainer.py") from None
     mlp.eval()
-    return TrainedScorer(mlp, card, str(file))
+    return TrainedScorer(mlp, card, str(file), features)
 
 
 def check_card(card: dict[str, Any], fingerprint: ModelFingerprint, path: str) -> None:
@@ -302,7 +383,7 @@ class PGExplainer(FactualExplainer):
             fp = oracle.fingerprint
             raise needs_probe(self.name, None if fp is None else fp.model)
         scorer = self.scorer or resolve_scorer(self.params.checkpoint, oracle.fingerprint)
-        feats = oracle.probe.features()
+        feats = features_of(oracle.probe, scorer.features)
         if feats.shape[1] != scorer.mlp.input_dim:
             raise ExplainerError(f"the PGExplainer at {scorer.path or '(given)'} reads "
                                  f"{scorer.mlp.input_dim} features, the model gives "
@@ -315,6 +396,7 @@ class PGExplainer(FactualExplainer):
         return self.scores(oracle)
 
 
-__all__ = ["HIDDEN", "EdgeScorer", "PGExplainer", "PGExplainerParams", "TrainedScorer",
-           "card_of", "check_card", "load_scorer", "missing_scorer", "pg_loss", "resolve_scorer",
+__all__ = ["FEATURES", "FORMAT", "HIDDEN", "EdgeScorer", "PGExplainer", "PGExplainerParams",
+           "TrainedScorer", "card_of", "check_card", "features_of", "fidelity_loss",
+           "load_scorer", "missing_scorer", "old_format", "reference_features", "resolve_scorer",
            "save_scorer", "scorer_path"]

@@ -45,7 +45,7 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
                       f"out_dir={root}"))
     ckpt = root / f"{model}_synthetic.pt"
     explainer_training.run(_compose("train_explainer", f"model={model}", f"checkpoint={ckpt}",
-                                    "n_train_events=8", "batch_size=4", "m_max=8",
+                                    "n_train_events=8", "n_val_events=4", "batch_size=4", "m_max=8",
                                     "epochs=1", f"+run_dir={root / 'run'}",
                                     f"out_dir={root}"))
     tempme_training.run(_compose("train_explainer", "explainer=tempme", f"model={model}",

@@ -59,7 +59,7 @@ EXPLAIN = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=fal
 STREAM = ["dataset=synthetic", "dataset.num_nodes=30", "dataset.num_events=300",
           "progress=false"]
 #: A tiny PGExplainer training (with ``checkpoint=`` the model fixture's).
-PG = [*STREAM, "model=tgat", "n_train_events=12", "batch_size=4", "m_max=8"]
+PG = [*STREAM, "model=tgat", "n_train_events=12", "batch_size=4", "m_max=8", "n_val_events=4"]
 SCORER = "pgexplainer_tgat_synthetic.pt"
 
 
