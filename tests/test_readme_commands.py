@@ -107,6 +107,8 @@ STREAM_SPECIFIC = {"dataset", "debug", "checkpoint", "events", "n_events", "out_
                    "progress", "hydra.run.dir", "constraints.nodes", "constraints.events",
                    "constraints.before", "sample.min_abs_logit", "sample.max_abs_logit"}
 _ABSENT = object()
+#: T-GNNExplainer navigators that read a trained PGExplainer (none exists for the debug stream).
+TRAINED_NAVIGATORS = ("pgexplainer", "mlp")
 
 
 def _key(arg: str) -> str:
@@ -146,6 +148,9 @@ def test_readme_command_runs_on_the_debug_stream(command, tmp_path, monkeypatch,
              "out_dir": str(tmp_path / "run"), "out": str(tmp_path / "out")}
     args = [*_debug_args(command), "debug=default"] + [f"{k}={v}" for k, v in small.items()
                                  if OmegaConf.select(full, k, default=_ABSENT) is not _ABSENT]
+    if OmegaConf.select(full, "explainer.navigator", default=None) in TRAINED_NAVIGATORS:
+        # the debug stream has no trained PGExplainer: the search runs with the model's attention
+        args.append("explainer.navigator=attention")
     (cfg,) = compose_command(app, replace(command, args=tuple(args)))
     main = runpy.run_path(str(script), run_name="readme_check")["main"]
     with hydra_job(cfg) as task:
