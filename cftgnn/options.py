@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 from cftgnn.errors import ConfigError
 
 
-def _get(cfg: Any, key: str) -> Any:
+def option_value(cfg: Any, key: str) -> Any:
+    """``cfg.<key>`` (a dotted key; a config or a plain dict), as a plain value."""
     value = OmegaConf.select(cfg, key) if OmegaConf.is_config(cfg) else cfg.get(key)
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
@@ -54,7 +55,7 @@ def integer(cfg: Any, key: str, minimum: int | None = None, optional: bool = Fal
         ConfigError: For a non-integer (``1.5``, ``abc``, ``true``; ``as_integer``) or a
             value below ``minimum``.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if value is None and optional:
         return None
     bound = "" if minimum is None else f" >= {minimum}"
@@ -74,7 +75,7 @@ def number(cfg: Any, key: str, minimum: float | None = None, maximum: float | No
     Raises:
         ConfigError: For a value that is not a number or out of bounds.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if value is None and optional:
         return None
     ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
@@ -103,7 +104,7 @@ def boolean(cfg: Any, key: str) -> bool:
     Raises:
         ConfigError: For anything else.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if not isinstance(value, bool):
         raise ConfigError(f"{key} must be true or false, got {value!r}")
     return value
@@ -115,7 +116,7 @@ def choice(cfg: Any, key: str, options: Collection[str]) -> str:
     Raises:
         ConfigError: Naming the options.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if not isinstance(value, str) or value not in options:
         raise ConfigError(f"{key} must be one of {', '.join(options)}, got {value!r}")
     return value
@@ -127,7 +128,7 @@ def text(cfg: Any, key: str, optional: bool = False) -> str | None:
     Raises:
         ConfigError: For a list, a mapping or (unless ``optional``) null.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if value is None and optional:
         return None
     if isinstance(value, list | dict) or value is None:
@@ -143,7 +144,7 @@ def integer_list(cfg: Any, key: str, optional: bool = True,
     Raises:
         ConfigError: Naming the first entry that is not an integer or is below ``minimum``.
     """
-    value = _get(cfg, key)
+    value = option_value(cfg, key)
     if value is None and optional:
         return None
     if not isinstance(value, list | tuple):
@@ -164,26 +165,5 @@ def integer_list(cfg: Any, key: str, optional: bool = True,
 PLAIN_DEVICES = ("cpu", "auto")
 
 
-def device(cfg: Any, key: str = "device") -> None:
-    """Check ``cfg.<key>``, a device name, before the run makes its directory.
-
-    ``cpu`` and ``auto`` are taken as they are, without torch. Any other value (``cuda``,
-    ``cuda:1``, a typo) is checked by the run's own rule,
-    ``cftgnn.training.resolve.resolve_device``, which loads torch to ask whether this machine
-    has that device: a run with such a device loads torch next anyway, so the check costs it
-    nothing, and a machine without the device is refused before anything is written.
-
-    Raises:
-        ConfigError: For a value that is not a torch device, or a device this machine or
-            torch build does not have.
-    """
-    value = _get(cfg, key)
-    if isinstance(value, str) and value in PLAIN_DEVICES:
-        return
-    from cftgnn.training.resolve import resolve_device  # torch: only for such a device
-
-    resolve_device(value)
-
-
-__all__ = ["PLAIN_DEVICES", "as_integer", "boolean", "choice", "device", "integer",
-           "integer_list", "is_integer", "number", "text"]
+__all__ = ["PLAIN_DEVICES", "as_integer", "boolean", "choice", "integer",
+           "integer_list", "is_integer", "number", "option_value", "text"]

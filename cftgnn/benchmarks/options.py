@@ -12,7 +12,8 @@ from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
 from cftgnn.explain.params import check_explainer_options
-from cftgnn.options import boolean, choice, device, integer, integer_list, is_integer, number
+from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
+from cftgnn.training.options import device
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:

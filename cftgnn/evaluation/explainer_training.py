@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,6 +303,91 @@ def _load_state(path: Path, options: dict[str, Any], epochs: int,
     return state
 
 
+@dataclass
+class TrainingSetup:
+    """What a trained explainer's training run starts from (``training_setup``).
+
+    Attributes:
+        out: The run directory (its ``state.pt`` resumes the training).
+        state_file: ``out / STATE``.
+        state: The saved state to resume, or None.
+        stream: The dataset.
+        kind: The model's kind (``tgn``, ``tgat``, ...).
+        destination: Where the trained explainer is written.
+        model: The trained model, through soft removal.
+        weights: The model checkpoint's path.
+        fingerprint: The model's fingerprint (checked by the explainer's card).
+        engine: The replay engine of the model over the stream.
+        split: The chronological split of ``train.py``'s shares.
+    """
+
+    out: Path
+    state_file: Path
+    state: dict[str, Any] | None
+    stream: EventStream
+    kind: str
+    destination: Path
+    model: SoftRemovalModel
+    weights: Any
+    fingerprint: Any
+    engine: ReplayEngine
+    split: Split
+
+
+def training_setup(cfg: DictConfig, options: dict[str, Any],
+                   path_of: Callable[[Path, str, str], Path], what: str,
+                   state_format: int | None = None, models: str = "model=tgn or model=tgat",
+                   ) -> TrainingSetup:
+    """The start of a trained explainer's training run, shared by the PGExplainer's and
+    TempME's: the run directory and ``out_dir`` checked writable, a killed run's temporaries
+    removed, the saved state loaded (``_load_state``), the device and threads set, the
+    stream, the destination (refused when it exists without ``overwrite=true``), the model
+    (refused without soft removal), its fingerprint, engine and split.
+
+    Args:
+        cfg: The ``train_explainer.py`` configuration.
+        options: The options the saved state must match.
+        path_of: The trained explainer's file in a folder, for a model kind and stream name.
+        what: The explainer, for messages (``the PGExplainer``).
+        state_format: The state format this version resumes (None: any).
+        models: The models it trains on, for the message of a model without soft removal.
+
+    Raises:
+        CftgnnError: Before any training, for each of the refusals above.
+    """
+    out = run_dir(cfg)
+    check_writable_dir(out, "hydra.run.dir")
+    if cfg.get("out_dir"):
+        check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
+    remove_stale_temporaries(out)  # what a killed run was writing
+    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
+    state_file = out / STATE
+    state = _load_state(state_file, options, int(cfg.epochs), state_format)
+    device = resolve_device(str(cfg.device))
+    torch.set_num_threads(int(cfg.num_threads))
+    stream: EventStream = instantiate(cfg.dataset)
+    kind = model_name(cfg.model)
+    destination = path_of(Path(str(cfg.out_dir)) if cfg.get("out_dir") else out, kind,
+                          stream.name)
+    existing = [p for p in (destination, destination.with_suffix(".json")) if p.exists()]
+    if cfg.get("out_dir") and existing and cfg.get("overwrite") is not True:
+        raise ConfigError(f"{existing[0]} exists and would be replaced; add overwrite=true to "
+                          "replace it, or leave out out_dir to write into the run directory")
+    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
+                                   device, int(cfg.seed), require=True)
+    if not isinstance(model, SoftRemovalModel):
+        raise ConfigError(f"{what} trains through soft removal, which model {kind!r} does not "
+                          f"offer; use {models}")
+    fp = model_fingerprint(cfg, stream, model, weights)
+    engine = ReplayEngine(model, stream,
+                          memory_budget_gb=cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB))
+    engine.fingerprint = fp
+    split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
+                                float(cfg.split.test))
+    return TrainingSetup(out, state_file, state, stream, kind, destination, model, weights, fp,
+                         engine, split)
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train (or resume training) the PGExplainer of ``cfg.model`` on ``cfg.dataset``.
 
@@ -318,36 +403,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     check_options(cfg)
     if trained_explainer(cfg) != "pgexplainer":  # scripts/train_explainer.py sends it there
         raise ConfigError("explainer=tempme trains in cftgnn.evaluation.tempme_training.run")
-    out = run_dir(cfg)
-    check_writable_dir(out, "hydra.run.dir")
-    if cfg.get("out_dir"):
-        check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
-    remove_stale_temporaries(out)  # what a killed run was writing
-    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
     options = _options(cfg)
-    state_file = out / STATE
-    state = _load_state(state_file, options, int(cfg.epochs), FORMAT)
-    device = resolve_device(str(cfg.device))
-    torch.set_num_threads(int(cfg.num_threads))
-    stream: EventStream = instantiate(cfg.dataset)
-    kind = model_name(cfg.model)
-    destination = scorer_path(Path(str(cfg.out_dir)) if cfg.get("out_dir") else out, kind,
-                              stream.name)
-    existing = [p for p in (destination, destination.with_suffix(".json")) if p.exists()]
-    if cfg.get("out_dir") and existing and cfg.get("overwrite") is not True:
-        raise ConfigError(f"{existing[0]} exists and would be replaced; add overwrite=true to "
-                          "replace it, or leave out out_dir to write into the run directory")
-    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
-                                   device, int(cfg.seed), require=True)
-    if not isinstance(model, SoftRemovalModel):
-        raise ConfigError(f"the PGExplainer trains through soft removal, which model {kind!r} "
-                          "does not offer; use model=tgn or model=tgat")
-    fp = model_fingerprint(cfg, stream, model, weights)
-    engine = ReplayEngine(model, stream,
-                          memory_budget_gb=cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB))
-    engine.fingerprint = fp
-    split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
-                                float(cfg.split.test))
+    setup = training_setup(cfg, options, scorer_path, "the PGExplainer", FORMAT)
+    state, state_file, out = setup.state, setup.state_file, setup.out
+    stream, engine, split = setup.stream, setup.engine, setup.split
     kind = str(cfg.features)
     n_train, seed = int(cfg.n_train_events), int(cfg.seed)
     first_draw = training_events(stream, split, cfg.train_range, n_train, seed, 0)
@@ -368,8 +427,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         print(f"resuming {state_file} after epoch {first}")
     tracker: Tracker = instantiate(cfg.logger)
     config = _options(cfg) | {"model": OmegaConf.to_container(cfg.model, resolve=True),
-                              "dataset": stream.name, "weights": weights}
-    with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{kind}", dir=str(out)):
+                              "dataset": stream.name, "weights": setup.weights}
+    with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{setup.kind}",
+                  dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
             start = time.perf_counter()
             events = training_events(stream, split, cfg.train_range, n_train, seed, epoch)
@@ -395,7 +455,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                             "best": best}, f)
         if int(best["epoch"]) >= 0:
             mlp.load_state_dict(best["mlp"])
-        card = card_of(fp, training_events=sum(int(h["events"]) for h in history),
+        card = card_of(setup.fingerprint, training_events=sum(int(h["events"]) for h in history),
                        events_per_epoch=n_train, epochs=int(cfg.epochs),
                        best_epoch=int(best["epoch"]),  # -1: no validation event scored
                        val_aufsc_keep=(float(best["aufsc_keep"]) if int(best["epoch"]) >= 0
@@ -404,7 +464,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                        reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
                        training_seconds=seconds, history=history, options=options,
                        torch_threads=torch.get_num_threads(), versions=library_versions())
-        pt, js = save_scorer(destination, mlp, card, kind)
+        pt, js = save_scorer(setup.destination, mlp, card, kind)
         tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
                              else float("nan"), "train/seconds": seconds,
                              "val/best_aufsc_keep": float(best["aufsc_keep"])

@@ -13,8 +13,9 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation.curves import Protocol
 from cftgnn.explain.params import check_explainer_options
 from cftgnn.explain.post import PostProcessing
-from cftgnn.options import boolean, choice, device, integer, integer_list, number, text
+from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
+from cftgnn.training.options import device
 
 
 class PredictionGroup(str, Enum):
@@ -155,7 +156,7 @@ def check_explain_options(cfg: Any) -> None:
     of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
     explainer's declaration (``check_explainer_options``) and ``ceiling``, ``prune``,
     ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
-    one this machine has (``cftgnn.options.device``: torch loads for a device other than
+    one this machine has (``cftgnn.training.options.device``: torch loads for a device other than
     ``cpu`` or ``auto``).
 
     Raises:

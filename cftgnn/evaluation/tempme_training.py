@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,14 +38,8 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.explainer_training import (
-    STATE,
-    _load_state,
-    run_dir,
-    training_events,
-)
+from cftgnn.evaluation.explainer_training import training_events, training_setup
 from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
-from cftgnn.evaluation.pipeline import model_fingerprint
 from cftgnn.explain.tempme.explainer import (
     TrainedTempME,
     save_tempme,
@@ -61,14 +54,12 @@ from cftgnn.explain.tempme.model import (
     tempme_loss,
 )
 from cftgnn.explain.tempme.walks import Walks, null_prior, sample_walks
-from cftgnn.files import atomic_output, check_writable_dir, remove_stale_temporaries
+from cftgnn.files import atomic_output
 from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.probe import ModelProbe
-from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.tracking import Tracker, tracking
-from cftgnn.training.loop import Split, library_versions
-from cftgnn.training.resolve import model_name, resolve_device, resolve_model
+from cftgnn.training.loop import library_versions
 
 #: The options that decide what a TempME training computes (a resumed run must match them).
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size", "k",
@@ -213,35 +204,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if cfg.get("tempme") is None or trained_explainer(cfg) != "tempme":
         raise ConfigError("tempme_training.run trains explainer=tempme; this configuration "
                           "selects another explainer")
-    out = run_dir(cfg)
-    check_writable_dir(out, "hydra.run.dir")
-    if cfg.get("out_dir"):
-        check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
-    remove_stale_temporaries(out)
     options = _options(cfg)
-    state_file = out / STATE
-    state = _load_state(state_file, options, int(cfg.epochs))
-    device = resolve_device(str(cfg.device))
-    torch.set_num_threads(int(cfg.num_threads))
-    stream: EventStream = instantiate(cfg.dataset)
-    kind = model_name(cfg.model)
-    destination = tempme_path(Path(str(cfg.out_dir)) if cfg.get("out_dir") else out, kind,
-                              stream.name)
-    existing = [p for p in (destination, destination.with_suffix(".json")) if p.exists()]
-    if cfg.get("out_dir") and existing and cfg.get("overwrite") is not True:
-        raise ConfigError(f"{existing[0]} exists and would be replaced; add overwrite=true to "
-                          "replace it, or leave out out_dir to write into the run directory")
-    model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
-                                   device, int(cfg.seed), require=True)
-    if not isinstance(model, SoftRemovalModel):
-        raise ConfigError(f"TempME trains through soft removal, which model {kind!r} does not "
-                          "offer; use model=tgn, tgat, graphmixer or dygformer")
-    fp = model_fingerprint(cfg, stream, model, weights)
-    engine = ReplayEngine(model, stream,
-                          memory_budget_gb=cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB))
-    engine.fingerprint = fp
-    split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
-                                float(cfg.split.test))
+    setup = training_setup(cfg, options, tempme_path, "TempME",
+                           models="model=tgn, tgat, graphmixer or dygformer")
+    state, state_file, out = setup.state, setup.state_file, setup.out
+    stream, engine, split, weights = setup.stream, setup.engine, setup.split, setup.weights
+    kind, destination, fp = setup.kind, setup.destination, setup.fingerprint
     tm = cfg.tempme
     hp = {k: tm[k] for k in ("temp", "prior_p", "beta")}
     walk = {"n_walks": int(tm.n_walks), "length": int(tm.length), "degree": int(tm.degree)}

@@ -6,14 +6,35 @@ from __future__ import annotations
 from typing import Any
 
 from cftgnn.errors import ConfigError
-from cftgnn.options import boolean, device, integer, number, text
+from cftgnn.options import PLAIN_DEVICES, boolean, integer, number, option_value, text
+
+
+def device(cfg: Any, key: str = "device") -> None:
+    """Check ``cfg.<key>``, a device name, before the run makes its directory.
+
+    ``cpu`` and ``auto`` are taken as they are, without torch. Any other value (``cuda``,
+    ``cuda:1``, a typo) is checked by the run's own rule,
+    ``cftgnn.training.resolve.resolve_device``, which loads torch to ask whether this machine
+    has that device: a run with such a device loads torch next anyway, so the check costs it
+    nothing, and a machine without the device is refused before anything is written.
+
+    Raises:
+        ConfigError: For a value that is not a torch device, or a device this machine or
+            torch build does not have.
+    """
+    value = option_value(cfg, key)
+    if isinstance(value, str) and value in PLAIN_DEVICES:
+        return
+    from cftgnn.training.resolve import resolve_device  # torch: only for such a device
+
+    resolve_device(value)
 
 
 def check_train_options(cfg: Any) -> None:
     """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
     anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
     (never truncated), ``0 < lr``, split shares that leave a training part, a ``device``
-    this machine has (``cftgnn.options.device``).
+    this machine has (``device``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -37,4 +58,4 @@ def check_train_options(cfg: Any) -> None:
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["check_train_options"]
+__all__ = ["check_train_options", "device"]
