@@ -135,7 +135,8 @@ def test_a_device_this_machine_lacks_is_refused_before_the_run_directory(
 
 
 def test_cpu_and_auto_are_taken_without_torch():
-    code = ("import sys; from omegaconf import OmegaConf; from cftgnn.training.options import device; "
+    code = ("import sys; from omegaconf import OmegaConf; "
+            "from cftgnn.training.options import device; "
             "[device(OmegaConf.create({'device': d})) for d in ('cpu', 'auto')]; "
             "print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
