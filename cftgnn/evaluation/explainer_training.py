@@ -139,6 +139,37 @@ class TrainingEvent:
                    features_of(oracle.probe, kind))
 
 
+def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
+                    ) -> tuple[ModelProbe, float] | None:
+    """The probe of a training event and its original logit, shared by the trained explainers
+    (the PGExplainer's ``training_event``, TempME's ``tempme_event``).
+
+    The candidates are the oracle's (``k``, ``m_max``; all removable); the probe starts from
+    the engine's unperturbed state at the event's batch boundary and advances to the event.
+
+    Args:
+        engine: The replay engine.
+        event_id: The event.
+        k: Hop radius (None: the model's number of layers).
+        m_max: Most candidates.
+
+    Returns:
+        ``(probe, logit)``, or None when the event cannot be explained: a model without soft
+        removal, no candidate, or a zero logit.
+    """
+    model = engine.model
+    if not isinstance(model, SoftRemovalModel):
+        return None
+    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
+                                   else int(k), int(m_max))
+    if len(cand) == 0:
+        return None
+    start = engine.boundary(int(event_id))
+    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
+    p0 = probe.logit()
+    return None if p0 == 0 else (probe, float(p0))
+
+
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
                    features: dict[int, torch.Tensor] | None = None,
                    kind: str = "probe") -> TrainingEvent | None:
@@ -162,18 +193,10 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
     Returns:
         The event, or None when it cannot be explained (no candidate, zero logit).
     """
-    model = engine.model
-    if not isinstance(model, SoftRemovalModel):
+    explained = explained_probe(engine, event_id, k, m_max)
+    if explained is None:
         return None
-    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
-                                   else int(k), int(m_max))
-    if len(cand) == 0:
-        return None
-    start = engine.boundary(int(event_id))
-    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
-    p0 = probe.logit()
-    if p0 == 0:
-        return None
+    probe, p0 = explained
     cache = {} if features is None else features
     if int(event_id) not in cache:
         cache[int(event_id)] = features_of(probe, kind)

@@ -38,7 +38,11 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.explainer_training import training_events, training_setup
+from cftgnn.evaluation.explainer_training import (
+    explained_probe,
+    training_events,
+    training_setup,
+)
 from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
 from cftgnn.explain.tempme.explainer import (
     TrainedTempME,
@@ -55,7 +59,6 @@ from cftgnn.explain.tempme.model import (
 )
 from cftgnn.explain.tempme.walks import Walks, null_prior, sample_walks
 from cftgnn.files import atomic_output
-from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.tracking import Tracker, tracking
@@ -94,18 +97,10 @@ def tempme_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
         walk: ``n_walks``, ``length`` and ``degree``.
         seed: Seed of the walks and of the negative destination (with the event id).
     """
-    model = engine.model
-    if not isinstance(model, SoftRemovalModel):
+    explained = explained_probe(engine, event_id, k, m_max)
+    if explained is None:
         return None
-    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
-                                   else int(k), int(m_max))
-    if len(cand) == 0:
-        return None
-    start = engine.boundary(int(event_id))
-    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
-    p0 = probe.logit()
-    if p0 == 0:
-        return None
+    probe, p0 = explained
     rng = np.random.default_rng([int(seed), int(event_id)])
     negative = int(rng.integers(engine.stream.num_nodes))
     walks = [sample_walks(engine.index, root, int(event_id), walk["n_walks"], walk["length"],
