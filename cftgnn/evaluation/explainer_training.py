@@ -365,7 +365,8 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
     TempME's: the run directory and ``out_dir`` checked writable, a killed run's temporaries
     removed, the saved state loaded (``_load_state``), the device and threads set, the
     stream, the destination (refused when it exists without ``overwrite=true``), the model
-    (refused without soft removal), its fingerprint, engine and split.
+    (refused without soft removal), its fingerprint (a saved state of another model
+    checkpoint is refused: resuming would train on for the wrong model), engine and split.
 
     Args:
         cfg: The ``train_explainer.py`` configuration.
@@ -402,6 +403,12 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
         raise ConfigError(f"{what} trains through soft removal, which model {kind!r} does not "
                           f"offer; use {models}")
     fp = model_fingerprint(cfg, stream, model, weights)
+    saved = None if state is None else state.get("weights_sha256")
+    if saved is not None and saved != fp.weights_sha256:
+        raise ConfigError(f"{state_file} holds a training for the model checkpoint of SHA-256 "
+                          f"{str(saved)[:12]}…, this run's checkpoint ({weights}) has "
+                          f"{str(fp.weights_sha256)[:12]}…; rerun with that checkpoint, or use "
+                          "another hydra.run.dir to train for this one from scratch")
     engine = ReplayEngine(model, stream,
                           memory_budget_gb=cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB))
     engine.fingerprint = fp
@@ -475,7 +482,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
                             "epoch": epoch + 1, "history": history, "seconds": seconds,
                             "options": json.dumps(options), "format": FORMAT,
-                            "best": best}, f)
+                            "best": best,
+                            "weights_sha256": setup.fingerprint.weights_sha256}, f)
         if int(best["epoch"]) >= 0:
             mlp.load_state_dict(best["mlp"])
         card = card_of(setup.fingerprint, training_events=sum(int(h["events"]) for h in history),

@@ -275,7 +275,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                             "epoch": epoch + 1, "history": history, "seconds": seconds,
                             "options": json.dumps(options), "prior": prior,
                             "best": best["state"], "best_epoch": best["epoch"],
-                            "best_val": best["val_loss"]}, f)
+                            "best_val": best["val_loss"], "weights_sha256": fp.weights_sha256}, f)
         encoder.load_state_dict(best["state"])
         encoder.eval()
         card = tempme_card(fp, training_events=len(train_events),

@@ -379,3 +379,19 @@ def test_train_explainer_kill_9_loop_of_20_trials(model, tmp_path):
     rng = random.Random(3939)
     for _ in range(20):
         _kill_and_resume(model, tmp_path / "run", rng)
+
+
+def test_a_state_of_another_model_checkpoint_is_refused(model, trained, tmp_path, capsys):
+    other = tmp_path / "other"
+    loop.run(cfg_of("train", *STREAM, "model=tgat", "model.batch_size=25", "epochs=1",
+                    "seed=1", f"out_dir={other}"))
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    said = refused(capsys, explainer_training.run, pg(other / model.name, run, 3))
+    assert said.startswith(f"error: {run / 'state.pt'} holds a training for the model "
+                           "checkpoint of SHA-256 ")
+    assert str(other / model.name) in said and said.endswith(
+        "rerun with that checkpoint, or use another hydra.run.dir to train for this one "
+        "from scratch")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # nothing rewritten
