@@ -67,10 +67,11 @@ from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.pgexplainer_params import PGExplainerParams
+from cftgnn.explain.trained import check_trained_card, load_once
 from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
+from cftgnn.training.checkpoint import CheckpointError
 
 #: The reference's hidden width (``PGExplainerExt``: ``Linear(D, 128)``).
 HIDDEN = 128
@@ -275,18 +276,9 @@ def check_card(card: dict[str, Any], fingerprint: ModelFingerprint, path: str) -
     Raises:
         CheckpointMismatchError: One line naming the first difference and how to train one.
     """
-    train = (f"train one with `python scripts/train_explainer.py model={fingerprint.model} "
-             f"dataset={fingerprint.dataset}`")
-    for key, have, what in (("dataset", fingerprint.dataset, "dataset"),
-                            ("model", fingerprint.model, "model"),
-                            ("dataset_sha256", fingerprint.dataset_sha256, "stream checksum"),
-                            ("model_weights_sha256", fingerprint.weights_sha256,
-                             "model checkpoint's SHA-256")):
-        if card.get(key) != have:
-            shown = (lambda v: str(v)[:12]) if key.endswith("sha256") else str
-            raise CheckpointMismatchError(
-                f"PGExplainer checkpoint {path} was trained for {what} "
-                f"{shown(card.get(key))}, this run has {shown(have)}; {train}")
+    check_trained_card(card, fingerprint, path, "PGExplainer",
+                       f"python scripts/train_explainer.py model={fingerprint.model} "
+                       f"dataset={fingerprint.dataset}")
 
 
 def missing_scorer(checkpoint: str, path: Path, fingerprint: ModelFingerprint | None) -> str:
@@ -334,12 +326,7 @@ def resolve_scorer(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
         path = Path(checkpoint)
     if not path.is_file():
         raise ConfigError(missing_scorer(checkpoint, path, fingerprint))
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _LOADED:  # explain.py builds a fresh explainer per event
-        _LOADED.clear()
-        _LOADED[key] = load_scorer(path)
-    scorer = _LOADED[key]
+    scorer = load_once(path, load_scorer, _LOADED)
     if fingerprint is not None:
         check_card(scorer.card, fingerprint, str(path))
     return scorer

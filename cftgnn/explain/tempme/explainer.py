@@ -39,10 +39,11 @@ from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.tempme.model import EncoderShape, MotifEncoder, event_importance
 from cftgnn.explain.tempme.params import TempMEParams
 from cftgnn.explain.tempme.walks import Walks, sample_walks, stream_index
+from cftgnn.explain.trained import check_trained_card, load_once
 from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
+from cftgnn.training.checkpoint import CheckpointError
 
 #: What ``train_explainer.py explainer=tempme`` trains; the checkpoint file's prefix.
 KIND = "tempme"
@@ -120,18 +121,9 @@ def check_tempme_card(card: dict[str, Any], fingerprint: ModelFingerprint, path:
     Raises:
         CheckpointMismatchError: One line naming the first difference and how to train one.
     """
-    train = (f"train one with `python scripts/train_explainer.py explainer=tempme "
-             f"model={fingerprint.model} dataset={fingerprint.dataset}`")
-    for key, have, what in (("dataset", fingerprint.dataset, "dataset"),
-                            ("model", fingerprint.model, "model"),
-                            ("dataset_sha256", fingerprint.dataset_sha256, "stream checksum"),
-                            ("model_weights_sha256", fingerprint.weights_sha256,
-                             "model checkpoint's SHA-256")):
-        if card.get(key) != have:
-            shown = (lambda v: str(v)[:12]) if key.endswith("sha256") else str
-            raise CheckpointMismatchError(
-                f"TempME checkpoint {path} was trained for {what} {shown(card.get(key))}, "
-                f"this run has {shown(have)}; {train}")
+    check_trained_card(card, fingerprint, path, "TempME",
+                       f"python scripts/train_explainer.py explainer=tempme "
+                       f"model={fingerprint.model} dataset={fingerprint.dataset}")
 
 
 _LOADED: dict[tuple[str, int, int], TrainedTempME] = {}
@@ -160,12 +152,7 @@ def resolve_tempme(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
                f"dataset={fingerprint.dataset} out_dir={path.parent}`")
         raise ConfigError(f"no trained TempME at {path} (checkpoint={checkpoint}: no such "
                           f"file); train one with {how}")
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _LOADED:
-        _LOADED.clear()
-        _LOADED[key] = load_tempme(path)
-    trained = _LOADED[key]
+    trained = load_once(path, load_tempme, _LOADED)
     if fingerprint is not None:
         check_tempme_card(trained.card, fingerprint, str(path))
     return trained
