@@ -128,7 +128,8 @@ def test_sweep_files_compose_and_name_existing_options(sweep):
 
 BASELINE_EXPLAINERS = {"random": "RandomExplainer", "attention": "AttentionExplainer",
                        "perturb_one": "PerturbOneExplainer", "pgexplainer": "PGExplainer",
-                       "tgnnexplainer": "TGNNExplainer", "cftgnn": "CFTGNNExplainer",
+                       "tgnnexplainer": "TGNNExplainer", "tgnnexplainer_narrowed": "TGNNExplainer",
+                       "tempme": "TempMEExplainer", "cftgnn": "CFTGNNExplainer",
                        "greedy": "GreedyExplainer", "search_plus": "BeamExplainer"}
 
 
@@ -145,6 +146,10 @@ def test_every_baseline_selects_its_explainer(baseline):
         assert cfg.strategy._target_.endswith("ClosestStrategy")
     if baseline == "search_plus":
         assert cfg == preset
+    if baseline.startswith("tgnnexplainer"):  # published, or the earlier narrowed explorer
+        narrowed = baseline.endswith("narrowed")
+        assert cfg.explainer.search == ("narrowed" if narrowed else "published")
+        assert cfg.explainer.navigator == ("mlp" if narrowed else "pgexplainer")
 
 
 @pytest.mark.parametrize("launcher, target", [("joblib", "JoblibLauncher"),
