@@ -306,7 +306,9 @@ def orderings_markdown(records: pd.DataFrame, protocols: Sequence[str] = ("tgnne
                 if n_boot:
                     wins = bootstrap_wins(by_label, protocol, metric, n_boot, seed)
                     order = [n for n in ordering(ours) if n in wins.index]
-                    steps = [f"{a} > {b}: {float(wins.loc[a, b]):.2f}"
+                    share = wins.to_numpy()
+                    at = {name: i for i, name in enumerate(wins.index)}
+                    steps = [f"{a} > {b}: {share[at[a], at[b]]:.2f}"
                              for a, b in zip(order, order[1:], strict=False)]
                     if steps:
                         lines.append(f"- ours, share of {n_boot} bootstrap draws of the shared "
