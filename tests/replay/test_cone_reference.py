@@ -1,0 +1,27 @@
+"""The exact cone replay computes bit for bit the logits it computed before it became the
+``cftgnn.replay.tgn`` package (issue 44): references stored by ``testsupport.cone_reference``
+from the code of commit ``4d53c0c``, computed again and compared with ``np.array_equal``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from testsupport import cone_reference
+
+
+def test_cone_logits_are_bitwise_the_references():
+    stored = np.load(cone_reference.REFERENCE)
+    got = dict(cone_reference.cases())
+    assert sorted(got) == sorted(stored.files)
+    differ = [name for name, logits in got.items()
+              if logits.dtype != stored[name].dtype or not np.array_equal(logits, stored[name])]
+    assert not differ, f"logits no longer bitwise the references: {differ}"
+
+
+@pytest.mark.dataset
+def test_uci_tail_logits_are_bitwise_the_references(real_data_dir, tmp_path):
+    stored = np.load(cone_reference.UCI_REFERENCE)
+    got = dict(cone_reference.uci_cases(real_data_dir, tmp_path))
+    assert sorted(got) == sorted(stored.files)
+    for name, logits in got.items():
+        assert logits.dtype == stored[name].dtype and np.array_equal(logits, stored[name]), name

@@ -1,0 +1,168 @@
+"""Reference logits of TGN's exact causal-cone replay, to hold refactorings to bitwise equality.
+
+``cases()`` computes, on the small streams and models the cone tests use (and random dense
+streams with random batches of removal sets, the ones that exercise the split of mixed rows),
+the logits of the exact and approximate batched calls (``EventReplay.exact`` and
+``.approximate`` through ``cftgnn.replay.tgn``'s cone replay, with pruning, without it, with
+the opt-in tolerance, and as single calls), each as the array the call returns.
+``tests/replay/data/cone_reference.npz`` holds them as computed by the code of commit
+``4d53c0c`` (before the cone replay became the ``cftgnn.replay.tgn`` package, issue 44);
+``tests/replay/test_cone_reference.py`` computes them again and compares bit for bit.
+``uci_cases`` does the same for UCI · TGN tail events (a dataset test).
+
+Regenerate (only on purpose: a change of the references is a change of behaviour)::
+
+    PYTHONPATH=. python tests/testsupport/cone_reference.py [--uci DATA_DIR]
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from cftgnn.data import EventStream, make_synthetic_stream
+from cftgnn.models import TGN
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+
+DATA = Path(__file__).resolve().parents[1] / "replay" / "data"
+REFERENCE = DATA / "cone_reference.npz"
+UCI_REFERENCE = DATA / "cone_reference_uci.npz"
+#: UCI · TGN tail events of issue 44 (54454: the one whose sets once shared a mixed row) and
+#: the number of sets of at most two candidates compared on each.
+UCI_EVENTS, UCI_SETS = (56484, 54454), 300
+
+Logits = npt.NDArray[np.float64]
+
+
+def _tgn(stream: EventStream, num_layers: int, seed: int = 0, **kw: int) -> TGN:
+    torch.manual_seed(seed)
+    size = {"memory_dim": 16, "time_dim": 8, "embedding_dim": 16, "num_heads": 2,
+            "num_neighbors": 5, "batch_size": 20} | kw
+    return TGN(stream.num_nodes, stream.feat_dim, num_layers=num_layers, **size)
+
+
+def _replay(model: TGN, stream: EventStream, event: int, m_max: int = 64,
+            **options: object) -> EventReplay:
+    engine = ReplayEngine(model, stream)
+    assert isinstance(engine.replay, TGNReplay)
+    engine.replay.options = TGNReplayOptions(local_max_events=0, **options)  # type: ignore[arg-type]
+    return EventReplay(engine, event, m_max=m_max)
+
+
+def _small_sets(cand: list[int], k: int) -> list[frozenset[int]]:
+    return [frozenset(c) for s in range(1, k + 1) for c in itertools.combinations(cand, s)]
+
+
+def _random_sets(rng: np.random.Generator, pool: npt.NDArray[np.int64], count: int,
+                 largest: int) -> list[frozenset[int]]:
+    return [frozenset(rng.choice(pool, size=int(rng.integers(1, min(largest, len(pool)) + 1)),
+                                 replace=False).tolist()) for _ in range(count)]
+
+
+def _mixed_row_stream() -> EventStream:
+    """``tests/replay/test_cone_pruning.py``'s stream whose two sets share a mixed row."""
+    src = np.array([9, 6, 2, 1, 1, 6, 0, 0, 6, 0, 6, 9])
+    dst = np.array([0, 7, 5, 3, 4, 7, 1, 2, 7, 1, 7, 10])
+    return EventStream(src, dst, np.arange(1.0, 13.0), np.zeros((12, 0), np.float32),
+                       np.zeros(12, np.int64), 11, "mixed_row")
+
+
+def _dense_stream(seed: int, num_nodes: int, num_events: int) -> EventStream:
+    """``tests/replay/test_cone_pruning.py``'s random dense streams."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, num_nodes, num_events)
+    dst = (src + rng.integers(1, num_nodes, num_events)) % num_nodes
+    return EventStream(src, dst, np.arange(1.0, num_events + 1),
+                       np.zeros((num_events, 0), np.float32), np.zeros(num_events, np.int64),
+                       num_nodes, "dense")
+
+
+def cases() -> Iterator[tuple[str, Logits]]:
+    """Every reference case: ``(name, logits as the call returns them)``."""
+    stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
+    for layers in (1, 2):  # tests/replay/test_cone.py: every set of up to two candidates
+        replay = _replay(_tgn(stream, layers), stream, 899, m_max=16)
+        sets = _small_sets(replay.candidates.ids.tolist(), 2)
+        yield f"pairs_l{layers}_exact", replay.exact(sets)
+        yield f"pairs_l{layers}_approximate", replay.approximate(sets)
+    sparse = make_synthetic_stream(60, 2000, seed=3, feat_dim=1, p_tie=0.3)
+    for layers in (1, 2):  # far-back removals whose effects pruning retires
+        model = _tgn(sparse, layers)
+        rng = np.random.default_rng(layers)
+        for name, opts in (("pruned", {}), ("unpruned", {"prune_perturbations": False}),
+                           ("tolerance", {"prune_tolerance": 1e-4})):
+            replay = _replay(model, sparse, 1999, m_max=24, **opts)
+            cand = replay.candidates.ids
+            batch = _random_sets(np.random.default_rng(layers), cand, 64, 6)
+            yield f"sparse_l{layers}_{name}", replay.exact(batch)
+        singles = _random_sets(rng, cand, 12, 3)
+        replay = _replay(model, sparse, 1999, m_max=24)
+        yield f"sparse_l{layers}_single", np.concatenate([replay.exact([s]) for s in singles])
+    ties = make_synthetic_stream(12, 1500, seed=5, feat_dim=0, p_tie=0.6)
+    replay = _replay(_tgn(ties, 2, seed=1), ties, 1499, m_max=32)
+    cand = replay.candidates.ids
+    sets = _small_sets(cand[:10].tolist(), 2) + _random_sets(np.random.default_rng(0), cand, 40,
+                                                               len(cand))
+    yield "ties_exact", replay.exact(sets)
+    mixed = _mixed_row_stream()
+    for seed in range(4):
+        torch.manual_seed(seed)
+        model = TGN(11, 0, memory_dim=8, time_dim=4, embedding_dim=8, num_layers=1,
+                    num_heads=2, num_neighbors=3, batch_size=2)
+        replay = _replay(model, mixed, 11)
+        sets = [frozenset({3, 2}), frozenset({4, 2}), frozenset({7})]
+        yield f"mixed_s{seed}", np.concatenate([replay.exact(sets), replay.exact(sets[::-1])])
+    for seed, batch_size in ((25, 4), (25, 5), (71, 5), (3, 4), (7, 5), (44, 4), (60, 5)):
+        dense = _dense_stream(seed, 12, 100)
+        torch.manual_seed(seed)
+        model = TGN(12, 0, memory_dim=4, time_dim=2, embedding_dim=4, num_layers=1,
+                    num_heads=1, num_neighbors=3, batch_size=batch_size)
+        replay = _replay(model, dense, 99)
+        rng = np.random.default_rng(seed)
+        removable = np.arange(replay.start, 99)
+        yield f"dense_{seed}_{batch_size}_exact", replay.exact(_random_sets(rng, removable,
+                                                                            80, 3))
+        yield (f"dense_{seed}_{batch_size}_approximate",
+               replay.approximate(_random_sets(rng, replay.candidates.ids, 40, 4)))
+
+
+def uci_cases(data_dir: Path, cache_dir: Path) -> Iterator[tuple[str, Logits]]:
+    """Exact logits of ``UCI_SETS`` sets of at most two candidates of each UCI · TGN tail
+    event of ``UCI_EVENTS`` (every single, then pairs chosen at random), in one batched call
+    per event: ``(f"event_{event}", logits)``."""
+    from cftgnn.data import load_uci
+
+    ckpt = Path(__file__).resolve().parents[2] / "checkpoints" / "tgn_uci.pt"
+    stream = load_uci(data_dir=data_dir, cache_dir=cache_dir, download=False)
+    engine = ReplayEngine.from_checkpoint(ckpt, stream)
+    for event in UCI_EVENTS:
+        replay = EventReplay(engine, event)
+        cand = replay.candidates.ids.tolist()
+        pairs = list(itertools.combinations(cand, 2))
+        rng = np.random.default_rng(0)
+        chosen = rng.choice(len(pairs), size=UCI_SETS - len(cand), replace=False)
+        sets = [frozenset({c}) for c in cand] + [frozenset(pairs[i]) for i in sorted(chosen)]
+        yield f"event_{event}", replay.exact(sets)
+
+
+def main(argv: list[str]) -> None:
+    """Write the references (``--uci DATA_DIR`` for the UCI one too)."""
+    import tempfile
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(REFERENCE, **dict(cases()))
+    if "--uci" in argv:
+        data_dir = Path(argv[argv.index("--uci") + 1])
+        with tempfile.TemporaryDirectory() as cache:
+            np.savez_compressed(UCI_REFERENCE, **dict(uci_cases(data_dir, Path(cache))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
