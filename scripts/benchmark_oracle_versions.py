@@ -125,14 +125,23 @@ def _wrap_steps(timers: dict[str, dict[str, float]], timing: list[str]) -> None:
     import functools
     import importlib
 
-    for name in ("cftgnn.replay.cone", "cftgnn.models.cone"):
+    # the step functions of the versions before the replay.tgn package, then its driver's
+    # and the methods of its table of rows
+    targets: list[tuple[Any, str]] = []
+    for name in ("cftgnn.replay.cone", "cftgnn.models.cone", "cftgnn.replay.tgn.cone",
+                 "cftgnn.replay.tgn.rows"):
         try:
             mod = importlib.import_module(name)
         except ImportError:
             continue
+        targets.append((mod, name))
+        if hasattr(mod, "RowTable"):
+            targets.append((mod.RowTable, name))
+    for mod, name in targets:
         for attr, fn in list(vars(mod).items()):
             if not (callable(fn) and getattr(fn, "__module__", None) == name
-                    and attr.startswith("_") and not isinstance(fn, type)):
+                    and not attr.startswith("__") and not isinstance(fn, type)
+                    and (attr.startswith("_") or isinstance(mod, type))):
                 continue
 
             def timed(*a: Any, _fn: Any = fn, _key: str = attr, **k: Any) -> Any:

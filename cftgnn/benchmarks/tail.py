@@ -54,8 +54,8 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.oracle.workers import check_workers
-from cftgnn.replay.cone import ConeStats, checked_tolerance
 from cftgnn.replay.tgn import TGNReplay
+from cftgnn.replay.tgn.cone import ConeStats, checked_tolerance
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 

@@ -7,8 +7,10 @@
 * ``cftgnn.replay.registry``: ``replay_for``, the replay of a model (the one registered
   for its class with ``register_replay``, its own batched replay, or the generic one
   replay per set of ``cftgnn.replay.generic``).
-* ``cftgnn.replay.cone`` and ``cftgnn.replay.local``: TGN's causal-cone and local
-  replays, through the TGN memory's public interface; ``cftgnn.replay.tgn`` picks one.
+* ``cftgnn.replay.tgn`` (a package: the recording, the table of perturbed rows and the
+  driver of the exact causal-cone replay) and ``cftgnn.replay.local``: TGN's causal-cone
+  and local replays, through the TGN memory's public interface; ``cftgnn.replay.tgn``
+  picks one.
 * ``cftgnn.replay.batched``: the embedding pass over the distinct embeddings of P sets;
   ``cftgnn.replay.tgat`` is TGAT's whole replay, ``cftgnn.replay.graphmixer``
   GraphMixer's; ``cftgnn.replay.dygformer`` runs DyGFormer once per distinct pair of

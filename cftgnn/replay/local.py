@@ -5,7 +5,7 @@ a few hundred events at most, touching a few hundred nodes. ``local_replay`` kee
 state of just those nodes for every perturbation as one ``[P·T, d]`` block and runs the
 batches of the history once, each step vectorised over all P (messages, GRU, last-message
 aggregation), so P removal sets cost about as much as one. Long histories (the exact oracle on
-Wikipedia) use the causal-cone replay of ``cftgnn.replay.cone`` instead, which does not
+Wikipedia) use the causal-cone replay of ``cftgnn.replay.tgn.cone`` instead, which does not
 recompute what a removal cannot change.
 """
 
@@ -90,7 +90,7 @@ def local_replay(model: TGN, plan: LocalPlan, sets: RemovalSets) -> NodeInputs:
 
     Returns:
         The node inputs under each set: the touched nodes read their replayed rows, the
-        others the base state's memory (as ``cftgnn.replay.cone.cone_replay`` returns
+        others the base state's memory (as ``cftgnn.replay.tgn.cone.cone_replay`` returns
         them).
     """
     src, dst = model.stream.src, model.stream.dst

@@ -190,7 +190,7 @@ def test_a_shifted_tgn_replay_finds_the_same_counterfactual(engines) -> None:
 def test_a_plan_spilled_to_its_file_is_read_by_each_worker_at_its_offset(monkeypatch) -> None:
     """The workers share the plan file's descriptor (and so its position): each reads its
     segments at an offset, so their logits equal one process's bitwise."""
-    from cftgnn.replay import record
+    from cftgnn.replay.tgn import record
 
     monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 2048)  # segments of a toy size
 

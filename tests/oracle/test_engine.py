@@ -14,9 +14,9 @@ from cftgnn.models import TGAT, TGN, TemporalModel
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle import OracleMode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
-from cftgnn.replay.cone import cone_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplay
+from cftgnn.replay.tgn.cone import cone_replay
 
 ATOL = 1e-5
 

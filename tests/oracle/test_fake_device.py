@@ -146,7 +146,7 @@ def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, fake
     # a plan's recorded rows held within a byte limit: the segments not held are spilled to
     # a temporary file (on the host) and read back (uploaded) when the cone replay reads them,
     # or, where no file can be made, computed again on the device
-    from cftgnn.replay import record
+    from cftgnn.replay.tgn import record
 
     monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 512)  # segments of a toy size
     made: list[object] = []

@@ -177,28 +177,43 @@ def test_pipeline_refuses_a_negative_budget(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_shared_trajectory_records_the_same_rows_in_less_memory(stream):
-    from cftgnn.replay.cone import record_trajectory
-    from cftgnn.replay.record import record_shared_trajectory
+def _copied_rows(model: TGN, base, end: int) -> tuple[list[tuple], torch.Tensor]:  # noqa: ANN001
+    """The recording the cone replay's recorder must equal, as plain copies: per history
+    batch, its nodes (pending before it or with an event in it), their memory before and
+    after it and their last-update times; and the final node input."""
+    src, dst = model.stream.src, model.stream.dst
+    model.restore(base)
+    st = model.state
+    out = []
+    for events in model.history_steps(base.position, end, None, model.is_idle(st)):
+        pending = (st.pending >= 0).nonzero(as_tuple=True)[0].numpy()
+        nodes = np.unique(np.concatenate([pending, src[events], dst[events]]))
+        nt = torch.as_tensor(nodes)
+        pre = st.memory[nt].clone()
+        model.apply_batch(st, torch.as_tensor(events))
+        out.append((nodes, pre, st.memory[nt].clone(), st.last_update[nt].numpy()))
+    st.position = end
+    return out, model.node_input(model.snapshot())
+
+
+def test_the_recording_holds_the_rows_of_a_plain_replay_in_less_memory(stream):
+    from cftgnn.replay.tgn.record import record_trajectory
 
     model = _attached(make_model("tgn", stream), stream)
     with eval_mode(model):
         model.advance(0, 100)
         base = model.snapshot()
-        full = record_trajectory(model, base, 587)
-        shared = record_shared_trajectory(model, base, 587)
-    assert len(full.batches) == len(shared.batches) > 10
-    for a, b in zip(full.batches, shared.batches, strict=True):
-        rows = torch.arange(len(a.nodes))
-        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.lu_post, b.lu_post)
-        assert torch.equal(a.mem_pre, b.mem_pre[rows]) and torch.equal(a.mem_post,
-                                                                       b.mem_post[rows])
-        assert torch.equal(a.mem_post[rows, 0], b.mem_post[rows, 0])
-    assert torch.equal(full.final_input, shared.final_input)
-    def rows_nbytes(traj: object) -> int:
-        return snapshot_nbytes([(r.mem_pre, r.mem_post) for r in traj.batches])  # type: ignore
-
-    assert rows_nbytes(shared) < 0.75 * rows_nbytes(full)  # d = 16; more with a larger d
+        copies, final_input = _copied_rows(model, base, 587)
+        shared = record_trajectory(model, base, 587)
+    assert len(copies) == len(shared.batches) > 10
+    for (nodes, pre, post, lu), b in zip(copies, shared.batches, strict=True):
+        rows = torch.arange(len(nodes))
+        assert np.array_equal(nodes, b.nodes) and np.array_equal(lu, b.lu_post)
+        assert torch.equal(pre, b.mem_pre[rows]) and torch.equal(post, b.mem_post[rows])
+        assert torch.equal(post[rows, 0], b.mem_post[rows, 0])
+    assert torch.equal(final_input, shared.final_input)
+    copied = snapshot_nbytes([(pre, post) for _, pre, post, _ in copies])
+    assert snapshot_nbytes([(r.mem_pre, r.mem_post) for r in shared.batches]) < 0.75 * copied
 
 
 def test_plans_take_their_room_from_the_snapshots():
@@ -247,9 +262,9 @@ def test_room_for_plans_is_made_before_they_are_recorded():
 
 def test_recording_keeps_only_the_rows_the_cone_replay_reads():
     from cftgnn.replay.batched import batched_logits
-    from cftgnn.replay.cone import cone_replay
     from cftgnn.replay.masks import RemovalSets
-    from cftgnn.replay.record import PrunedTrajectory, record_shared_trajectory
+    from cftgnn.replay.tgn.cone import cone_replay
+    from cftgnn.replay.tgn.record import PrunedTrajectory, record_trajectory
 
     sparse = make_synthetic_stream(300, 2000, seed=3, feat_dim=2, p_tie=0.2)
     model = _attached(make_model("tgn", sparse), sparse)
@@ -259,8 +274,8 @@ def test_recording_keeps_only_the_rows_the_cone_replay_reads():
     with eval_mode(model):
         model.advance(0, 100)
         base = model.snapshot()
-        full = record_shared_trajectory(model, base, end)  # every row
-        kept = record_shared_trajectory(model, base, end, removable=removable)
+        full = record_trajectory(model, base, end)  # every row
+        kept = record_trajectory(model, base, end, removable=removable)
     assert isinstance(kept, PrunedTrajectory) and not isinstance(full, PrunedTrajectory)
     table = kept.batches[0].mem_pre.table
     assert len(table) < 0.6 * len(full.batches[0].mem_pre.table)
@@ -306,11 +321,11 @@ def test_one_budget_bounds_the_snapshots_and_each_cone_pass(stream):
 def test_recording_within_a_byte_limit_reads_dropped_rows_again(monkeypatch, spill):
     # the segments not held are read back from the plan's temporary file, or, where none
     # can be made, computed again from the base state: the same rows either way
-    from cftgnn.replay import record
     from cftgnn.replay.batched import batched_logits
-    from cftgnn.replay.cone import cone_replay
     from cftgnn.replay.masks import RemovalSets
-    from cftgnn.replay.record import SegmentRows, record_shared_trajectory
+    from cftgnn.replay.tgn import record
+    from cftgnn.replay.tgn.cone import cone_replay
+    from cftgnn.replay.tgn.record import SegmentRows, record_trajectory
 
     monkeypatch.setattr(record, "_MIN_SEGMENT_BYTES", 2048)  # segments of a toy size
     if spill:
@@ -333,7 +348,7 @@ def test_recording_within_a_byte_limit_reads_dropped_rows_again(monkeypatch, spi
         model.advance(0, 100)
         base = model.snapshot()
         for limit in (None, 20_000, 0):
-            traj = record_shared_trajectory(model, base, end, removable=removable,
+            traj = record_trajectory(model, base, end, removable=removable,
                                             max_bytes=limit)
             segments = {id(r.mem_post.segment): r.mem_post.segment for r in traj.batches
                         if isinstance(r.mem_post, SegmentRows)}.values()
@@ -354,7 +369,7 @@ def test_recording_within_a_byte_limit_reads_dropped_rows_again(monkeypatch, spi
     gc.disable()
     try:
         with eval_mode(model):
-            traj = record_shared_trajectory(model, base, end, removable=removable, max_bytes=0)
+            traj = record_trajectory(model, base, end, removable=removable, max_bytes=0)
             cone_replay(model, traj, sets)
         segment = weakref.ref(traj.batches[-1].mem_post.segment)
         del traj

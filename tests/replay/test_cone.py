@@ -16,9 +16,9 @@ from cftgnn.models.base import eval_mode
 from cftgnn.models.neighbors import reachable_nodes, recent_kept_neighbors
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.batched import NodeInputs, _distinct_small
-from cftgnn.replay.cone import cone_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+from cftgnn.replay.tgn.cone import cone_replay
 
 ATOL = 1e-5
 

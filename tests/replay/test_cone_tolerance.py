@@ -14,8 +14,9 @@ from testsupport.planted import huge_cone_stream
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.replay.cone import ConeStats, _memory_equal
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+from cftgnn.replay.tgn.cone import ConeStats
+from cftgnn.replay.tgn.rows import _memory_equal
 
 
 def tgn(stream: EventStream, num_layers: int = 1, seed: int = 0) -> TGN:

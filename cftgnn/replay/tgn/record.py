@@ -1,22 +1,19 @@
-"""A TGN trajectory recorded in memory proportional to the updates, not to the rows read.
+"""The recorder of TGN's cone replay: one trajectory, every row stored once, only the rows read.
 
-``cftgnn.replay.cone.record_trajectory`` keeps, for every history batch, the memory of
-every node the batch touches before and after its pending messages (``mem_pre``,
-``mem_post``, ``[V, d]`` each). Most of those rows repeat: a node's memory changes only when
-one of its pending messages is applied, so ``mem_pre`` of a batch holds rows already
-recorded and ``mem_post`` differs from it only on the nodes with a pending message. On a
-history of hundreds of thousands of events (an explained event whose oldest candidate lies
-far back) the copies take gigabytes.
-
-``record_shared_trajectory`` records the same trajectory with every row stored once: one
-table holds the base memory and, batch by batch, the new rows of the nodes whose pending
-messages were applied, and each record's ``mem_pre`` / ``mem_post`` is a ``SharedRows``
-view (row pointers into that table) that the cone replay indexes as it indexes a tensor.
-The values are the same floats, so every logit is bitwise the same; the memory is about a
-third to a quarter (``d`` floats per applied message instead of ``2·V`` rows per batch).
+``record_trajectory`` replays the explained event's history once and keeps, for every batch
+(a ``cftgnn.replay.tgn.trajectory.BatchRecord``), the memory of every node the batch touches
+before and after its pending messages (``mem_pre``, ``mem_post``, ``[V, d]`` each). Most of
+those rows repeat: a node's memory changes only when one of its pending messages is applied,
+so one table holds, batch by batch, the rows first read and the new rows of the nodes whose
+pending messages were applied, and each record's ``mem_pre`` / ``mem_post`` is a
+``SharedRows`` view (row pointers into that table) that the cone replay indexes as it indexes
+a tensor. The values are the floats a copy would hold, so every logit is bitwise the same; the
+memory is about a third to a quarter (``d`` floats per applied message instead of ``2·V``
+rows per batch). On a history of hundreds of thousands of events (an explained event whose
+oldest candidate lies far back) copies would take gigabytes.
 
 **Only the rows the cone replay can read** (when the removable events are known). The cone
-replay (``cftgnn.replay.cone.cone_replay``) reads a recorded row only for a node that
+replay (``cftgnn.replay.tgn.cone.cone_replay``) reads a recorded row only for a node that
 can hold a perturbed row, that is, a node whose dependency set grows (a *column* of
 ``Dependencies``), from the first batch it grows in to the last
 batch whose state of it the prediction reads (``need``): its memory after the batch's
@@ -27,6 +24,11 @@ only those rows: on a 1M-event synthetic stream (TGN, memory 100), a 193,000-eve
 keeps about 28,000 rows instead of 416,000. A row it did not keep points past the end of
 the table, so reading one raises instead of returning a wrong value; a removal set outside
 the removable events re-records the history for the wider set (``PrunedTrajectory``).
+
+**Within a byte limit** (the memory budget's segments): the table is cut into segments of
+consecutive batches; the latest that fit are held and the earlier ones are written to a
+temporary file (``_Spilled``) or, where none can be made, computed again from the base state
+(``_Replayed``), and read back when the cone replay reads them (the same floats).
 """
 
 from __future__ import annotations
@@ -45,15 +47,44 @@ from torch import Tensor
 
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
-from cftgnn.replay.cone import (
+from cftgnn.replay.tgn.trajectory import (
     BatchRecord,
     Dependencies,
     Trajectory,
     batch_record,
-    begin_recording,
-    finish_recording,
     trajectory_dependencies,
 )
+
+
+def begin_recording(model: TGN, base: State, end: int,
+                    removed_mask: npt.NDArray[np.bool_] | None = None
+                    ) -> list[npt.NDArray[np.int64]]:
+    """Restore ``base`` (with ``removed_mask`` masked in ``[base.position, end)``) and return the
+    history batches a recording applies one by one (``TemporalModel.history_steps``)."""
+    model.restore(base)
+    st = model.state
+    lo = base.position
+    if removed_mask is not None:
+        st.removed[lo:end] = torch.from_numpy(removed_mask[lo:end].copy())
+    return model.history_steps(lo, end, removed_mask, model.is_idle(st))
+
+
+def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
+                     removable: npt.NDArray[np.int64] | None = None,
+                     deps: Dependencies | None = None) -> Trajectory:
+    """The ``Trajectory`` of a recording whose batches were all applied: the final
+    state and input, the removals every set shares, and the dependency sets of the
+    ``removable`` events (``deps`` when the recording computed them already)."""
+    st = model.state
+    st.position = end
+    final = model.snapshot()
+    final_input = model.node_input(final)
+    shared = final.removed.numpy()  # the base's removals and the recording's own
+    traj = Trajectory(base.position, end, records, final, final_input,
+                      shared if shared.any() else None, deps)
+    if deps is None and removable is not None and len(removable):
+        traj.dependencies_for(model, np.unique(np.asarray(removable, dtype=np.int64)))
+    return traj
 
 
 class SharedRows:
@@ -84,66 +115,6 @@ class SharedRows:
     def shape(self) -> torch.Size:
         """``[V, d]``."""
         return torch.Size((len(self.ptr), self.table.shape[1]))
-
-
-def _applied_rows(model: TGN, base: State, steps: list[npt.NDArray[np.int64]]) -> int:
-    """How many rows the pending messages of ``steps`` write: the base's pending nodes, then
-    the distinct endpoints of every step but the last (each step leaves them pending)."""
-    src, dst = model.stream.src, model.stream.dst
-    total = int((base.pending >= 0).sum())
-    for events in steps[:-1]:
-        total += len(np.unique(np.concatenate([src[events], dst[events]])))
-    return total
-
-
-def record_shared_trajectory(model: TGN, base: State, end: int,
-                             removed_mask: npt.NDArray[np.bool_] | None = None,
-                             removable: npt.NDArray[np.int64] | None = None,
-                             max_bytes: int | None = None) -> Trajectory:
-    """``cftgnn.replay.cone.record_trajectory`` with every recorded row stored once.
-
-    The same batches (``history_steps``), the same
-    updates and the same ``Trajectory``; only ``mem_pre`` and
-    ``mem_post`` of each record are ``SharedRows`` views of one table. With
-    ``removable``, only the rows the cone replay can read under removals of those events are
-    kept (see the module docstring; a ``PrunedTrajectory``), and with ``max_bytes`` at
-    most that many bytes of them are held: the latest segments of batches, the earlier ones
-    written to a temporary file and read back when the cone replay reads them (computed
-    again from ``base`` where no file can be made). Leaves ``model`` holding
-    the recorded state at ``end``.
-    """
-    if removable is not None and len(removable):
-        return _record_read_rows(model, base, end, removed_mask,
-                                 np.unique(np.asarray(removable, dtype=np.int64)), max_bytes)
-    src, dst = model.stream.src, model.stream.dst
-    records: list[BatchRecord] = []
-    with torch.no_grad():
-        steps = begin_recording(model, base, end, removed_mask)
-        st = model.state
-        dev = st.memory.device
-        num_nodes = st.memory.shape[0]
-        table = st.memory.new_empty(num_nodes + _applied_rows(model, base, steps),
-                                    st.memory.shape[1])
-        table[:num_nodes] = st.memory
-        cur = torch.arange(num_nodes, device=dev)  # row of each node's memory in the table
-        filled = num_nodes
-        for events in steps:
-            pend_t = (st.pending >= 0).nonzero(as_tuple=True)[0]
-            pend_nodes = pend_t.cpu().numpy()
-            nodes = np.unique(np.concatenate([pend_nodes, src[events], dst[events]]))
-            nt = torch.as_tensor(nodes, device=dev)
-            ptr_pre = cur[nt]
-            model.apply_batch(st, torch.as_tensor(events, device=dev))
-            if len(pend_t):  # only the nodes with a pending message changed
-                rows = torch.arange(filled, filled + len(pend_t), device=dev)
-                table[rows] = st.memory[pend_t]
-                cur[pend_t] = rows
-                filled += len(pend_t)
-            records.append(batch_record(
-                events, nodes, cast(Tensor, SharedRows(table, ptr_pre)),
-                cast(Tensor, SharedRows(table, cur[nt])), st.last_update[nt].cpu().numpy(),
-                src, dst))
-        return finish_recording(model, base, end, records, removable)
 
 
 @dataclass
@@ -331,16 +302,34 @@ class _Replayed:
         return rows
 
 
-def _record_read_rows(model: TGN, base: State, end: int,
-                      removed_mask: npt.NDArray[np.bool_] | None,
-                      universe: npt.NDArray[np.int64],
-                      max_bytes: int | None = None) -> PrunedTrajectory:
-    """``record_shared_trajectory`` keeping only the rows the cone replay can read under
-    removals from ``universe`` (see the module docstring), and, with ``max_bytes``, holding
-    at most that many bytes of them: the table is cut into segments of consecutive batches,
-    the latest segments that fit are held (every call of the cone replay reads from its
-    first removal to the end) and the earlier ones are spilled to a temporary file (or,
-    without one, computed again) and read back when read."""
+def record_trajectory(model: TGN, base: State, end: int,
+                      removed_mask: npt.NDArray[np.bool_] | None = None,
+                      removable: npt.NDArray[np.int64] | None = None,
+                      max_bytes: int | None = None) -> Trajectory:
+    """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
+
+    The batches are formed exactly as ``TemporalModel.advance`` forms them
+    (``history_steps``); batches that change nothing (empty on an idle state) are skipped
+    there and not recorded here. Removal sets given to the cone replay are then relative to
+    this recording: the approximate oracle records its history (events before ``ε_min``
+    plus all candidates) once and follows each removal set as a small perturbation of it.
+    Every record's ``mem_pre`` / ``mem_post`` is a ``SharedRows`` view of one table in
+    which every row is stored once (see the module docstring).
+
+    With ``removable`` (the events later sets may remove), the dependency sets are computed
+    here too, as part of the per-event setup, and only the rows the cone replay can read
+    under removals of those events are kept (a ``PrunedTrajectory``); with ``max_bytes`` as
+    well, at most that many bytes of them are held: the table is cut into segments of
+    consecutive batches, the latest segments that fit are held (every call of the cone
+    replay reads from its first removal to the end) and the earlier ones are spilled to a
+    temporary file (or, without one, computed again from ``base``) and read back when read.
+    Without ``removable`` every row is kept and held. Leaves ``model`` holding the recorded
+    state at ``end``.
+    """
+    universe = (np.unique(np.asarray(removable, dtype=np.int64))
+                if removable is not None and len(removable) else None)
+    if universe is None:
+        max_bytes = None  # every row, held
     dim = model.memory_dim
     row_bytes = dim * base.memory.element_size()
     seg_rows = (None if max_bytes is None
@@ -351,10 +340,14 @@ def _record_read_rows(model: TGN, base: State, end: int,
         dev = st.memory.device
         pending = (st.pending >= 0).nonzero(as_tuple=True)[0].cpu().numpy()
         records = _structure(model, pending, steps)
-        mask = st.removed.numpy()
-        deps = trajectory_dependencies(model, records, end, mask.copy() if mask.any() else None,
-                                       universe)
-        pre, post = _rows_read(model, records, deps)
+        if universe is None:  # every row of every batch
+            deps = None
+            pre = post = [np.arange(len(rec.nodes)) for rec in records]
+        else:
+            mask = st.removed.numpy()
+            deps = trajectory_dependencies(model, records, end,
+                                           mask.copy() if mask.any() else None, universe)
+            pre, post = _rows_read(model, records, deps)
         # rows in the order they are written: a node's memory gets a row when first read
         # after it changed (its pending message was applied) or in a new segment, and keeps
         # it until then
@@ -438,11 +431,14 @@ def _record_read_rows(model: TGN, base: State, end: int,
                 rec.mem_post = cast(Tensor, SegmentRows(segments[j], p_post))
         traj = finish_recording(model, base, end, records, universe, deps)
 
+    if universe is None:
+        return traj
+
     def rerecord(wider: npt.NDArray[np.int64]) -> Trajectory:
-        return _record_read_rows(model, base, end, removed_mask, wider, max_bytes)
+        return record_trajectory(model, base, end, removed_mask, wider, max_bytes)
 
     return PrunedTrajectory(**{f.name: getattr(traj, f.name) for f in fields(traj)},
                             rerecord=rerecord)
 
 
-__all__ = ["PrunedTrajectory", "SharedRows", "record_shared_trajectory"]
+__all__ = ["PrunedTrajectory", "SharedRows", "record_trajectory"]

@@ -2,11 +2,21 @@
 
 ``TGNReplay`` is the replay registered for ``TGN``. Its
 plan records the explained event's history once, every row stored once
-(``cftgnn.replay.record.record_shared_trajectory``)
+(``cftgnn.replay.tgn.record.record_trajectory``)
 and, for a short masked history (the approximate oracle's), prepares the local replay too
 (``cftgnn.replay.local.local_plan``); each call then picks one by the number of sets and
 ends in one embedding pass over the distinct embeddings
 (``cftgnn.replay.batched.batched_logits``).
+
+The exact causal-cone replay is this package's:
+
+* ``cftgnn.replay.tgn.trajectory``: the recording (``Trajectory``, one ``BatchRecord`` per
+  history batch) and the dependency sets over it (``Dependencies``);
+* ``cftgnn.replay.tgn.record``: the recorder (``record_trajectory``: every row stored once,
+  only the rows the cone replay reads, held within a byte limit in segments);
+* ``cftgnn.replay.tgn.rows``: the table of perturbed rows (``RowTable``: its invariants, and
+  the operations of a batch on it as methods);
+* ``cftgnn.replay.tgn.cone``: the driver (``cone_replay``) and its counters.
 """
 
 from __future__ import annotations
@@ -22,11 +32,12 @@ from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.batched import batched_logits
-from cftgnn.replay.cone import ConeBudgetExceeded, ConeStats, Trajectory, cone_replay
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.record import record_shared_trajectory
 from cftgnn.replay.registry import register_replay
+from cftgnn.replay.tgn.cone import ConeBudgetExceeded, ConeStats, cone_replay
+from cftgnn.replay.tgn.record import record_trajectory
+from cftgnn.replay.tgn.trajectory import Trajectory
 
 #: The least memory a pass of the cone replay gets, GiB, whatever the engine's budget:
 #: splitting a call into smaller passes can change a logit in its last bits (torch's
@@ -65,13 +76,13 @@ class TGNReplayOptions:
             default; not the answer pruning of the explainers' ``prune``): a perturbed row
             whose state after a batch equals the recorded one bit for bit is
             retired, so a removal whose effect has died out stops costing anything
-            (``cftgnn.replay.cone.cone_replay``). Off only to measure what it saves.
+            (``cftgnn.replay.tgn.cone.cone_replay``). Off only to measure what it saves.
         prune_tolerance: ``0.0`` (the default): the pruning above compares memories bit
             for bit and is exact. ``τ > 0`` (opt-in, **not exact**): a perturbed memory
             within ``τ`` of the recorded one in every coordinate counts as the recorded one
             (the last-update time and pending message are still compared exactly), which
             removes most of the cone work of far-back removals on long histories (issue 27;
-            "Tolerance pruning" in ``cftgnn.replay.cone``). The logits then differ from
+            "Tolerance pruning" in ``cftgnn.replay.tgn.cone``). The logits then differ from
             a fresh replay by an amount that is not soundly bounded, so nothing computed
             with it is a proof: it is for measurements (``scripts/benchmark_tail.py
             prune_tolerance=…``), never for records or certificates. Used only with
@@ -179,7 +190,7 @@ class TGNReplay:
         self.options = options if options is not None else TGNReplayOptions()
         #: Bytes of recorded rows a plan holds (None: all); the rest are spilled to a
         #: temporary file and read back when read
-        #: (``record_shared_trajectory``).
+        #: (``record_trajectory``).
         self.record_bytes: int | None = None
 
     def set_memory_budget(self, memory_budget_gb: float | None) -> None:
@@ -220,7 +231,7 @@ class TGNReplay:
         # batches of more sets than local_max_sets go through the cone replay of the same
         # history: record it now, as per-event setup, rather than in the first such call
         history = removed_mask if local is None else local.removed_mask
-        trajectory = record_shared_trajectory(model, state, end, history, removable,
+        trajectory = record_trajectory(model, state, end, history, removable,
                                               self.record_bytes)
         return TGNPlan(model, trajectory, local, self.options)
 

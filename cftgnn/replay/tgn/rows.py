@@ -1,0 +1,595 @@
+"""The table of perturbed state rows of TGN's cone replay, and the operations of a batch on it.
+
+``RowTable`` holds the perturbed rows of P removal sets (``mem``, ``lu``, ``pend`` per
+row) and the row map that says which row each (set, node) pair reads; its methods are the
+steps of ``cftgnn.replay.tgn.cone.cone_replay`` that change rows: splitting rows by key
+(``split``, ``split_mixed``), giving rows their next messages (``new_pending``), and the
+exact perturbation pruning (``prune``, ``merge``, ``revive``, ``compact``). The algorithm
+and why it is exact: ``cftgnn.replay.tgn.cone``'s module docstring. The invariants:
+``RowTable``'s docstring, asserted by ``RowTable.check``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+from cftgnn.arrays import distinct_rows
+from cftgnn.data.index import concat_ranges
+from cftgnn.models.tgn import TGN, other_endpoint
+from cftgnn.replay.tgn.trajectory import BatchRecord, Words
+
+_COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
+#: Up to this many rows, ``_memory_equal`` compares whole rows at once: the two-step
+#: comparison (first coordinate, then the rest of the rows it leaves) saves arithmetic only
+#: on many rows, and costs a second gather and host copy per batch (the single call's case).
+_ONE_PASS_ROWS = 64
+
+
+class RowTable:
+    """The perturbed state rows of a cone replay, each shared by the sets that agree on its
+    node's past, and the operations of a batch on them.
+
+    ``rowmap[p, columns[n]]`` is the row holding node ``n``'s state under set ``p``, or
+    ``-1`` when that state is the recorded one (always for nodes without a column: their
+    dependency set never grows). Row ``r`` (``r < size``) holds node ``n[r]``'s memory
+    ``mem[r]``, last-update time ``lu[r]`` and pending event ``pend[r]`` (``-1``: none);
+    ``rep[r]`` is one set using it (its *representative*, whose removals stand for the
+    row's). The sets of a row made by splitting agree on every removal the row depends on,
+    so any one will do; a row that perturbation pruning gave to sets whose keys differ,
+    because their states were equal (``merge``, ``revive``), is ``mixed``: its sets may
+    diverge when the node receives its next message, so ``split_mixed`` splits it by that
+    message whenever its node has an event, whether or not its dependency set grows.
+
+    A batch's steps, in order (``cftgnn.replay.tgn.cone.cone_replay``): the pending
+    messages are applied (the cone's ``_apply_pending``), ``split`` gives the pairs whose
+    dependency set grew the rows of their new keys, ``new_pending`` and ``split_mixed``
+    give rows their next messages, and, with pruning, ``prune`` retires the rows equal to
+    the recording, ``merge`` joins equal rows of a node and ``revive`` gives rows back to
+    pairs a perturbed sender reaches; ``compact`` frees retired rows, and ``drop_stale``
+    retires the rows never read again in a batch the cone replay skips.
+
+    Invariants (``check`` asserts them; the tests call it after every batch):
+
+    * every entry of ``rowmap`` is ``-1`` or a live row (``alive``, ``< size``) of the
+      column's node: ``columns[n[rowmap[p, c]]] == c``;
+    * a row some set uses is used by its representative:
+      ``rowmap[rep[r], columns[n[r]]] == r`` (a live row no set uses any more may remain
+      until ``compact`` frees it; it is never read);
+    * retired rows hold no pending event (``pend[r] == -1`` where not ``alive``);
+    * a row that is not ``mixed`` holds the sets of one key: all of them agree on the
+      removals of its node's dependency set (``words[p] & D(n)``) at the end of a batch;
+      without pruning, moreover, a pair holds a row exactly when that key is not empty
+      (with pruning, a pair whose state equals the recording holds none).
+    """
+
+    def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
+                 device: torch.device) -> None:
+        self.columns = columns
+        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32)
+        cap = 256
+        self.mem = torch.empty(cap, dim, device=device)
+        self.lu = np.empty(cap, dtype=np.float64)
+        self.pend = np.full(cap, -1, dtype=np.int64)
+        self.rep = np.empty(cap, dtype=np.int64)
+        self.n = np.empty(cap, dtype=np.int64)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.mixed = np.zeros(cap, dtype=bool)
+        self.size = 0
+
+    def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.int64]:
+        """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
+        col = self.columns[n]
+        out = np.full(len(n), -1, dtype=np.int64)
+        has = np.flatnonzero(col >= 0)
+        out[has] = self.rowmap[p[has], col[has]]
+        return out
+
+    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
+            lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none); returns their
+        ids (``rowmap`` is left to the caller, which knows every set using them)."""
+        k = len(rep)
+        need = self.size + k
+        if need > len(self.pend):  # grow, copying only the rows in use
+            cap, used = max(need, 2 * len(self.pend)), self.size
+            grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
+            grown_mem[:used] = self.mem[:used]
+            self.mem = grown_mem
+            self.lu = np.resize(self.lu, cap)
+            self.pend = np.resize(self.pend, cap)
+            self.rep = np.resize(self.rep, cap)
+            self.n = np.resize(self.n, cap)
+            self.alive = np.resize(self.alive, cap)
+            self.mixed = np.resize(self.mixed, cap)
+        rows = np.arange(self.size, need, dtype=np.int64)
+        self.mem[self.size:need] = mem  # the new rows are consecutive: a slice, no upload
+        self.lu[rows] = lu
+        self.pend[rows] = -1
+        self.rep[rows], self.n[rows] = rep, n
+        self.alive[rows] = True
+        self.mixed[rows] = False
+        self.size = need
+        return rows
+
+    def drop(self, dead: npt.NDArray[np.int64]) -> None:
+        """Retire rows ``dead``: every set using one reads the recorded state again."""
+        if not len(dead):
+            return
+        kill = np.zeros(self.size, dtype=bool)
+        kill[dead] = True
+        cols = np.unique(self.columns[self.n[dead]])
+        sub = self.rowmap[:, cols]  # [P, k]
+        hit = sub >= 0
+        hit[hit] = kill[sub[hit]]
+        sub[hit] = -1
+        self.rowmap[:, cols] = sub
+        self.alive[dead] = False
+        self.pend[dead] = -1
+
+    def nbytes(self) -> int:
+        """Bytes held: the row map and every allocated row."""
+        cap = len(self.pend)
+        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 2
+        return int(self.rowmap.nbytes) + cap * row
+
+    def compact(self, force: bool = False) -> None:
+        """Free the retired rows (and rows no set uses any more) once they are the
+        majority (or, with ``force``, now), so memory follows the live rows rather than
+        every row ever made."""
+        size = self.size
+        if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
+            return
+        used = self.rowmap >= 0
+        referenced = np.zeros(size, dtype=bool)
+        referenced[self.rowmap[used]] = True
+        keep = np.flatnonzero(self.alive[:size] & referenced)
+        new_id = np.full(size, -1, dtype=np.int32)
+        new_id[keep] = np.arange(len(keep), dtype=np.int32)
+        self.rowmap[used] = new_id[self.rowmap[used]]
+        kt = torch.as_tensor(keep, device=self.mem.device)
+        cap = max(256, 2 * len(keep))
+        mem = self.mem.new_empty(cap, self.mem.shape[1])
+        mem[:len(keep)] = self.mem[kt]
+        self.mem = mem
+        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
+            old = getattr(self, name)
+            new = np.empty(cap, dtype=old.dtype)
+            new[:len(keep)] = old[keep]
+            setattr(self, name, new)
+        self.size = len(keep)
+
+    def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
+                     recorded: Tensor, recorded_row: npt.NDArray[np.int64]
+                     ) -> tuple[Tensor, npt.NDArray[np.int64]]:
+        """Memory of nodes ``other`` under sets ``rep``, once per distinct value: their row
+        where they have one, else ``recorded[recorded_row]`` (``recorded [V, d]``).
+
+        Returns:
+            ``(memory [O, d], of [M])``: query ``m`` reads ``memory[of[m]]``.
+        """
+        ro = self.lookup(rep, other)
+        key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
+        uniq, of = np.unique(key, return_inverse=True)
+        dev = self.mem.device
+        k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
+        # both row lists in one upload: recorded rows, then own rows
+        idx = torch.as_tensor(np.concatenate([-1 - uniq[:k], uniq[k:]]), device=dev)
+        out = recorded[idx[:k]]  # only the rows read
+        if k < len(uniq):
+            out = torch.cat([out, self.mem[idx[k:]]])
+        return out, of.reshape(-1)
+
+    def check(self, words: Words | None = None, dep: Words | None = None,
+              pruned: bool = True) -> None:
+        """Assert the invariants of the class docstring (for tests: a few passes over the
+        row map).
+
+        Args:
+            words: The sets' removals over the dependency universe, ``uint64 [P, W]``; with
+                ``dep``, the keys of the rows that are not mixed are checked too.
+            dep: Each column's dependency set after the batch, ``uint64 [C, W]``.
+            pruned: Whether the replay prunes (without, a pair holds a row exactly when its
+                key is not empty).
+
+        Raises:
+            AssertionError: An invariant does not hold.
+        """
+        size = self.size
+        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
+            assert len(getattr(self, name)) >= size, name
+        assert self.mem.shape[0] >= size and self.rowmap.dtype == np.int32
+        pp, cc = np.nonzero(self.rowmap >= 0)
+        rr = self.rowmap[pp, cc].astype(np.int64)
+        assert (rr < size).all(), "a set's row index points past the table"
+        assert self.alive[rr].all(), "a set's row index points at a retired row"
+        assert (self.columns[self.n[rr]] == cc).all(), "a row sits in another node's column"
+        used = np.unique(rr)
+        assert (self.rowmap[self.rep[used], self.columns[self.n[used]]] == used).all(), (
+            "a row's representative set does not use it")
+        dead = np.flatnonzero(~self.alive[:size])
+        assert (self.pend[dead] == -1).all(), "a retired row holds a pending event"
+        if words is None or dep is None:
+            return
+        key = words[pp] & dep[cc]  # [Q, W]: each pair's key, the removals in D(n)
+        one = ~self.mixed[rr]
+        rep_key = words[self.rep[rr]] & dep[cc]
+        assert (key[one] == rep_key[one]).all(), "a row that is not mixed holds several keys"
+        if not pruned:
+            has = np.zeros(self.rowmap.shape, dtype=bool)
+            has[pp, cc] = True
+            nonempty = ((words[:, None, :] & dep[None, :, :]) != 0).any(axis=2)  # [P, C]
+            assert (has == nonempty).all(), "without pruning, a pair's row and key disagree"
+
+    def sender_rows(self, p: npt.NDArray[np.int64], pend: npt.NDArray[np.int64],
+                    n: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+                    dst: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Row of the sender of node ``n[m]``'s pending event ``pend[m]`` under set ``p[m]``:
+        ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
+        out = np.full(len(p), -2, dtype=np.int64)
+        has = np.flatnonzero(pend >= 0)
+        out[has] = self.lookup(p[has], other_endpoint(src, dst, pend[has], n[has]))
+        return out
+
+    def drop_stale(self, need: npt.NDArray[np.int64], x: int) -> None:
+        """Retire the live rows whose state after batch ``x`` is never read (``need``), as
+        ``prune`` does at the end of every batch."""
+        live = np.flatnonzero(self.alive[:self.size])
+        if len(live):
+            self.drop(live[need[self.n[live]] < x])
+
+    def split(self, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
+              nodes: npt.NDArray[np.int64], masks: Words,
+              rem: npt.NDArray[np.bool_] | None = None) -> None:
+        """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
+        batch the row of its new key ``(node, set ∩ D(node))``.
+
+        Keys only refine (``D`` grows), so the sets of one new key all held the same old row:
+        the first new key of an old row keeps it, the others get copies, and pairs that were
+        unperturbed start from the recorded state after this batch's pending messages. (A mixed
+        row, ``RowTable``, holds sets of several keys; it is split the same way, and every
+        row this leaves holds the sets of one key.)
+
+        With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
+        pair gets a row only when its set removes the node's recorded pending message of this
+        batch: otherwise its state after the batch is the recorded one unless its pending
+        message's sender differs, and ``prune`` gives it a row then.
+        """
+        if len(nodes) == 0:
+            return
+        cols = self.columns[nodes]  # every node whose dependencies grow has a column
+        if rem is None:
+            sig = words[:, None, :] & masks[None, :, :]  # [P, k, W]
+            pp, jj = np.nonzero(sig.any(axis=2))
+            sg = sig[pp, jj]  # [Q, W]
+        else:  # only pairs holding a row, or removing the node's pending message, can need one
+            lk = loc[nodes]
+            last = rec.inc_k[rec.inc_end[lk] - 1]
+            pp, jj = np.nonzero((self.rowmap[:, cols] >= 0) | rem[:, last])
+            sg = words[pp] & masks[jj]
+            nonempty = sg.any(axis=1)
+            pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
+        if len(pp) == 0:
+            return
+        order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
+        pp, jj, sg = pp[order], jj[order], sg[order]
+        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)))
+        group = np.cumsum(head) - 1  # [Q]
+        heads = np.flatnonzero(head)
+        g_p, g_n = pp[heads], nodes[jj[heads]]
+        g_old = self.rowmap[g_p, cols[jj[heads]]].astype(np.int64)
+        g_row = np.full(len(heads), -1, dtype=np.int64)
+        had = np.flatnonzero(g_old >= 0)
+        _, first = np.unique(g_old[had], return_index=True)
+        keep = had[first]
+        g_row[keep] = g_old[keep]
+        self.rep[g_old[keep]] = g_p[keep]
+        fresh = np.flatnonzero(g_row < 0)
+        if rem is not None and len(fresh):
+            unperturbed = g_old[fresh] < 0
+            lf = loc[g_n[fresh]]
+            last = rec.inc_k[rec.inc_end[lf] - 1]  # index of the node's last event of the batch
+            fresh = fresh[~unperturbed | rem[g_p[fresh], last]]
+        if len(fresh):
+            dev = self.mem.device
+            old = g_old[fresh]
+            copy = old >= 0
+            lo_ = loc[g_n[fresh]]
+            assert (lo_ >= 0).all(), "a node whose dependencies grow has an event in the batch"
+            mem, lu = rec.mem_post[torch.as_tensor(lo_, device=dev)], rec.lu_post[lo_]
+            if copy.any():
+                ci = np.flatnonzero(copy)
+                mem[torch.as_tensor(ci, device=dev)] = self.mem[torch.as_tensor(old[ci],
+                                                                                device=dev)]
+                lu[ci] = self.lu[old[ci]]
+            g_row[fresh] = self.add(g_p[fresh], g_n[fresh], mem, lu)
+        self.rowmap[pp, cols[jj]] = g_row[group]
+        self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
+
+    def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
+                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_]) -> None:
+        """Step 3 of a batch: every perturbed row of a node with events in the batch whose later
+        state is read (``read``, ``bool [N]``) gets its last kept event as pending message
+        (``rem``: removals of the batch's events, ``[P, K]``); the other rows are left behind."""
+        size = self.size
+        if size == 0:
+            return
+        node = self.n[:size]
+        # position of each live row's node in rec.nodes
+        pos = np.where(read[node] & self.alive[:size], loc[node], -1)
+        r = np.flatnonzero(pos >= 0)
+        r = r[rec.inc_end[pos[r]] > rec.inc_start[pos[r]]]  # nodes with events in the batch
+        if len(r) == 0:
+            return
+        self.pend[r] = rec.last_kept(rem, self.rep[r], pos[r])
+
+    def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
+                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
+                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+        """Step 3b of a batch (with pruning): split every mixed row (``RowTable``) of a node
+        with events in the batch whose later state is read (``read``, ``bool [N]``) by the
+        message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
+        and the row of that message's sender under the set. ``new_pending`` gave the row
+        its representative set's message, which it keeps; sets whose message or sender differs
+        from that would diverge when it is applied in the next batch, so each such group gets its
+        own copy of the row (mixed still: its sets may differ in the node's causal past). Returns
+        the rows made.
+        """
+        size = self.size
+        node = self.n[:size]
+        m = np.flatnonzero(self.mixed[:size] & self.alive[:size] & read[node] & (loc[node] >= 0))
+        if not len(m):
+            return 0
+        lk = loc[node[m]]
+        m = m[rec.inc_end[lk] > rec.inc_start[lk]]  # a new message in this batch
+        if not len(m):
+            return 0
+        is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
+        is_m[m] = True
+        cols = np.unique(self.columns[node[m]])
+        sub = self.rowmap[:, cols]  # [P, C]
+        pp, cc = np.nonzero(is_m[sub])
+        rr = sub[pp, cc].astype(np.int64)  # every (set, row) pair of the mixed rows
+        if not len(pp):  # rows no set uses any more (compaction frees them)
+            return 0
+        n = self.n[rr]
+        pend = rec.last_kept(rem, pp, loc[n])  # each set's message
+        sender = self.sender_rows(pp, pend, n, src, dst)
+        # the row keeps the message new_pending gave it (its representative set's); the pairs
+        # whose message or sender differs from that move to rows of their own
+        mine = np.empty(size, dtype=np.int64)
+        mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
+        off = np.flatnonzero((pend != self.pend[rr]) | (sender != mine[rr]))
+        if not len(off):
+            return 0
+        pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
+        order = np.lexsort((sender, pend, rr))
+        pp, rr, pend, sender = pp[order], rr[order], pend[order], sender[order]
+        head = np.concatenate(([True], (rr[1:] != rr[:-1]) | (pend[1:] != pend[:-1])
+                               | (sender[1:] != sender[:-1])))
+        group = np.cumsum(head) - 1
+        heads = np.flatnonzero(head)
+        dev = self.mem.device
+        new = self.add(pp[heads], self.n[rr[heads]],
+                       self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
+        self.pend[new] = pend[heads]
+        self.mixed[new] = True
+        self.rowmap[pp, self.columns[self.n[rr]]] = new[group]
+        return len(new)
+
+    def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
+              need: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+              dst: npt.NDArray[np.int64], tolerance: float = 0.0) -> int:
+        """Step 4 of a batch (perturbation pruning, exact): retire the rows whose state after
+        the batch is the recorded one, and give a row back to the retired pairs that a
+        perturbed sender reaches. Returns the number of rows retired.
+
+        A row of node ``n`` may be retired when its memory equals the recorded memory bitwise,
+        its last-update time is the recorded one, and its pending message is the recorded one
+        or one with the same sender, time and edge features (the same message), the sender's
+        memory under the row's sets being the recorded one too; a row whose state after this
+        batch is never read (``need[n] < x``) is retired as well. Later batches then use the
+        recorded state for those sets, which is what the row would have produced.
+
+        With ``tolerance > 0`` "equals the recorded memory" means "within ``tolerance`` of it in
+        every coordinate" (``memory_equal``), here, for the sender, and in
+        ``merge`` and ``revive``, which read the same test; a row retired that way
+        is snapped to the recorded memory, which is **not exact** (the module docstring).
+
+        Conversely, a pair ``(set, n)`` without a row whose recorded pending message comes
+        from a sender holding a perturbed memory under that set must differ in the next batch.
+        Without pruning such pairs always hold a row (the sender's dependencies are in
+        ``n``'s); after a retirement they get one again here: the recorded state and pending
+        message, one row per distinct sender row.
+        """
+        size = self.size
+        live = np.flatnonzero(self.alive[:size])
+        if not len(live):  # no perturbed row: nothing to retire, merge or revive
+            return 0
+        node = self.n[live]
+        stale = need[node] < x  # never read again
+        where = loc[node]
+        check = (where >= 0) & ~stale
+        r, n, lc = live[check], node[check], where[check]
+        dev = self.mem.device
+        rec_pend = rec.recorded_pending()
+        mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
+        checked = np.zeros(size, dtype=bool)
+        if len(r):
+            rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
+            mem_eq[r] = _memory_equal(self.mem, rt, rec.mem_post, lt, tolerance)
+            checked[r] = True
+        retire = np.zeros(len(r), dtype=bool)
+        if len(r):
+            same = mem_eq[r] & (self.lu[r] == rec.lu_post[lc])
+            mine, theirs = self.pend[r], rec_pend[lc]
+            reads_pending = need[n] > x  # the next batch applies the pending message
+            pend_ok = (mine == theirs) | ~reads_pending
+            alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
+            if alt.any():  # another event carrying the same message?
+                a = np.flatnonzero(alt)
+                ea, eb, na = mine[a], theirs[a], n[a]
+                feat = model.edge_features
+                fa = feat[torch.as_tensor(ea, device=feat.device)]
+                fb = feat[torch.as_tensor(eb, device=feat.device)]
+                same_msg = ((other_endpoint(src, dst, ea, na)
+                             == other_endpoint(src, dst, eb, na))
+                            & (model.stream.t[ea] == model.stream.t[eb])
+                            & (_bits(fa) == _bits(fb)).all(dim=1).cpu().numpy())
+                pend_ok[a] = same_msg
+            cand = np.flatnonzero(same & pend_ok)
+            sends = cand[reads_pending[cand] & (theirs[cand] >= 0)]
+            if len(sends):  # the message's sender must hold its recorded memory as well
+                o = other_endpoint(src, dst, theirs[sends], n[sends])
+                ro = self.lookup(self.rep[r[sends]], o)
+                ok = (ro < 0) | (checked[np.maximum(ro, 0)] & mem_eq[np.maximum(ro, 0)])
+                same[sends[~ok]] = False
+            retire[cand] = same[cand]
+        dead = np.concatenate([live[stale], r[retire]])
+        self.drop(dead)
+        merged = self.merge(r[~retire], need, x, mem_eq, checked, src, dst)
+        self.revive(rec, rec_pend, need, x, mem_eq, checked, src, dst)
+        return int(retire.sum()) + merged
+
+    def merge(self, r: npt.NDArray[np.int64], need: npt.NDArray[np.int64], x: int,
+              mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+              src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+        """Merge rows ``r`` of one node whose states after the batch are equal bit for bit
+        (memory, last-update time, pending event, and the sender's memory): their sets then
+        share one row, as sets agreeing on the node's causal past do. Exact, like retiring a
+        row: the state a row stands for is a function of those values only. Returns the
+        number of rows merged away."""
+        if len(r) < 2:
+            return 0
+        n = self.n[r]
+        sorted_n = np.sort(n)
+        repeated = sorted_n[1:][sorted_n[1:] == sorted_n[:-1]]
+        if not len(repeated):  # one row per node (always with one set): nothing to merge
+            return 0
+        multi = np.isin(n, repeated)  # only nodes with several rows can merge
+        r, n = r[multi], n[multi]
+        size = self.size
+        # memory identity: -1 the recorded memory, else one id per distinct memory of a node
+        mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
+        mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
+        dev = self.mem.device
+        d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
+        rd = torch.as_tensor(r[d], device=dev)
+        lead = _bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
+        first, inv = distinct_rows(np.column_stack([n[d], lead]))
+        cnt = np.bincount(inv, minlength=len(first))
+        grp = np.flatnonzero(cnt[inv] > 1)
+        if len(grp):
+            # equal leading coordinates are not proof: compare the whole memory with the
+            # group's first row
+            gt = torch.as_tensor(r[d[grp]], device=dev)
+            ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
+            same = (_bits(self.mem[gt]) == _bits(self.mem[ht])).all(dim=1).cpu().numpy()
+            mem_id[r[d[grp[same]]]] = inv[grp[same]]
+        pend = self.pend[r]
+        # the sender's memory identity, -1 for the recorded one or no message applied next
+        ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
+        sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
+        key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
+        head, group = distinct_rows(key)
+        if len(head) == len(r):
+            return 0
+        target = r[head[group]]  # [R]
+        moved = np.flatnonzero(target != r)
+        remap = np.arange(size, dtype=np.int64)
+        remap[r[moved]] = target[moved]
+        cols = np.unique(self.columns[n[moved]])
+        sub = self.rowmap[:, cols]
+        use = sub >= 0
+        sub[use] = remap[sub[use]]
+        self.rowmap[:, cols] = sub
+        gone = r[moved]
+        self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
+        self.alive[gone] = False
+        self.pend[gone] = -1
+        return len(moved)
+
+    def revive(self, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
+               need: npt.NDArray[np.int64], x: int, mem_eq: npt.NDArray[np.bool_],
+               checked: npt.NDArray[np.bool_], src: npt.NDArray[np.int64],
+               dst: npt.NDArray[np.int64]) -> None:
+        """Rows for the pairs without one whose recorded pending message (applied in the next
+        batch) comes from a sender with a perturbed memory (see ``prune``)."""
+        size = self.size
+        differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
+        differs[:size] = self.alive[:size] & checked & ~mem_eq
+        if not differs.any():
+            return
+        is_sender = np.zeros(len(self.columns), dtype=bool)  # by node (calloc: pages touched only)
+        is_sender[self.n[np.flatnonzero(differs[:size])]] = True
+        v = np.flatnonzero((rec_pend >= 0) & (need[rec.nodes] > x) & (self.columns[rec.nodes] >= 0))
+        if not len(v):
+            return
+        n = rec.nodes[v]
+        o = other_endpoint(src, dst, rec_pend[v], n)
+        hit = is_sender[o] & (o != n)
+        v, n, o = v[hit], n[hit], o[hit]
+        if not len(v):
+            return
+        # the sets under which each sender differs, then the receivers of each such sender
+        senders, of = np.unique(o, return_inverse=True)
+        pp, uu = np.nonzero(differs[self.rowmap[:, self.columns[senders]]])  # [P, U] scanned
+        if not len(pp):
+            return
+        by_sender = np.argsort(of, kind="stable")
+        count = np.bincount(of, minlength=len(senders))
+        start = np.cumsum(count) - count
+        reps = count[uu]
+        pp = np.repeat(pp, reps)
+        jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
+        unrowed = self.rowmap[pp, self.columns[n[jj]]] < 0
+        pp, jj = pp[unrowed], jj[unrowed]
+        if not len(pp):
+            return
+        key = self.rowmap[pp, self.columns[o[jj]]].astype(np.int64)
+        order = np.lexsort((key, jj))
+        pp, jj, key = pp[order], jj[order], key[order]
+        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
+        group = np.cumsum(head) - 1
+        heads = np.flatnonzero(head)
+        lo_ = v[jj[heads]]
+        dev = self.mem.device
+        new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
+                       rec.lu_post[lo_])
+        self.pend[new] = rec_pend[lo_]
+        self.rowmap[pp, self.columns[n[jj]]] = new[group]
+        self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
+
+
+def _bits(t: Tensor) -> Tensor:
+    """The bit patterns of a float tensor (so that ``0.0`` and ``-0.0`` differ)."""
+    return t.view(torch.int64 if t.element_size() == 8 else torch.int32)
+
+
+def _memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
+                  tolerance: float) -> npt.NDArray[np.bool_]:
+    """Which rows ``mem[rt]`` count as equal to ``recorded[lt]``: bit for bit when
+    ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
+    ``tolerance`` (not exact, see "Tolerance pruning" in the module docstring).
+    Returns ``bool [R]``."""
+    def same(a: Tensor, b: Tensor) -> Tensor:
+        if tolerance == 0.0:
+            return _bits(a) == _bits(b)
+        return (a - b).abs() <= tolerance
+
+    if len(rt) <= _ONE_PASS_ROWS:  # few rows: one comparison, the same answer
+        whole: npt.NDArray[np.bool_] = same(mem[rt], recorded[lt]).all(dim=1).cpu().numpy()
+        return whole
+    # the first coordinate tells most differing rows apart; compare the rest after it
+    eq: npt.NDArray[np.bool_] = same(mem[rt, 0], recorded[lt, 0]).cpu().numpy()
+    e = np.flatnonzero(eq)
+    if len(e):
+        et = torch.as_tensor(e, device=mem.device)
+        eq[e] = same(mem[rt[et]], recorded[lt[et]]).all(dim=1).cpu().numpy()
+    return eq
+
+
+__all__ = ["RowTable"]
