@@ -1,0 +1,105 @@
+"""The table of perturbed rows of the cone replay keeps its invariants (``RowTable.check``)
+after every batch, on random dense streams and batches of random removal sets, with and
+without pruning; and ``check`` catches each broken invariant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cftgnn.data import EventStream
+from cftgnn.models import TGN
+from cftgnn.models.base import eval_mode
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.batched import batched_logits
+from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.tgn import TGNReplayOptions
+from cftgnn.replay.tgn.cone import cone_replay
+from cftgnn.replay.tgn.rows import RowTable
+
+
+def dense_stream(seed: int, num_nodes: int, num_events: int) -> EventStream:
+    """Events between random pairs of a few nodes, one time step apart (many rows shared,
+    merged, revived and split by message)."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, num_nodes, num_events)
+    dst = (src + rng.integers(1, num_nodes, num_events)) % num_nodes
+    return EventStream(src, dst, np.arange(1.0, num_events + 1),
+                       np.zeros((num_events, 0), np.float32), np.zeros(num_events, np.int64),
+                       num_nodes, "dense")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), nodes=st.integers(4, 16), batch_size=st.integers(2, 6),
+       layers=st.integers(1, 2), data=st.data())
+def test_row_table_invariants_hold_after_every_batch(seed, nodes, batch_size, layers, data):
+    stream = dense_stream(seed, nodes, 120)
+    torch.manual_seed(seed)
+    model = TGN(nodes, 0, memory_dim=4, time_dim=2, embedding_dim=4, num_layers=layers,
+                num_heads=1, num_neighbors=3, batch_size=batch_size)
+    engine = ReplayEngine(model, stream)
+    engine.replay.options = TGNReplayOptions(local_max_events=0)
+    replay = EventReplay(engine, 119, m_max=64)
+    traj = replay._plan.trajectory  # type: ignore[attr-defined]
+    removable = np.arange(replay.start, 119)
+    if not len(removable):
+        return
+    sizes = st.integers(1, min(4, len(removable)))
+    chosen = data.draw(st.lists(
+        st.builds(lambda k, r: frozenset(np.random.default_rng(r).choice(
+            removable, size=k, replace=False).tolist()), sizes, st.integers(0, 2**31)),
+        min_size=1, max_size=40))
+    sets = RemovalSets.from_sets(chosen)
+    with eval_mode(model):
+        for prune in (True, False):
+            checked = cone_replay(model, traj, sets, prune, check=True)  # asserts each batch
+            plain = cone_replay(model, traj, sets, prune)
+            got, want = (batched_logits(model, sets, traj.removed_mask, traj.end, inputs)
+                         for inputs in (checked, plain))
+            assert torch.equal(got, want)
+
+
+def table() -> RowTable:
+    """Two sets, three nodes (columns 0, 1, 2): set 0 holds row 0 of node 1, set 1 row 1."""
+    rows = RowTable(2, np.array([0, 1, 2]), 3, 4, torch.device("cpu"))
+    made = rows.add(np.array([0, 1]), np.array([1, 1]), torch.ones(2, 4), np.zeros(2))
+    rows.rowmap[[0, 1], 1] = made
+    return rows
+
+
+def test_check_catches_each_broken_invariant():
+    words = np.array([[1], [2]], dtype=np.uint64)  # set 0 removes event 0, set 1 event 1
+    dep = np.array([[0], [3], [0]], dtype=np.uint64)  # node 1 depends on both
+    rows = table()
+    rows.check(words, dep, pruned=False)  # consistent
+    broken = table()
+    broken.alive[1] = False
+    with pytest.raises(AssertionError, match="retired row"):
+        broken.check()
+    broken = table()
+    broken.n[1] = 2
+    with pytest.raises(AssertionError, match="another node's column"):
+        broken.check()
+    broken = table()
+    broken.rep[1] = 0
+    with pytest.raises(AssertionError, match="representative"):
+        broken.check()
+    broken = table()
+    broken.rowmap[1, 1] = 0  # both sets on row 0, whose keys differ; row 1 unused
+    with pytest.raises(AssertionError, match="several keys"):
+        broken.check(words, dep)
+    broken.mixed[0] = True  # a mixed row may hold several keys
+    broken.check(words, dep)
+    broken = table()
+    broken.rowmap[1, 1] = -1  # set 1's key is not empty: without pruning it holds a row
+    broken.check(words, dep, pruned=True)
+    with pytest.raises(AssertionError, match="without pruning"):
+        broken.check(words, dep, pruned=False)
+    broken = table()
+    broken.drop(np.array([1]))
+    broken.pend[1] = 5
+    with pytest.raises(AssertionError, match="pending event"):
+        broken.check()
