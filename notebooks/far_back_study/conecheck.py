@@ -8,7 +8,7 @@ torch.set_num_threads(1)
 from cftgnn.data import load_uci, load_wikipedia
 from cftgnn.oracle import ReplayEngine
 from cftgnn.oracle.engine import EventReplay
-from cftgnn.replay.cone import ConeStats
+from cftgnn.replay.tgn.cone import ConeStats
 
 ds, ev = sys.argv[1], int(sys.argv[2])
 stream = load_uci() if ds == "uci" else load_wikipedia()

@@ -20,8 +20,8 @@ from engine import arguments, positive, tgn_engine
 from cftgnn.cli import friendly_errors
 from cftgnn.explain import ClosestStrategy
 from cftgnn.oracle.engine import EventReplay
-from cftgnn.replay import cone
-from cftgnn.replay.cone import ConeStats
+from cftgnn.replay.tgn.cone import ConeStats
+from cftgnn.replay.tgn.rows import RowTable
 
 CHUNK = 4096
 
@@ -39,12 +39,12 @@ def all_sets(replay: EventReplay, k: int, time_order: bool) -> list[tuple[int, .
 def main() -> None:
     dataset, event, k = arguments("mixed_rows.py DATASET EVENT K", str, int, positive)
     engine = tgn_engine(dataset)
-    fixed = cone._split_mixed
+    fixed = RowTable.split_mixed
     runs = [("before the fix, ranking order", False, False),
             ("fixed, ranking order", True, False), ("fixed, time order", True, True)]
     logits: dict[str, dict[frozenset[int], float]] = {}
     for name, split, time_order in runs:
-        cone._split_mixed = fixed if split else (lambda *args, **kwargs: 0)  # type: ignore
+        RowTable.split_mixed = fixed if split else (lambda *args, **kwargs: 0)  # type: ignore
         stats = ConeStats()
         engine.replay.options.stats = stats
         replay = EventReplay(engine, event, None, 64)
@@ -59,7 +59,7 @@ def main() -> None:
         print(f"{dataset} {event} K={k} {name}: {seconds:.1f} s, rows updated "
               f"{stats.row_updates}, rows made {stats.rows_made}, largest cone replay "
               f"{stats.peak_bytes / 2**20:.0f} MiB", flush=True)
-    cone._split_mixed = fixed
+    RowTable.split_mixed = fixed  # type: ignore[method-assign]
     ref = logits["fixed, ranking order"]
     keys = list(ref)
     want = np.array([ref[s] for s in keys])

@@ -38,7 +38,7 @@ from cftgnn.data import load_uci, load_wikipedia  # noqa: E402
 from cftgnn.models.neighbors import reachable_nodes, recent_kept_neighbors  # noqa: E402
 from cftgnn.models.tgn import other_endpoint  # noqa: E402
 from cftgnn.oracle import ReplayEngine  # noqa: E402
-from cftgnn.replay.cone import batch_record, needed_until  # noqa: E402
+from cftgnn.replay.tgn.trajectory import batch_record, needed_until  # noqa: E402
 
 TAUS = [0.0, 1e-7, 1e-6, 1e-5, 1e-4]
 CKPT = {"uci": "checkpoints/tgn_uci.pt",

@@ -395,9 +395,9 @@ class RowTable:
         recorded state for those sets, which is what the row would have produced.
 
         With ``tolerance > 0`` "equals the recorded memory" means "within ``tolerance`` of it in
-        every coordinate" (``memory_equal``), here, for the sender, and in
+        every coordinate" (``_memory_equal``), here, for the sender, and in
         ``merge`` and ``revive``, which read the same test; a row retired that way
-        is snapped to the recorded memory, which is **not exact** (the module docstring).
+        is snapped to the recorded memory, which is **not exact** (``cftgnn.replay.tgn.cone``).
 
         Conversely, a pair ``(set, n)`` without a row whose recorded pending message comes
         from a sender holding a perturbed memory under that set must differ in the next batch.
@@ -573,7 +573,7 @@ def _memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
                   tolerance: float) -> npt.NDArray[np.bool_]:
     """Which rows ``mem[rt]`` count as equal to ``recorded[lt]``: bit for bit when
     ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
-    ``tolerance`` (not exact, see "Tolerance pruning" in the module docstring).
+    ``tolerance`` (not exact, see "Tolerance pruning" in ``cftgnn.replay.tgn.cone``).
     Returns ``bool [R]``."""
     def same(a: Tensor, b: Tensor) -> Tensor:
         if tolerance == 0.0:

@@ -91,8 +91,9 @@ def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
 
 @dataclass
 class Dependencies:
-    """The removable events each node's state depends on, batch by batch (see the module
-    docstring), for the nodes and batches whose state the prediction can read.
+    """The removable events each node's state depends on, batch by batch (``D(n)``, see
+    ``cftgnn.replay.tgn.cone``), for the nodes and batches whose state the prediction can
+    read.
 
     Attributes:
         universe: The removable events, ascending, ``int64 [U]``; bit ``j`` of a mask (bit
