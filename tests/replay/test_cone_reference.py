@@ -25,3 +25,10 @@ def test_uci_tail_logits_are_bitwise_the_references(real_data_dir, tmp_path):
     assert sorted(got) == sorted(stored.files)
     for name, logits in got.items():
         assert logits.dtype == stored[name].dtype and np.array_equal(logits, stored[name]), name
+
+
+@pytest.mark.dataset
+def test_wikipedia_tail_logits_are_bitwise_the_references(real_data_dir, tmp_path):
+    stored = np.load(cone_reference.WIKIPEDIA_REFERENCE)["logits"]
+    got = cone_reference.wikipedia_case(real_data_dir, tmp_path)
+    assert got.dtype == stored.dtype and np.array_equal(got, stored)

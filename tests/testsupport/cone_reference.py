@@ -7,12 +7,14 @@ the logits of the exact and approximate batched calls (``EventReplay.exact`` and
 the opt-in tolerance, and as single calls), each as the array the call returns.
 ``tests/replay/data/cone_reference.npz`` holds them as computed by the code of commit
 ``4d53c0c`` (before the cone replay became the ``cftgnn.replay.tgn`` package, issue 44);
-``tests/replay/test_cone_reference.py`` computes them again and compares bit for bit.
-``uci_cases`` does the same for UCI · TGN tail events (a dataset test).
+``tests/replay/test_cone_reference.py`` computes them again and compares bit for bit (the
+three files were written by that commit's code running this module).
+``uci_cases`` and ``wikipedia_case`` do the same for UCI · TGN and Wikipedia · TGN tail
+events (dataset tests).
 
 Regenerate (only on purpose: a change of the references is a change of behaviour)::
 
-    PYTHONPATH=. python tests/testsupport/cone_reference.py [--uci DATA_DIR]
+    PYTHONPATH=. python tests/testsupport/cone_reference.py [--uci DATA_DIR] [--wikipedia DATA_DIR]
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ UCI_REFERENCE = DATA / "cone_reference_uci.npz"
 #: UCI · TGN tail events of issue 44 (54454: the one whose sets once shared a mixed row) and
 #: the number of sets of at most two candidates compared on each.
 UCI_EVENTS, UCI_SETS = (56484, 54454), 300
+WIKIPEDIA_REFERENCE = DATA / "cone_reference_wikipedia.npz"
+#: The Wikipedia · TGN tail event of issue 44 (its history 131,000 events back) and the
+#: number of its sets of at most two candidates compared (about 35 s on a loaded machine).
+WIKIPEDIA_EVENT, WIKIPEDIA_SETS = 141227, 200
 
 Logits = npt.NDArray[np.float64]
 
@@ -133,10 +139,18 @@ def cases() -> Iterator[tuple[str, Logits]]:
                replay.approximate(_random_sets(rng, replay.candidates.ids, 40, 4)))
 
 
+def _tail_sets(replay: EventReplay, count: int) -> list[frozenset[int]]:
+    """Every single candidate of ``replay``, then pairs chosen at random: ``count`` sets."""
+    cand = replay.candidates.ids.tolist()
+    pairs = list(itertools.combinations(cand, 2))
+    chosen = np.random.default_rng(0).choice(len(pairs), size=count - len(cand), replace=False)
+    return [frozenset({c}) for c in cand] + [frozenset(pairs[i]) for i in sorted(chosen)]
+
+
 def uci_cases(data_dir: Path, cache_dir: Path) -> Iterator[tuple[str, Logits]]:
     """Exact logits of ``UCI_SETS`` sets of at most two candidates of each UCI · TGN tail
-    event of ``UCI_EVENTS`` (every single, then pairs chosen at random), in one batched call
-    per event: ``(f"event_{event}", logits)``."""
+    event of ``UCI_EVENTS`` (``_tail_sets``), in one batched call per event:
+    ``(f"event_{event}", logits)``."""
     from cftgnn.data import load_uci
 
     ckpt = Path(__file__).resolve().parents[2] / "checkpoints" / "tgn_uci.pt"
@@ -144,24 +158,35 @@ def uci_cases(data_dir: Path, cache_dir: Path) -> Iterator[tuple[str, Logits]]:
     engine = ReplayEngine.from_checkpoint(ckpt, stream)
     for event in UCI_EVENTS:
         replay = EventReplay(engine, event)
-        cand = replay.candidates.ids.tolist()
-        pairs = list(itertools.combinations(cand, 2))
-        rng = np.random.default_rng(0)
-        chosen = rng.choice(len(pairs), size=UCI_SETS - len(cand), replace=False)
-        sets = [frozenset({c}) for c in cand] + [frozenset(pairs[i]) for i in sorted(chosen)]
-        yield f"event_{event}", replay.exact(sets)
+        yield f"event_{event}", replay.exact(_tail_sets(replay, UCI_SETS))
+
+
+def wikipedia_case(data_dir: Path, cache_dir: Path) -> Logits:
+    """Exact logits of ``WIKIPEDIA_SETS`` sets of at most two candidates of the Wikipedia ·
+    TGN tail event ``WIKIPEDIA_EVENT`` (``_tail_sets``), in one batched call."""
+    from cftgnn.data import load_wikipedia
+
+    ckpt = Path(__file__).resolve().parents[2] / "checkpoints" / "tgn_wikipedia.pt"
+    stream = load_wikipedia(data_dir=data_dir, cache_dir=cache_dir, download=False)
+    replay = EventReplay(ReplayEngine.from_checkpoint(ckpt, stream), WIKIPEDIA_EVENT)
+    return replay.exact(_tail_sets(replay, WIKIPEDIA_SETS))
 
 
 def main(argv: list[str]) -> None:
-    """Write the references (``--uci DATA_DIR`` for the UCI one too)."""
+    """Write the references (``--uci DATA_DIR`` and ``--wikipedia DATA_DIR`` for the tail
+    events too)."""
     import tempfile
 
     DATA.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(REFERENCE, **dict(cases()))
-    if "--uci" in argv:
-        data_dir = Path(argv[argv.index("--uci") + 1])
-        with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as cache:
+        if "--uci" in argv:
+            data_dir = Path(argv[argv.index("--uci") + 1])
             np.savez_compressed(UCI_REFERENCE, **dict(uci_cases(data_dir, Path(cache))))
+        if "--wikipedia" in argv:
+            data_dir = Path(argv[argv.index("--wikipedia") + 1])
+            np.savez_compressed(WIKIPEDIA_REFERENCE,
+                                logits=wikipedia_case(data_dir, Path(cache)))
 
 
 if __name__ == "__main__":
