@@ -1,7 +1,7 @@
 """The cone replay's shortcuts for work that cannot change anything (issue 44, item 4) leave
 every logit bitwise as it was: skipping a batch once every effect died out
 (``cftgnn.replay.tgn.cone._quiet``), and comparing few rows with the recording in one pass
-(``cftgnn.replay.tgn.rows._ONE_PASS_ROWS``)."""
+(``cftgnn.replay.tgn.compare.ONE_PASS_ROWS``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from cftgnn.data import make_synthetic_stream
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.replay.tgn import TGNReplayOptions, cone, rows
+from cftgnn.replay.tgn import TGNReplayOptions, compare, cone
 
 
 def _logits(stream, model, sets, batch: list[frozenset[int]]):
@@ -50,7 +50,7 @@ def test_shortcuts_leave_every_logit_bitwise_the_same(monkeypatch, num_layers):
     # layers read more states, whose effects outlive this stream; they check the other one)
     assert any(skipped) or num_layers == 2
     monkeypatch.setattr(cone, "_quiet", lambda *args: False)
-    monkeypatch.setattr(rows, "_ONE_PASS_ROWS", 0)
+    monkeypatch.setattr(compare, "ONE_PASS_ROWS", 0)
     slow = _logits(stream, model, sets, batch)
     for got, want in zip(fast, slow, strict=True):
         assert np.array_equal(got, want)  # bitwise, not within a tolerance

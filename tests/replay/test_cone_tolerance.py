@@ -15,8 +15,8 @@ from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+from cftgnn.replay.tgn.compare import memory_equal
 from cftgnn.replay.tgn.cone import ConeStats
-from cftgnn.replay.tgn.rows import _memory_equal
 
 
 def tgn(stream: EventStream, num_layers: int = 1, seed: int = 0) -> TGN:
@@ -46,10 +46,10 @@ def test_zero_tolerance_compares_bit_for_bit():
     mem[2, 0] = 0.5 + 1e-6
     mem[0, 0] = -0.0  # equal as numbers, not as bits
     idx = torch.arange(3)
-    assert _memory_equal(mem, idx, rec, idx, 0.0).tolist() == [False, False, False]
-    assert _memory_equal(mem, idx, rec, idx, 1e-7).tolist() == [True, True, False]
-    assert _memory_equal(mem, idx, rec, idx, 1e-5).tolist() == [True, True, True]
-    assert _memory_equal(rec, idx, rec, idx, 0.0).tolist() == [True, True, True]
+    assert memory_equal(mem, idx, rec, idx, 0.0).tolist() == [False, False, False]
+    assert memory_equal(mem, idx, rec, idx, 1e-7).tolist() == [True, True, False]
+    assert memory_equal(mem, idx, rec, idx, 1e-5).tolist() == [True, True, True]
+    assert memory_equal(rec, idx, rec, idx, 0.0).tolist() == [True, True, True]
 
 
 @pytest.mark.parametrize("num_layers", [1, 2])

@@ -19,13 +19,10 @@ from torch import Tensor
 from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
+from cftgnn.replay.tgn.compare import bits, memory_equal
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
-#: Up to this many rows, ``_memory_equal`` compares whole rows at once: the two-step
-#: comparison (first coordinate, then the rest of the rows it leaves) saves arithmetic only
-#: on many rows, and costs a second gather and host copy per batch (the single call's case).
-_ONE_PASS_ROWS = 64
 
 
 class RowTable:
@@ -63,6 +60,32 @@ class RowTable:
       removals of its node's dependency set (``words[p] & D(n)``) at the end of a batch;
       without pruning, moreover, a pair holds a row exactly when that key is not empty
       (with pruning, a pair whose state equals the recording holds none).
+
+    The batch steps share their arguments' names: ``rec`` the batch's ``BatchRecord``;
+    ``loc`` each node's position in ``rec.nodes`` (``-1`` for the others), ``int64 [N]``;
+    ``rem`` which of the batch's events each set removes, ``bool [P, K]``; ``read`` whether
+    a node's state after the batch is read, ``bool [N]``; ``x`` the batch's index and
+    ``need`` the last batch whose state of each node is read (``Dependencies.need``),
+    ``int64 [N]``; ``src`` and ``dst`` the stream's endpoints, ``int64 [E]``.
+
+    Args:
+        num_p: Number of removal sets P.
+        columns: Column of each node in the row map, ``-1`` for nodes that never get a
+            row, ``int64 [N]`` (``Dependencies.columns``).
+        num_columns: Number of columns C.
+        dim: Memory size d.
+        device: Device of the rows' memory.
+
+    Attributes:
+        rowmap: Row of each (set, column), ``-1`` for the recorded state, ``int32 [P, C]``.
+        mem: Rows' memory, ``[capacity, d]`` (the first ``size`` in use).
+        lu: Rows' last-update times, ``float64 [capacity]``.
+        pend: Rows' pending events, ``-1`` for none, ``int64 [capacity]``.
+        rep: Rows' representative sets, ``int64 [capacity]``.
+        n: Rows' nodes, ``int64 [capacity]``.
+        alive: Whether a row is live (not retired), ``bool [capacity]``.
+        mixed: Whether a row may hold sets of several keys, ``bool [capacity]``.
+        size: Rows allocated (live or retired, until ``compact``).
     """
 
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
@@ -395,7 +418,7 @@ class RowTable:
         recorded state for those sets, which is what the row would have produced.
 
         With ``tolerance > 0`` "equals the recorded memory" means "within ``tolerance`` of it in
-        every coordinate" (``_memory_equal``), here, for the sender, and in
+        every coordinate" (``memory_equal``), here, for the sender, and in
         ``merge`` and ``revive``, which read the same test; a row retired that way
         is snapped to the recorded memory, which is **not exact** (``cftgnn.replay.tgn.cone``).
 
@@ -420,7 +443,7 @@ class RowTable:
         checked = np.zeros(size, dtype=bool)
         if len(r):
             rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
-            mem_eq[r] = _memory_equal(self.mem, rt, rec.mem_post, lt, tolerance)
+            mem_eq[r] = memory_equal(self.mem, rt, rec.mem_post, lt, tolerance)
             checked[r] = True
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
@@ -438,7 +461,7 @@ class RowTable:
                 same_msg = ((other_endpoint(src, dst, ea, na)
                              == other_endpoint(src, dst, eb, na))
                             & (model.stream.t[ea] == model.stream.t[eb])
-                            & (_bits(fa) == _bits(fb)).all(dim=1).cpu().numpy())
+                            & (bits(fa) == bits(fb)).all(dim=1).cpu().numpy())
                 pend_ok[a] = same_msg
             cand = np.flatnonzero(same & pend_ok)
             sends = cand[reads_pending[cand] & (theirs[cand] >= 0)]
@@ -478,7 +501,7 @@ class RowTable:
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
         rd = torch.as_tensor(r[d], device=dev)
-        lead = _bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
+        lead = bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
         first, inv = distinct_rows(np.column_stack([n[d], lead]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
@@ -487,7 +510,7 @@ class RowTable:
             # group's first row
             gt = torch.as_tensor(r[d[grp]], device=dev)
             ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
-            same = (_bits(self.mem[gt]) == _bits(self.mem[ht])).all(dim=1).cpu().numpy()
+            same = (bits(self.mem[gt]) == bits(self.mem[ht])).all(dim=1).cpu().numpy()
             mem_id[r[d[grp[same]]]] = inv[grp[same]]
         pend = self.pend[r]
         # the sender's memory identity, -1 for the recorded one or no message applied next
@@ -562,34 +585,6 @@ class RowTable:
         self.pend[new] = rec_pend[lo_]
         self.rowmap[pp, self.columns[n[jj]]] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
-
-
-def _bits(t: Tensor) -> Tensor:
-    """The bit patterns of a float tensor (so that ``0.0`` and ``-0.0`` differ)."""
-    return t.view(torch.int64 if t.element_size() == 8 else torch.int32)
-
-
-def _memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
-                  tolerance: float) -> npt.NDArray[np.bool_]:
-    """Which rows ``mem[rt]`` count as equal to ``recorded[lt]``: bit for bit when
-    ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
-    ``tolerance`` (not exact, see "Tolerance pruning" in ``cftgnn.replay.tgn.cone``).
-    Returns ``bool [R]``."""
-    def same(a: Tensor, b: Tensor) -> Tensor:
-        if tolerance == 0.0:
-            return _bits(a) == _bits(b)
-        return (a - b).abs() <= tolerance
-
-    if len(rt) <= _ONE_PASS_ROWS:  # few rows: one comparison, the same answer
-        whole: npt.NDArray[np.bool_] = same(mem[rt], recorded[lt]).all(dim=1).cpu().numpy()
-        return whole
-    # the first coordinate tells most differing rows apart; compare the rest after it
-    eq: npt.NDArray[np.bool_] = same(mem[rt, 0], recorded[lt, 0]).cpu().numpy()
-    e = np.flatnonzero(eq)
-    if len(e):
-        et = torch.as_tensor(e, device=mem.device)
-        eq[e] = same(mem[rt[et]], recorded[lt[et]]).all(dim=1).cpu().numpy()
-    return eq
 
 
 __all__ = ["RowTable"]

@@ -1,0 +1,57 @@
+"""Comparisons of memory rows with the recording, on the rows' device: the test by which the
+cone replay's pruning (``cftgnn.replay.tgn.rows.RowTable.prune``, ``merge``) decides that a
+perturbed row holds the recorded state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+#: Up to this many rows, ``memory_equal`` compares whole rows at once: the two-step
+#: comparison (first coordinate, then the rest of the rows it leaves) saves arithmetic only
+#: on many rows, and costs a second gather and host copy per batch (the single call's case).
+ONE_PASS_ROWS = 64
+
+
+def bits(t: Tensor) -> Tensor:
+    """The bit patterns of a float tensor (so that ``0.0`` and ``-0.0`` differ)."""
+    return t.view(torch.int64 if t.element_size() == 8 else torch.int32)
+
+
+def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
+                 tolerance: float) -> npt.NDArray[np.bool_]:
+    """Which rows ``mem[rt]`` count as equal to ``recorded[lt]``: bit for bit when
+    ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
+    ``tolerance`` (not exact, see "Tolerance pruning" in ``cftgnn.replay.tgn.cone``).
+
+    Args:
+        mem: Perturbed rows, ``[R', d]``.
+        rt: The rows of ``mem`` compared, ``int64 [R]`` (on ``mem``'s device).
+        recorded: Recorded rows (a tensor or a recording's ``SharedRows``), ``[V, d]``.
+        lt: The row of ``recorded`` each is compared with, ``int64 [R]``.
+        tolerance: ``0.0`` (bitwise), or the largest absolute difference that counts as equal.
+
+    Returns:
+        ``bool [R]``, on the host.
+    """
+    def same(a: Tensor, b: Tensor) -> Tensor:
+        if tolerance == 0.0:
+            return bits(a) == bits(b)
+        return (a - b).abs() <= tolerance
+
+    if len(rt) <= ONE_PASS_ROWS:  # few rows: one comparison, the same answer
+        whole: npt.NDArray[np.bool_] = same(mem[rt], recorded[lt]).all(dim=1).cpu().numpy()
+        return whole
+    # the first coordinate tells most differing rows apart; compare the rest after it
+    eq: npt.NDArray[np.bool_] = same(mem[rt, 0], recorded[lt, 0]).cpu().numpy()
+    e = np.flatnonzero(eq)
+    if len(e):
+        et = torch.as_tensor(e, device=mem.device)
+        eq[e] = same(mem[rt[et]], recorded[lt[et]]).all(dim=1).cpu().numpy()
+    return eq
+
+
+__all__ = ["ONE_PASS_ROWS", "bits", "memory_equal"]
