@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from testsupport import cone_reference
+
+
+@pytest.fixture(autouse=True)
+def reference_conditions():
+    """One torch thread, on a CPU whose kernels are the references' (else a stated skip)."""
+    here = torch.backends.cpu.get_cpu_capability()
+    if here != cone_reference.REFERENCE_CPU:
+        pytest.skip(f"the references' bits are those of a {cone_reference.REFERENCE_CPU} CPU's "
+                    f"kernels; this one is {here} (regenerate them here: "
+                    "tests/testsupport/cone_reference.py)")
+    with cone_reference.one_thread():
+        yield
 
 
 def test_cone_logits_are_bitwise_the_references():

@@ -12,6 +12,11 @@ three files were written by that commit's code running this module).
 ``uci_cases`` and ``wikipedia_case`` do the same for UCI · TGN and Wikipedia · TGN tail
 events (dataset tests).
 
+Bits depend on how torch sums: the references were computed on **one torch thread** of a CPU
+whose kernels torch picks as ``REFERENCE_CPU`` (``torch.backends.cpu.get_cpu_capability()``);
+``one_thread`` pins the thread count while they are computed again, and the test skips, saying
+why, on a CPU of another capability (regenerate there to use it).
+
 Regenerate (only on purpose: a change of the references is a change of behaviour)::
 
     PYTHONPATH=. python tests/testsupport/cone_reference.py [--uci DATA_DIR] [--wikipedia DATA_DIR]
@@ -19,6 +24,7 @@ Regenerate (only on purpose: a change of the references is a change of behaviour
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 from collections.abc import Iterator
@@ -34,6 +40,19 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
 
 DATA = Path(__file__).resolve().parents[1] / "replay" / "data"
+#: The CPU capability (torch's kernel choice) the references were computed with.
+REFERENCE_CPU = "AVX512"
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Compute on one torch thread (the references' summation order), restoring the count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 REFERENCE = DATA / "cone_reference.npz"
 UCI_REFERENCE = DATA / "cone_reference_uci.npz"
 #: UCI · TGN tail events of issue 44 (54454: the one whose sets once shared a mixed row) and
@@ -178,8 +197,10 @@ def main(argv: list[str]) -> None:
     import tempfile
 
     DATA.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(REFERENCE, **dict(cases()))
-    with tempfile.TemporaryDirectory() as cache:
+    print(f"CPU capability: {torch.backends.cpu.get_cpu_capability()} (REFERENCE_CPU says "
+          f"{REFERENCE_CPU})")
+    with one_thread(), tempfile.TemporaryDirectory() as cache:
+        np.savez_compressed(REFERENCE, **dict(cases()))
         if "--uci" in argv:
             data_dir = Path(argv[argv.index("--uci") + 1])
             np.savez_compressed(UCI_REFERENCE, **dict(uci_cases(data_dir, Path(cache))))
