@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
-from cftgnn.explain.params import check_explainer_options
+from cftgnn.explain.params import check_explainer_options, check_strategy_options
 from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
 from cftgnn.training.options import device
 
@@ -99,7 +99,8 @@ def check_index_options(cfg: Any) -> None:
 
 def check_memory_options(cfg: Any) -> None:
     """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts,
-    ``curves`` as ``explain.py``'s (the ``budgets`` entries are checked by the engine's own
+    ``curves`` as ``explain.py``'s, the ``explainer.*`` and ``strategy.*`` options by their
+    declarations (the ``budgets`` entries are checked by the engine's own
     rule when the run starts).
 
     Raises:
@@ -125,6 +126,7 @@ def check_memory_options(cfg: Any) -> None:
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     choice(cfg, "curves", CURVES_OPTIONS)
     check_explainer_options(cfg.get("explainer"))
+    check_strategy_options(cfg.get("strategy"))
 
 
 def check_tail_options(cfg: Any) -> None:
