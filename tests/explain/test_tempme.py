@@ -219,7 +219,7 @@ def test_a_trained_tempme_round_trips_through_its_checkpoint(planted, tmp_path) 
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="not a TempME checkpoint of this project"):
         load_tempme(bad)
-    with pytest.raises(ExplainerError, match="needs a model with attention"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe"):
         TempMEExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
 
 
