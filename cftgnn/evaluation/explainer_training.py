@@ -139,6 +139,36 @@ class TrainingEvent:
                    features_of(oracle.probe, kind))
 
 
+def probe_or_reason(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
+                    ) -> tuple[ModelProbe, float] | str:
+    """The probe of a training event and its original logit, or why the event cannot be
+    explained (``explained_probe`` without the reason).
+
+    Returns:
+        ``(probe, logit)``, or the reason, one of ``SKIP_REASONS``' values (with ``k``).
+    """
+    model = engine.model
+    if not isinstance(model, SoftRemovalModel):
+        return SKIP_REASONS["soft_removal"]
+    hops = int(model.num_layers) if k is None else int(k)
+    cand = engine.index.candidates(int(event_id), hops, int(m_max))
+    if len(cand) == 0:
+        return SKIP_REASONS["no_candidate"].format(k=hops)
+    start = engine.boundary(int(event_id))
+    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
+    p0 = probe.logit()
+    return SKIP_REASONS["zero_logit"] if p0 == 0 else (probe, float(p0))
+
+
+#: Why a drawn training or validation event is left out (``probe_or_reason``).
+SKIP_REASONS = {
+    "soft_removal": "the model offers no soft removal",
+    # an event between two nodes that meet the stream for the first time has no history
+    "no_candidate": "no candidate event (no earlier event within k={k} hops of its endpoints)",
+    "zero_logit": "its logit is exactly 0 (no prediction to explain)",
+}
+
+
 def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
                     ) -> tuple[ModelProbe, float] | None:
     """The probe of a training event and its original logit, shared by the trained explainers
@@ -155,19 +185,24 @@ def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: i
 
     Returns:
         ``(probe, logit)``, or None when the event cannot be explained: a model without soft
-        removal, no candidate, or a zero logit.
+        removal, no candidate, or a zero logit (``probe_or_reason`` says which).
     """
-    model = engine.model
-    if not isinstance(model, SoftRemovalModel):
-        return None
-    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
-                                   else int(k), int(m_max))
-    if len(cand) == 0:
-        return None
-    start = engine.boundary(int(event_id))
-    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
-    p0 = probe.logit()
-    return None if p0 == 0 else (probe, float(p0))
+    found = probe_or_reason(engine, event_id, k, m_max)
+    return None if isinstance(found, str) else found
+
+
+def skipped_summary(what: str, drawn: int, skipped: dict[int, str]) -> str:
+    """One line saying how many of the ``drawn`` events a training uses and why the others
+    were left out (``skipped``: event id -> reason), e.g. ``training events: 1999 of 2000
+    drawn used; 1 left out: event 26293, no candidate event (...)``."""
+    counts: dict[str, list[int]] = {}
+    for event, reason in sorted(skipped.items()):
+        counts.setdefault(reason, []).append(event)
+    parts = [f"event{'s' if len(ids) > 1 else ''} "
+             f"{', '.join(map(str, ids[:5]))}{', ...' if len(ids) > 5 else ''}: {reason}"
+             for reason, ids in counts.items()]
+    return (f"{what}: {drawn - len(skipped)} of {drawn} drawn used; {len(skipped)} left out "
+            f"({'; '.join(parts)})")
 
 
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
@@ -570,4 +605,5 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
 
 __all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "run",
            "train_epoch", "training_event", "training_events", "validation_aufsc",
+           "SKIP_REASONS", "probe_or_reason", "skipped_summary",
            "validation_events"]
