@@ -75,6 +75,7 @@ from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.tracking import Tracker, tracking
+from cftgnn.training.checkpoint import probed_models_text
 from cftgnn.training.loop import Split, library_versions
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
@@ -394,8 +395,7 @@ class TrainingSetup:
 
 def training_setup(cfg: DictConfig, options: dict[str, Any],
                    path_of: Callable[[Path, str, str], Path], what: str,
-                   state_format: int | None = None, models: str = "model=tgn or model=tgat",
-                   ) -> TrainingSetup:
+                   state_format: int | None = None) -> TrainingSetup:
     """The start of a trained explainer's training run, shared by the PGExplainer's and
     TempME's: the run directory and ``out_dir`` checked writable, a killed run's temporaries
     removed, the saved state loaded (``_load_state``), the device and threads set, the
@@ -409,7 +409,6 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
         path_of: The trained explainer's file in a folder, for a model kind and stream name.
         what: The explainer, for messages (``the PGExplainer``).
         state_format: The state format this version resumes (None: any).
-        models: The models it trains on, for the message of a model without soft removal.
 
     Raises:
         CftgnnError: Before any training, for each of the refusals above.
@@ -436,7 +435,7 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
                                    device, int(cfg.seed), require=True)
     if not isinstance(model, SoftRemovalModel):
         raise ConfigError(f"{what} trains through soft removal, which model {kind!r} does not "
-                          f"offer; use {models}")
+                          f"offer; use {probed_models_text()}")
     fp = model_fingerprint(cfg, stream, model, weights)
     saved = None if state is None else state.get("weights_sha256")
     if saved is not None and saved != fp.weights_sha256:

@@ -222,8 +222,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError("tempme_training.run trains explainer=tempme; this configuration "
                           "selects another explainer")
     options = _options(cfg)
-    setup = training_setup(cfg, options, tempme_path, "TempME",
-                           models="model=tgn, tgat, graphmixer or dygformer")
+    setup = training_setup(cfg, options, tempme_path, "TempME")
     state, state_file, out = setup.state, setup.state_file, setup.out
     stream, engine, split, weights = setup.stream, setup.engine, setup.split, setup.weights
     kind, destination, fp = setup.kind, setup.destination, setup.fingerprint

@@ -32,12 +32,11 @@ from cftgnn.oracle.oracle import Oracle
 def needs_probe(explainer: str, model: str | None) -> ExplainerError:
     """The error of an explainer that reads the model's attention or soft removal, run on a
     model that offers neither (one line, naming the model and the ``model=`` options that
-    offer them, ``cftgnn.training.checkpoint.probed_model_kinds``)."""
-    from cftgnn.training.checkpoint import probed_model_kinds  # the models: only when raised
+    offer them, ``cftgnn.training.checkpoint.probed_models_text``)."""
+    from cftgnn.training.checkpoint import probed_models_text  # the models: only when raised
 
-    kinds = [f"model={k}" for k in probed_model_kinds()]
     named = f"model {model!r}" if model else "this model"
-    choices = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+    choices = probed_models_text()
     advice = f"use {choices}" if choices else "no model of conf/model has one"
     return ExplainerError(f"explainer={explainer} needs a model with a probe (attention or "
                           f"pooling scores and soft removal); {named} offers none (its oracle "

@@ -157,6 +157,13 @@ def probed_model_kinds() -> list[str]:
     return kinds
 
 
+def probed_models_text() -> str:
+    """``probed_model_kinds`` as a user types them, for messages: ``model=dygformer,
+    model=graphmixer, model=tgat or model=tgn`` (empty when there is none)."""
+    kinds = [f"model={k}" for k in probed_model_kinds()]
+    return " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+
+
 def _class_name(target: str) -> str:
     return target.rsplit(".", 1)[-1]
 
