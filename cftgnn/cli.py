@@ -5,7 +5,8 @@ it (``compose_command_line``): an unknown ``group=option``, an override that doe
 (``n_events=[1,2``), a key the config does not have (``nevents=4``, ``+n_evnts=2``) ends in
 one ``error:`` line naming it and the nearest valid key, exit status 2, instead of Hydra's
 multi-line message; then the composed config is checked (``config_problem``: a sweep
-without ``-m``, the logger, the script's own option checks). All of it runs before the
+without ``-m``, the logger, the script's own option checks), under ``-m`` that of every job
+of the sweep (``sweep_problem``). All of it runs before the
 script's heavy modules (torch, PyG, the models) load, which its ``main`` imports itself, and
 before Hydra makes a run directory. Ctrl-C in any script ends in one line (exit status 130)
 instead of a traceback.
@@ -162,19 +163,20 @@ def compose_command_line(argv: Sequence[str], conf_dir: str | Path,
         ``(message, None)`` when Hydra would refuse the command line; ``(None, config)``
         when it composes; ``(None, None)`` when it is left to Hydra.
     """
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import ConfigCompositionException, HydraException
-    from omegaconf.errors import OmegaConfBaseException
+    from hydra.errors import HydraException
 
     if any(a.split("=")[0] in _HYDRA_INFO_FLAGS for a in argv):
         return None, None
     args = [a for a in argv if a not in ("-m", "--multirun")]
     if any(a.startswith("-") for a in args):
         return None, None  # a flag this check does not know: Hydra decides
-    parser = OverridesParser.create()
-    single: list[str] = []
     conf = Path(conf_dir).resolve()
+    with initialize_config_dir(str(conf), version_base="1.3"):  # glob(...) lists a group's files
+        parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+    single: list[str] = []
     for arg in args:
         try:
             override = parser.parse_override(arg)
@@ -189,9 +191,22 @@ def compose_command_line(argv: Sequence[str], conf_dir: str | Path,
             others = [o for o in args if o != arg]
             return (f"unknown option {key!r}{_nearest_key(key, others, conf, config_name)}: "
                     f"'+{key}=' adds a key that nothing reads"), None
+        override.config_loader = parser.config_loader  # parse_override leaves it out
         one = _one_value(override, arg)
         if one is not None:
             single.append(one)
+    return _composed(single, conf, config_name)
+
+
+def _composed(overrides: Sequence[str], conf: Path, config_name: str) -> tuple[str | None, Any]:
+    """Compose ``config_name`` with plain overrides (no sweep) and its ``hydra`` node:
+    ``(None, config)``, or ``(message, None)`` saying in one line why Hydra would refuse
+    them (a key the config lacks: with the nearest valid key)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException, HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    single = list(overrides)
     try:
         with initialize_config_dir(str(conf), version_base="1.3"):
             cfg = compose(config_name, overrides=single, return_hydra_config=True)
@@ -207,6 +222,81 @@ def compose_command_line(argv: Sequence[str], conf_dir: str | Path,
     except (HydraException, OmegaConfBaseException) as exc:
         return _first_line(str(exc)), None
     return None, cfg
+
+
+#: The ``_target_`` of Hydra's default sweeper, whose grammar ``sweep_jobs`` expands.
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def sweep_jobs(argv: Sequence[str], cfg: Any, conf_dir: str | Path) -> tuple[str | None,
+                                                                             list[list[str]]]:
+    """The overrides of every job of a ``-m`` command line, as Hydra's basic sweeper makes
+    them: the config's ``hydra.sweeper.params`` (a file of ``conf/sweep/``) then the command
+    line, parsed by Hydra's override parser (``a,b``, ``range(...)``, ``choice(...)``,
+    ``glob(...)`` of a group), every combination (``BasicSweeper.split_arguments``).
+
+    Args:
+        argv: The command line.
+        cfg: The config of its first job (``compose_command_line``).
+        conf_dir: The config folder.
+
+    Returns:
+        ``(None, jobs)``; ``(message, [])`` when the basic sweeper would refuse the sweep (an
+        ``interval(...)``); ``(None, [])`` without ``-m``, with another sweeper (its own
+        grammar: left to it) or when the sweeper's params do not resolve here.
+    """
+    from hydra import initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not any(a in ("-m", "--multirun") for a in argv) or "hydra" not in cfg:
+        return None, []
+    sweeper = cfg.hydra.get("sweeper")
+    if sweeper is None or sweeper.get("_target_") != BASIC_SWEEPER:
+        return None, []
+    try:
+        params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+    except OmegaConfBaseException:  # an interpolation only Hydra's own run resolves
+        return None, []
+    args = [a for a in argv if a not in ("-m", "--multirun")]
+    try:
+        with initialize_config_dir(str(Path(conf_dir).resolve()), version_base="1.3"):
+            loader = GlobalHydra.instance().config_loader()
+            overrides = OverridesParser.create(config_loader=loader).parse_overrides(
+                [*params, *args])
+            return None, [list(job) for batch in BasicSweeper.split_arguments(overrides, None)
+                          for job in batch]
+    except HydraException as exc:
+        return _first_line(str(exc)), []
+
+
+def sweep_problem(argv: Sequence[str], cfg: Any, conf_dir: str | Path, config_name: str,
+                  check: Callable[[Any], None] | None = None) -> str | None:
+    """What is wrong with any job of a ``-m`` command line, in one line, or None: every
+    combination of the sweep's values (``sweep_jobs``) is composed and checked as a single
+    run is (``unknown_choice``, the composition, ``config_problem`` with ``check``), so a bad
+    value anywhere in a sweep is refused before its first job starts. The message ends with
+    the job (Hydra's number) and its swept values.
+    """
+    message, jobs = sweep_jobs(argv, cfg, conf_dir)
+    if message is not None:
+        return message
+    if len(jobs) < 2:
+        return None  # the first job is the command line's config: already checked
+    varying = [i for i in range(len(jobs[0])) if len({job[i] for job in jobs}) > 1]
+    for number, job in enumerate(jobs):
+        message = unknown_choice(job, conf_dir)
+        if message is None:
+            message, job_cfg = _composed(job, Path(conf_dir).resolve(), config_name)
+            if message is None:
+                message = config_problem(argv, job_cfg, config_name, check)
+        if message is not None:
+            values = " ".join(job[i] for i in varying)
+            return f"{message} (job #{number} of the sweep's {len(jobs)}: {values})"
+    return None
 
 
 def _fixed_key(key: str, overrides: Sequence[str], conf_dir: Path,
@@ -396,7 +486,8 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
     naming no config file (``unknown_choice``), a run directory that cannot be made
     (``unwritable_run_dir``), an override that does not parse or names a key the config
     lacks (``compose_command_line``), or a composed config that ``config_problem``
-    refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses) — then one
+    refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses), under ``-m``
+    for any job of the sweep (``sweep_problem``: every combination of its values) — then one
     line on stderr and exit status 2, before Hydra makes a run directory and before the
     script's heavy modules load (``main`` imports them itself). Ctrl-C ends in one line,
     ``on_interrupt``, and exit status 130.
@@ -426,7 +517,8 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         if message is None and name is not None:
             message, cfg = compose_command_line(args, conf_dir, name)
             if message is None and cfg is not None:
-                message = config_problem(args, cfg, name, check)
+                message = (config_problem(args, cfg, name, check)
+                           or sweep_problem(args, cfg, conf_dir, name, check))
         follow = _run_dir_follows(args, cfg, run_dir_from) if message is None else None
         if follow is not None:
             message = folder_problem(str(run_dir_from), follow)
@@ -478,5 +570,5 @@ class ArgumentParser(argparse.ArgumentParser):
 
 __all__ = ["INTERRUPTED", "RESUME_HINT", "ArgumentParser", "compose_command_line",
            "config_problem", "default_run_dir_problem", "folder_problem", "friendly_errors",
-           "hydra_problem", "interrupted", "main_guard", "search_paths", "unknown_choice",
-           "unwritable_run_dir"]
+           "hydra_problem", "interrupted", "main_guard", "search_paths", "sweep_jobs",
+           "sweep_problem", "unknown_choice", "unwritable_run_dir"]

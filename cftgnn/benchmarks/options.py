@@ -11,9 +11,17 @@ from omegaconf import OmegaConf
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
-from cftgnn.explain.params import check_explainer_options
-from cftgnn.options import boolean, choice, integer, integer_list, is_integer, number
-from cftgnn.training.options import device
+from cftgnn.explain.params import check_explainer_options, check_strategy_options
+from cftgnn.options import (
+    boolean,
+    choice,
+    integer,
+    integer_list,
+    is_integer,
+    number,
+    option_value,
+)
+from cftgnn.training.options import device, device_name
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:
@@ -99,7 +107,8 @@ def check_index_options(cfg: Any) -> None:
 
 def check_memory_options(cfg: Any) -> None:
     """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts,
-    ``curves`` as ``explain.py``'s (the ``budgets`` entries are checked by the engine's own
+    ``curves`` as ``explain.py``'s, the ``explainer.*`` and ``strategy.*`` options by their
+    declarations (the ``budgets`` entries are checked by the engine's own
     rule when the run starts).
 
     Raises:
@@ -125,6 +134,7 @@ def check_memory_options(cfg: Any) -> None:
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     choice(cfg, "curves", CURVES_OPTIONS)
     check_explainer_options(cfg.get("explainer"))
+    check_strategy_options(cfg.get("strategy"))
 
 
 def check_tail_options(cfg: Any) -> None:
@@ -144,14 +154,16 @@ def check_tail_options(cfg: Any) -> None:
 
 
 def check_gpu_options(cfg: Any) -> None:
-    """``benchmark_gpu.py``: two devices, known pairs, counts, the explainers' overrides and
-    the tail event (its ``pair`` known, ``max_size >= 1``).
+    """``benchmark_gpu.py``: two devices, each one this machine has (``device``'s rule, last:
+    a device other than ``cpu`` or ``auto`` loads torch to be checked), known pairs, counts,
+    the explainers' overrides and the tail event (its ``pair`` known, ``max_size >= 1``).
 
     Raises:
         ConfigError: Naming the first bad option.
     """
-    devices = cfg.get("devices")
-    if devices is None or isinstance(devices, str) or len(devices) != 2:
+    devices = option_value(cfg, "devices")
+    if (not isinstance(devices, list) or len(devices) != 2
+            or not all(isinstance(d, str) for d in devices)):
         raise ConfigError(f"devices must name two devices, left and right, e.g. [cpu,cuda]; "
                           f"got {devices!r}")
     pairs(cfg)
@@ -181,6 +193,8 @@ def check_gpu_options(cfg: Any) -> None:
         pair_of(cfg, tail.get("pair"), "tail.pair")
         integer(tail, "event", minimum=0)
         integer(tail, "max_size", minimum=1)
+    for name in devices:  # last: torch loads for a device other than cpu or auto
+        device_name(name)
 
 
 def check_quality_options(cfg: Any) -> None:

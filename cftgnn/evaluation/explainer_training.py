@@ -75,6 +75,7 @@ from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.tracking import Tracker, tracking
+from cftgnn.training.checkpoint import probed_models_text
 from cftgnn.training.loop import Split, library_versions
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
@@ -139,6 +140,36 @@ class TrainingEvent:
                    features_of(oracle.probe, kind))
 
 
+def probe_or_reason(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
+                    ) -> tuple[ModelProbe, float] | str:
+    """The probe of a training event and its original logit, or why the event cannot be
+    explained (``explained_probe`` without the reason).
+
+    Returns:
+        ``(probe, logit)``, or the reason, one of ``SKIP_REASONS``' values (with ``k``).
+    """
+    model = engine.model
+    if not isinstance(model, SoftRemovalModel):
+        return SKIP_REASONS["soft_removal"]
+    hops = int(model.num_layers) if k is None else int(k)
+    cand = engine.index.candidates(int(event_id), hops, int(m_max))
+    if len(cand) == 0:
+        return SKIP_REASONS["no_candidate"].format(k=hops)
+    start = engine.boundary(int(event_id))
+    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
+    p0 = probe.logit()
+    return SKIP_REASONS["zero_logit"] if p0 == 0 else (probe, float(p0))
+
+
+#: Why a drawn training or validation event is left out (``probe_or_reason``).
+SKIP_REASONS = {
+    "soft_removal": "the model offers no soft removal",
+    # an event between two nodes that meet the stream for the first time has no history
+    "no_candidate": "no candidate event (no earlier event within k={k} hops of its endpoints)",
+    "zero_logit": "its logit is exactly 0 (no prediction to explain)",
+}
+
+
 def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
                     ) -> tuple[ModelProbe, float] | None:
     """The probe of a training event and its original logit, shared by the trained explainers
@@ -155,19 +186,24 @@ def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: i
 
     Returns:
         ``(probe, logit)``, or None when the event cannot be explained: a model without soft
-        removal, no candidate, or a zero logit.
+        removal, no candidate, or a zero logit (``probe_or_reason`` says which).
     """
-    model = engine.model
-    if not isinstance(model, SoftRemovalModel):
-        return None
-    cand = engine.index.candidates(int(event_id), int(model.num_layers) if k is None
-                                   else int(k), int(m_max))
-    if len(cand) == 0:
-        return None
-    start = engine.boundary(int(event_id))
-    probe = ModelProbe(model, engine.base_state(start), start, int(event_id), cand.ids)
-    p0 = probe.logit()
-    return None if p0 == 0 else (probe, float(p0))
+    found = probe_or_reason(engine, event_id, k, m_max)
+    return None if isinstance(found, str) else found
+
+
+def skipped_summary(what: str, drawn: int, skipped: dict[int, str]) -> str:
+    """One line saying how many of the ``drawn`` events a training uses and why the others
+    were left out (``skipped``: event id -> reason), e.g. ``training events: 1999 of 2000
+    drawn used; 1 left out: event 26293, no candidate event (...)``."""
+    counts: dict[str, list[int]] = {}
+    for event, reason in sorted(skipped.items()):
+        counts.setdefault(reason, []).append(event)
+    parts = [f"event{'s' if len(ids) > 1 else ''} "
+             f"{', '.join(map(str, ids[:5]))}{', ...' if len(ids) > 5 else ''}: {reason}"
+             for reason, ids in counts.items()]
+    return (f"{what}: {drawn - len(skipped)} of {drawn} drawn used; {len(skipped)} left out "
+            f"({'; '.join(parts)})")
 
 
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
@@ -359,8 +395,7 @@ class TrainingSetup:
 
 def training_setup(cfg: DictConfig, options: dict[str, Any],
                    path_of: Callable[[Path, str, str], Path], what: str,
-                   state_format: int | None = None, models: str = "model=tgn or model=tgat",
-                   ) -> TrainingSetup:
+                   state_format: int | None = None) -> TrainingSetup:
     """The start of a trained explainer's training run, shared by the PGExplainer's and
     TempME's: the run directory and ``out_dir`` checked writable, a killed run's temporaries
     removed, the saved state loaded (``_load_state``), the device and threads set, the
@@ -374,7 +409,6 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
         path_of: The trained explainer's file in a folder, for a model kind and stream name.
         what: The explainer, for messages (``the PGExplainer``).
         state_format: The state format this version resumes (None: any).
-        models: The models it trains on, for the message of a model without soft removal.
 
     Raises:
         CftgnnError: Before any training, for each of the refusals above.
@@ -401,7 +435,7 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
                                    device, int(cfg.seed), require=True)
     if not isinstance(model, SoftRemovalModel):
         raise ConfigError(f"{what} trains through soft removal, which model {kind!r} does not "
-                          f"offer; use {models}")
+                          f"offer; use {probed_models_text()}")
     fp = model_fingerprint(cfg, stream, model, weights)
     saved = None if state is None else state.get("weights_sha256")
     if saved is not None and saved != fp.weights_sha256:
@@ -570,4 +604,5 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
 
 __all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "run",
            "train_epoch", "training_event", "training_events", "validation_aufsc",
+           "SKIP_REASONS", "probe_or_reason", "skipped_summary",
            "validation_events"]

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.curves import Protocol
-from cftgnn.explain.params import check_explainer_options
+from cftgnn.explain.params import check_explainer_options, check_strategy_options
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
@@ -154,14 +154,16 @@ def check_explain_options(cfg: Any) -> None:
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
     [``CurveSet``][cftgnn.evaluation.CurveSet] value); ``protocol`` a protocol's name, a list
     of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
-    explainer's declaration (``check_explainer_options``) and ``ceiling``, ``prune``,
+    explainer's declaration (``check_explainer_options``), the ``strategy.*`` options by the
+    strategy's (``check_strategy_options``) and ``ceiling``, ``prune``,
     ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
     one this machine has (``cftgnn.training.options.device``: torch loads for a device other than
     ``cpu`` or ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
-        ExplainerError: Naming the first bad ``explainer.*`` or post-search option.
+        ExplainerError: Naming the first bad ``explainer.*``, ``strategy.*`` or post-search
+            option.
     """
     integer(cfg, "n_events", minimum=0)
     integer_list(cfg, "events", optional=True)
@@ -192,6 +194,7 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
+    check_strategy_options(cfg.get("strategy"))  # strategy.*: likewise
     PostProcessing.from_config(cfg)  # ceiling, prune, certify, certify_max_time_s: the same
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 

@@ -5,8 +5,10 @@ machinery (``cftgnn.evaluation.explainer_training``: the run directory, the trai
 the resumable state and its checks) and
 
 1. draws ``n_train_events`` training events of the training split (``train_range``) and
-   ``tempme.n_val_events`` validation events of the validation split, each with a nonzero logit
-   and a removable candidate (``k``, ``m_max``, as ``explain.py``; history=event);
+   ``tempme.n_val_events`` validation events of the validation split and keeps those with a
+   nonzero logit and a removable candidate (``k``, ``m_max``, as ``explain.py``;
+   history=event); the others (an event between two nodes new to the stream has no candidate)
+   are named with the reason in one line and in the card (``skipped_events``);
 2. computes the null-model prior once (``null_prior`` on ``tempme.null_events`` training
    events; kept in the state and the checkpoint);
 3. trains ``MotifEncoder`` for ``epochs`` epochs: per event, walks from the source, the
@@ -39,7 +41,8 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.explainer_training import (
-    explained_probe,
+    probe_or_reason,
+    skipped_summary,
     training_events,
     training_setup,
 )
@@ -97,10 +100,13 @@ def tempme_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
         walk: ``n_walks``, ``length`` and ``degree``.
         seed: Seed of the walks and of the negative destination (with the event id).
     """
-    explained = explained_probe(engine, event_id, k, m_max)
-    if explained is None:
-        return None
-    probe, p0 = explained
+    explained = probe_or_reason(engine, event_id, k, m_max)
+    return None if isinstance(explained, str) else _with_walks(engine, *explained, event_id,
+                                                                walk, seed)
+
+
+def _with_walks(engine: ReplayEngine, probe: ModelProbe, p0: float, event_id: int,
+                walk: dict[str, int], seed: int) -> TempMEEvent:
     rng = np.random.default_rng([int(seed), int(event_id)])
     negative = int(rng.integers(engine.stream.num_nodes))
     walks = [sample_walks(engine.index, root, int(event_id), walk["n_walks"], walk["length"],
@@ -128,15 +134,26 @@ def event_loss(encoder: MotifEncoder, event: TempMEEvent, stream: EventStream,
                        float(hp["prior_p"]), float(hp["beta"]))
 
 
-def _events(engine: ReplayEngine, ids: npt.NDArray[np.int64], cfg: DictConfig,
-            walk: dict[str, int], desc: str) -> list[TempMEEvent]:
-    out = []
+def tempme_events(engine: ReplayEngine, ids: npt.NDArray[np.int64], cfg: DictConfig,
+                  walk: dict[str, int], desc: str) -> tuple[list[TempMEEvent], dict[int, str]]:
+    """The drawn events ``ids`` that can be explained (``tempme_event``), and the others by
+    id with the reason (``probe_or_reason``: e.g. an event between two nodes new to the
+    stream has no candidate event); a line on stdout says how many were left out and why.
+
+    Returns:
+        ``(events, skipped)``.
+    """
+    out, skipped = [], {}
     for e in tqdm(ids.tolist(), desc=desc, unit="event", disable=not cfg.progress,
                   dynamic_ncols=True):
-        ev = tempme_event(engine, int(e), cfg.k, int(cfg.m_max), walk, int(cfg.seed))
-        if ev is not None:
-            out.append(ev)
-    return out
+        found = probe_or_reason(engine, int(e), cfg.k, int(cfg.m_max))
+        if isinstance(found, str):
+            skipped[int(e)] = found
+        else:
+            out.append(_with_walks(engine, *found, int(e), walk, int(cfg.seed)))
+    if skipped:
+        print(skipped_summary(desc, len(ids), skipped))
+    return out, skipped
 
 
 def validation_loss(encoder: MotifEncoder, events: list[TempMEEvent], stream: EventStream,
@@ -178,6 +195,11 @@ def train_epoch(encoder: MotifEncoder, optimizer: torch.optim.Optimizer,
     return total / max(len(events), 1)
 
 
+def _skipped(skipped: dict[int, str]) -> list[dict[str, Any]]:
+    """The card's record of drawn events left out: ``[{"event_id": ..., "reason": ...}]``."""
+    return [{"event_id": e, "reason": r} for e, r in sorted(skipped.items())]
+
+
 def _options(cfg: DictConfig) -> dict[str, Any]:
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
@@ -200,8 +222,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError("tempme_training.run trains explainer=tempme; this configuration "
                           "selects another explainer")
     options = _options(cfg)
-    setup = training_setup(cfg, options, tempme_path, "TempME",
-                           models="model=tgn, tgat, graphmixer or dygformer")
+    setup = training_setup(cfg, options, tempme_path, "TempME")
     state, state_file, out = setup.state, setup.state_file, setup.out
     stream, engine, split, weights = setup.stream, setup.engine, setup.split, setup.weights
     kind, destination, fp = setup.kind, setup.destination, setup.fingerprint
@@ -241,8 +262,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                             walk["degree"], int(cfg.seed))).float()
         seconds += time.perf_counter() - start
     start = time.perf_counter()
-    train_events = _events(engine, train_ids, cfg, walk, "training events")
-    val_events = _events(engine, val_ids, cfg, walk, "validation events")
+    train_events, train_skipped = tempme_events(engine, train_ids, cfg, walk, "training events")
+    val_events, val_skipped = tempme_events(engine, val_ids, cfg, walk, "validation events")
     seconds += time.perf_counter() - start
     if not train_events:
         raise ConfigError("no training event has a removable candidate; widen train_range or "
@@ -282,6 +303,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            validation_events=len(val_events),
                            event_ids=[int(e) for e in train_ids],
                            validation_event_ids=[int(e) for e in val_ids],
+                           skipped_events=_skipped(train_skipped),
+                           skipped_validation_events=_skipped(val_skipped),
                            epochs=int(cfg.epochs), best_epoch=int(best["epoch"]),
                            best_val_loss=float(best["val_loss"]), training_seconds=seconds,
                            history=history, options=options, prior=prior.tolist(),
@@ -295,5 +318,5 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return card
 
 
-__all__ = ["TempMEEvent", "event_loss", "run", "tempme_event", "train_epoch",
+__all__ = ["TempMEEvent", "event_loss", "run", "tempme_event", "tempme_events", "train_epoch",
            "validation_loss"]

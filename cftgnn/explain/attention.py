@@ -9,10 +9,10 @@ reference system (docs/design.md §8), which averages the same weights per event
 spent on scoring; the answer is the shortest flipping prefix
 ([``FactualExplainer``][cftgnn.explain.FactualExplainer]).
 
-It needs a model with attention weights (TGN, TGAT: a
-``SoftRemovalModel``); with any other model the oracle has no
-probe, and the explainer refuses the run before any event (``check_run``) and any event
-whose oracle lacks one.
+It needs a model the oracle gives a probe (a ``SoftRemovalModel``: TGN and TGAT, whose
+scores are attention weights, GraphMixer and DyGFormer, whose are pooling shares); with any
+other model (PyG's TGN) the oracle has no probe, and the explainer refuses the run before any
+event (``check_run``) and any event whose oracle lacks one.
 """
 
 from __future__ import annotations
@@ -31,11 +31,16 @@ from cftgnn.oracle.oracle import Oracle
 
 def needs_probe(explainer: str, model: str | None) -> ExplainerError:
     """The error of an explainer that reads the model's attention or soft removal, run on a
-    model that offers neither (one line, naming the model)."""
+    model that offers neither (one line, naming the model and the ``model=`` options that
+    offer them, ``cftgnn.training.checkpoint.probed_models_text``)."""
+    from cftgnn.training.checkpoint import probed_models_text  # the models: only when raised
+
     named = f"model {model!r}" if model else "this model"
-    return ExplainerError(f"explainer={explainer} needs a model with attention weights (TGN, "
-                          f"TGAT); {named} offers none (its oracle has no probe); use "
-                          "model=tgn or model=tgat")
+    choices = probed_models_text()
+    advice = f"use {choices}" if choices else "no model of conf/model has one"
+    return ExplainerError(f"explainer={explainer} needs a model with a probe (attention or "
+                          f"pooling scores and soft removal); {named} offers none (its oracle "
+                          f"has no probe); {advice}")
 
 
 @dataclass(frozen=True)

@@ -156,9 +156,9 @@ class Params:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
+            listed = f"known: {', '.join(sorted(known))}" if known else "it takes none"
             raise ExplainerError(f"unknown option{'s' if len(unknown) > 1 else ''} "
-                                 f"{', '.join(unknown)} of {cls.__name__} (known: "
-                                 f"{', '.join(sorted(known))})")
+                                 f"{', '.join(unknown)} of {cls.__name__} ({listed})")
         return cls(**dict(options))
 
     @classmethod
@@ -218,6 +218,20 @@ LIGHT_PARAMS = {
 INSTANTIATE_KEYS = frozenset({"_target_", "_recursive_", "_convert_", "_partial_", "_args_"})
 
 
+def _imported(path: str) -> Any:
+    """The object ``module.name`` names, or None when it does not import (the run reports a
+    bad ``_target_``)."""
+    module, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def _declaration(params: Any) -> type[Params] | None:
+    return params if isinstance(params, type) and issubclass(params, Params) else None
+
+
 def explainer_params(target: str) -> type[Params] | None:
     """The parameter declaration of the explainer class ``target`` (a config's ``_target_``),
     found without loading torch for the package's explainers (``LIGHT_PARAMS``).
@@ -227,13 +241,36 @@ def explainer_params(target: str) -> type[Params] | None:
         declaration (an explainer of the user's own: its constructor checks its options).
     """
     path = LIGHT_PARAMS.get(target, target)
-    module, _, name = path.rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):  # the run reports a bad _target_
-        return None
-    params = found if path != target else getattr(found, "Params", None)
-    return params if isinstance(params, type) and issubclass(params, Params) else None
+    found = _imported(path)
+    return _declaration(found if path != target else getattr(found, "Params", None))
+
+
+def strategy_params(target: str) -> type[Params] | None:
+    """The option declaration of the selection strategy class ``target`` (a config's
+    ``_target_``): the ``Params`` the class declares in its own body (every strategy of
+    ``cftgnn.explain.strategies``, a module without torch).
+
+    Returns:
+        Its ``Params``, or None when ``target`` does not import or declares none itself (a
+        strategy of the user's own that inherits one but takes arguments of its own: its
+        constructor checks them).
+    """
+    found = _imported(target)
+    return _declaration(vars(found).get("Params") if isinstance(found, type) else None)
+
+
+def _check_declared(node: Any, params_of: Any) -> None:
+    """``params_of(node._target_).from_options`` of the node's keys (the
+    ``INSTANTIATE_KEYS`` left out); nothing when the node or its declaration is missing."""
+    if not OmegaConf.is_dict(node) and not isinstance(node, Mapping):
+        return
+    target = node.get("_target_")
+    params = params_of(str(target)) if isinstance(target, str) else None
+    if params is None:
+        return
+    items = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    assert isinstance(items, Mapping)
+    params.from_options({str(k): v for k, v in items.items() if k not in INSTANTIATE_KEYS})
 
 
 def check_explainer_options(node: Any) -> None:
@@ -246,16 +283,22 @@ def check_explainer_options(node: Any) -> None:
     Raises:
         ExplainerError: On an unknown option or a bad value, naming it.
     """
-    if not OmegaConf.is_dict(node) and not isinstance(node, Mapping):
-        return
-    target = node.get("_target_")
-    params = explainer_params(str(target)) if isinstance(target, str) else None
-    if params is None:
-        return
-    items = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-    assert isinstance(items, Mapping)
-    params.from_options({str(k): v for k, v in items.items() if k not in INSTANTIATE_KEYS})
+    _check_declared(node, explainer_params)
+
+
+def check_strategy_options(node: Any) -> None:
+    """Refuse a bad option of a selection strategy's config node (``cfg.strategy``) by the
+    rule its constructor applies (its ``Params``, ``strategy_params``), before torch loads:
+    ``+strategy.bogus=1`` is ``unknown option bogus of ClosestStrategyParams (it takes
+    none)``, ``strategy=random strategy.seed=-1`` is ``seed must be an integer >= 0, got
+    -1``. A node whose class declares no ``Params`` itself is left to the constructor.
+
+    Raises:
+        ExplainerError: On an unknown option or a bad value, naming it.
+    """
+    _check_declared(node, strategy_params)
 
 
 __all__ = ["INSTANTIATE_KEYS", "LIGHT_PARAMS", "BudgetParams", "Params", "bounds",
-           "check_explainer_options", "check_value", "explainer_params", "option"]
+           "check_explainer_options", "check_strategy_options", "check_value",
+           "explainer_params", "option", "strategy_params"]

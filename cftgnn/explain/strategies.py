@@ -12,32 +12,79 @@ A strategy ranks candidate events, best first. Both searches use that one method
 Before a search, the explainer calls
 [``SelectionStrategy.prepare``][cftgnn.explain.SelectionStrategy.prepare] with the oracle of the
 explained event; strategies that need the candidates' hops or single-removal logits read them there.
-Strategies are small classes picked by Hydra ``_target_`` (``conf/strategy/*.yaml``).
+Strategies are small classes picked by Hydra ``_target_`` (``conf/strategy/*.yaml``). Each
+declares its options as a [``Params``][cftgnn.explain.Params] of its own (``Params``, which
+the constructor applies), so ``explain.py`` refuses a bad ``strategy.*`` option before torch
+loads (``cftgnn.explain.params.check_strategy_options``); this module loads no torch.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.params import bounds, check_value
+from cftgnn.explain.params import Params, option
 from cftgnn.oracle.oracle import Oracle, delta
 
 IntArray = npt.NDArray[np.int64]
 
 
+@dataclass(frozen=True)
+class StrategyParams(Params):
+    """Base of a strategy's option declaration (no options)."""
+
+
+@dataclass(frozen=True)
+class RecentStrategyParams(StrategyParams):
+    """``RecentStrategy`` takes no options."""
+
+
+@dataclass(frozen=True)
+class ClosestStrategyParams(StrategyParams):
+    """``ClosestStrategy`` takes no options."""
+
+
+@dataclass(frozen=True)
+class OneBestStrategyParams(StrategyParams):
+    """``OneBestStrategy`` takes no options."""
+
+
+@dataclass(frozen=True)
+class RandomStrategyParams(StrategyParams):
+    """``RandomStrategy``'s options.
+
+    Attributes:
+        seed: Base seed of the random orders.
+    """
+
+    seed: int = option(0, "base seed of the random orders (one stream per explained event)",
+                       low=0)
+
+
 class SelectionStrategy(ABC):
     """Ranks candidate events; subclasses implement
-    [``rank``][cftgnn.explain.SelectionStrategy.rank]."""
+    [``rank``][cftgnn.explain.SelectionStrategy.rank].
+
+    Args:
+        **options: The strategy's options, checked by its ``Params`` (none by default).
+    """
 
     #: Short name written into records (the file name of its config in ``conf/strategy``).
     name: str = "strategy"
+    #: The declaration of the strategy's options. ``explain.py`` checks the ``strategy.*``
+    #: options early by the ``Params`` a class declares in its own body; a subclass that
+    #: declares none (one of the user's, with arguments of its own) is left to its
+    #: constructor.
+    Params: ClassVar[type[StrategyParams]] = StrategyParams
 
-    def __init__(self) -> None:
+    def __init__(self, **options: Any) -> None:
+        self.params = self.Params.from_options(options)
         self._candidates: Candidates | None = None
 
     def prepare(self, oracle: Oracle) -> None:
@@ -94,13 +141,16 @@ class RandomStrategy(SelectionStrategy):
 
     Args:
         seed: Base seed.
+        **options: Refused (``RandomStrategyParams`` declares ``seed`` only).
     """
 
     name = "random"
+    Params = RandomStrategyParams
+    params: RandomStrategyParams
 
-    def __init__(self, seed: int = 0) -> None:
-        super().__init__()
-        self.seed: int = check_value("seed", int, seed, bounds(low=0))
+    def __init__(self, seed: int = 0, **options: Any) -> None:
+        super().__init__(seed=seed, **options)
+        self.seed: int = self.params.seed
         self._rng = np.random.default_rng(self.seed)
 
     def prepare(self, oracle: Oracle) -> None:
@@ -118,6 +168,7 @@ class RecentStrategy(SelectionStrategy):
     """Most recent event first (larger id = more recent)."""
 
     name = "recent"
+    Params = RecentStrategyParams
 
     def rank(self, events: npt.ArrayLike) -> IntArray:
         return np.sort(_as_ids(events))[::-1].copy()
@@ -127,6 +178,7 @@ class ClosestStrategy(SelectionStrategy):
     """Smallest hop distance to the explained event first; ties by recency."""
 
     name = "closest"
+    Params = ClosestStrategyParams
 
     def rank(self, events: npt.ArrayLike) -> IntArray:
         ids = _as_ids(events)
@@ -149,9 +201,10 @@ class OneBestStrategy(SelectionStrategy):
     """
 
     name = "one_best"
+    Params = OneBestStrategyParams
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._delta: npt.NDArray[np.float64] | None = None
 
     def prepare(self, oracle: Oracle) -> None:
@@ -180,9 +233,14 @@ class OneBestStrategy(SelectionStrategy):
 
 
 __all__ = [
+    "ClosestStrategyParams",
     "ClosestStrategy",
+    "OneBestStrategyParams",
     "OneBestStrategy",
+    "RandomStrategyParams",
     "RandomStrategy",
+    "RecentStrategyParams",
     "RecentStrategy",
     "SelectionStrategy",
+    "StrategyParams",
 ]

@@ -134,8 +134,9 @@ class SoftRemovalModel(Protocol):
     removal; docs/design.md §8, "Soft removal"), for explainers trained by gradient.
 
     Explainers reach it only through the oracle's probe (``cftgnn.oracle.probe``).
-    TGN and TGAT implement it (``TemporalModel``); PyG's TGN adapter
-    does not. Every method predicts from the current history and leaves the state unchanged.
+    TGN, TGAT, GraphMixer and DyGFormer implement it (``TemporalModel``); PyG's TGN adapter
+    does not (``offers_soft_removal`` reads it off a class). Every method predicts from the
+    current history and leaves the state unchanged.
 
     Declared apart from ``ReplayableModel`` (see ``ProbedModel`` for both), so that
     ``isinstance`` reads nothing that needs an attached stream: on Python 3.11 it evaluates
@@ -175,6 +176,14 @@ class SoftRemovalModel(Protocol):
 
 class ProbedModel(ReplayableModel, SoftRemovalModel, Protocol):
     """A replayable model with soft removal: what the oracle's probe reads."""
+
+
+def offers_soft_removal(cls: type) -> bool:
+    """Whether instances of the model class ``cls`` are ``SoftRemovalModel``s (the oracle
+    gives them a probe), read off the class: every member of the protocol is there.
+    ``issubclass`` refuses a protocol with properties, and ``isinstance`` needs a model."""
+    members = {n for n in vars(SoftRemovalModel) if not n.startswith("_")}
+    return all(hasattr(cls, n) for n in members)
 
 
 def check_advance(position: int, start_id: int, end_id: int, batch_size: int) -> bool:
@@ -246,4 +255,5 @@ def kept_batches(ids: IntArray, lo: int, hi: int, mask: BoolArray | None,
 
 
 __all__ = ["BoolArray", "ModelStateError", "ProbedModel", "ReplayableModel", "SoftRemovalModel",
-           "as_removed_mask", "attached", "check_advance", "kept_batches"]
+           "as_removed_mask", "attached", "check_advance", "kept_batches",
+           "offers_soft_removal"]

@@ -36,6 +36,7 @@ from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.models.base import TemporalModel
+from cftgnn.models.protocol import offers_soft_removal
 from cftgnn.models.pyg_tgn import PyGTGN
 
 if TYPE_CHECKING:
@@ -139,6 +140,28 @@ def model_kind(target: str) -> str:
         if other and _class_name(other) == _class_name(target):
             return option.stem
     return _class_name(target).lower()
+
+
+def probed_model_kinds() -> list[str]:
+    """The ``model=`` options (files of ``conf/model``) whose class the oracle gives a probe
+    (``SoftRemovalModel``: soft removal and attention or pooling scores), sorted: what the
+    explainers reading the probe need (``cftgnn.explain.attention.needs_probe``)."""
+    kinds = []
+    for option in sorted(MODEL_CONF.glob("*.yaml")):
+        try:
+            cls = get_class(str(OmegaConf.select(OmegaConf.load(option), "_target_")))
+        except Exception:  # noqa: BLE001  (an unreadable file or a bad _target_ names nothing)
+            continue
+        if offers_soft_removal(cls):
+            kinds.append(option.stem)
+    return kinds
+
+
+def probed_models_text() -> str:
+    """``probed_model_kinds`` as a user types them, for messages: ``model=dygformer,
+    model=graphmixer, model=tgat or model=tgn`` (empty when there is none)."""
+    kinds = [f"model={k}" for k in probed_model_kinds()]
+    return " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
 
 
 def _class_name(target: str) -> str:

@@ -14,7 +14,7 @@ def device(cfg: Any, key: str = "device") -> None:
 
     ``cpu`` and ``auto`` are taken as they are, without torch. Any other value (``cuda``,
     ``cuda:1``, a typo) is checked by the run's own rule,
-    ``cftgnn.training.resolve.resolve_device``, which loads torch to ask whether this machine
+    ``cftgnn.training.devices.resolve_device``, which loads torch to ask whether this machine
     has that device: a run with such a device loads torch next anyway, so the check costs it
     nothing, and a machine without the device is refused before anything is written.
 
@@ -22,10 +22,21 @@ def device(cfg: Any, key: str = "device") -> None:
         ConfigError: For a value that is not a torch device, or a device this machine or
             torch build does not have.
     """
-    value = option_value(cfg, key)
+    device_name(option_value(cfg, key))
+
+
+def device_name(value: Any) -> None:
+    """Check one device name by ``device``'s rule (``cpu`` and ``auto`` without torch; any
+    other name by ``cftgnn.training.devices.resolve_device``, which loads torch); for an
+    option holding several (``benchmark_gpu.py``'s ``devices``).
+
+    Raises:
+        ConfigError: For a value that is not a torch device, or a device this machine or
+            torch build does not have.
+    """
     if isinstance(value, str) and value in PLAIN_DEVICES:
         return
-    from cftgnn.training.resolve import resolve_device  # torch: only for such a device
+    from cftgnn.training.devices import resolve_device  # torch: only for such a device
 
     resolve_device(value)
 
@@ -58,4 +69,4 @@ def check_train_options(cfg: Any) -> None:
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["check_train_options", "device"]
+__all__ = ["check_train_options", "device", "device_name"]

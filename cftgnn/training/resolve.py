@@ -25,33 +25,10 @@ from cftgnn.training.checkpoint import (
     load_checkpoint,
     model_kind,
 )
+from cftgnn.training.devices import resolve_device
 
 #: How a model's weights are described when no checkpoint gave them (also in run.json).
 FRESH = "fresh random weights"
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """The torch device a config names: ``auto`` is CUDA when available, else the CPU.
-
-    Raises:
-        ConfigError: If the name is not a torch device, or names a CUDA device that this
-            machine or torch build does not have.
-    """
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise ConfigError(f"unknown device {str(device)!r} (use cpu, cuda, cuda:N or auto)"
-                          ) from err
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError(f"device={device} but CUDA is not available (torch "
-                              f"{torch.__version__}); use device=cpu or device=auto")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(f"device={device} but this machine has "
-                              f"{torch.cuda.device_count()} CUDA device(s)")
-    return dev
 
 
 def model_name(model_cfg: Any) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testsupport.errors import script_refused
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +50,20 @@ def test_bad_benchmark_options_end_in_one_line(script: str, arg: str, message: s
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [message]
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize(("devices", "message"), [
+    ("[cpu,tpu]", "error: unknown device 'tpu' (use cpu, cuda, cuda:N or auto)"),
+    ("[cuda:x,cpu]", "error: unknown device 'cuda:x' (use cpu, cuda, cuda:N or auto)"),
+    ("[cpu,3]", "error: devices must name two devices, left and right, e.g. [cpu,cuda]; got "
+     "['cpu', 3]"),
+])
+def test_a_bad_device_of_the_gpu_benchmark_is_refused_at_the_start(devices: str, message: str,
+                                                                   tmp_path: Path) -> None:
+    """Each entry of ``devices`` by the ``device`` option's rule, before the benchmark's
+    modules (PyG, the models) load and before anything is written."""
+    line, imported = script_refused("benchmark_gpu.py", f"devices={devices}", cwd=tmp_path)
+    assert line == message
+    assert "hydra" in imported  # the import log was read
+    assert "torch_geometric" not in imported and "cftgnn.benchmarks.gpu" not in imported
+    assert not any(tmp_path.iterdir())

@@ -11,7 +11,7 @@ from testsupport.models import tgat, tgn1
 from testsupport.planted import planted_stream
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.attention import AttentionExplainer
+from cftgnn.explain.attention import AttentionExplainer, needs_probe
 from cftgnn.explain.result import ExplanationStatus
 from cftgnn.oracle import Oracle
 from cftgnn.oracle.engine import ReplayEngine
@@ -75,11 +75,31 @@ def test_importance_is_the_models_own_attention_on_each_event(factory) -> None:
 
 
 def test_a_model_without_attention_is_refused_naming_it() -> None:
-    with pytest.raises(ExplainerError, match="needs a model with attention weights.*pyg_tgn"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe.*pyg_tgn"):
         AttentionExplainer().check_run(fingerprint(probe=False))
     AttentionExplainer().check_run(fingerprint(probe=True, model="tgn"))  # accepted
     ids = [1, 2]
     oracle = Oracle(make_candidates(ids), 1.0, exact=AdditiveBackend(1.0, {1: 0.4, 2: 0.4}),
                     mode="exact")
-    with pytest.raises(ExplainerError, match="needs a model with attention weights"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe"):
         AttentionExplainer().explain(oracle)
+
+
+def test_the_refusal_names_every_model_with_a_probe(tmp_path, monkeypatch) -> None:
+    """The models named are those of conf/model whose class offers soft removal (GraphMixer
+    and DyGFormer too, not PyG's TGN), read off the registry, not a list kept by hand."""
+    from cftgnn.models import TGN, DyGFormer, GraphMixer, PyGTGN
+    from cftgnn.models.protocol import offers_soft_removal
+    from cftgnn.training import checkpoint
+
+    assert [offers_soft_removal(c) for c in (TGN, GraphMixer, DyGFormer, PyGTGN)] == \
+        [True, True, True, False]
+    assert str(needs_probe("attention", "pyg_tgn")) == (
+        "explainer=attention needs a model with a probe (attention or pooling scores and soft "
+        "removal); model 'pyg_tgn' offers none (its oracle has no probe); use "
+        "model=dygformer, model=graphmixer, model=tgat or model=tgn")
+    (tmp_path / "mine.yaml").write_text("_target_: cftgnn.models.GraphMixer\n")
+    (tmp_path / "pyg.yaml").write_text("_target_: cftgnn.models.pyg_tgn.PyGTGN\n")
+    monkeypatch.setattr(checkpoint, "MODEL_CONF", tmp_path)
+    assert str(needs_probe("tempme", None)).endswith(
+        "this model offers none (its oracle has no probe); use model=mine")

@@ -250,7 +250,7 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
         assert f"at {named} " in said and "\n" not in said
         assert "`python scripts/train_explainer.py model=tgn dataset=planted`" in said
         assert "out_dir=/" not in said and f"out_dir={named.parent}" not in said
-    with pytest.raises(ExplainerError, match="needs a model with attention"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe"):
         PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
@@ -261,7 +261,7 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
 def test_an_oracle_without_a_probe_is_refused() -> None:
     oracle = Oracle(make_candidates([1, 2]), 1.0, exact=AdditiveBackend(1.0, {1: 1, 2: 1}),
                     mode="exact")
-    with pytest.raises(ExplainerError, match="needs a model with attention"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe"):
         PGExplainer(scorer=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
 
 

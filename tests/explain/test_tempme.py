@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 from testsupport.models import dygformer, graphmixer, tgat, tgn1, tgn2
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
@@ -187,6 +188,23 @@ def test_tempme_trains_and_ranks_through_every_model_with_a_probe(factory) -> No
     assert sorted(result.ranking) == sorted(int(e) for e in oracle.removable)
 
 
+def test_a_drawn_event_without_history_is_left_out_and_said(planted, capsys) -> None:
+    """An event between two nodes new to the stream has no candidate event: TempME's
+    training leaves it out, says so in one line and names it with the reason (the card's
+    ``skipped_events``), instead of silently training on one event fewer."""
+    engine = ReplayEngine(tgat(planted), planted)
+    lonely = [e for e in (1, 2, 8) if len(engine.index.candidates(e, 2, 8)) == 0]
+    assert lonely == [1, 2, 8]  # the planted stream's first meetings of new nodes
+    cfg = OmegaConf.create({"k": None, "m_max": 8, "seed": 0, "progress": False})
+    ids = np.array([1, 2, 8, 300], dtype=np.int64)
+    events, skipped = tempme_training.tempme_events(engine, ids, cfg, WALK, "training events")
+    assert [ev.probe.event_id for ev in events] == [300]
+    reason = "no candidate event (no earlier event within k=2 hops of its endpoints)"
+    assert skipped == {1: reason, 2: reason, 8: reason}
+    assert capsys.readouterr().out == (
+        f"training events: 1 of 4 drawn used; 3 left out (events 1, 2, 8: {reason})\n")
+
+
 # ------------------------------------------------------------------------- checkpoint
 def fingerprint(**change: object) -> ModelFingerprint:
     base: dict[str, object] = dict(dataset="planted_rule", dataset_sha256="d" * 64,
@@ -219,7 +237,7 @@ def test_a_trained_tempme_round_trips_through_its_checkpoint(planted, tmp_path) 
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="not a TempME checkpoint of this project"):
         load_tempme(bad)
-    with pytest.raises(ExplainerError, match="needs a model with attention"):
+    with pytest.raises(ExplainerError, match="needs a model with a probe"):
         TempMEExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
 
 
@@ -258,6 +276,9 @@ def test_train_explainer_tempme_resumes_and_writes_a_card(trained) -> None:
     assert card["explainer"] == "tempme" and card["model"] == "tgat"
     assert card["model_weights_sha256"] == file_sha256(Path(str(trained["model"])))
     assert 0 < card["training_events"] <= 12 and card["epochs"] == 2
+    skipped = {s["event_id"] for s in card["skipped_events"]}
+    assert card["training_events"] == len(card["event_ids"]) - len(skipped)  # none unsaid
+    assert skipped <= set(card["event_ids"])
     assert card["best_epoch"] in (0, 1) and math.isfinite(card["best_val_loss"])
     best = min(card["history"], key=lambda h: h["val_loss"])
     assert card["best_val_loss"] == best["val_loss"]  # validation-selected

@@ -433,7 +433,7 @@ def test_narrowed_reproduces_the_earlier_default_explorer(
 
 def test_attention_needs_a_probe_and_bad_navigators_are_refused() -> None:
     oracle = make_oracle(make_candidates([1, 2, 3]), AdditiveBackend(1.0, {1: 0.6}))
-    with pytest.raises(ExplainerError, match="navigator=attention needs a model with attention"):
+    with pytest.raises(ExplainerError, match="navigator=attention needs a model with a probe"):
         TGNNExplainer(navigator="attention").explain(oracle)
     with pytest.raises(ExplainerError, match="navigator must be one of"):
         TGNNExplainer(navigator="gnnexplainer")
@@ -468,7 +468,7 @@ def _fingerprint(probe: bool) -> ModelFingerprint:
 
 def test_check_run_refuses_what_the_navigator_cannot_read(tmp_path: Path) -> None:
     for navigator in ("attention", "pgexplainer", "mlp"):
-        with pytest.raises(ExplainerError, match="needs a model with attention"):
+        with pytest.raises(ExplainerError, match="needs a model with a probe"):
             TGNNExplainer(navigator=navigator,
                           checkpoint=str(tmp_path / "x.pt")).check_run(_fingerprint(False))
     for navigator in ("pgexplainer", "mlp"):

@@ -17,11 +17,19 @@ from testsupport.errors import one_line, script_refused
 from cftgnn.cli import main_guard
 from cftgnn.errors import ExplainerError, user_error
 from cftgnn.evaluation.options import check_explain_options
-from cftgnn.explain.params import LIGHT_PARAMS, check_explainer_options, explainer_params
+from cftgnn.explain.params import (
+    LIGHT_PARAMS,
+    check_explainer_options,
+    check_strategy_options,
+    explainer_params,
+    strategy_params,
+)
+from cftgnn.explain.strategies import RandomStrategy
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 EXPLAINERS = sorted(p.stem for p in (CONF / "explainer").glob("*.yaml"))
+STRATEGIES = sorted(p.stem for p in (CONF / "strategy").glob("*.yaml"))
 
 CASES = [
     ("explain.py", ["explainer=greedy", "explainer.max_iterations=-1", "out_dir=out"],
@@ -110,6 +118,40 @@ def test_an_explainer_the_check_cannot_find_is_left_to_its_constructor():
     check_explainer_options(OmegaConf.create({"x": -1}))
     check_explainer_options(None)
     assert explainer_params("cftgnn.explain.greedy.NoSuchExplainer") is None
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_strategys_early_check_is_its_constructors(name):
+    """Each file of conf/strategy/: its keys are its declaration's defaults, and an unknown
+    key is refused early in the words its constructor refuses it with."""
+    node = OmegaConf.load(CONF / "strategy" / f"{name}.yaml")
+    module, _, cls = str(node._target_).rpartition(".")
+    strategy = getattr(__import__(module, fromlist=[cls]), cls)
+    assert strategy_params(node._target_) is strategy.Params
+    assert {k: v for k, v in node.items() if k != "_target_"} == strategy.Params.defaults()
+    check_strategy_options(node)
+    node.bogus = 1
+    with pytest.raises(ExplainerError, match="unknown option bogus of") as early:
+        check_strategy_options(node)
+    with pytest.raises(Exception) as late:  # noqa: B017 (instantiate wraps the error)
+        instantiate(node)
+    assert str(user_error(late.value)) == str(early.value)
+
+
+def test_a_strategy_of_the_users_with_arguments_of_its_own_is_left_to_its_constructor():
+    class Seeded(RandomStrategy):  # inherits RandomStrategy's Params, takes another argument
+        def __init__(self, offset: int) -> None:
+            super().__init__(seed=offset + 1)
+
+    target = f"{__name__}.Seeded"
+    globals()["Seeded"] = Seeded
+    try:
+        assert strategy_params(target) is None
+        check_strategy_options(OmegaConf.create({"_target_": target, "offset": 3}))
+    finally:
+        del globals()["Seeded"]
+    check_strategy_options(OmegaConf.create({"_target_": "mine.Strategy", "x": -1}))
+    check_strategy_options(None)
 
 
 def test_a_device_this_machine_lacks_is_refused_before_the_run_directory(

@@ -12,6 +12,7 @@ import pytest
 from testsupport.errors import script_refused as refused
 
 from cftgnn.cli import main_guard
+from cftgnn.evaluation.options import check_explain_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -30,6 +31,31 @@ CASES = [
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
     ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
     ("explain.py", ["+n_evnts=2"], "unknown option 'n_evnts' (did you mean 'n_events'?)"),
+    ("explain.py", ["+strategy.bogus=1", "n_events=1"],
+     "error: unknown option bogus of ClosestStrategyParams (it takes none)"),
+    ("explain.py", ["strategy=random", "strategy.seed=-1"],
+     "error: seed must be an integer >= 0, got -1"),
+    ("explain.py", ["strategy=random", "strategy.seed=1.5"],
+     "error: seed must be an integer >= 0, got 1.5"),
+    ("explain.py", ["strategy=random", "+strategy.sed=1"],
+     "error: unknown option sed of RandomStrategyParams (known: seed)"),
+    ("benchmark_memory.py", ["strategy=one_best", "+strategy.depth=2"],
+     "error: unknown option depth of OneBestStrategyParams (it takes none)"),
+    # -m: every job of the sweep is checked, not only the first values (the job is named)
+    ("explain.py", ["-m", "explainer=choice(greedy,bogus)", "n_events=1"],
+     "error: unknown explainer 'bogus' (choose from: attention, beam, cftgnn, exhaustive, "),
+    ("explain.py", ["-m", "explainer.width=5,-1", "explainer=beam", "n_events=1"],
+     "error: width must be an integer >= 1, got -1 (job #1 of the sweep's 2: "
+     "explainer.width=-1)"),
+    ("explain.py", ["-m", "strategy=random", "strategy.seed=range(1,-2,-2)"],
+     "error: seed must be an integer >= 0, got -1 (job #1 of the sweep's 2: strategy.seed=-1)"),
+    ("explain.py", ["-m", "explainer=greedy,beam", "explainer.width=3"],
+     "error: unknown option 'explainer.width'"),
+    ("explain.py", ["-m", "sweep=it_max", "explainer=greedy"],
+     "error: unknown option 'explainer.it_max' (job #0 of the sweep's 8: strategy=closest "
+     "explainer.it_max=30)"),
+    ("explain.py", ["-m", "n_events=interval(1,2)"],
+     "error: BasicSweeper does not support sweep type : INTERVAL_SWEEP"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
     ("train_explainer.py", ["explainer=attention"],
      "train_explainer.py trains explainer=pgexplainer or explainer=tempme, the explainers "
@@ -55,6 +81,38 @@ def test_a_bad_option_is_one_line_before_torch_geometric_and_any_run_directory(
     assert "hydra" in imported  # the import log was read (the check is not vacuous)
     assert "torch_geometric" not in imported and "torch" not in imported
     assert list(tmp_path.iterdir()) == []  # no outputs/, no .hydra/
+
+
+def test_a_sweep_is_every_combination_of_its_values_as_hydra_runs_them():
+    from hydra import compose, initialize_config_dir
+
+    from cftgnn.cli import sweep_jobs
+
+    argv = ["-m", "sweep=strategies", "n_events=choice(1,2)", "explainer=glob([gre*,be*])"]
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=["sweep=strategies"], return_hydra_config=True)
+    message, jobs = sweep_jobs(argv, cfg, CONF)
+    assert message is None and len(jobs) == 4 * 2 * 2
+    assert jobs[0] == ["strategy=random", "sweep=strategies", "n_events=1", "explainer=beam"]
+    assert jobs[-1] == ["strategy=one_best", "sweep=strategies", "n_events=2",
+                        "explainer=greedy"]
+    assert sweep_jobs(argv[1:], cfg, CONF) == (None, [])  # without -m: no sweep
+
+
+def test_a_sweep_whose_every_job_is_good_starts(capsys):
+    ran: list[int] = []
+    main_guard(lambda: ran.append(1), CONF, argv=["-m", "explainer=greedy,beam",
+                                                 "strategy=random,recent", "n_events=1,2"],
+               config_name="explain", check=check_explain_options)
+    assert ran == [1]
+    with pytest.raises(SystemExit) as refused_sweep:  # strategy=recent has no seed
+        main_guard(lambda: ran.append(2), CONF, config_name="explain",
+                   argv=["-m", "strategy=random,recent", "++strategy.seed=1"],
+                   check=check_explain_options)
+    assert refused_sweep.value.code == 2 and ran == [1]
+    assert capsys.readouterr().err == (
+        "error: unknown option seed of RecentStrategyParams (it takes none) (job #1 of the "
+        "sweep's 2: strategy=recent)\n")
 
 
 def test_a_run_directory_that_cannot_be_made_is_refused(tmp_path):
