@@ -21,11 +21,13 @@ the published rows they correspond to (``run_label``), and compares orderings:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from cftgnn.evaluation.curves import aufsc_keep, best_fid
@@ -157,6 +159,19 @@ def rank_agreement(ours: Mapping[str, float],
     return float(tau), len(shared)
 
 
+def event_values(records: pd.DataFrame, protocol: str, metric: int) -> npt.NDArray[np.float64]:
+    """Each record's own Best-FID (``metric`` 0: its best fidelity over the levels) or AUFSC
+    (1: the area under its best-so-far curve) under a protocol, ``float [n]``; NaN for a
+    record without that curve. Their mean over the finite ones is ``metric_value``."""
+    column = _CURVE_COLUMN[protocol]
+    if column not in records.columns:
+        return np.full(len(records), math.nan)
+    function = best_fid if metric == 0 else aufsc_keep
+    p0 = records["original_logit"].to_numpy(dtype=np.float64)
+    return np.asarray([function(p0[i:i + 1], [curve])
+                       for i, curve in enumerate(records[column])], dtype=np.float64)
+
+
 def metric_value(records: pd.DataFrame, protocol: str, metric: int) -> float:
     """Best-FID (``metric`` 0) or AUFSC (1) of explained records under a protocol
     (``PROTOCOL_METRICS``), as ``summarize`` computes it (events without a curve left out)."""
@@ -174,7 +189,8 @@ def bootstrap_wins(records: Mapping[str, pd.DataFrame], protocol: str, metric: i
 
     The events explained by every explainer are drawn with replacement ``n_boot`` times (one
     draw shared by all explainers, so the comparison is paired); each draw's value per
-    explainer is ``metric_value`` on the drawn records.
+    explainer is the mean of its drawn events' ``event_values`` (``metric_value`` of the
+    drawn records).
 
     Args:
         records: Per explainer label, its explained records (``event_id`` and the curves).
@@ -192,14 +208,13 @@ def bootstrap_wins(records: Mapping[str, pd.DataFrame], protocol: str, metric: i
     events = np.asarray(sorted(shared))
     if not len(events):
         return pd.DataFrame()
-    indexed = {n: r.drop_duplicates("event_id").set_index("event_id").loc[events]
-               for n, r in records.items()}
-    rng = np.random.default_rng(seed)
-    values = np.empty((n_boot, len(names)))
-    for b in range(n_boot):
-        draw = rng.integers(0, len(events), len(events))
-        for j, name in enumerate(names):
-            values[b, j] = metric_value(indexed[name].iloc[draw], protocol, metric)
+    per_event = np.stack([event_values(
+        r.drop_duplicates("event_id").set_index("event_id").loc[events], protocol, metric)
+        for r in records.values()], axis=1)  # [events, explainers]
+    draws = np.random.default_rng(seed).integers(0, len(events), (n_boot, len(events)))
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a draw without any curve: NaN
+        values = np.nanmean(per_event[draws], axis=1)  # [n_boot, explainers]
     wins = np.full((len(names), len(names)), math.nan)
     for i in range(len(names)):
         for j in range(len(names)):
@@ -343,6 +358,6 @@ def main(argv: Sequence[str] | None = None) -> str:
 
 
 __all__ = ["PROTOCOL_METRICS", "PUBLISHED", "PublishedTable", "bootstrap_wins",
-           "comparison_rows", "labelled_records", "main", "metric_value", "ordering",
-           "orderings_markdown", "pair_label", "rank_agreement", "run_label",
+           "comparison_rows", "event_values", "labelled_records", "main", "metric_value",
+           "ordering", "orderings_markdown", "pair_label", "rank_agreement", "run_label",
            "shared_ordering"]

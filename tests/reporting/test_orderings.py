@@ -124,6 +124,10 @@ def test_orderings_of_real_runs_match_the_summaries(runs, tmp_path):
     assert set(records["pair"]) == {("synthetic", "tgat")}
     for label, group in records.groupby("label"):
         summary = summarize(group).iloc[0]
+        for protocol in ("tgnnexplainer", "common"):
+            for metric in (0, 1):
+                assert np.nanmean(o.event_values(group, protocol, metric)) == pytest.approx(
+                    o.metric_value(group, protocol, metric))
         assert o.metric_value(group, "tgnnexplainer", 0) == pytest.approx(
             summary["tgnnexplainer_best_fid"], nan_ok=True)
         assert o.metric_value(group, "common", 1) == pytest.approx(
