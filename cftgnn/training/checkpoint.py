@@ -133,10 +133,33 @@ def model_kind(target: str, config: Any = None) -> str:
     that class (``pyg_tgn`` for ``PyGTGN``), else its class name in lower case (``tgn``).
 
     Where several options build the class (``tgn`` and ``tgn2l``: TGN with 1 or 2 layers),
-    the one whose values ``config`` (a model config, or a checkpoint's hyperparameters) has
-    for the options those files set differently; the first by name (``tgn``) when
-    ``config`` is None or matches none.
+    the one ``config`` (a model config, or a checkpoint's hyperparameters) picks
+    (``option_of``); the first by name (``tgn``) when it picks none.
     """
+    options = _options(target)
+    if not options:
+        return _class_name(target).lower()
+    return option_of(target, config) or options[0][0]
+
+
+def option_of(target: str, config: Any) -> str | None:
+    """The ``model=`` option of ``target``'s class whose values ``config`` has for the
+    options those files set differently (``num_layers``: ``tgn`` or ``tgn2l``); None where
+    ``config`` is None or has none's (a config without ``num_layers``). The class's only
+    option where one file builds it."""
+    options = _options(target)
+    if len(options) == 1 or config is None:
+        return options[0][0] if len(options) == 1 else None
+    keys = {k for _, o in options for k in o
+            if k != "_target_" and len({repr(p.get(k)) for _, p in options}) > 1}
+    for stem, values in options:
+        if all(config.get(k) == values.get(k) for k in keys):
+            return stem
+    return None
+
+
+def _options(target: str) -> list[tuple[str, dict[Any, Any]]]:
+    """The ``model=`` options (name, values) whose files build ``target``'s class."""
     options: list[tuple[str, dict[Any, Any]]] = []
     for option in sorted(MODEL_CONF.glob("*.yaml")):
         try:
@@ -148,15 +171,7 @@ def model_kind(target: str, config: Any = None) -> str:
         other = str(loaded.get("_target_", ""))
         if other and _class_name(other) == _class_name(target):
             options.append((option.stem, loaded))
-    if not options:
-        return _class_name(target).lower()
-    if config is not None and len(options) > 1:
-        keys = {k for _, o in options for k in o
-                if k != "_target_" and len({repr(p.get(k)) for _, p in options}) > 1}
-        for stem, values in options:
-            if all(config.get(k) == values.get(k) for k in keys):
-                return stem
-    return options[0][0]
+    return options
 
 
 def _class_name(target: str) -> str:

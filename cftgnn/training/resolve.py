@@ -25,6 +25,7 @@ from cftgnn.training.checkpoint import (
     legacy_checkpoint_path,
     load_checkpoint,
     model_kind,
+    option_of,
 )
 
 #: How a model's weights are described when no checkpoint gave them (also in run.json).
@@ -124,14 +125,16 @@ def check_overrides(model_cfg: Any, decided: dict[str, Any], path: str | os.Path
 def check_kind(model_cfg: Any, model: Any, path: str | os.PathLike[str]) -> None:
     """Refuse a checkpoint of the configured class that another ``model=`` option builds
     (a 1-layer ``tgn`` checkpoint for ``model=tgn2l``, or the reverse), which would
-    otherwise run, and be recorded, under the configured name.
+    otherwise run, and be recorded, under the configured name. A config that does not say
+    which (no ``num_layers``: ``option_of``) takes the checkpoint's.
 
     Raises:
         CheckpointMismatchError: Naming both kinds and the two ways out.
     """
-    have = model_kind(str(model_cfg["_target_"]), getattr(model, "hparams", {}) or {})
+    target = str(model_cfg["_target_"])
+    have = model_kind(target, getattr(model, "hparams", {}) or {})
     want = model_name(model_cfg)
-    if have != want:
+    if option_of(target, model_cfg) is not None and have != want:
         raise CheckpointMismatchError(
             f"checkpoint {str(path)!r} holds a {have} model but model={want}; use "
             f"model={have} or a {want} checkpoint")

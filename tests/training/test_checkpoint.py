@@ -144,12 +144,15 @@ def test_a_model_kind_is_named_by_its_model_option() -> None:
 def test_a_class_of_several_model_options_is_named_by_its_values() -> None:
     """TGN is built by model=tgn (1 layer) and model=tgn2l (2 layers): a config or a
     checkpoint's hyperparameters say which; without one, or matching neither, tgn."""
-    from cftgnn.training.checkpoint import model_kind
+    from cftgnn.training.checkpoint import model_kind, option_of
 
     target = "cftgnn.models.tgn.TGN"
     assert model_kind(target, {"num_layers": 2, "memory_dim": 16}) == "tgn2l"
     assert model_kind(target, {"num_layers": 1}) == "tgn"
     assert model_kind(target, {"num_layers": 3}) == model_kind(target) == "tgn"
+    assert option_of(target, {"num_layers": 2}) == "tgn2l"
+    assert option_of(target, {"memory_dim": 16}) is option_of(target, None) is None
+    assert option_of("cftgnn.models.TGAT", {}) == "tgat"  # one file builds it
 
 
 def test_a_checkpoint_of_the_other_tgn_option_is_refused_naming_both(
