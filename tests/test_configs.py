@@ -63,6 +63,26 @@ def _options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
 
+def test_the_two_layer_tgn_has_its_own_files(tmp_path, monkeypatch):
+    """model=tgn2l (the T-GNNExplainer papers' TGN): 2 layers, its own checkpoint
+    (checkpoint=auto) and trained explainers' names; model=tgn keeps its 1 layer and names."""
+    from cftgnn.explain.pgexplainer import scorer_path
+    from cftgnn.training.resolve import auto_checkpoint, model_name
+
+    monkeypatch.setenv("CFTGNN_DATA_DIR", str(tmp_path))
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        two = compose("explain", overrides=["dataset=wikipedia", "model=tgn2l"])
+        one = compose("train_explainer", overrides=["dataset=wikipedia", "model=tgn"])
+    assert two.model.num_layers == 2 and one.model.num_layers == 1
+    assert {k: v for k, v in two.model.items() if k != "num_layers"} == \
+        {k: v for k, v in one.model.items() if k != "num_layers"}
+    folder = Path(two.paths.checkpoint_dir)
+    assert auto_checkpoint(folder, two.model, "wikipedia") == folder / "tgn2l_wikipedia.pt"
+    assert auto_checkpoint(folder, one.model, "wikipedia") == folder / "tgn_wikipedia.pt"
+    names = [scorer_path(folder, model_name(c.model), "wikipedia").name for c in (two, one)]
+    assert names == ["pgexplainer_tgn2l_wikipedia.pt", "pgexplainer_tgn_wikipedia.pt"]
+
+
 @pytest.mark.parametrize("model", _options("model"))
 @pytest.mark.parametrize("dataset", dataset_options())
 def test_explain_composes_for_every_dataset_and_model(dataset, model, tmp_path, monkeypatch):

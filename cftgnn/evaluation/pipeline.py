@@ -96,6 +96,7 @@ from cftgnn.training.checkpoint import card_mismatch, load_checkpoint, stream_ch
 from cftgnn.training.resolve import (
     FRESH,
     auto_checkpoint,
+    check_kind,
     model_name,
     resolve_device,
     resolve_model,
@@ -780,6 +781,7 @@ def second_model(cfg: DictConfig, stream: EventStream,
                           "robust.checkpoint=null (no model noise)")
     model = load_checkpoint(path, stream, device=device, attach=False,
                             expect_target=str(cfg.model["_target_"]))
+    check_kind(cfg.model, model, path)
     return model, str(path)
 
 

@@ -129,17 +129,50 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
 MODEL_CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
-def model_kind(target: str) -> str:
+def model_kind(target: str, config: Any = None) -> str:
     """The kind of model a ``_target_`` names: the ``model=`` option whose config file has
-    that class (``pyg_tgn`` for ``PyGTGN``), else its class name in lower case (``tgn``)."""
+    that class (``pyg_tgn`` for ``PyGTGN``), else its class name in lower case (``tgn``).
+
+    Where several options build the class (``tgn`` and ``tgn2l``: TGN with 1 or 2 layers),
+    the one ``config`` (a model config, or a checkpoint's hyperparameters) picks
+    (``option_of``); the first by name (``tgn``) when it picks none.
+    """
+    options = _options(target)
+    if not options:
+        return _class_name(target).lower()
+    return option_of(target, config) or options[0][0]
+
+
+def option_of(target: str, config: Any) -> str | None:
+    """The ``model=`` option of ``target``'s class whose values ``config`` has for the
+    options those files set differently (``num_layers``: ``tgn`` or ``tgn2l``); None where
+    ``config`` is None or has none's (a config without ``num_layers``). The class's only
+    option where one file builds it."""
+    options = _options(target)
+    if len(options) == 1 or config is None:
+        return options[0][0] if len(options) == 1 else None
+    keys = {k for _, o in options for k in o
+            if k != "_target_" and len({repr(p.get(k)) for _, p in options}) > 1}
+    for stem, values in options:
+        if all(config.get(k) == values.get(k) for k in keys):
+            return stem
+    return None
+
+
+def _options(target: str) -> list[tuple[str, dict[Any, Any]]]:
+    """The ``model=`` options (name, values) whose files build ``target``'s class."""
+    options: list[tuple[str, dict[Any, Any]]] = []
     for option in sorted(MODEL_CONF.glob("*.yaml")):
         try:
-            other = str(OmegaConf.select(OmegaConf.load(option), "_target_", default=""))
+            loaded = OmegaConf.to_container(OmegaConf.load(option), resolve=False)
         except Exception:  # noqa: BLE001  (an unreadable file names nothing)
             continue
+        if not isinstance(loaded, dict):
+            continue
+        other = str(loaded.get("_target_", ""))
         if other and _class_name(other) == _class_name(target):
-            return option.stem
-    return _class_name(target).lower()
+            options.append((option.stem, loaded))
+    return options
 
 
 def probed_model_kinds() -> list[str]:

@@ -324,7 +324,7 @@ def checkpoint_destination(cfg: DictConfig, stream: EventStream) -> Path:
     Raises:
         ConfigError: If the ``.pt`` or its card exists and ``cfg.overwrite`` is not true.
     """
-    name = str(cfg.get("model_name") or model_kind(str(cfg.model["_target_"])))
+    name = str(cfg.get("model_name") or model_kind(str(cfg.model["_target_"]), cfg.model))
     pt = checkpoint_path(output_dir(cfg), name, stream.name, str(cfg.get("name_suffix") or ""))
     existing = [p for p in (pt, pt.with_suffix(".json")) if p.exists()]
     if existing and cfg.get("overwrite") is not True:

@@ -20,10 +20,12 @@ from cftgnn.errors import ConfigError
 from cftgnn.models.base import TemporalModel
 from cftgnn.training.checkpoint import (
     MODEL_CONF,
+    CheckpointMismatchError,
     checkpoint_path,
     legacy_checkpoint_path,
     load_checkpoint,
     model_kind,
+    option_of,
 )
 from cftgnn.training.devices import resolve_device
 
@@ -35,7 +37,7 @@ def model_name(model_cfg: Any) -> str:
     """The model kind of a model config (``model_kind``): the
     ``model=`` option that builds it (``tgn``, ``tgat``, ``pyg_tgn``), the one name used in
     file names, records and messages."""
-    return model_kind(str(model_cfg["_target_"]))
+    return model_kind(str(model_cfg["_target_"]), model_cfg)
 
 
 def auto_checkpoint(checkpoint_dir: str | os.PathLike[str], model_cfg: Any, dataset: str,
@@ -48,7 +50,7 @@ def auto_checkpoint(checkpoint_dir: str | os.PathLike[str], model_cfg: Any, data
             (``pygtgn_uci.pt``) exists: it is not guessed to be the one meant.
     """
     target = str(model_cfg["_target_"])
-    path = checkpoint_path(checkpoint_dir, model_kind(target), dataset, suffix)
+    path = checkpoint_path(checkpoint_dir, model_name(model_cfg), dataset, suffix)
     old = legacy_checkpoint_path(checkpoint_dir, target, dataset, suffix)
     if not path.is_file() and old is not None and old.is_file():
         raise ConfigError(f"checkpoint=auto looks for {path}, which is absent, but {old} (an "
@@ -97,6 +99,24 @@ def check_overrides(model_cfg: Any, decided: dict[str, Any], path: str | os.Path
                           f"train or save a checkpoint with {key}={value!r}")
 
 
+def check_kind(model_cfg: Any, model: Any, path: str | os.PathLike[str]) -> None:
+    """Refuse a checkpoint of the configured class that another ``model=`` option builds
+    (a 1-layer ``tgn`` checkpoint for ``model=tgn2l``, or the reverse), which would
+    otherwise run, and be recorded, under the configured name. A config that does not say
+    which (no ``num_layers``: ``option_of``) takes the checkpoint's.
+
+    Raises:
+        CheckpointMismatchError: Naming both kinds and the two ways out.
+    """
+    target = str(model_cfg["_target_"])
+    have = model_kind(target, getattr(model, "hparams", {}) or {})
+    want = model_name(model_cfg)
+    if option_of(target, model_cfg) is not None and have != want:
+        raise CheckpointMismatchError(
+            f"checkpoint {str(path)!r} holds a {have} model but model={want}; use "
+            f"model={have} or a {want} checkpoint")
+
+
 def used_model_config(model_cfg: Any, model: Any) -> dict[str, Any]:
     """``model_cfg`` with the values the model was built with (its ``hparams``): what
     run.json records, so that a checkpoint's batch size or dimensions are never recorded
@@ -134,7 +154,7 @@ def resolve_model(
         ConfigError: If the device is unknown or unavailable, a named checkpoint path does
             not exist, or ``require`` and the checkpoint is absent.
         CheckpointMismatchError: If the checkpoint holds another kind of model than
-            ``model_cfg`` or belongs to another dataset.
+            ``model_cfg`` (``check_kind``) or belongs to another dataset.
     """
     dev = resolve_device(device)
     path = None
@@ -147,6 +167,7 @@ def resolve_model(
                                  expect_target=str(model_cfg["_target_"]),
                                  check_checksum=True)
         check_overrides(model_cfg, getattr(loaded, "hparams", {}), path)
+        check_kind(model_cfg, loaded, path)
         return loaded, str(path)
     if path is not None and checkpoint != "auto":  # a path the user named: never guessed
         raise ConfigError(f"checkpoint {str(path)!r} does not exist (checkpoint=auto: the "

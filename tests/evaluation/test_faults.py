@@ -238,7 +238,7 @@ def test_a_hostile_pickle_is_never_run(tmp_path, capsys):
 
 
 def test_checkpoint_auto_finds_what_train_writes_for_every_model_kind(tmp_path):
-    for kind in ("tgn", "tgat", "pyg_tgn", "graphmixer", "dygformer"):
+    for kind in ("tgn", "tgn2l", "tgat", "pyg_tgn", "graphmixer", "dygformer"):
         cfg = train_cfg(f"model={kind}", f"out_dir={tmp_path}")
         written = loop.checkpoint_destination(cfg, type("S", (), {"name": "synthetic"})())
         assert written == auto_checkpoint(tmp_path, cfg.model, "synthetic")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from testsupport.models import ModelFactory
 from testsupport.planted import planted_stream
 
@@ -138,3 +139,33 @@ def test_a_model_kind_is_named_by_its_model_option() -> None:
     assert model_kind("cftgnn.models.pyg_tgn.PyGTGN") == "pyg_tgn"  # conf/model/pyg_tgn.yaml
     assert model_kind("cftgnn.models.tgn.TGN") == model_kind("cftgnn.models.TGN") == "tgn"
     assert model_kind("elsewhere.MyModel") == "mymodel"  # no config file: the class name
+
+
+def test_a_class_of_several_model_options_is_named_by_its_values() -> None:
+    """TGN is built by model=tgn (1 layer) and model=tgn2l (2 layers): a config or a
+    checkpoint's hyperparameters say which; without one, or matching neither, tgn."""
+    from cftgnn.training.checkpoint import model_kind, option_of
+
+    target = "cftgnn.models.tgn.TGN"
+    assert model_kind(target, {"num_layers": 2, "memory_dim": 16}) == "tgn2l"
+    assert model_kind(target, {"num_layers": 1}) == "tgn"
+    assert model_kind(target, {"num_layers": 3}) == model_kind(target) == "tgn"
+    assert option_of(target, {"num_layers": 2}) == "tgn2l"
+    assert option_of(target, {"memory_dim": 16}) is option_of(target, None) is None
+    assert option_of("cftgnn.models.TGAT", {}) == "tgat"  # one file builds it
+
+
+def test_a_checkpoint_of_the_other_tgn_option_is_refused_naming_both(
+        stream: EventStream, tmp_path: Path) -> None:
+    """A 1-layer TGN checkpoint under model=tgn2l (whose num_layers=2 is the file's default,
+    not an override) would run as a 1-layer model recorded as tgn2l."""
+    from cftgnn.models import TGN
+    from cftgnn.training.resolve import resolve_model
+
+    pt, _ = save_checkpoint(TGN(stream.num_nodes, stream.feat_dim, memory_dim=8, time_dim=8,
+                                embedding_dim=8, num_layers=1), stream, tmp_path / "m.pt")
+    conf = OmegaConf.load(ROOT / "conf" / "model" / "tgn2l.yaml")
+    with pytest.raises(CheckpointMismatchError) as err:
+        resolve_model(conf, stream, str(pt), tmp_path)
+    assert str(err.value) == (f"checkpoint {str(pt)!r} holds a tgn model but model=tgn2l; "
+                              "use model=tgn or a tgn2l checkpoint")
