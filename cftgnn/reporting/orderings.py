@@ -286,7 +286,9 @@ def orderings_markdown(records: pd.DataFrame, protocols: Sequence[str] = ("tgnne
     """The comparison as markdown: per (dataset, model) of the records and protocol, our
     Best-FID and AUFSC beside every published table of that pair, the orderings over the
     shared explainers with Kendall's τ, and the bootstrap share of draws in which each of our
-    explainers beats the next one in our ordering.
+    explainers beats the next one in our ordering. Every explainer of a pair is scored on the
+    events all of them explained (runs over other samples or shards only add their common
+    events), and the heading says how many.
 
     Args:
         records: ``labelled_records``.
@@ -304,12 +306,14 @@ def orderings_markdown(records: pd.DataFrame, protocols: Sequence[str] = ("tgnne
         dataset, model = str(pair[0]), str(pair[1])
         group = records[records["pair"] == pair]
         tables = [t for t in PUBLISHED if t.dataset == dataset and t.model == model.split("-")[0]]
-        by_label = {str(label): group[group["label"] == label]
-                    for label in dict.fromkeys(group["label"])}
+        labels = list(dict.fromkeys(group["label"]))
+        shared = set.intersection(*(set(group.loc[group["label"] == label, "event_id"])
+                                    for label in labels))
+        group = group[group["event_id"].isin(shared)]
+        by_label = {str(label): group[group["label"] == label] for label in labels}
         for protocol in protocols:
-            lines.append(f"### {dataset} · {model}, protocol {protocol} "
-                         f"({min(len(g) for g in by_label.values())}–"
-                         f"{max(len(g) for g in by_label.values())} events per explainer)")
+            lines.append(f"### {dataset} · {model}, protocol {protocol} ({len(shared)} events "
+                         "explained by every explainer)")
             for metric, title in enumerate(("Best-FID", "AUFSC")):
                 ours = {label: metric_value(g, protocol, metric) for label, g in by_label.items()}
                 frame = comparison_rows(ours, tables, metric).reset_index()

@@ -135,9 +135,20 @@ def test_orderings_of_real_runs_match_the_summaries(runs, tmp_path):
     out = tmp_path / "orderings.md"
     text = o.main([str(runs), "--boot", "20", "--out", str(out)])
     assert out.read_text() == text
-    assert "### synthetic · tgat, protocol tgnnexplainer" in text
+    assert "### synthetic · tgat, protocol tgnnexplainer (6 events explained by every" in text
     assert "### synthetic · tgat, protocol common" in text
     assert "bootstrap draws" in text
+
+
+def test_explainers_are_compared_on_the_events_all_of_them_explained(runs):
+    records = o.labelled_records([runs])
+    fewer = records[~((records["label"] == "PBONE")
+                      & records["event_id"].isin(sorted(set(records["event_id"]))[:2]))]
+    text = o.orderings_markdown(fewer, ["common"], n_boot=0)
+    assert "(4 events explained by every explainer)" in text
+    kept = fewer[fewer["event_id"].isin(sorted(set(records["event_id"]))[2:])]
+    attention = kept[kept["label"] == "ATTN"]
+    assert f"| ATTN | {o.metric_value(attention, 'common', 0):.3f} |" in text
 
 
 @pytest.mark.parametrize("args, message", [
