@@ -88,7 +88,8 @@ TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "features", "n_val_events", "k", "m_max", "split")
 #: The reference's budget (``PGExplainerExt``: 1,000 fresh events per epoch, 30 epochs on
 #: Reddit to 100 on Wikipedia, Adam at 1e-4, 16 events per step), what a card compares with.
-REFERENCE_BUDGET = {"events_per_epoch": 1000, "epochs": [30, 100], "lr": 1e-4,
+REFERENCE_LR = 1e-4
+REFERENCE_BUDGET = {"events_per_epoch": 1000, "epochs": [30, 100], "lr": REFERENCE_LR,
                     "batch_size": 16}
 
 
@@ -303,10 +304,17 @@ def feature_width(engine: ReplayEngine, events: npt.NDArray[np.int64], cfg: Dict
                       "draw more n_train_events")
 
 
+def learning_rate(cfg: DictConfig, reference: float) -> float:
+    """``cfg.lr``, or the explainer's reference rate where it is null (the default: the
+    PGExplainer's reference trains at 1e-4, TempME's at 1e-3)."""
+    return reference if cfg.get("lr") is None else float(cfg.lr)
+
+
 def _options(cfg: DictConfig) -> dict[str, Any]:
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
-    return {k: node.get(k) for k in TRAINING_KEYS}
+    return {k: node.get(k) for k in TRAINING_KEYS} | {
+        "lr": learning_rate(cfg, REFERENCE_LR)}
 
 
 #: What a training state holds (a file without one of them is not a state).
@@ -478,7 +486,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     torch.manual_seed(seed)
     features: dict[int, torch.Tensor] = {}  # of this epoch's events: no MLP in them
     mlp = EdgeScorer(feature_width(engine, first_draw, cfg, features), int(cfg.hidden))
-    optimizer = torch.optim.Adam(mlp.parameters(), lr=float(cfg.lr))
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=float(options["lr"]))
     history: list[dict[str, float]] = []
     seconds, first = 0.0, 0
     best: dict[str, Any] = {"epoch": -1, "aufsc_keep": float("-inf"), "mlp": mlp.state_dict()}
@@ -602,7 +610,8 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
         return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), bar)
 
 
-__all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "run",
+__all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "learning_rate",
+           "run",
            "train_epoch", "training_event", "training_events", "validation_aufsc",
            "SKIP_REASONS", "probe_or_reason", "skipped_summary",
            "validation_events"]

@@ -213,7 +213,7 @@ def check_train_explainer_options(cfg: Any) -> None:
     integer(cfg, "num_threads", minimum=1)
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
-    number(cfg, "lr", minimum=0, strict_minimum=True)
+    number(cfg, "lr", minimum=0, strict_minimum=True, optional=True)
     integer(cfg, "n_val_events", minimum=1)
     choice(cfg, "features", ("reference", "probe"))
     text(cfg, "note", optional=True)

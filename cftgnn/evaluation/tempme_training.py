@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.explainer_training import (
+    learning_rate,
     probe_or_reason,
     skipped_summary,
     training_events,
@@ -200,10 +201,14 @@ def _skipped(skipped: dict[int, str]) -> list[dict[str, Any]]:
     return [{"event_id": e, "reason": r} for e, r in sorted(skipped.items())]
 
 
+#: TempME's reference learning rate (Adam; its public code's default), used where ``lr`` is null.
+REFERENCE_LR = 1e-3
+
+
 def _options(cfg: DictConfig) -> dict[str, Any]:
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
-    return {k: node.get(k) for k in TRAINING_KEYS}
+    return {k: node.get(k) for k in TRAINING_KEYS} | {"lr": learning_rate(cfg, REFERENCE_LR)}
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -240,7 +245,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          hidden=int(tm.hidden), time_dim=int(tm.time_dim),
                          dropout=float(tm.dropout))
     encoder = MotifEncoder(shape)
-    optimizer = torch.optim.Adam(encoder.parameters(), lr=float(cfg.lr))
+    optimizer = torch.optim.Adam(encoder.parameters(), lr=float(options["lr"]))
     history: list[dict[str, float]] = []
     seconds, first = 0.0, 0
     best: dict[str, Any] = {"epoch": -1, "val_loss": float("inf"),

@@ -1,0 +1,40 @@
+"""``train_explainer.py``'s ``lr``: null (the default) trains each explainer at its reference's
+rate, the PGExplainer at 1e-4 and TempME at 1e-3; a number overrides both; the options a card
+and a resumable state keep hold the rate used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import cftgnn.config  # noqa: F401
+from cftgnn.errors import ConfigError
+from cftgnn.evaluation import explainer_training, tempme_training
+from cftgnn.evaluation.options import check_train_explainer_options
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _cfg(*overrides: str):
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose("train_explainer", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("explainer, module, rate", [
+    ("pgexplainer", explainer_training, 1e-4),
+    ("tempme", tempme_training, 1e-3),
+])
+def test_a_null_rate_is_the_explainers_reference(explainer, module, rate):
+    cfg = _cfg(f"explainer={explainer}")
+    assert cfg.lr is None
+    check_train_explainer_options(cfg)
+    assert module._options(cfg)["lr"] == rate
+    assert module._options(_cfg(f"explainer={explainer}", "lr=0.01"))["lr"] == 0.01
+
+
+@pytest.mark.parametrize("value", ["0", "-1e-3", "fast"])
+def test_a_bad_rate_is_refused(value):
+    with pytest.raises(ConfigError, match="lr"):
+        check_train_explainer_options(_cfg(f"lr={value}"))
