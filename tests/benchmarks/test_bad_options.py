@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
      "error: devices must name two devices, left and right, e.g. [cpu,cuda]; got ['cpu']"),
     ("benchmark_gpu.py", "pairs=[uci-nope]",
      "error: pairs entry 'uci-nope': unknown model 'nope' (choose from: dygformer, graphmixer, "
-     "pyg_tgn, tgat, tgn)"),
+     "pyg_tgn, tgat, tgn, tgn2l)"),
     ("benchmark_gpu.py", "tail.pair=uci",
      "error: tail.pair must be <dataset>-<model> names, e.g. uci-tgn; got 'uci'"),
     ("benchmark_gpu.py", "sample_range=[0.9,0.5]",

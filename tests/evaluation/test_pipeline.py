@@ -188,7 +188,7 @@ UNLOADABLE = ["dataset=uci", "dataset.data_dir=/nonexistent", "dataset.cache_dir
     (["explainer.max_time_s=nan"], "max_time_s must be a number >= 0 or null, got nan"),
     (["strategy=random", "strategy.seed=-1"], "seed must be an integer >= 0, got -1"),
     (["strategy=random", "strategy.seed=abc"], "seed must be an integer >= 0, got 'abc'"),
-    (["+strategy.depth=2"], "strategy options refused by ClosestStrategy: .*'depth'"),
+    (["+strategy.depth=2"], "unknown option depth of ClosestStrategyParams"),
     (["constraints.max_size=0"], "constraints.max_size must be >= 1"),
     (["constraints.hops=[2]"], r"constraints.hops must be \[lo, hi\]"),
     (["constraints.before=soon"], "constraints.before must be a time"),

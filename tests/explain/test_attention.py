@@ -97,7 +97,7 @@ def test_the_refusal_names_every_model_with_a_probe(tmp_path, monkeypatch) -> No
     assert str(needs_probe("attention", "pyg_tgn")) == (
         "explainer=attention needs a model with a probe (attention or pooling scores and soft "
         "removal); model 'pyg_tgn' offers none (its oracle has no probe); use "
-        "model=dygformer, model=graphmixer, model=tgat or model=tgn")
+        "model=dygformer, model=graphmixer, model=tgat, model=tgn or model=tgn2l")
     (tmp_path / "mine.yaml").write_text("_target_: cftgnn.models.GraphMixer\n")
     (tmp_path / "pyg.yaml").write_text("_target_: cftgnn.models.pyg_tgn.PyGTGN\n")
     monkeypatch.setattr(checkpoint, "MODEL_CONF", tmp_path)

@@ -11,6 +11,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from testsupport.planted import huge_cone_stream
+from testsupport.streams import dense_stream
 
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.explain import ExhaustiveExplainer
@@ -213,22 +214,12 @@ def test_pruning_is_exact_on_a_real_data_prefix(real_data_dir, tmp_path):
     assert stats.rows_pruned > 0
 
 
-def random_dense_stream(seed: int, num_nodes: int, num_events: int) -> EventStream:
-    """Events between random pairs of a few nodes, one time step apart."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, num_nodes, num_events)
-    dst = (src + rng.integers(1, num_nodes, num_events)) % num_nodes
-    return EventStream(src, dst, np.arange(1.0, num_events + 1),
-                       np.zeros((num_events, 0), np.float32), np.zeros(num_events, np.int64),
-                       num_nodes, "dense")
-
-
 # random sets on random dense streams: of the 160 cases (seed < 80, batch size 4 or 5), these
 # three fail on the replay before mixed rows were split; two more cases of each batch size
 @pytest.mark.parametrize(("seed", "batch_size"),
                          [(25, 4), (25, 5), (71, 5), (3, 4), (7, 5), (44, 4), (60, 5)])
 def test_pruning_is_exact_for_random_sets_on_dense_streams(seed, batch_size):
-    stream = random_dense_stream(seed, 12, 100)
+    stream = dense_stream(seed, 12, 100)
     torch.manual_seed(seed)
     model = TGN(12, 0, memory_dim=4, time_dim=2, embedding_dim=4, num_layers=1, num_heads=1,
                 num_neighbors=3, batch_size=batch_size)

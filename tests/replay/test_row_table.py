@@ -9,8 +9,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testsupport.streams import dense_stream
 
-from cftgnn.data import EventStream
 from cftgnn.models import TGN
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
@@ -19,17 +19,6 @@ from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplayOptions
 from cftgnn.replay.tgn.cone import cone_replay
 from cftgnn.replay.tgn.rows import RowTable
-
-
-def dense_stream(seed: int, num_nodes: int, num_events: int) -> EventStream:
-    """Events between random pairs of a few nodes, one time step apart (many rows shared,
-    merged, revived and split by message)."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, num_nodes, num_events)
-    dst = (src + rng.integers(1, num_nodes, num_events)) % num_nodes
-    return EventStream(src, dst, np.arange(1.0, num_events + 1),
-                       np.zeros((num_events, 0), np.float32), np.zeros(num_events, np.int64),
-                       num_nodes, "dense")
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,7 +19,8 @@ why, on a CPU of another capability (regenerate there to use it).
 
 Regenerate (only on purpose: a change of the references is a change of behaviour)::
 
-    PYTHONPATH=. python tests/testsupport/cone_reference.py [--uci DATA_DIR] [--wikipedia DATA_DIR]
+    PYTHONPATH=.:tests python tests/testsupport/cone_reference.py \\
+        [--uci DATA_DIR] [--wikipedia DATA_DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+from testsupport.streams import dense_stream
 
 DATA = Path(__file__).resolve().parents[1] / "replay" / "data"
 #: The CPU capability (torch's kernel choice) the references were computed with.
@@ -99,16 +101,6 @@ def _mixed_row_stream() -> EventStream:
                        np.zeros(12, np.int64), 11, "mixed_row")
 
 
-def _dense_stream(seed: int, num_nodes: int, num_events: int) -> EventStream:
-    """``tests/replay/test_cone_pruning.py``'s random dense streams."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, num_nodes, num_events)
-    dst = (src + rng.integers(1, num_nodes, num_events)) % num_nodes
-    return EventStream(src, dst, np.arange(1.0, num_events + 1),
-                       np.zeros((num_events, 0), np.float32), np.zeros(num_events, np.int64),
-                       num_nodes, "dense")
-
-
 def cases() -> Iterator[tuple[str, Logits]]:
     """Every reference case: ``(name, logits as the call returns them)``."""
     stream = make_synthetic_stream(40, 900, seed=11, feat_dim=1, p_tie=0.2)
@@ -145,7 +137,7 @@ def cases() -> Iterator[tuple[str, Logits]]:
         sets = [frozenset({3, 2}), frozenset({4, 2}), frozenset({7})]
         yield f"mixed_s{seed}", np.concatenate([replay.exact(sets), replay.exact(sets[::-1])])
     for seed, batch_size in ((25, 4), (25, 5), (71, 5), (3, 4), (7, 5), (44, 4), (60, 5)):
-        dense = _dense_stream(seed, 12, 100)
+        dense = dense_stream(seed, 12, 100)
         torch.manual_seed(seed)
         model = TGN(12, 0, memory_dim=4, time_dim=2, embedding_dim=4, num_layers=1,
                     num_heads=1, num_neighbors=3, batch_size=batch_size)
