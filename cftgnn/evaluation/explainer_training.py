@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -310,11 +310,18 @@ def learning_rate(cfg: DictConfig, reference: float) -> float:
     return reference if cfg.get("lr") is None else float(cfg.lr)
 
 
-def _options(cfg: DictConfig) -> dict[str, Any]:
+def training_options(cfg: DictConfig, keys: Sequence[str], reference_lr: float
+                     ) -> dict[str, Any]:
+    """The options of ``keys`` that decide what a trained explainer's training computes (a
+    resumed run must match them; its card keeps them), ``lr`` resolved to the rate used
+    (``learning_rate``). Shared by the PGExplainer's (``TRAINING_KEYS``) and TempME's."""
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
-    return {k: node.get(k) for k in TRAINING_KEYS} | {
-        "lr": learning_rate(cfg, REFERENCE_LR)}
+    return {k: node.get(k) for k in keys} | {"lr": learning_rate(cfg, reference_lr)}
+
+
+def _options(cfg: DictConfig) -> dict[str, Any]:
+    return training_options(cfg, TRAINING_KEYS, REFERENCE_LR)
 
 
 #: What a training state holds (a file without one of them is not a state).
@@ -498,8 +505,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         best = dict(state["best"])
         print(f"resuming {state_file} after epoch {first}")
     tracker: Tracker = instantiate(cfg.logger)
-    config = _options(cfg) | {"model": OmegaConf.to_container(cfg.model, resolve=True),
-                              "dataset": stream.name, "weights": setup.weights}
+    config = options | {"model": OmegaConf.to_container(cfg.model, resolve=True),
+                        "dataset": stream.name, "weights": setup.weights}
     with tracking(tracker, config, name=f"pgexplainer-{stream.name}-{setup.kind}",
                   dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
@@ -611,7 +618,7 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
 
 
 __all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "learning_rate",
-           "run",
+           "run", "training_options",
            "train_epoch", "training_event", "training_events", "validation_aufsc",
            "SKIP_REASONS", "probe_or_reason", "skipped_summary",
            "validation_events"]

@@ -41,10 +41,10 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.explainer_training import (
-    learning_rate,
     probe_or_reason,
     skipped_summary,
     training_events,
+    training_options,
     training_setup,
 )
 from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
@@ -206,9 +206,7 @@ REFERENCE_LR = 1e-3
 
 
 def _options(cfg: DictConfig) -> dict[str, Any]:
-    node = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(node, dict)
-    return {k: node.get(k) for k in TRAINING_KEYS} | {"lr": learning_rate(cfg, REFERENCE_LR)}
+    return training_options(cfg, TRAINING_KEYS, REFERENCE_LR)
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
