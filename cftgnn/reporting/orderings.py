@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,14 +159,20 @@ def rank_agreement(ours: Mapping[str, float],
     return float(tau), len(shared)
 
 
+def _curve_metric(protocol: str, metric: int
+                  ) -> tuple[str, Callable[[npt.ArrayLike, Any], float]]:
+    """The records' curve column of a protocol and the metric function (``metric`` 0:
+    ``best_fid``, 1: ``aufsc_keep``) that ``summarize`` applies to it."""
+    return _CURVE_COLUMN[protocol], (best_fid if metric == 0 else aufsc_keep)
+
+
 def event_values(records: pd.DataFrame, protocol: str, metric: int) -> npt.NDArray[np.float64]:
     """Each record's own Best-FID (``metric`` 0: its best fidelity over the levels) or AUFSC
     (1: the area under its best-so-far curve) under a protocol, ``float [n]``; NaN for a
     record without that curve. Their mean over the finite ones is ``metric_value``."""
-    column = _CURVE_COLUMN[protocol]
+    column, function = _curve_metric(protocol, metric)
     if column not in records.columns:
         return np.full(len(records), math.nan)
-    function = best_fid if metric == 0 else aufsc_keep
     p0 = records["original_logit"].to_numpy(dtype=np.float64)
     return np.asarray([function(p0[i:i + 1], [curve])
                        for i, curve in enumerate(records[column])], dtype=np.float64)
@@ -175,10 +181,9 @@ def event_values(records: pd.DataFrame, protocol: str, metric: int) -> npt.NDArr
 def metric_value(records: pd.DataFrame, protocol: str, metric: int) -> float:
     """Best-FID (``metric`` 0) or AUFSC (1) of explained records under a protocol
     (``PROTOCOL_METRICS``), as ``summarize`` computes it (events without a curve left out)."""
-    column = _CURVE_COLUMN[protocol]
+    column, function = _curve_metric(protocol, metric)
     if column not in records.columns:
         return math.nan
-    function = best_fid if metric == 0 else aufsc_keep
     return function(records["original_logit"].to_numpy(dtype=np.float64),
                     list(records[column]))
 
