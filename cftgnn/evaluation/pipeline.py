@@ -143,11 +143,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
-        # curves=none records no curve logits; absent = common, as before the option existed;
-        # other protocols: their list (absent = the common one only, as before protocol existed)
-        **({"curves": CurveSet.NONE.value} if not protocols else {}),
-        **({"protocols": [p.value for p in protocols]}
-           if protocols and protocols != (Protocol.COMMON,) else {}),
+        **protocol_keys(protocols),
         # the tempme protocol's negative destinations are drawn from the seed (already above)
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
         **PostProcessing.from_config(cfg).as_dict(),
@@ -171,6 +167,27 @@ def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel
         model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
         checkpoint_dir=str(cfg.paths.checkpoint_dir),
         probe=isinstance(model, SoftRemovalModel))
+
+
+def protocol_keys(protocols: Sequence[Protocol]) -> dict[str, Any]:
+    """The run.json keys that say whose curves a run's records hold: ``curves: none`` for
+    none; nothing for the common protocol alone (as before ``protocol`` existed); else
+    ``protocols``, their values in ``Protocol``'s order (``recorded_protocols`` reads them
+    back)."""
+    ordered = _protocols(protocols)
+    if not ordered:
+        return {"curves": CurveSet.NONE.value}
+    if ordered == (Protocol.COMMON,):
+        return {}
+    return {"protocols": [p.value for p in ordered]}
+
+
+def recorded_protocols(fp: Mapping[str, Any]) -> tuple[Protocol, ...]:
+    """The protocols a run.json (``fingerprint``) says its records hold: the inverse of
+    ``protocol_keys`` (``common`` for a run.json older than the options)."""
+    if fp.get("curves") == CurveSet.NONE.value:
+        return ()
+    return _protocols([Protocol(p) for p in fp.get("protocols", [Protocol.COMMON.value])])
 
 
 def history_of(cfg: DictConfig) -> History:
@@ -649,24 +666,53 @@ def after_search(oracle: Oracle, result: ExplanationResult,
                          "destination")
     if result.status is not ExplanationStatus.OK:
         return Checks()
-    kept_only = set(oracle.removable.tolist()) - set(result.explanation)
     start = time.perf_counter()
-    keep = oracle.exact(kept_only)
+    keep = keep_logit(oracle, result)
     keep_time = time.perf_counter() - start
     if not protocols:
         return Checks(keep, keep_time)
     start = time.perf_counter()
-    out: dict[str, Any] = {"curve_protocols": tuple(p.value for p in protocols)}
+    out = protocol_columns(oracle, result, protocols, slots, negative_dst)
+    return Checks(keep, keep_time, curve_time_s=time.perf_counter() - start,
+                  curve_protocols=tuple(p.value for p in protocols), **out)
+
+
+def keep_logit(oracle: Oracle, result: ExplanationResult) -> float:
+    """The exact logit with only the explanation kept among the removable events
+    (fidelity−): ``after_search``'s first call."""
+    return oracle.exact(set(oracle.removable.tolist()) - set(result.explanation))
+
+
+def protocol_columns(oracle: Oracle, result: ExplanationResult, protocols: Sequence[Protocol],
+                     slots: int | None = None, negative_dst: int | None = None
+                     ) -> dict[str, Any]:
+    """The record columns of each protocol's curve logits (``curve_logits``,
+    ``tgx_curve_logits``, ``tempme_curve_logits``): what ``after_search`` computes after an
+    explanation and ``rescore.py`` adds to a finished run's records.
+
+    Args:
+        oracle: The event's oracle.
+        result: Its explanation (status ``ok``).
+        protocols: The protocols whose columns to compute.
+        slots: The model's sampled slots (``sampled_slots``), for ``tempme``.
+        negative_dst: The negative pair's destination, for ``tempme``.
+
+    Raises:
+        ValueError: ``tempme`` without ``slots`` or ``negative_dst``.
+    """
+    out: dict[str, Any] = {}
     if Protocol.COMMON in protocols:
         out["fid_curve_logits"], out["acc_curve_logits"] = curve_logits(oracle, result.ranking)
     if Protocol.TGNNEXPLAINER in protocols:
         out["tgnnexplainer_curve_logits"] = tgx_curve_logits(oracle, result)
     if Protocol.TEMPME in protocols:
-        assert slots is not None and negative_dst is not None  # checked above
+        if slots is None or negative_dst is None:
+            raise ValueError("the tempme protocol needs the model's slots and a negative "
+                             "destination")
         pos, neg0, neg = tempme_curve_logits(oracle, result.ranking, slots, negative_dst)
         out.update(tempme_curve_logits=pos, tempme_neg_dst=int(negative_dst),
                    tempme_neg_logit=neg0, tempme_neg_curve_logits=neg)
-    return Checks(keep, keep_time, curve_time_s=time.perf_counter() - start, **out)
+    return out
 
 
 def _exact_logits(oracle: Oracle, sets: Sequence[tuple[int, ...]]) -> tuple[float, ...]:
@@ -844,5 +890,6 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
 
 
 __all__ = ["Checks", "after_search", "build_explainer", "constraints_of", "curves_of",
-           "fingerprint", "make_explainer", "protocols_of", "run", "summary_table",
+           "fingerprint", "keep_logit", "make_explainer", "protocol_columns", "protocol_keys",
+           "protocols_of", "recorded_protocols", "run", "summary_table",
            "tempme_curve_logits", "tgx_curve_logits"]

@@ -101,6 +101,11 @@ class Explainer(ABC):
     #: scored by them under ``tgnnexplainer``). An explainer that cannot serve one names the
     #: others here; ``explain.py`` then refuses that protocol before any work.
     protocols: ClassVar[frozenset[str]] = frozenset({"common", "tgnnexplainer", "tempme"})
+    #: The explainer's results carry the search's scored ``coalitions``, by which the
+    #: ``tgnnexplainer`` protocol scores them (T-GNNExplainer). Records do not keep them, so
+    #: that protocol cannot be added to a finished run of such an explainer
+    #: (``scripts/rescore.py`` refuses it); every other protocol can.
+    scored_by_coalitions: ClassVar[bool] = False
 
     def __init__(self, strategy: SelectionStrategy | None = None,
                  post: PostProcessing | None = None, **options: Any) -> None:

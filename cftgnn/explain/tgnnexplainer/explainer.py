@@ -26,6 +26,7 @@ class TGNNExplainer(FactualExplainer):
 
     name = "tgnnexplainer"
     Params = TGNNExplainerParams
+    scored_by_coalitions = True
     params: TGNNExplainerParams
 
     def check_run(self, fingerprint: ModelFingerprint) -> None:
