@@ -186,7 +186,7 @@ def rescore_run(job: Rescore, checkpoint_dir: str | None = None, device: str = "
     new.update(protocol_keys(tuple({*recorded_protocols(fp), *job.add})))
     if new != fp:
         atomic_write(run.path / FINGERPRINT, json.dumps(new, indent=2, sort_keys=True).encode())
-    if (run.path / "summary.csv").is_file():
+    if (written or new != fp) and (run.path / "summary.csv").is_file():
         write_summary(summary_table(store.load()), run.path)
     return written
 
