@@ -124,7 +124,7 @@ def plan(path: Path, protocols: Sequence[Protocol],
     lacked = {p for have in held for p in _lacking(have, protocols)}
     add = tuple(p for p in protocols if p not in recorded_protocols(fp) or p in lacked)
     coalitions = bool(getattr(cls, "scored_by_coalitions", False))
-    if Protocol.TGNNEXPLAINER in add and coalitions and todo:
+    if Protocol.TGNNEXPLAINER in lacked and coalitions:
         raise ConfigError(
             f"{path}: the tgnnexplainer protocol of explainer {name} cannot be added "
             "afterwards: it scores the search's coalitions, which records do not keep; rerun "
@@ -132,7 +132,7 @@ def plan(path: Path, protocols: Sequence[Protocol],
     if not add:
         return Rescore(run, (), (), coalitions)
     check_writable_dir(path, str(path))
-    checkpoint = run_checkpoint(run, checkpoint_dir)
+    checkpoint = run_checkpoint(run, checkpoint_dir) if todo else None
     want = (fp.get("model") or {}).get("weights_sha256")
     if checkpoint is not None and want and file_sha256(checkpoint) != want:
         raise ConfigError(f"the checkpoint {checkpoint} is not the one {path} was explained "

@@ -92,14 +92,18 @@ def _same(a: object, b: object) -> bool:
     ("greedy", "tempme", "protocol=common"),
     ("greedy", "tgnnexplainer", "protocol=[common,tempme]"),
     ("random", "common", "curves=none"),
+    # a search scored by its coalitions: its tgnnexplainer curves are held, tempme is added
+    ("tgnnexplainer explainer.navigator=perturb_one", "tempme",
+     "protocol=[common,tgnnexplainer]"),
 ])
 def test_a_rescored_run_holds_the_direct_runs_curves(runs, tmp_path, explainer, protocol, base):
-    before = runs(explainer, base)
+    explainer, *options = explainer.split()
+    before = runs(explainer, *options, base)
     rescored = copy(before, tmp_path / "run")
     held = json.loads((before / "run.json").read_text())
     have = [] if base == "curves=none" else held.get("protocols", ["common"])
     together = [p for p in ("common", "tgnnexplainer", "tempme") if p in {*have, protocol}]
-    direct = runs(explainer, "curves=common", f"protocol=[{','.join(together)}]")
+    direct = runs(explainer, *options, "curves=common", f"protocol=[{','.join(together)}]")
 
     assert main([str(rescored), "--protocol", protocol, "--no-progress"]) >= 1
     old, new, ref = (read_records(p) for p in (before, rescored, direct))
