@@ -78,9 +78,9 @@ def test_pair_logits_equal_fresh_replays_and_the_per_set_path(stream, name, hist
     rng = np.random.default_rng(0)
     moved = 0.0
     i = 260  # candidates on both sides of the pair: the removals move every pair
-    replay = EventReplay(engine, i, m_max=12, history=history)
+    replay = EventReplay(engine, i, m_max=60, history=history)
     cand = replay.candidates.ids
-    assert len(cand) >= 4
+    assert len(cand) >= 4 and cand[-1] - cand[0] > 2 * model.batch_size  # 3+ batches back
     sets = removal_sets(cand, rng)
     for dst in destinations(stream, i).values():
         got = replay.pair_logits(sets, dst)
@@ -140,6 +140,24 @@ def test_a_pair_plan_leaves_the_event_s_plan_and_the_counters_alone(stream, name
     assert not np.array_equal(pair.trajectory.deps.need, need)  # another query reads others
     np.testing.assert_array_equal(replay.exact(sets), before)
     assert stats.calls > counted[0]  # ... and the event's calls are still counted
+
+
+def test_a_pair_plan_widened_past_its_candidates_keeps_its_query(stream):
+    """A set naming a non-candidate records the pair's history again for the wider universe,
+    for the same negative pair (``Trajectory.dst`` goes with it)."""
+    model = tiny("tgn2", stream)
+    engine = ReplayEngine(model, stream, checkpoint_every=2)
+    replay = EventReplay(engine, 399, m_max=6)
+    cand = replay.candidates.ids.tolist()
+    outside = next(e for e in range(replay.start, 399) if e not in cand)
+    dst = destinations(stream, 399)["met"]
+    sets = [frozenset(cand[:2]), frozenset([outside]), frozenset([outside, cand[-1]])]
+    got = replay.pair_logits(sets, dst)
+    pair = replay._pair_plans[dst]
+    assert isinstance(pair, TGNPlan) and pair.trajectory.dst == dst
+    assert pair.trajectory.deps is not None and outside in pair.trajectory.deps.universe
+    ref = [naive_logit(model, stream, 399, sorted(s), dst=dst) for s in sets]
+    np.testing.assert_allclose(got, ref, atol=ATOL)
 
 
 def test_pair_plans_are_accounted_for_in_the_memory_budget(stream):
