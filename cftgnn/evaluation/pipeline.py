@@ -357,9 +357,6 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
         print(f"curves=auto: no curve metrics on a stream of more than "
               f"{AUTO_CURVES_MAX_EVENTS:,} events (their exact calls can cost many times the "
               "explanation); curves=common computes them")
-    if Protocol.TEMPME in protocols_of(cfg, stream.num_events):
-        print("protocol tempme: each negative pair is scored by one replay per removal set "
-              "(not batched; docs/metrics.md)")
 
     tracker: Tracker = instantiate(cfg.logger)
     config = {**_container(cfg), "model": used_model_config(cfg.model, model)}
@@ -765,7 +762,7 @@ def tempme_curve_logits(oracle: Oracle, ranking: Sequence[int], slots: int, nega
                         ) -> tuple[tuple[float, ...], float, tuple[float, ...]]:
     """The ``tempme`` protocol's exact logits: the explained pair's at its 16 ratios (one
     batched call), the negative pair's with nothing removed and at the same ratios
-    (``Oracle.pair``: one replay per distinct set).
+    (``Oracle.pair``: one batched call of the distinct sets, ``EventReplay.pair_logits``).
 
     Returns:
         ``(pair [16], negative original, negative [16])``; ``((), NaN, ())`` without a

@@ -58,7 +58,13 @@ from cftgnn.oracle.snapshots import (
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.plans import BudgetedReplay, ModelReplay, RecordedPlan, ReplayPlan
+from cftgnn.replay.plans import (
+    BudgetedReplay,
+    ModelReplay,
+    PairReplay,
+    RecordedPlan,
+    ReplayPlan,
+)
 from cftgnn.replay.registry import replay_for
 from cftgnn.training.checkpoint import load_checkpoint
 
@@ -310,6 +316,8 @@ class EventReplay:
         # explainer that only calls the exact backend (the factual ones, exact mode) never
         # pays for recording the approximate history
         self._approx_plan: ReplayPlan | None = None
+        # the plans of negative pairs, by destination (``pair_logits``), made on first use
+        self._pair_plans: dict[int, ReplayPlan] = {}
         engine.snapshots.plans_built(span, snapshot_nbytes(self._plan))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
@@ -328,9 +336,33 @@ class EventReplay:
                     self._mask(frozenset(), approximate=True), removable=self._cand)
             # accounted for, not learnt from: its history is the candidates alone, so its
             # size says nothing about bytes per history event (expect_plans)
-            engine.snapshots.make_room(snapshot_nbytes((self._plan, self._approx_plan)))
+            self._account_plans()
             engine.counters.setup_s += time.perf_counter() - start
         return self._approx_plan
+
+    def _account_plans(self, extra: int = 0) -> None:
+        """Account for every plan of the event in the engine's memory budget (``make_room``),
+        and ``extra`` bytes of one about to be made."""
+        plans = (self._plan, self._approx_plan, *self._pair_plans.values())
+        self.engine.snapshots.make_room(snapshot_nbytes(plans) + extra)
+
+    def _pair_plan(self, dst: int) -> ReplayPlan:
+        """The plan of the pair ``(src_i, dst, t_i)`` over the exact history (made on first
+        use per ``dst``, and accounted for in the engine's memory budget with the others):
+        the engine's replay's ``pair_plan`` where it has one (``PairReplay``), else
+        ``GenericReplay``'s (one masked replay per set)."""
+        if dst not in self._pair_plans:
+            engine = self.engine
+            replay = engine.replay
+            if not isinstance(replay, PairReplay):
+                replay = GenericReplay(engine.model)
+            if isinstance(replay, BudgetedReplay):  # room before recording, as for _plan
+                self._account_plans(replay.plan_nbytes(self.base, self.start, self.event_id))
+            with eval_mode(engine.model):
+                self._pair_plans[dst] = replay.pair_plan(
+                    self.base, self.start, self.event_id, dst, self._own, removable=self._cand)
+            self._account_plans()
+        return self._pair_plans[dst]
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self.engine.stream.num_events, dtype=bool)
@@ -402,25 +434,22 @@ class EventReplay:
         """Exact logits of the pair ``(src_i, dst, t_i)`` — the explained source and time with
         another destination (a negative pair) — with each removal set removed, ``[P]``.
 
-        One masked replay of ``[b0, i)`` per set through the model's state verbs, then one
-        prediction of that pair: ``GenericReplay``'s rule (the exact history of
-        ``exact``, ``history=batch_start``'s own batch removed too), with another query. It
-        equals ``naive_logit(..., dst=dst)`` (a test checks it); it is not the batched
-        replay, so it costs one replay per set. The engine's counters are not touched.
+        The history is ``exact``'s (``history=batch_start``'s own batch removed too); all P
+        sets go to one batched call of a plan of that history whose query is the pair, made
+        once per ``dst`` (``PairReplay.pair_plan`` of the engine's replay: TGN's cone and
+        local replays, TGAT's, GraphMixer's and DyGFormer's window passes). A model's own
+        batched replay (``NativeReplay``) has no such plan, and its pairs cost one masked
+        replay per set (``GenericReplay``). It equals ``naive_logit(..., dst=dst)`` (a test
+        checks it). The engine's counters and the cone replay's ``stats`` are not touched:
+        they count the explained event's work.
         """
-        model = self.engine.model
-        stream = self.engine.stream
-        query = slice(self.event_id, self.event_id + 1)
-        src, t = stream.src[query].copy(), stream.t[query].copy()
-        target = np.asarray([int(dst)], dtype=stream.dst.dtype)
-        out = []
-        with eval_mode(model), torch.no_grad():
-            for removed in sets:
-                mask = self._mask(frozenset(int(e) for e in removed), approximate=False)
-                model.restore(self.base)
-                model.advance(self.start, self.event_id, mask)
-                out.append(float(model.predict(src, target, t).reshape(-1)[0]))
-        return np.asarray(out, dtype=np.float64)
+        if not sets:
+            return np.zeros(0, dtype=np.float64)
+        plan = self._pair_plan(int(dst))
+        with eval_mode(self.engine.model), torch.no_grad():
+            logits = plan.logits(RemovalSets.from_sets([frozenset(int(e) for e in s)
+                                                        for s in sets]))
+        return logits.double().cpu().numpy()
 
     def consequence(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.int64]:
         """Kept history events whose input each removal set changes, ``int64 [P]``

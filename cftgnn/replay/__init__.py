@@ -3,7 +3,8 @@
 * ``cftgnn.replay.masks``: ``RemovalSets``, P sets as a small table over the events
   they remove.
 * ``cftgnn.replay.plans``: the typed contract with the oracle (``ReplayPlan``, one
-  method; ``ModelReplay``, which makes it; ``BatchedReplay`` for a model's own replay).
+  method; ``ModelReplay``, which makes it; ``PairReplay``, whose plans can predict another
+  destination, a negative pair; ``BatchedReplay`` for a model's own replay).
 * ``cftgnn.replay.registry``: ``replay_for``, the replay of a model (the one registered
   for its class with ``register_replay``, its own batched replay, or the generic one
   replay per set of ``cftgnn.replay.generic``).
@@ -25,8 +26,8 @@ from cftgnn.replay import graphmixer as _graphmixer  # noqa: F401  (registers Gr
 from cftgnn.replay import tgat as _tgat  # noqa: F401  (registers TGAT's replay)
 from cftgnn.replay import tgn as _tgn  # noqa: F401  (registers TGN's replay)
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.plans import BatchedReplay, ModelReplay, ReplayPlan
+from cftgnn.replay.plans import BatchedReplay, ModelReplay, PairReplay, ReplayPlan
 from cftgnn.replay.registry import register_replay, replay_for
 
-__all__ = ["BatchedReplay", "ModelReplay", "RemovalSets", "ReplayPlan", "register_replay",
-           "replay_for"]
+__all__ = ["BatchedReplay", "ModelReplay", "PairReplay", "RemovalSets", "ReplayPlan",
+           "register_replay", "replay_for"]

@@ -97,8 +97,9 @@ def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
 
 def batched_logits(model: TemporalModel, sets: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
-                   inputs: NodeInputs) -> Tensor:
-    """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``.
+                   inputs: NodeInputs, dst: int | None = None) -> Tensor:
+    """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``
+    (with ``dst``, of the pair of its source and time with that destination instead).
 
     Equal, up to float rounding, to embedding each perturbation on its own.
 
@@ -111,6 +112,7 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
             oracle's history), or None.
         position: Stream position of the explained event (history bound).
         inputs: Layer-0 inputs per perturbation.
+        dst: The query's destination, None for the event's own (another: a negative pair).
     """
     num_p = sets.num_sets
     stream_feat = model.edge_features  # [E, F] on the model's device
@@ -178,7 +180,8 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
         return ident, table
 
     p_all = np.repeat(np.arange(num_p, dtype=np.int64), 2)  # [2P]: src, dst of each set
-    link = np.array([stream.src[position], stream.dst[position]], dtype=np.int64)
+    link = np.array([stream.src[position], stream.dst[position] if dst is None else dst],
+                    dtype=np.int64)
     ident, table = embed(emb.num_layers, p_all, np.tile(link, num_p),
                          np.full(2 * num_p, position), np.full(2 * num_p, times[position]))
     z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]

@@ -39,11 +39,14 @@ class DyGFormerPlan:
             with event ids = positions).
         removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
+        dst: The query's destination, None for the explained event's own (another: a
+            negative pair, ``MemorylessReplay.pair_plan``).
     """
 
     model: DyGFormer
     end: int
     removed_mask: BoolArray
+    dst: int | None = None
     #: The unperturbed pair of windows (its bytes) and its logit, once computed.
     unperturbed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -58,8 +61,8 @@ class DyGFormerPlan:
         k = model.num_neighbors
         max_removed = int(sets.sizes(before=position).max()) + int(shared[:position].sum())
         p = np.tile(np.arange(num_p, dtype=np.int64), 2)  # [2P]: the sources, then the dsts
-        nodes = np.repeat(np.array([stream.src[position], stream.dst[position]],
-                                   dtype=np.int64), num_p)
+        query_dst = int(stream.dst[position]) if self.dst is None else int(self.dst)
+        nodes = np.repeat(np.array([stream.src[position], query_dst], dtype=np.int64), num_p)
 
         def is_removed(eid: IntArray) -> BoolArray:
             out: BoolArray = sets.lookup(p, eid) | shared[eid]
@@ -88,7 +91,7 @@ class DyGFormerPlan:
                         torch.as_tensor(valid[rows], device=dev))
 
             src = torch.full((u,), int(stream.src[position]), dtype=torch.long, device=dev)
-            dst = torch.full((u,), int(stream.dst[position]), dtype=torch.long, device=dev)
+            dst = torch.full((u,), query_dst, dtype=torch.long, device=dev)
             t = torch.full((u,), float(stream.t[position]), dtype=torch.float64, device=dev)
             computed = model.logits_of_windows(src, dst, t, window(todo), window(todo + num_p))
             if "logit" not in known:

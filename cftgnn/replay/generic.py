@@ -36,6 +36,8 @@ class GenericPlan:
         start: A batch boundary (original id) where ``base`` stands.
         end: The explained event's id; history is ``[start, end)``.
         removed_mask: Events removed for every set (the approximate history's), ``bool [E]``.
+        dst: The query's destination, None for the explained event's own (another: a
+            negative pair, ``GenericReplay.pair_plan``).
     """
 
     model: ReplayableModel
@@ -43,6 +45,7 @@ class GenericPlan:
     start: int
     end: int
     removed_mask: BoolArray
+    dst: int | None = None
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """Restore, advance ``[start, end)`` with the set masked, predict; for each set.
@@ -54,6 +57,8 @@ class GenericPlan:
         stream = model.stream
         query = slice(self.end, self.end + 1)
         src, dst, t = stream.src[query].copy(), stream.dst[query].copy(), stream.t[query].copy()
+        if self.dst is not None:
+            dst = np.asarray([self.dst], dtype=stream.dst.dtype)
         out = []
         for row in sets.table:
             mask = self.removed_mask.copy()
@@ -80,6 +85,15 @@ class GenericReplay:
         num_events = self.model.stream.num_events
         mask = np.zeros(num_events, dtype=bool) if removed_mask is None else removed_mask.copy()
         return GenericPlan(self.model, base, int(start), int(end), mask)
+
+    def pair_plan(self, base: Any, start: int, end: int, dst: int,
+                  removed_mask: BoolArray | None = None,
+                  removable: IntArray | None = None) -> GenericPlan:
+        """The plan of the pair ``(src_end, dst, t_end)`` (``cftgnn.replay.plans.PairReplay``):
+        the same replays, then that pair's prediction."""
+        plan = self.plan(base, start, end, removed_mask, removable)
+        return GenericPlan(plan.model, plan.base, plan.start, plan.end, plan.removed_mask,
+                           int(dst))
 
 
 @dataclass(frozen=True)

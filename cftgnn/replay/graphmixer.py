@@ -33,17 +33,21 @@ class GraphMixerPlan:
         end: The explained event's id.
         removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
+        dst: The query's destination, None for the explained event's own (another: a
+            negative pair, ``MemorylessReplay.pair_plan``).
     """
 
     model: GraphMixer
     end: int
     removed_mask: BoolArray
+    dst: int | None = None
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one window pass, ``float32 [P]``."""
         model = self.model
         none = torch.zeros(model.num_nodes, 0, device=model.device)  # no node input
-        return batched_logits(model, sets, self.removed_mask, self.end, NodeInputs(none, none[:0]))
+        return batched_logits(model, sets, self.removed_mask, self.end, NodeInputs(none, none[:0]),
+                              self.dst)
 
 
 @register_replay(GraphMixer)

@@ -52,6 +52,25 @@ class ModelReplay(Protocol):
 
 
 @runtime_checkable
+class PairReplay(Protocol):
+    """A replay whose plans can predict another pair than the explained event's own: the
+    explained source and time with another destination (a negative pair, the ``tempme``
+    curve protocol's), over the same history and removals.
+
+    ``GenericReplay``, the memoryless replays (``MemorylessReplay``: TGAT, GraphMixer,
+    DyGFormer) and TGN's (``cftgnn.replay.tgn.TGNReplay``) are; a model's own batched replay
+    (``NativeReplay``) is not, and its negative pairs go through ``GenericReplay`` (one
+    masked replay per set).
+    """
+
+    def pair_plan(self, base: Any, start: int, end: int, dst: int,
+                  removed_mask: BoolArray | None = None,
+                  removable: IntArray | None = None) -> ReplayPlan:
+        """``ModelReplay.plan`` of the same history, whose logits are those of the pair
+        ``(src_end, dst, t_end)`` instead of the event at ``end``."""
+
+
+@runtime_checkable
 class RecordedPlan(Protocol):
     """A plan that replayed its history when it was made and kept the model's state at its
     end (TGN's recorded trajectory): whoever needs that state (the oracle's probe) restores
@@ -105,9 +124,10 @@ class MemorylessReplay:
         model: The model, attached to the explained stream.
     """
 
-    #: The plan class: called with the model, the explained event's id and the shared
-    #: removal mask (the base state's and the plan's own), ``bool [E]``.
-    make_plan: Callable[[Any, int, BoolArray], ReplayPlan]
+    #: The plan class: called with the model, the explained event's id, the shared
+    #: removal mask (the base state's and the plan's own), ``bool [E]``, and the query's
+    #: destination (None: the explained event's own; ``pair_plan``).
+    make_plan: Callable[[Any, int, BoolArray, int | None], ReplayPlan]
 
     def __init__(self, model: ReplayableModel) -> None:
         self.model = model
@@ -115,12 +135,23 @@ class MemorylessReplay:
     def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> ReplayPlan:
         """Keep the removals (``removable`` is not needed)."""
+        return self._plan(base, end, removed_mask, None)
+
+    def pair_plan(self, base: Any, start: int, end: int, dst: int,
+                  removed_mask: BoolArray | None = None,
+                  removable: IntArray | None = None) -> ReplayPlan:
+        """The plan of the pair ``(src_end, dst, t_end)`` (``PairReplay``): the same
+        neighbour windows, sampled for ``dst`` instead of the event's own destination."""
+        return self._plan(base, end, removed_mask, int(dst))
+
+    def _plan(self, base: Any, end: int, removed_mask: BoolArray | None,
+              dst: int | None) -> ReplayPlan:
         state: State = base
         shared = state.removed.numpy().copy()
         if removed_mask is not None:
             shared |= removed_mask
-        return type(self).make_plan(self.model, int(end), shared)
+        return type(self).make_plan(self.model, int(end), shared, dst)
 
 
-__all__ = ["BatchedReplay", "BudgetedReplay", "MemorylessReplay", "ModelReplay", "RecordedPlan",
-           "ReplayPlan"]
+__all__ = ["BatchedReplay", "BudgetedReplay", "MemorylessReplay", "ModelReplay", "PairReplay",
+           "RecordedPlan", "ReplayPlan"]

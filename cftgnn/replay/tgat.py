@@ -28,18 +28,21 @@ class TGATPlan:
         end: The explained event's id.
         removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
+        dst: The query's destination, None for the explained event's own (another: a
+            negative pair, ``MemorylessReplay.pair_plan``).
     """
 
     model: TGAT
     end: int
     removed_mask: BoolArray
+    dst: int | None = None
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """All P masks in one embedding pass, ``float32 [P]``."""
         model = self.model
         zeros = torch.zeros(1, model.node_dim, device=model.device).expand(model.num_nodes, -1)
         return batched_logits(model, sets, self.removed_mask, self.end,
-                              NodeInputs(zeros, zeros[:0]))
+                              NodeInputs(zeros, zeros[:0]), self.dst)
 
 
 @register_replay(TGAT)

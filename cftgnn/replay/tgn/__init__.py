@@ -120,6 +120,9 @@ class TGNPlan:
         trajectory: The history recorded for the causal-cone replay.
         local: The same history prepared for the local replay, or None when it is long.
         options: The replay's options (read at every call).
+        dst: The query's destination, None for the explained event's own; another (a
+            negative pair, ``TGNReplay.pair_plan``) is predicted instead, and its calls are
+            not added to the options' ``stats`` (the explained event's work).
     """
 
     model: TGN
@@ -127,6 +130,7 @@ class TGNPlan:
     local: LocalPlan | None
     options: TGNReplayOptions
     fitted: list[int] = field(default_factory=list)  # the pass size that fitted the budget
+    dst: int | None = None
 
     def _pass_size(self) -> int:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
@@ -167,13 +171,14 @@ class TGNPlan:
             budget = (None if opts.memory_budget_gb is None
                       else int(opts.memory_budget_gb * 2**30) // 2)
             try:
-                inputs = cone_replay(model, traj, sets, opts.prune_perturbations, opts.stats,
+                stats = opts.stats if self.dst is None else None
+                inputs = cone_replay(model, traj, sets, opts.prune_perturbations, stats,
                                      budget, opts.prune_tolerance)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)
             shared = traj.removed_mask
-        return batched_logits(model, sets, shared, traj.end, inputs)
+        return batched_logits(model, sets, shared, traj.end, inputs, self.dst)
 
 
 @register_replay(TGN)
@@ -223,6 +228,19 @@ class TGNReplay:
              removable: IntArray | None = None) -> TGNPlan:
         """Record ``[start, end)`` under ``removed_mask`` with the dependency sets of the
         ``removable`` events; a short masked history is prepared for the local replay too."""
+        return self._plan(base, end, removed_mask, removable, None)
+
+    def pair_plan(self, base: Any, start: int, end: int, dst: int,
+                  removed_mask: BoolArray | None = None,
+                  removable: IntArray | None = None) -> TGNPlan:
+        """The plan of the pair ``(src_end, dst, t_end)`` (``cftgnn.replay.plans.PairReplay``):
+        the same history recorded again, keeping the rows and dependency sets of the states
+        that pair's prediction reads (``Trajectory.dst``); the local replay's rows serve any
+        query."""
+        return self._plan(base, end, removed_mask, removable, int(dst))
+
+    def _plan(self, base: Any, end: int, removed_mask: BoolArray | None,
+              removable: IntArray | None, dst: int | None) -> TGNPlan:
         state: State = base
         model = self.model
         local = None
@@ -232,8 +250,8 @@ class TGNReplay:
         # history: record it now, as per-event setup, rather than in the first such call
         history = removed_mask if local is None else local.removed_mask
         trajectory = record_trajectory(model, state, end, history, removable,
-                                              self.record_bytes)
-        return TGNPlan(model, trajectory, local, self.options)
+                                       self.record_bytes, dst)
+        return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
 __all__ = ["MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_EVENT", "TGNPlan", "TGNReplay", "TGNReplayOptions"]

@@ -71,17 +71,18 @@ def begin_recording(model: TGN, base: State, end: int,
 
 def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
                      removable: npt.NDArray[np.int64] | None = None,
-                     deps: Dependencies | None = None) -> Trajectory:
+                     deps: Dependencies | None = None, dst: int | None = None) -> Trajectory:
     """The ``Trajectory`` of a recording whose batches were all applied: the final
     state and input, the removals every set shares, and the dependency sets of the
-    ``removable`` events (``deps`` when the recording computed them already)."""
+    ``removable`` events (``deps`` when the recording computed them already) for the query
+    with destination ``dst`` (None: the event at ``end``'s own)."""
     st = model.state
     st.position = end
     final = model.snapshot()
     final_input = model.node_input(final)
     shared = final.removed.numpy()  # the base's removals and the recording's own
     traj = Trajectory(base.position, end, records, final, final_input,
-                      shared if shared.any() else None, deps)
+                      shared if shared.any() else None, deps, dst)
     if deps is None and removable is not None and len(removable):
         traj.dependencies_for(model, np.unique(np.asarray(removable, dtype=np.int64)))
     return traj
@@ -305,7 +306,7 @@ class _Replayed:
 def record_trajectory(model: TGN, base: State, end: int,
                       removed_mask: npt.NDArray[np.bool_] | None = None,
                       removable: npt.NDArray[np.int64] | None = None,
-                      max_bytes: int | None = None) -> Trajectory:
+                      max_bytes: int | None = None, dst: int | None = None) -> Trajectory:
     """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
 
     The batches are formed exactly as ``TemporalModel.advance`` forms them
@@ -323,7 +324,9 @@ def record_trajectory(model: TGN, base: State, end: int,
     consecutive batches, the latest segments that fit are held (every call of the cone
     replay reads from its first removal to the end) and the earlier ones are spilled to a
     temporary file (or, without one, computed again from ``base``) and read back when read.
-    Without ``removable`` every row is kept and held. Leaves ``model`` holding the recorded
+    Without ``removable`` every row is kept and held. With ``dst``, the rows kept are those
+    the prediction of the pair ``(src_end, dst, t_end)`` reads instead of the event at
+    ``end`` (``Trajectory.dst``: a negative pair). Leaves ``model`` holding the recorded
     state at ``end``.
     """
     universe = (np.unique(np.asarray(removable, dtype=np.int64))
@@ -346,7 +349,7 @@ def record_trajectory(model: TGN, base: State, end: int,
         else:
             mask = st.removed.numpy()
             deps = trajectory_dependencies(model, records, end,
-                                           mask.copy() if mask.any() else None, universe)
+                                           mask.copy() if mask.any() else None, universe, dst)
             pre, post = _rows_read(model, records, deps)
         # rows in the order they are written: a node's memory gets a row when first read
         # after it changed (its pending message was applied) or in a new segment, and keeps
@@ -429,13 +432,13 @@ def record_trajectory(model: TGN, base: State, end: int,
             else:
                 rec.mem_pre = cast(Tensor, SegmentRows(segments[j], p_pre))
                 rec.mem_post = cast(Tensor, SegmentRows(segments[j], p_post))
-        traj = finish_recording(model, base, end, records, universe, deps)
+        traj = finish_recording(model, base, end, records, universe, deps, dst)
 
     if universe is None:
         return traj
 
     def rerecord(wider: npt.NDArray[np.int64]) -> Trajectory:
-        return record_trajectory(model, base, end, removed_mask, wider, max_bytes)
+        return record_trajectory(model, base, end, removed_mask, wider, max_bytes, dst)
 
     return PrunedTrajectory(**{f.name: getattr(traj, f.name) for f in fields(traj)},
                             rerecord=rerecord)

@@ -244,6 +244,9 @@ class Trajectory:
         removed_mask: Events removed in the recording (``bool [E]``: the base state's removals
             and the recording's own, e.g. the approximate oracle's history), or None.
         deps: Dependency sets over the removable events, made by ``dependencies_for``.
+        dst: The query's destination, None for the event at ``end``'s own; another (a
+            negative pair, ``cftgnn.replay.tgn.TGNReplay.pair_plan``) restricts ``deps`` to
+            the states the prediction of ``(src_end, dst, t_end)`` can read instead.
     """
 
     start: int
@@ -253,6 +256,7 @@ class Trajectory:
     final_input: Tensor
     removed_mask: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
+    dst: int | None = None
 
     def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
         """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
@@ -261,20 +265,22 @@ class Trajectory:
         if self.deps is None or not self.deps.covers(events):
             universe = events if self.deps is None else np.union1d(self.deps.universe, events)
             self.deps = trajectory_dependencies(model, self.batches, self.end, self.removed_mask,
-                                                universe)
+                                                universe, self.dst)
         return self.deps
 
 
 def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
                             removed_mask: npt.NDArray[np.bool_] | None,
-                            universe: npt.NDArray[np.int64]) -> Dependencies:
+                            universe: npt.NDArray[np.int64],
+                            dst: int | None = None) -> Dependencies:
     """The dependency sets over ``universe`` of a recording of ``batches`` up to ``end``
     (the events ``removed_mask`` masks in it), restricted to the states the prediction of
-    the event at ``end`` can read (``needed_until``). Reads only the records' events and
-    nodes, so a recording can compute it before its memory rows
-    (``cftgnn.replay.tgn.record``)."""
+    the event at ``end`` can read (``needed_until``), or, with ``dst``, of the pair of its
+    source and time with that destination. Reads only the records' events and nodes, so a
+    recording can compute it before its memory rows (``cftgnn.replay.tgn.record``)."""
     stream, index = model.stream, model.index
-    link = np.array([stream.src[end], stream.dst[end]], dtype=np.int64)
+    link = np.array([stream.src[end], stream.dst[end] if dst is None else dst],
+                    dtype=np.int64)
     final = reachable_nodes(index, link, np.full(2, end), model.num_neighbors,
                             model.embedding.num_layers, universe, removed_mask)
     need = needed_until(batches, final, model.num_nodes, stream.src, stream.dst, universe)
