@@ -18,7 +18,8 @@ the resumable state and its checks) and
    ``tempme_loss``, averaged over ``batch_size`` events per Adam step (events in stream order);
 4. after each epoch evaluates the validation loss (deterministic weights, fixed walks, eval
    mode) and keeps the encoder of the best epoch (**validation-selected**), then saves the
-   state (atomically) to ``state.pt``: rerunning the same command resumes there;
+   state (atomically) to ``state.pt``: rerunning the same command resumes there, to the
+   weights of an uninterrupted run (each epoch's draws, dropout's too, seeded by the epoch);
 5. writes ``tempme_<model>_<dataset>.pt`` (the best epoch's encoder) and its ``.json`` card
    (training and validation events, epochs, the best epoch, seconds, loss history, the stream
    checksum and the model checkpoint's SHA-256) into the run directory, or ``out_dir``.
@@ -274,6 +275,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with tracking(tracker, config, name=f"tempme-{stream.name}-{kind}", dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
             generator.manual_seed(int(cfg.seed) * 1000 + epoch)
+            # dropout draws from torch's global generator: seeded per epoch too, so that a
+            # resumed run trains on as an uninterrupted one does (issue 43)
+            torch.manual_seed(int(cfg.seed) * 1000 + epoch)
             tick = time.perf_counter()
             with tqdm(total=len(train_events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}",
                       unit="event", disable=not cfg.progress, dynamic_ncols=True) as bar:
