@@ -279,7 +279,8 @@ def sweep_problem(argv: Sequence[str], cfg: Any, conf_dir: str | Path, config_na
     combination of the sweep's values (``sweep_jobs``) is composed and checked as a single
     run is (``unknown_choice``, the composition, ``config_problem`` with ``check``), so a bad
     value anywhere in a sweep is refused before its first job starts. The message ends with
-    the job (Hydra's number) and its swept values.
+    the job (Hydra's number) and its swept values; ``main_guard`` ends the refusal of the
+    first job (the command line's own config) so too.
     """
     message, jobs = sweep_jobs(argv, cfg, conf_dir)
     if message is not None:
@@ -297,6 +298,24 @@ def sweep_problem(argv: Sequence[str], cfg: Any, conf_dir: str | Path, config_na
             values = " ".join(job[i] for i in varying)
             return f"{message} (job #{number} of the sweep's {len(jobs)}: {values})"
     return None
+
+
+def _job_named(message: str, argv: Sequence[str], cfg: Any, conf_dir: str | Path,
+               config_name: str, check: Callable[[Any], None] | None) -> str:
+    """``message`` (why the command line's own config, the sweep's first values, is refused)
+    ending with the job it belongs to under ``-m``, as ``sweep_problem`` names the others:
+    the first job of the sweep that is refused, found again by ``sweep_problem`` (its own
+    message then). Unchanged without ``-m``, for a sweep of one job, when it already names a
+    job, or when no job's config is refused (an error of the command line as a whole)."""
+    if not any(a in ("-m", "--multirun") for a in argv) or "(job #" in message:
+        return message
+    if cfg is None:  # the first values do not compose: the sweeper's params without them
+        hydra_args = [a for a in argv if a.lstrip("+~").split("=")[0].split("@")[0] == "sweep"
+                      or a.lstrip("+~").startswith("hydra")]
+        _, cfg = compose_command_line(hydra_args, conf_dir, config_name)
+        if cfg is None:
+            return message
+    return sweep_problem(argv, cfg, conf_dir, config_name, check) or message
 
 
 def _fixed_key(key: str, overrides: Sequence[str], conf_dir: Path,
@@ -517,8 +536,11 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         if message is None and name is not None:
             message, cfg = compose_command_line(args, conf_dir, name)
             if message is None and cfg is not None:
-                message = (config_problem(args, cfg, name, check)
-                           or sweep_problem(args, cfg, conf_dir, name, check))
+                message = config_problem(args, cfg, name, check)
+                if message is None:
+                    message = sweep_problem(args, cfg, conf_dir, name, check)
+            if message is not None:
+                message = _job_named(message, args, cfg, conf_dir, name, check)
         follow = _run_dir_follows(args, cfg, run_dir_from) if message is None else None
         if follow is not None:
             message = folder_problem(str(run_dir_from), follow)

@@ -369,7 +369,9 @@ def main() -> None:
     text = json.dumps(res, indent=2)
     print(text)
     if args.out is not None:
-        args.out.write_text(text + "\n")
+        from cftgnn.files import atomic_write  # this checkout's: the parent runs no tree's code
+
+        atomic_write(args.out, (text + "\n").encode())
 
 
 if __name__ == "__main__":

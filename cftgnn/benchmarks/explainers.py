@@ -47,6 +47,7 @@ from cftgnn.explain.base import Explainer
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer
 from cftgnn.explain.result import ExplanationStatus
+from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
@@ -173,7 +174,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     print(format_summary(summarize(rows), torch.get_num_threads()))
     if cfg.out:
         records = rows.replace({np.nan: None}).to_dict(orient="records")
-        Path(str(cfg.out)).write_text(json.dumps(records, indent=1) + "\n")
+        atomic_write(Path(str(cfg.out)), (json.dumps(records, indent=1) + "\n").encode())
         print(f"wrote {cfg.out}")
     return rows
 

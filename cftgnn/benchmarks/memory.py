@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from cftgnn.benchmarks.options import check_memory_options
 from cftgnn.errors import ConfigError
+from cftgnn.files import atomic_write
 from cftgnn.oracle.snapshots import budget_bytes
 
 
@@ -194,10 +195,10 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
                   f"{np.median(ev):>6.2f}s {curve_p50} "
                   f"{res['peak_rss_gib']:>7.2f}Gi {res['snapshots']:>9}  {same}", flush=True)
     if cfg.out:
-        Path(str(cfg.out)).write_text(json.dumps(rows, indent=1))
+        atomic_write(Path(str(cfg.out)), json.dumps(rows, indent=1).encode())
     return rows
 
 
 if __name__ == "__main__":  # the child: python -m cftgnn.benchmarks.memory job.json out.json
     spec_path, out_path = sys.argv[1], sys.argv[2]
-    Path(out_path).write_text(json.dumps(measure(json.loads(Path(spec_path).read_text()))))
+    atomic_write(out_path, json.dumps(measure(json.loads(Path(spec_path).read_text()))).encode())

@@ -27,6 +27,7 @@ from cftgnn.benchmarks.options import check_oracle_options
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.explain.nsga2 import NSGA2Explainer
+from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.oracle import Oracle, is_flip
@@ -410,6 +411,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     res["weights"] = source
     print(format_table(res))
     if cfg.out:
-        Path(cfg.out).write_text(json.dumps(res, indent=2) + "\n")
+        atomic_write(Path(cfg.out), (json.dumps(res, indent=2) + "\n").encode())
         print(f"wrote {cfg.out}")
     return res

@@ -44,6 +44,7 @@ from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
+from cftgnn.files import atomic_output, atomic_write
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import OracleMode, is_flip
@@ -371,13 +372,14 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     frame = pd.concat([pd.read_parquet(f) for f in sorted(store.records_dir.glob("*.parquet"))],
                       ignore_index=True)
     frame = frame[frame["event_id"].isin(plan["event_id"])].reset_index(drop=True)
-    frame.to_parquet(out / "quality.parquet", index=False)
+    with atomic_output(out / "quality.parquet") as f:
+        frame.to_parquet(f, index=False)
     table = quality_table(frame)
     text = to_markdown(table, event_summary(frame),
                        f"{stream.name} · {model_name(cfg.model)}, K = {max_size}, "
                        f"m_max = {cfg.m_max}, mode = {cfg.mode}, {torch.get_num_threads()} "
                        "thread(s)")
-    (out / "quality.md").write_text(text)
+    atomic_write(out / "quality.md", text.encode())
     print(text)
     return table
 

@@ -48,6 +48,7 @@ from cftgnn.benchmarks.options import check_tail_options
 from cftgnn.data.stream import EventStream
 from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
+from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.options import number
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
@@ -357,6 +358,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     res["weights"] = source
     print(format_tail(res))
     if cfg.out:
-        Path(cfg.out).write_text(json.dumps(res, indent=2, default=str) + "\n")
+        atomic_write(Path(cfg.out), (json.dumps(res, indent=2, default=str) + "\n").encode())
         print(f"wrote {cfg.out}")
     return res

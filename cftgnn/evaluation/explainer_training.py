@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,8 +171,8 @@ SKIP_REASONS = {
 }
 
 
-def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: int
-                    ) -> tuple[ModelProbe, float] | None:
+def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
+                    skipped: dict[int, str] | None = None) -> tuple[ModelProbe, float] | None:
     """The probe of a training event and its original logit, shared by the trained explainers
     (the PGExplainer's ``training_event``, TempME's ``tempme_event``).
 
@@ -184,13 +184,29 @@ def explained_probe(engine: ReplayEngine, event_id: int, k: int | None, m_max: i
         event_id: The event.
         k: Hop radius (None: the model's number of layers).
         m_max: Most candidates.
+        skipped: Where an event that cannot be explained is noted, by id, with the reason.
 
     Returns:
         ``(probe, logit)``, or None when the event cannot be explained: a model without soft
         removal, no candidate, or a zero logit (``probe_or_reason`` says which).
     """
     found = probe_or_reason(engine, event_id, k, m_max)
-    return None if isinstance(found, str) else found
+    if isinstance(found, str):
+        if skipped is not None:
+            skipped[int(event_id)] = found
+        return None
+    return found
+
+
+def oracle_skip_reason(oracle: Oracle | None, hops: int) -> str | None:
+    """Why a (validation) oracle's event is not scored, as ``SKIP_REASONS`` says it, or None
+    when it is (``hops``: the candidates' radius, for the message)."""
+    if oracle is None or oracle.probe is None:
+        return SKIP_REASONS["soft_removal"]
+    status = Explainer.status(oracle)
+    return {ExplanationStatus.ZERO_LOGIT: SKIP_REASONS["zero_logit"],
+            ExplanationStatus.NO_CANDIDATES: SKIP_REASONS["no_candidate"].format(k=hops),
+            ExplanationStatus.NO_REMOVABLE: "no removable candidate event"}.get(status)
 
 
 def skipped_summary(what: str, drawn: int, skipped: dict[int, str]) -> str:
@@ -207,9 +223,16 @@ def skipped_summary(what: str, drawn: int, skipped: dict[int, str]) -> str:
             f"({'; '.join(parts)})")
 
 
+def skipped_records(skipped: dict[int, str]) -> list[dict[str, Any]]:
+    """A card's record of drawn events left out (``skipped_events``,
+    ``skipped_validation_events``): ``[{"event_id": ..., "reason": ...}]`` by id."""
+    return [{"event_id": int(e), "reason": r} for e, r in sorted(skipped.items())]
+
+
 def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: int,
                    features: dict[int, torch.Tensor] | None = None,
-                   kind: str = "probe") -> TrainingEvent | None:
+                   kind: str = "probe",
+                   skipped: dict[int, str] | None = None) -> TrainingEvent | None:
     """One training event, without the oracle's replay plans (training evaluates no removal
     set, so recording the history for them is wasted work).
 
@@ -226,11 +249,13 @@ def training_event(engine: ReplayEngine, event_id: int, k: int | None, m_max: in
         m_max: Most candidates.
         features: Features of events seen before, by id (read, and filled for this one).
         kind: The MLP's input (``features_of``).
+        skipped: Where an event that cannot be explained is noted with the reason
+            (``explained_probe``).
 
     Returns:
         The event, or None when it cannot be explained (no candidate, zero logit).
     """
-    explained = explained_probe(engine, event_id, k, m_max)
+    explained = explained_probe(engine, event_id, k, m_max, skipped)
     if explained is None:
         return None
     probe, p0 = explained
@@ -497,12 +522,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     history: list[dict[str, float]] = []
     seconds, first = 0.0, 0
     best: dict[str, Any] = {"epoch": -1, "aufsc_keep": float("-inf"), "mlp": mlp.state_dict()}
+    # drawn events left out (no candidate, zero logit), by id with the reason: said each epoch
+    skipped: dict[int, str] = {}
+    val_skipped: dict[int, str] = {}
     if state is not None:
         mlp.load_state_dict(state["mlp"])
         optimizer.load_state_dict(state["optimizer"])
         history, seconds, first = list(state["history"]), float(state["seconds"]), int(
             state["epoch"])
         best = dict(state["best"])
+        skipped = {int(e): str(r) for e, r in dict(state.get("skipped", {})).items()}
         print(f"resuming {state_file} after epoch {first}")
     tracker: Tracker = instantiate(cfg.logger)
     config = options | {"model": OmegaConf.to_container(cfg.model, resolve=True),
@@ -513,15 +542,26 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             start = time.perf_counter()
             events = training_events(stream, split, cfg.train_range, n_train, seed, epoch)
             features.clear()
-            loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch, features)
-            val, scored = _validate(cfg, engine, mlp, val_events, epoch)
+            left_out: dict[int, str] = {}
+            loss_sum, used = _epoch(cfg, engine, mlp, optimizer, events, epoch, features,
+                                    left_out)
+            if left_out:
+                print(skipped_summary(f"epoch {epoch + 1}: training events", len(events),
+                                      left_out), flush=True)
+            skipped |= left_out
+            said = bool(val_skipped)  # the validation events are the same every epoch
+            val, scored = _validate(cfg, engine, mlp, val_events, epoch, val_skipped)
+            if val_skipped and not said:
+                print(skipped_summary("validation events", len(val_events), val_skipped),
+                      flush=True)
             took = time.perf_counter() - start
             seconds += took
             if val > best["aufsc_keep"]:  # NaN never wins
                 best = {"epoch": epoch, "aufsc_keep": val,
                         "mlp": {k: v.clone() for k, v in mlp.state_dict().items()}}
             history.append({"epoch": epoch, "loss": loss_sum / max(used, 1), "events": used,
-                            "val_aufsc_keep": val, "val_events": scored, "seconds": took})
+                            "skipped": len(left_out), "val_aufsc_keep": val,
+                            "val_events": scored, "seconds": took})
             tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"],
                                              "val/aufsc_keep": val})
             print(f"epoch {epoch + 1}: loss {history[-1]['loss']:.4f}, validation AUFSC (kept) "
@@ -531,7 +571,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
                             "epoch": epoch + 1, "history": history, "seconds": seconds,
                             "options": json.dumps(options), "format": FORMAT,
-                            "best": best,
+                            "best": best, "skipped": skipped,
                             "weights_sha256": setup.fingerprint.weights_sha256}, f)
         if int(best["epoch"]) >= 0:
             mlp.load_state_dict(best["mlp"])
@@ -541,6 +581,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                        val_aufsc_keep=(float(best["aufsc_keep"]) if int(best["epoch"]) >= 0
                                        else None),
                        validation_event_ids=[int(e) for e in val_events],
+                       skipped_events=skipped_records(skipped),
+                       skipped_validation_events=skipped_records(val_skipped),
                        reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
                        training_seconds=seconds, history=history, options=options,
                        torch_threads=torch.get_num_threads(), versions=library_versions())
@@ -563,13 +605,24 @@ def validation_events(split: Split, n: int, seed: int) -> npt.NDArray[np.int64]:
 
 
 def _validate(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
-              events: npt.NDArray[np.int64], epoch: int) -> tuple[float, int]:
+              events: npt.NDArray[np.int64], epoch: int,
+              skipped: dict[int, str]) -> tuple[float, int]:
     """``validation_aufsc`` on exact oracles of ``events`` (stream order) with a progress
-    bar."""
-    oracles = (engine.oracle(int(e), cfg.k, int(cfg.m_max), "exact") for e in events.tolist())
+    bar; the events it cannot score go to ``skipped`` with the reason
+    (``oracle_skip_reason``)."""
+    hops = int(getattr(engine.model, "num_layers", 1)) if cfg.k is None else int(cfg.k)
+
+    def oracles() -> Iterator[Oracle]:
+        for e in events.tolist():
+            oracle = engine.oracle(int(e), cfg.k, int(cfg.m_max), "exact")
+            reason = oracle_skip_reason(oracle, hops)
+            if reason is not None:
+                skipped[int(e)] = reason
+            yield oracle
+
     with tqdm(total=len(events), desc=f"validation {epoch + 1}/{int(cfg.epochs)}",
               unit="event", disable=not cfg.progress, dynamic_ncols=True) as bar:
-        return validation_aufsc(mlp, oracles, str(cfg.features), bar)
+        return validation_aufsc(mlp, oracles(), str(cfg.features), bar)
 
 
 def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
@@ -608,10 +661,11 @@ def train_epoch(mlp: EdgeScorer, optimizer: torch.optim.Optimizer,
 
 def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
            optimizer: torch.optim.Optimizer, events: npt.NDArray[np.int64], epoch: int,
-           features: dict[int, torch.Tensor]) -> tuple[float, int]:
-    """One pass over ``events`` (in stream order) with a progress bar."""
+           features: dict[int, torch.Tensor], skipped: dict[int, str]) -> tuple[float, int]:
+    """One pass over ``events`` (in stream order) with a progress bar; the events that
+    cannot be explained go to ``skipped`` with the reason."""
     oracles = (training_event(engine, int(e), cfg.k, int(cfg.m_max), features,
-                              str(cfg.features)) for e in events.tolist())
+                              str(cfg.features), skipped) for e in events.tolist())
     with tqdm(total=len(events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}", unit="event",
               disable=not cfg.progress, dynamic_ncols=True) as bar:
         return train_epoch(mlp, optimizer, oracles, int(cfg.batch_size), bar)
@@ -620,5 +674,6 @@ def _epoch(cfg: DictConfig, engine: ReplayEngine, mlp: EdgeScorer,
 __all__ = ["REFERENCE_BUDGET", "TrainingEvent", "check_options", "event_loss", "learning_rate",
            "run", "training_options",
            "train_epoch", "training_event", "training_events", "validation_aufsc",
-           "SKIP_REASONS", "probe_or_reason", "skipped_summary",
+           "SKIP_REASONS", "oracle_skip_reason", "probe_or_reason", "skipped_records",
+           "skipped_summary",
            "validation_events"]

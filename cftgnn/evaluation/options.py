@@ -143,12 +143,29 @@ def check_candidate_options(cfg: Any) -> None:
     integer(cfg, "k", minimum=1, optional=True)
 
 
+def shard_of(cfg: Any) -> tuple[int, int]:
+    """``(shard, num_shards)``: integers with ``0 <= shard < num_shards`` (the one rule of
+    both, used by ``check_explain_options`` before a run, or every job of a ``-m`` sweep,
+    starts and by the pipeline that splits the events).
+
+    Raises:
+        ConfigError: Naming the option that is not an integer in range.
+    """
+    shard = integer(cfg, "shard", minimum=0)
+    num = integer(cfg, "num_shards", minimum=1)
+    assert shard is not None and num is not None  # neither is optional
+    if shard >= num:
+        raise ConfigError(f"shard must be in [0, num_shards), got shard={shard} "
+                          f"num_shards={num}")
+    return shard, num
+
+
 def check_explain_options(cfg: Any) -> None:
     """Refuse any top-level option of ``conf/explain.yaml`` of the wrong type or range.
 
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
     ``num_workers``, ``certify``) must be integers (``1.5`` and ``abc`` are refused, never
-    truncated);
+    truncated), ``shard`` one of ``num_shards`` (``shard_of``);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
@@ -168,8 +185,7 @@ def check_explain_options(cfg: Any) -> None:
     integer(cfg, "n_events", minimum=0)
     integer_list(cfg, "events", optional=True)
     integer(cfg, "seed")
-    integer(cfg, "shard", minimum=0)
-    integer(cfg, "num_shards", minimum=1)
+    shard_of(cfg)
     integer(cfg, "num_threads", minimum=1)
     integer(cfg, "num_workers", minimum=1)
     check_candidate_options(cfg)
@@ -283,4 +299,5 @@ def check_tempme_options(cfg: Any) -> None:
 __all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS", "CurveSet",
            "PredictionGroup", "check_served", "curves_choice", "protocol_option",
            "protocols_choice", "run_protocols", "check_candidate_options", "check_explain_options",
-           "check_tempme_options", "check_train_explainer_options", "trained_explainer"]
+           "check_tempme_options", "check_train_explainer_options", "shard_of",
+           "trained_explainer"]

@@ -2,7 +2,7 @@
 
 One module although over 500 lines: it is the one place that reads ``explain.py``'s Hydra
 config and turns it into a run, and its steps share that config's layout through private
-helpers (``_container``, ``_check_shard``, ``_search_mode``, ``_explain``); the parts that
+helpers (``_container``, ``_search_mode``, ``_explain``); the parts that
 stand alone already live in records, sampling, summaries, options and robustness.
 
 One run = one dataset, one model, one explainer with one selection strategy. It
@@ -66,6 +66,7 @@ from cftgnn.evaluation.options import (
     curves_choice,
     protocol_option,
     run_protocols,
+    shard_of,
 )
 from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
@@ -278,14 +279,6 @@ def tracking_group(cfg: DictConfig) -> str | None:
     return None
 
 
-def _check_shard(cfg: DictConfig) -> tuple[int, int]:
-    shard, num = int(cfg.shard), int(cfg.num_shards)
-    if num < 1 or not 0 <= shard < num:
-        raise ConfigError(f"shard must be in [0, num_shards), got shard={shard} "
-                         f"num_shards={num}")
-    return shard, num
-
-
 def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     """Explain the sampled events of one configuration; returns the summary table.
 
@@ -300,7 +293,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     """
     check_explain_options(cfg)  # types, ranges and enum values, before anything loads
     check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
-    shard, num_shards = _check_shard(cfg)
+    shard, num_shards = shard_of(cfg)
     device = resolve_device(cfg.device)  # before loading anything
     num_workers = int(cfg.get("num_workers", 1))
     check_workers(num_workers, str(device), int(cfg.num_threads))

@@ -18,7 +18,8 @@ the resumable state and its checks) and
    ``tempme_loss``, averaged over ``batch_size`` events per Adam step (events in stream order);
 4. after each epoch evaluates the validation loss (deterministic weights, fixed walks, eval
    mode) and keeps the encoder of the best epoch (**validation-selected**), then saves the
-   state (atomically) to ``state.pt``: rerunning the same command resumes there;
+   state (atomically) to ``state.pt``: rerunning the same command resumes there, to the
+   weights of an uninterrupted run (each epoch's draws, dropout's too, seeded by the epoch);
 5. writes ``tempme_<model>_<dataset>.pt`` (the best epoch's encoder) and its ``.json`` card
    (training and validation events, epochs, the best epoch, seconds, loss history, the stream
    checksum and the model checkpoint's SHA-256) into the run directory, or ``out_dir``.
@@ -41,7 +42,9 @@ from tqdm.auto import tqdm
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation.explainer_training import (
+    explained_probe,
     probe_or_reason,
+    skipped_records,
     skipped_summary,
     training_events,
     training_options,
@@ -138,19 +141,18 @@ def event_loss(encoder: MotifEncoder, event: TempMEEvent, stream: EventStream,
 def tempme_events(engine: ReplayEngine, ids: npt.NDArray[np.int64], cfg: DictConfig,
                   walk: dict[str, int], desc: str) -> tuple[list[TempMEEvent], dict[int, str]]:
     """The drawn events ``ids`` that can be explained (``tempme_event``), and the others by
-    id with the reason (``probe_or_reason``: e.g. an event between two nodes new to the
+    id with the reason (``explained_probe``: e.g. an event between two nodes new to the
     stream has no candidate event); a line on stdout says how many were left out and why.
 
     Returns:
         ``(events, skipped)``.
     """
-    out, skipped = [], {}
+    out: list[TempMEEvent] = []
+    skipped: dict[int, str] = {}
     for e in tqdm(ids.tolist(), desc=desc, unit="event", disable=not cfg.progress,
                   dynamic_ncols=True):
-        found = probe_or_reason(engine, int(e), cfg.k, int(cfg.m_max))
-        if isinstance(found, str):
-            skipped[int(e)] = found
-        else:
+        found = explained_probe(engine, int(e), cfg.k, int(cfg.m_max), skipped)
+        if found is not None:
             out.append(_with_walks(engine, *found, int(e), walk, int(cfg.seed)))
     if skipped:
         print(skipped_summary(desc, len(ids), skipped))
@@ -194,11 +196,6 @@ def train_epoch(encoder: MotifEncoder, optimizer: torch.optim.Optimizer,
         optimizer.zero_grad()
     encoder.eval()
     return total / max(len(events), 1)
-
-
-def _skipped(skipped: dict[int, str]) -> list[dict[str, Any]]:
-    """The card's record of drawn events left out: ``[{"event_id": ..., "reason": ...}]``."""
-    return [{"event_id": e, "reason": r} for e, r in sorted(skipped.items())]
 
 
 #: TempME's reference learning rate (Adam; its public code's default), used where ``lr`` is null.
@@ -278,6 +275,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with tracking(tracker, config, name=f"tempme-{stream.name}-{kind}", dir=str(out)):
         for epoch in range(first, int(cfg.epochs)):
             generator.manual_seed(int(cfg.seed) * 1000 + epoch)
+            # dropout draws from torch's global generator: seeded per epoch too, so that a
+            # resumed run trains on as an uninterrupted one does (issue 43)
+            torch.manual_seed(int(cfg.seed) * 1000 + epoch)
             tick = time.perf_counter()
             with tqdm(total=len(train_events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}",
                       unit="event", disable=not cfg.progress, dynamic_ncols=True) as bar:
@@ -306,8 +306,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            validation_events=len(val_events),
                            event_ids=[int(e) for e in train_ids],
                            validation_event_ids=[int(e) for e in val_ids],
-                           skipped_events=_skipped(train_skipped),
-                           skipped_validation_events=_skipped(val_skipped),
+                           skipped_events=skipped_records(train_skipped),
+                           skipped_validation_events=skipped_records(val_skipped),
                            epochs=int(cfg.epochs), best_epoch=int(best["epoch"]),
                            best_val_loss=float(best["val_loss"]), training_seconds=seconds,
                            history=history, options=options, prior=prior.tolist(),

@@ -59,6 +59,24 @@ def auto_checkpoint(checkpoint_dir: str | os.PathLike[str], model_cfg: Any, data
     return path
 
 
+#: The folder of the ``dataset=`` options.
+DATASET_CONF = MODEL_CONF.parent / "dataset"
+
+
+def planted_presets_hint(stream_name: str) -> str:
+    """For a planted stream (``dataset=planted``, named ``planted_<kind>``): the hint naming
+    the ``dataset=`` presets of the committed planted checkpoints (``conf/dataset/planted_*``:
+    ``planted_rule``, ``planted_hawkes``), whose stream options those checkpoints were
+    trained with; empty for another stream."""
+    presets = sorted(p.stem for p in DATASET_CONF.glob("planted_*.yaml"))
+    if not stream_name.startswith("planted_") or not presets:
+        return ""
+    return ("; the committed planted checkpoints were trained on the streams of "
+            + " and ".join(f"dataset={p}" for p in presets)
+            + " (conf/dataset/): use one, without dataset.* overrides, or checkpoint=null "
+            "for fresh weights")
+
+
 def _defaults(model_cfg: Any) -> dict[str, Any]:
     """The options of the ``model=`` file that builds ``model_cfg``'s class (what a run has
     when the user overrides nothing); empty when no file does."""
@@ -154,7 +172,9 @@ def resolve_model(
         ConfigError: If the device is unknown or unavailable, a named checkpoint path does
             not exist, or ``require`` and the checkpoint is absent.
         CheckpointMismatchError: If the checkpoint holds another kind of model than
-            ``model_cfg`` (``check_kind``) or belongs to another dataset.
+            ``model_cfg`` (``check_kind``) or belongs to another dataset (``checkpoint=auto``
+            on a planted stream of other options than the committed checkpoints': with
+            ``planted_presets_hint``).
     """
     dev = resolve_device(device)
     path = None
@@ -163,9 +183,15 @@ def resolve_model(
     elif checkpoint:
         path = Path(checkpoint)
     if path is not None and path.is_file():
-        loaded = load_checkpoint(path, stream, device=dev, attach=False,
-                                 expect_target=str(model_cfg["_target_"]),
-                                 check_checksum=True)
+        try:
+            loaded = load_checkpoint(path, stream, device=dev, attach=False,
+                                     expect_target=str(model_cfg["_target_"]),
+                                     check_checksum=True)
+        except CheckpointMismatchError as exc:
+            hint = planted_presets_hint(stream.name) if checkpoint == "auto" else ""
+            if not hint or "was trained on" not in str(exc):
+                raise
+            raise CheckpointMismatchError(f"{exc}{hint}") from None
         check_overrides(model_cfg, getattr(loaded, "hparams", {}), path)
         check_kind(model_cfg, loaded, path)
         return loaded, str(path)

@@ -419,3 +419,25 @@ def test_train_explainer_refuses_bad_options_and_another_runs_directory(trained)
              "lr=0.5"]
     with pytest.raises(ConfigError, match="other options"):
         explainer_training.run(_compose("train_explainer", *other))
+
+
+def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys) -> None:
+    """Events drawn where the stream starts (nodes new to it: no candidate event) are left
+    out, said in one line per epoch with the reason, and listed in the card
+    (``skipped_events``, as TempME's), instead of training on fewer events silently."""
+    common = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
+              "batch_size=4", "m_max=8", "n_val_events=4", "train_range=[0,0.1]",
+              f"+run_dir={tmp_path / 'run'}"]
+    card = explainer_training.run(_compose("train_explainer", *common, "epochs=1"))
+    skipped = {s["event_id"]: s["reason"] for s in card["skipped_events"]}
+    assert skipped and all("no candidate event" in r for r in skipped.values())
+    assert card["history"][0]["skipped"] == len(skipped)
+    assert card["training_events"] + len(skipped) == 12  # every drawn event said
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "left out" in ln]
+    assert lines[0].startswith(f"epoch 1: training events: {12 - len(skipped)} of 12 drawn "
+                               f"used; {len(skipped)} left out (event")
+    assert str(min(skipped)) in lines[0]
+    resumed = explainer_training.run(_compose("train_explainer", *common, "epochs=2"))
+    again = {s["event_id"] for s in resumed["skipped_events"]}
+    assert set(skipped) <= again  # the first epoch's, kept in state.pt across the resume
+    assert resumed["training_events"] + sum(h["skipped"] for h in resumed["history"]) == 24

@@ -49,11 +49,26 @@ CASES = [
      "explainer.width=-1)"),
     ("explain.py", ["-m", "strategy=random", "strategy.seed=range(1,-2,-2)"],
      "error: seed must be an integer >= 0, got -1 (job #1 of the sweep's 2: strategy.seed=-1)"),
+    # the first job's error names the job too (its config is the command line's own)
     ("explain.py", ["-m", "explainer=greedy,beam", "explainer.width=3"],
-     "error: unknown option 'explainer.width'"),
+     "error: unknown option 'explainer.width' (job #0 of the sweep's 2: explainer=greedy)"),
+    ("explain.py", ["-m", "sweep=strategies", "explainer=greedy,beam", "explainer.width=3"],
+     "error: unknown option 'explainer.width' (job #0 of the sweep's 8: strategy=random "
+     "explainer=greedy)"),
+    ("explain.py", ["-m", "n_events=abc,2"],
+     "error: n_events must be an integer >= 0, got 'abc' (job #0 of the sweep's 2: "
+     "n_events=abc)"),
+    ("explain.py", ["-m", "sweep=baselines", "shard=5", "num_shards=2", "n_events=2"],
+     "error: shard must be in [0, num_shards), got shard=5 num_shards=2 (job #0 of the "
+     "sweep's 40: dataset=uci model=tgn baseline=random)"),
     ("explain.py", ["-m", "sweep=it_max", "explainer=greedy"],
      "error: unknown option 'explainer.it_max' (job #0 of the sweep's 8: strategy=closest "
      "explainer.it_max=30)"),
+    ("explain.py", ["shard=2", "num_shards=2"],
+     "error: shard must be in [0, num_shards), got shard=2 num_shards=2"),
+    ("explain.py", ["-m", "sweep=baselines", "shard=0,7", "num_shards=2", "n_events=2"],
+     "error: shard must be in [0, num_shards), got shard=7 num_shards=2 (job #1 of the "
+     "sweep's 80: dataset=uci model=tgn baseline=random shard=7)"),
     ("explain.py", ["-m", "n_events=interval(1,2)"],
      "error: BasicSweeper does not support sweep type : INTERVAL_SWEEP"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),

@@ -120,3 +120,20 @@ def test_explain_refuses_tgn_weights_as_tgat_on_uci(real_data_dir, tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [KIND_MISMATCH]
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_auto_on_a_planted_stream_of_other_options_suggests_the_presets():
+    from cftgnn.data import make_planted_stream
+
+    stream = make_planted_stream(kind="rule", num_events=300, seed=0)  # feat_dim 0, not 3
+    with pytest.raises(CheckpointMismatchError) as refused:
+        resolve_model(TGN_CFG, stream, "auto", ROOT / "checkpoints")
+    message = str(refused.value)
+    assert "\n" not in message and "feat_dim: checkpoint 3 vs stream 0" in message
+    assert message.endswith("; the committed planted checkpoints were trained on the streams "
+                            "of dataset=planted_hawkes and dataset=planted_rule (conf/dataset/): "
+                            "use one, without dataset.* overrides, or checkpoint=null for "
+                            "fresh weights")
+    named = str(ROOT / "checkpoints" / "tgn_planted_rule.pt")  # a path the user named: no hint
+    with pytest.raises(CheckpointMismatchError, match="vs stream 0$"):
+        resolve_model(TGN_CFG, stream, named, ROOT / "checkpoints")

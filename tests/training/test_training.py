@@ -113,6 +113,22 @@ def test_train_py_writes_into_its_own_run_directory(tmp_path: Path) -> None:
     assert committed_files() == before
 
 
+def test_train_py_out_dir_gets_the_checkpoint_and_card_only(tmp_path: Path) -> None:
+    """``out_dir`` (``checkpoints/`` when a committed checkpoint is retrained) receives the
+    checkpoint and its card, nothing of Hydra's: ``.hydra/`` and ``train.log`` stay in the
+    run directory under ``outputs/train/``, unlike ``explain.py``, whose ``out_dir`` is its
+    run directory."""
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), *TINY_TGN, "dataset=synthetic",
+         "dataset.num_events=300", "dataset.num_nodes=30", f"out_dir={out}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["tgn_synthetic.json", "tgn_synthetic.pt"]
+    (hydra,) = (tmp_path / "outputs" / "train").rglob(".hydra")
+    assert (hydra.parent / "train.log").is_file()
+
+
 def test_the_default_run_directory_is_under_outputs_train() -> None:
     from hydra.core.hydra_config import HydraConfig
 
