@@ -442,7 +442,7 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2 to 7 into rows written without them.
+    """Fill the columns added by schema versions 2 to 8 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
@@ -452,7 +452,8 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     their groups followed the screening logit (``group_logit`` ``screen``); the seconds of
     their checks after the search were not measured (``keep_time_s``, ``curve_time_s`` NaN);
     their curves, when they have some, are the ``common`` protocol's (``curve_protocols``),
-    and no other protocol's curve was computed (empty, ``tempme_neg_logit`` NaN).
+    and no other protocol's curve was computed (empty, ``tempme_neg_logit`` NaN); how far an
+    enumeration cut short got was not recorded (``next_size_share`` NaN: unknown).
     """
     if df.empty:
         return df
@@ -509,6 +510,10 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
         df.loc[rows, "curve_protocols"] = pd.Series(
             [["common"] if len(fid) else [] for fid in df.loc[rows, "fid_curve_logits"]],
             index=rows, dtype=object)
+    # schema 8: how far a cut-short enumeration got; unknown in older rows (NaN)
+    for name in (c.name for c in RESULT_COLUMNS if c.since == 8):
+        if name not in df.columns:
+            df[name] = np.nan
     return df
 
 

@@ -58,6 +58,7 @@ MEANINGS: dict[str, str] = {
     "median_size": "median size of the counterfactuals found ↓",
     "mean_sparsity": "their mean size / candidates ↓",
     "certified": "share certified cardinality-minimal ↑",
+    "next_size_share_p50": "cut-short certifications: median share of last size",
     "n_counterfactuals": "counterfactuals per event (events with one)",
     "cf_ge3": "share of those events with ≥ 3 counterfactuals",
     "diversity": "mean Jaccard distance of an event's counterfactuals ↑",
@@ -188,6 +189,12 @@ def has_causes(records: pd.DataFrame) -> bool:
     return "cause_total" in records.columns and bool(records["cause_total"].notna().any())
 
 
+def _median_defined(values: FloatArray) -> float:
+    """Median of the values that are not NaN; NaN when there are none (no warning)."""
+    defined = values[~np.isnan(values)]
+    return float(np.median(defined)) if len(defined) else _NAN
+
+
 def _share(ok: pd.DataFrame, name: str) -> float:
     """Mean of a column over the rows where it is defined (a boolean column as 0/1 shares;
     NaN when it is defined nowhere)."""
@@ -239,6 +246,7 @@ def _summarize_group(g: pd.DataFrame, causes: bool = False) -> dict[str, float]:
         "median_size": sizes["median"],
         "mean_sparsity": mean_or_nan(sp[flips]),
         "certified": mean_or_nan(_column(ok, "certified_minimal")),
+        "next_size_share_p50": _median_defined(_column(ok, "next_size_share")),
         **_several(ok),
         **_robustness(ok),
         "oracle_calls": mean_or_nan(_column(ok, "oracle_calls")),
@@ -282,6 +290,10 @@ def summarize(
     * ``mean_size``, ``median_size``, ``mean_sparsity``: over the counterfactuals found.
     * ``certified``: share of explained events whose answer is a counterfactual certified
       cardinality-minimal (docs/design.md §7; NaN for records without the column).
+    * ``next_size_share_p50``: median ``next_size_share`` over the explained events whose
+      exact enumeration (exhaustive search or ``certify``) was cut short: how far into the
+      first size it did not complete it got (docs/certified.md; NaN when none was cut short,
+      or for records older than schema 8).
     * ``n_counterfactuals`` (mean number handed back), ``cf_ge3`` (share with at least 3),
       ``diversity`` (mean ``jaccard_diversity``, over events with at least 2) and
       ``hypervolume`` (mean ``pareto_hypervolume``): over the explained events with at

@@ -55,6 +55,9 @@ class SearchOutcome:
         importance: The importance of each ranked event.
         coalitions: A search explainer's scored coalitions, ``(kept, reward)`` each (the
             result's ``coalitions``); None for the others.
+        enumeration_cut: The search was an exact enumeration by size
+            ([``search_by_size``][cftgnn.explain.search_by_size]) that its budget cut short
+            (the result's ``next_size_share`` then says how far it got).
 
     Whether the budget cut the search short is the [``BudgetMeter``][cftgnn.explain.BudgetMeter]'s
     to say.
@@ -68,6 +71,7 @@ class SearchOutcome:
     ranking: tuple[int, ...] = ()
     importance: tuple[float, ...] = ()
     coalitions: tuple[tuple[tuple[int, ...], float], ...] | None = None
+    enumeration_cut: bool = False
 
 
 class Explainer(ABC):
@@ -151,7 +155,7 @@ class Explainer(ABC):
                                 self.several, outcome.alternatives) if ok
                 else Processed(outcome.explanation, final, found, len(outcome.explanation)))
         return self._package(oracle, status, outcome, done, cut_short or done.cut_short,
-                             stats0, start)
+                             outcome.enumeration_cut or done.cut_short, stats0, start)
 
     @staticmethod
     def status(oracle: Oracle) -> ExplanationStatus:
@@ -173,11 +177,14 @@ class Explainer(ABC):
         return outcome, meter.cut_short
 
     def _package(self, oracle: Oracle, status: ExplanationStatus, outcome: SearchOutcome,
-                 done: Processed, cut_short: bool, stats0: Any,
+                 done: Processed, cut_short: bool, enumeration_cut: bool, stats0: Any,
                  start: float) -> ExplanationResult:
-        """The result with the oracle's counters and certificate since ``stats0``."""
+        """The result with the oracle's counters and certificate since ``stats0``; when an
+        exact enumeration (the exhaustive search or ``certify``) was cut short, the share of
+        the first size it did not complete that is evaluated (``next_size_share``)."""
         ok = status is ExplanationStatus.OK
         bound = oracle.certificate() if ok else 0
+        share = oracle.exact_share(bound) if ok and enumeration_cut else None
         ranking, importance = ((outcome.ranking, outcome.importance) if outcome.ranking or not ok
                                else self._answer_ranking(oracle, done.explanation))
         stats = oracle.stats - stats0
@@ -205,6 +212,7 @@ class Explainer(ABC):
             min_size_lower_bound=bound,
             certified_minimal=done.found and len(done.explanation) == bound,
             cut_short=cut_short,
+            next_size_share=share,
             num_removable=len(oracle.removable),
             size_before_prune=done.size_before_prune,
             prune=self.post.prune,

@@ -12,7 +12,8 @@ and the result says so (``certified_minimal``).
 Without a counterfactual it answers nothing (``is_counterfactual = False``, an empty
 explanation) and its ``min_size_lower_bound`` is ``max_size + 1``: no counterfactual of size
 ``≤ max_size`` exists. An optional call or time budget may cut the search short; the result then
-has ``cut_short = True`` and the bound covers only the sizes completed.
+has ``cut_short = True``, the bound covers only the sizes completed and ``next_size_share`` says
+how much of the next size was evaluated.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ExhaustiveExplainer(Explainer):
             explanation=result.explanation or (),
             iterations=result.sizes_done + int(result.cut_short),
             found=result.explanation is not None,
+            enumeration_cut=result.cut_short,
         )
 
 

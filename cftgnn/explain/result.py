@@ -41,7 +41,9 @@ from cftgnn.oracle.oracle import is_flip
 #: ``tgnnexplainer_curve_logits``, ``tempme_curve_logits`` and the negative pair's
 #: ``tempme_neg_dst``, ``tempme_neg_logit``, ``tempme_neg_curve_logits``; older records hold the
 #: common protocol's curves only).
-SCHEMA_VERSION = 7
+#: 8: how far an exact enumeration cut short got (``next_size_share``; NaN in older records:
+#: not recorded).
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("counterfactual_logits", 3), Column("counterfactual_consequences", 3),
     # version 4: the explainer's ranking of R (docs/design.md §8); none kept in older rows
     Column("ranking", 4, old=()), Column("importance", 4, old=()),
+    # version 8: how far a cut-short enumeration got; unknown (NaN) in older rows
+    Column("next_size_share", 8, old=None),
 )
 
 #: Values of the version-2 result columns for records written before them (no certificate
@@ -158,6 +162,13 @@ class ExplanationResult:
         cut_short: The explainer's call or time budget (or ``certify_max_time_s``) ended its
             search early (for the exhaustive explainer: its claim that nothing of size
             ``≤ max_size`` flips is void; ``L`` still holds).
+        next_size_share: When an exact enumeration by size (the exhaustive search, or
+            ``certify``) was cut short: the share, in ``[0, 1]``, of the removable sets of
+            size ``L`` (the first size not completed; sizes ``1..L-1`` are) whose exact logit
+            is known ([``Oracle.exact_share``][cftgnn.oracle.Oracle.exact_share]). None
+            otherwise: nothing was cut short, the cut search was not an enumeration (e.g. a
+            greedy search out of calls), or no removable set has ``L`` events
+            (docs/certified.md; NaN in records, and in records older than version 8).
         num_removable: ``|R|``, the candidates the constraints leave removable.
         size_before_prune: Size of the search's own answer, before pruning and ``certify``.
         prune: Whether the answer was pruned to 1-minimality.
@@ -208,6 +219,7 @@ class ExplanationResult:
     min_size_lower_bound: int = 0
     certified_minimal: bool = False
     cut_short: bool = False
+    next_size_share: float | None = None
     num_removable: int | None = None
     size_before_prune: int | None = None
     prune: bool = False
@@ -243,6 +255,12 @@ class ExplanationResult:
             raise ExplainerError("logits must be finite")
         if self.agreement is not None and not 0.0 <= self.agreement <= 1.0:
             raise ExplainerError(f"agreement must be in [0, 1], got {self.agreement}")
+        if self.next_size_share is not None:
+            if not 0.0 <= self.next_size_share <= 1.0:
+                raise ExplainerError("next_size_share must be in [0, 1], got "
+                                     f"{self.next_size_share}")
+            if not self.cut_short:
+                raise ExplainerError("next_size_share is only for a search cut short")
         if self.is_counterfactual and not is_flip(self.original_logit, self.final_logit):
             raise ExplainerError("is_counterfactual contradicts the logits")
         if self.certified_minimal and not (

@@ -428,6 +428,20 @@ class Oracle:
             size += 1
         return size
 
+    def exact_share(self, size: int) -> float | None:
+        """The share of the removable sets of ``size`` events whose exact logit is known.
+
+        With [``certificate``][cftgnn.oracle.Oracle.certificate] ``L``, ``exact_share(L)``
+        says how far an enumeration cut short got into the first size it did not complete
+        (the record's ``next_size_share``). It counts the same exact evaluations as the
+        certificate (whichever search made them, in this process or a worker's).
+
+        Returns:
+            A share in ``[0, 1]``; None when no removable set has ``size`` events
+            (``size < 1`` or ``size > |R|``).
+        """
+        total = math.comb(len(self.removable), size) if size >= 1 else 0
+        return self._exact_sizes[size] / total if total else None
 
     def cached_search(self, removed: Iterable[int]) -> float | None:
         """The stored search-mode logit of a set, or None (never calls a backend)."""

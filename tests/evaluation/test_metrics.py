@@ -418,3 +418,12 @@ def test_format_summary() -> None:
     assert "0.375" in lines[1] and "0.667" in lines[2]  # aufsc_plus, characterization
     assert len({len(line) for line in lines}) == 1  # fixed width
     assert "group" in format_summary(summarize(records().iloc[:0], by=["group"]))
+
+
+def test_the_summary_gives_the_median_share_of_the_size_cut_short() -> None:
+    # explained rows only; NaN (not cut short) left out: median of 0.2, 0.5, 0.9 = 0.5
+    df = records().assign(next_size_share=[0.2, NAN, 0.7, 0.9, 0.5])
+    assert close(summary_metrics(df)["next_size_share_p50"], 0.5)
+    assert np.isnan(summary_metrics(records())["next_size_share_p50"])  # no column: NaN
+    none_cut = records().assign(next_size_share=NAN)
+    assert np.isnan(summary_metrics(none_cut)["next_size_share_p50"])

@@ -162,3 +162,28 @@ def test_records_older_than_version_6_read_back_with_unmeasured_check_times(
     df = read_records(tmp_path)
     assert np.isnan(df["keep_time_s"].iloc[0]) and np.isnan(df["curve_time_s"].iloc[0])
     assert (df["keep_time_s"].iloc[1], df["curve_time_s"].iloc[1]) == (0.25, 1.5)
+
+
+def test_records_older_than_version_8_read_back_with_an_unknown_next_size_share(
+        tmp_path: Path) -> None:
+    """A version-7 file (no ``next_size_share``) next to a version-8 record of an exhaustive
+    search cut mid-size: the old row reads NaN (not recorded: unknown), the new one keeps its
+    share, and both read back into results."""
+    oracle = Oracle(make_candidates(IDS), 1.0, exact=AdditiveBackend(1.0, dict.fromkeys(IDS,
+                                                                                      0.1)))
+    cut = ExhaustiveExplainer(max_size=3, max_oracle_calls=10).explain(oracle)
+    assert cut.cut_short and cut.next_size_share == pytest.approx(4 / 15)  # 6 singles, 4 pairs
+    old = {k: v for k, v in RESULTS[1].to_record().items() if k != "next_size_share"}
+    old["schema_version"] = 7
+    (tmp_path / "records").mkdir()
+    for n, row in enumerate((old, {**cut.to_record(), "event_id": 999})):
+        pd.DataFrame([row]).to_parquet(tmp_path / "records" / f"{n:010d}.parquet")
+        if n == 0:  # a directory of old records only: the column is there, NaN
+            assert read_records(tmp_path)["next_size_share"].isna().all()
+    df = read_records(tmp_path).set_index("event_id", drop=False)
+    assert np.isnan(df.loc[RESULTS[1].event_id, "next_size_share"])
+    assert df.loc[999, "next_size_share"] == pytest.approx(4 / 15)
+    assert ExplanationResult.from_record(df.loc[RESULTS[1].event_id].to_dict()
+                                         ).next_size_share is None
+    assert ExplanationResult.from_record(df.loc[999].to_dict()).next_size_share == \
+        pytest.approx(4 / 15)

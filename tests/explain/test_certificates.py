@@ -7,6 +7,7 @@ set has an unrelated logit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -117,6 +118,67 @@ def test_exhaustive_budget_cuts_short_and_voids_the_claim() -> None:
     assert backend.calls <= 20 + 1  # + the final exact check of the (empty) answer (cached)
     timed = ExhaustiveExplainer(max_size=3, max_time_s=0.0).explain(_oracle(backend, ids))
     assert timed.cut_short and timed.min_size_lower_bound == 1
+
+
+def test_an_exhaustive_search_cut_mid_size_records_the_share_of_that_size() -> None:
+    backend = HashedBackend(5.0, spread=0.1, seed=1)  # nothing flips
+    ids = list(range(8))
+    cut = ExhaustiveExplainer(max_size=3, max_oracle_calls=20).explain(_oracle(backend, ids))
+    # 20 calls: the 8 singles, then 12 of the 28 pairs (in time order) before the cap
+    assert cut.cut_short and cut.min_size_lower_bound == 2
+    assert cut.next_size_share == pytest.approx(12 / 28)
+    # a cap hit exactly at the end of a size: that size is complete, none of the next done
+    edge = ExhaustiveExplainer(max_size=3, max_oracle_calls=8).explain(_oracle(backend, ids))
+    assert edge.cut_short and edge.min_size_lower_bound == 2 and edge.next_size_share == 0.0
+    # completed: nothing to say (also when it finds nothing up to max_size)
+    done = ExhaustiveExplainer(max_size=2).explain(_oracle(backend, ids))
+    assert not done.cut_short and done.min_size_lower_bound == 3
+    assert done.next_size_share is None
+    # a search cut short that is no enumeration: no share either
+    greedy = GreedyExplainer(max_oracle_calls=3).explain(_oracle(backend, ids))
+    assert greedy.cut_short and greedy.next_size_share is None
+
+
+def test_a_certification_cut_by_its_time_cap_records_the_share_of_its_last_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock that moves one second per set the backend evaluates makes the time cap
+    deterministic: the search (every single) costs 12 s, certify gets 30 s more; its singles are
+    cached (free), its first timed chunk takes 64 of the 66 pairs (76 s > 42 s): cut."""
+    import types
+
+    from cftgnn.explain import exact_search, post
+
+    clock = [0.0]
+
+    class Clocked(HashedBackend):
+        def logit(self, removed: frozenset[int]) -> float:
+            clock[0] += 1.0
+            return super().logit(removed)
+
+    fake = types.SimpleNamespace(perf_counter=lambda: clock[0])
+    monkeypatch.setattr(exact_search, "time", fake)
+    monkeypatch.setattr(post, "time", fake)
+    ids = list(range(12))
+    explainer = ExhaustiveExplainer(max_size=1, post=PostProcessing(certify=2,
+                                                                     certify_max_time_s=30.0))
+    result = explainer.explain(_oracle(Clocked(5.0, spread=0.1, seed=3), ids))
+    assert result.cut_short and result.min_size_lower_bound == 2
+    assert result.next_size_share == pytest.approx(64 / 66)
+    clock[0] = 0.0
+    enough = ExhaustiveExplainer(max_size=1, post=PostProcessing(
+        certify=2, certify_max_time_s=1000.0)).explain(_oracle(Clocked(5.0, 0.1, 3), ids))
+    assert not enough.cut_short and enough.min_size_lower_bound == 3
+    assert enough.next_size_share is None
+
+
+def test_a_share_is_only_for_a_search_cut_short() -> None:
+    result = ExhaustiveExplainer(max_size=1).explain(
+        _oracle(HashedBackend(5.0, spread=0.1), [1, 2]))
+    with pytest.raises(ExplainerError, match="only for a search cut short"):
+        dataclasses.replace(result, next_size_share=0.5)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ExplainerError, match=r"in \[0, 1\]"):
+            dataclasses.replace(result, cut_short=True, next_size_share=bad)
 
 
 @pytest.mark.parametrize("kwargs", [{"max_size": 0}, {"max_size": -1}, {"max_size": 1.5},

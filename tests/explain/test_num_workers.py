@@ -109,6 +109,18 @@ def test_a_call_budget_cuts_at_the_same_set() -> None:
     _same(one, many, 3)
 
 
+def test_an_exhaustive_search_cut_short_records_the_share_one_process_records() -> None:
+    """The same chunks are evaluated, and the parent enters every worker's logits into its
+    oracle, so the share of the size cut short is one process's."""
+    backend = HashedBackend(5.0, spread=1.0, seed=3)  # nothing flips: the budget decides
+    results = {n: ExhaustiveExplainer(max_size=3, max_oracle_calls=100, chunk_size=10)
+               .explain(_toy(backend, num_workers=n)) for n in (1, 2)}
+    for result in results.values():  # 13 singles + 78 pairs, then 9 of the 286 triples
+        assert result.cut_short and result.min_size_lower_bound == 3
+        assert result.next_size_share == 9 / 286
+    assert results[1].next_size_share == results[2].next_size_share
+
+
 def test_the_oracle_default_is_used_and_bad_counts_are_refused() -> None:
     backend = HashedBackend(1.0, spread=1.6, seed=0)
     assert search_by_size(_toy(backend, num_workers=2), IDS, 2, chunk_size=16) == \
