@@ -378,6 +378,53 @@ def test_recording_within_a_byte_limit_reads_dropped_rows_again(monkeypatch, spi
         gc.enable()
 
 
+def test_a_recording_of_one_segment_that_does_not_fit_is_not_also_held(monkeypatch):
+    # a toy recording is one segment (8 MiB at least); under a smaller byte limit it is
+    # written to the plan's file, and the records read it from there: none of them keeps the
+    # rows in memory too, and the logits are those of the recording held whole
+    from cftgnn.replay.batched import batched_logits
+    from cftgnn.replay.masks import RemovalSets
+    from cftgnn.replay.tgn import record
+    from cftgnn.replay.tgn.cone import cone_replay
+    from cftgnn.replay.tgn.record import SegmentRows, record_trajectory
+
+    def no_replay(self, j):  # type: ignore[no-untyped-def]
+        raise AssertionError("a spilled segment was computed again")
+
+    monkeypatch.setattr(record._Replayed, "__call__", no_replay)
+    sparse = make_synthetic_stream(300, 2000, seed=3, feat_dim=2, p_tie=0.2)
+    model = _attached(make_model("tgn", sparse), sparse)
+    end = 1990
+    rng = np.random.default_rng(2)
+    removable = np.sort(rng.choice(np.arange(100, end - 20), 12, replace=False))
+    sets = RemovalSets.from_sets([frozenset(rng.choice(removable, size, replace=False).tolist())
+                                  for size in (1, 2, 3, 12)])
+    logits = {}
+    with eval_mode(model):
+        model.advance(0, 100)
+        base = model.snapshot()
+        for limit in (None, 1024):
+            traj = record_trajectory(model, base, end, removable=removable, max_bytes=limit)
+            tables = {}
+            for r in traj.batches:
+                for rows in (r.mem_pre, r.mem_post):
+                    if isinstance(rows, SegmentRows):
+                        if rows.segment.held is not None:
+                            tables[id(rows.segment.held)] = rows.segment.held
+                    else:
+                        tables[id(rows.table)] = rows.table
+            held = sum(t.nbytes for t in tables.values())
+            if limit is None:
+                assert len(tables) == 1 and held > 1024  # one table, held: 1 KiB is too small
+            else:
+                assert held == 0  # the one segment is in the file only
+                segments = {id(r.mem_post.segment) for r in traj.batches}
+                assert len(segments) == 1
+            logits[limit] = batched_logits(model, sets, traj.removed_mask, end,
+                                           cone_replay(model, traj, sets))
+    assert torch.equal(logits[1024], logits[None])  # the same values, bit for bit
+
+
 def test_announced_positions_are_dropped_last_the_one_needed_latest_first():
     store = SnapshotStore(budget=4 * 100, snapshot_size=100, num_events=1000, batch_size=10,
                           min_batches=1)
