@@ -426,7 +426,7 @@ def record_trajectory(model: TGN, base: State, end: int,
             for ptr in (ptr_pre, ptr_post):  # a row not kept points past the table's end
                 ptr[ptr < 0] = bounds[j][2]
             p_pre, p_post = (torch.as_tensor(ptr, device=dev) for ptr in (ptr_pre, ptr_post))
-            if len(bounds) == 1 and first_held == 0:  # one table, held (not spilled)
+            if len(bounds) == 1 and first_held == 0 and table is not None:  # held, not spilled
                 rec.mem_pre = cast(Tensor, SharedRows(table, p_pre))
                 rec.mem_post = cast(Tensor, SharedRows(table, p_post))
             else:
