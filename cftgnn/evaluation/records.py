@@ -105,6 +105,14 @@ def fingerprint_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
+def _older_schema(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a stored fingerprint's ``schema_version`` is an older integer than the new
+    one's (records of a newer version are never resumed by older code)."""
+    old_version, new_version = stored.get("schema_version"), new.get("schema_version")
+    return (isinstance(old_version, int) and isinstance(new_version, int)
+            and old_version < new_version)
+
+
 class RecordStore:
     """The records of one run directory.
 
@@ -138,6 +146,12 @@ class RecordStore:
                 raise RunDirectoryError(f"{path} is not valid JSON ({exc}); use another "
                                         "output directory") from exc
             diff = fingerprint_diff(stored, self.fingerprint)
+            if diff == ["schema_version"] and _older_schema(stored, self.fingerprint):
+                # records of an older schema read back upgraded (``upgrade_records``), each
+                # row keeping its own ``schema_version``: a run resumes across an upgrade
+                diff = []
+                atomic_write(path, json.dumps(self.fingerprint, indent=2,
+                                              sort_keys=True).encode())
             if diff and not self._has_records():  # nothing to protect: take the directory
                 atomic_write(path, json.dumps(self.fingerprint, indent=2,
                                               sort_keys=True).encode())

@@ -47,6 +47,21 @@ def test_another_configuration_is_refused_and_nothing_is_lost(tmp_path):
     assert json.loads((tmp_path / "run.json").read_text()) == FP
 
 
+def test_a_run_of_an_older_schema_resumes_and_a_newer_one_is_refused(tmp_path):
+    old = {**FP, "schema_version": 7}
+    RecordStore(tmp_path, old).write({**rec(5), "schema_version": 7})
+    new = {**FP, "schema_version": 8}
+    store = RecordStore(tmp_path, new)  # an upgrade of the code: the run goes on
+    assert store.done() == {5}
+    assert json.loads((tmp_path / "run.json").read_text()) == new
+    store.write({**rec(6), "schema_version": 8})
+    assert store.load().schema_version.tolist() == [7, 8]  # each row keeps its own
+    with pytest.raises(RunDirectoryError, match="differs in: schema_version"):
+        RecordStore(tmp_path, old)  # older code never writes into a newer run
+    with pytest.raises(RunDirectoryError, match=r"differs in: schema_version, seed"):
+        RecordStore(tmp_path, {**old, "seed": 1})  # with other settings: refused as before
+
+
 def test_records_without_fingerprint_or_broken_fingerprint(tmp_path):
     (tmp_path / "a" / "records").mkdir(parents=True)
     (tmp_path / "a" / "records" / "0000000001.parquet").write_bytes(b"x")
