@@ -244,7 +244,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     if stats is not None:
         read = (deps.columns >= 0) & (deps.need >= len(traj.batches))
         cols = deps.columns[read]
-        live = (rows.rowmap[:, cols] >= 0).any(axis=1) if len(cols) else np.zeros(
+        live = (rows.rowmap.T[cols] >= 0).any(axis=0) if len(cols) else np.zeros(
             sets.num_sets, dtype=bool)
         counts.settled_sets = int((~live).sum())
         counts.row_updates += int((rows.pend[:rows.size] >= 0).sum())

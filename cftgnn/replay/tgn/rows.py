@@ -20,6 +20,7 @@ from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits, memory_equal
+from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -91,7 +92,8 @@ class RowTable:
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
                  device: torch.device) -> None:
         self.columns = columns
-        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32)
+        # column-major: the steps read whole columns (every set's row of a few nodes)
+        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
         cap = 256
         self.mem = torch.empty(cap, dim, device=device)
         self.lu = np.empty(cap, dtype=np.float64)
@@ -144,12 +146,8 @@ class RowTable:
             return
         kill = np.zeros(self.size, dtype=bool)
         kill[dead] = True
-        cols = np.unique(self.columns[self.n[dead]])
-        sub = self.rowmap[:, cols]  # [P, k]
-        hit = sub >= 0
-        hit[hit] = kill[sub[hit]]
-        sub[hit] = -1
-        self.rowmap[:, cols] = sub
+        at, rr = column_rows(self.rowmap, np.unique(self.columns[self.n[dead]]))
+        column_view(self.rowmap)[at[kill[rr]]] = -1
         self.alive[dead] = False
         self.pend[dead] = -1
 
@@ -166,13 +164,14 @@ class RowTable:
         size = self.size
         if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
             return
-        used = self.rowmap >= 0
+        view = column_view(self.rowmap)
+        used = np.flatnonzero(view >= 0)
         referenced = np.zeros(size, dtype=bool)
-        referenced[self.rowmap[used]] = True
+        referenced[view[used]] = True
         keep = np.flatnonzero(self.alive[:size] & referenced)
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        self.rowmap[used] = new_id[self.rowmap[used]]
+        view[used] = new_id[view[used]]
         kt = torch.as_tensor(keep, device=self.mem.device)
         cap = max(256, 2 * len(keep))
         mem = self.mem.new_empty(cap, self.mem.shape[1])
@@ -225,6 +224,7 @@ class RowTable:
         for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
             assert len(getattr(self, name)) >= size, name
         assert self.mem.shape[0] >= size and self.rowmap.dtype == np.int32
+        assert self.rowmap.flags.f_contiguous, "the row map is not column-major"
         pp, cc = np.nonzero(self.rowmap >= 0)
         rr = self.rowmap[pp, cc].astype(np.int64)
         assert (rr < size).all(), "a set's row index points past the table"
@@ -291,7 +291,7 @@ class RowTable:
         else:  # only pairs holding a row, or removing the node's pending message, can need one
             lk = loc[nodes]
             last = rec.inc_k[rec.inc_end[lk] - 1]
-            pp, jj = np.nonzero((self.rowmap[:, cols] >= 0) | rem[:, last])
+            pp, jj, _ = column_hits(self.rowmap, cols, also=rem[:, last])
             sg = words[pp] & masks[jj]
             nonempty = sg.any(axis=1)
             pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
@@ -372,10 +372,8 @@ class RowTable:
             return 0
         is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
         is_m[m] = True
-        cols = np.unique(self.columns[node[m]])
-        sub = self.rowmap[:, cols]  # [P, C]
-        pp, cc = np.nonzero(is_m[sub])
-        rr = sub[pp, cc].astype(np.int64)  # every (set, row) pair of the mixed rows
+        # every (set, row) pair of the mixed rows
+        pp, _, rr = column_hits(self.rowmap, np.unique(self.columns[node[m]]), member=is_m)
         if not len(pp):  # rows no set uses any more (compaction frees them)
             return 0
         n = self.n[rr]
@@ -524,11 +522,8 @@ class RowTable:
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int64)
         remap[r[moved]] = target[moved]
-        cols = np.unique(self.columns[n[moved]])
-        sub = self.rowmap[:, cols]
-        use = sub >= 0
-        sub[use] = remap[sub[use]]
-        self.rowmap[:, cols] = sub
+        at, rr = column_rows(self.rowmap, np.unique(self.columns[n[moved]]))
+        column_view(self.rowmap)[at] = remap[rr]
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
@@ -559,7 +554,7 @@ class RowTable:
             return
         # the sets under which each sender differs, then the receivers of each such sender
         senders, of = np.unique(o, return_inverse=True)
-        pp, uu = np.nonzero(differs[self.rowmap[:, self.columns[senders]]])  # [P, U] scanned
+        pp, uu, _ = column_hits(self.rowmap, self.columns[senders], member=differs)  # [P, U]
         if not len(pp):
             return
         by_sender = np.argsort(of, kind="stable")
