@@ -16,11 +16,10 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits, memory_equal
-from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view
+from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -110,7 +109,7 @@ class RowTable:
         col = self.columns[n]
         out = np.full(len(n), -1, dtype=np.int64)
         has = np.flatnonzero(col >= 0)
-        out[has] = self.rowmap[p[has], col[has]]
+        out[has] = column_view(self.rowmap)[map_at(len(self.rowmap), p[has], col[has])]
         return out
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
@@ -486,11 +485,9 @@ class RowTable:
         if len(r) < 2:
             return 0
         n = self.n[r]
-        sorted_n = np.sort(n)
-        repeated = sorted_n[1:][sorted_n[1:] == sorted_n[:-1]]
-        if not len(repeated):  # one row per node (always with one set): nothing to merge
+        multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
+        if not multi.any():  # one row per node (always with one set): nothing to merge
             return 0
-        multi = np.isin(n, repeated)  # only nodes with several rows can merge
         r, n = r[multi], n[multi]
         size = self.size
         # memory identity: -1 the recorded memory, else one id per distinct memory of a node
@@ -500,7 +497,7 @@ class RowTable:
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
         rd = torch.as_tensor(r[d], device=dev)
         lead = bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
-        first, inv = distinct_rows(np.column_stack([n[d], lead]))
+        first, inv = groups(np.column_stack([n[d], lead]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
         if len(grp):
@@ -515,7 +512,7 @@ class RowTable:
         ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
         sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
         key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
-        head, group = distinct_rows(key)
+        head, group = groups(key)
         if len(head) == len(r):
             return 0
         target = r[head[group]]  # [R]
