@@ -302,7 +302,7 @@ class RowTable:
         group = np.cumsum(head) - 1  # [Q]
         heads = np.flatnonzero(head)
         g_p, g_n = pp[heads], nodes[jj[heads]]
-        g_old = self.rowmap[g_p, cols[jj[heads]]].astype(np.int64)
+        g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
         had = np.flatnonzero(g_old >= 0)
         _, first = np.unique(g_old[had], return_index=True)
@@ -328,7 +328,7 @@ class RowTable:
                                                                                 device=dev)]
                 lu[ci] = self.lu[old[ci]]
             g_row[fresh] = self.add(g_p[fresh], g_n[fresh], mem, lu)
-        self.rowmap[pp, cols[jj]] = g_row[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -397,7 +397,8 @@ class RowTable:
                        self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
-        self.rowmap[pp, self.columns[self.n[rr]]] = new[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
+            new[group])
         return len(new)
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
@@ -560,11 +561,11 @@ class RowTable:
         reps = count[uu]
         pp = np.repeat(pp, reps)
         jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
-        unrowed = self.rowmap[pp, self.columns[n[jj]]] < 0
+        unrowed = self.lookup(pp, n[jj]) < 0
         pp, jj = pp[unrowed], jj[unrowed]
         if not len(pp):
             return
-        key = self.rowmap[pp, self.columns[o[jj]]].astype(np.int64)
+        key = self.lookup(pp, o[jj])
         order = np.lexsort((key, jj))
         pp, jj, key = pp[order], jj[order], key[order]
         head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
@@ -575,7 +576,7 @@ class RowTable:
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
                        rec.lu_post[lo_])
         self.pend[new] = rec_pend[lo_]
-        self.rowmap[pp, self.columns[n[jj]]] = new[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 
 
