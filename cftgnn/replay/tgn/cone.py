@@ -107,8 +107,8 @@ class ConeStats:
         update_s: Of ``replay_s``, the seconds of the memory updates (the message and the
             GRU applied to the perturbed rows, ``TGN.message_update_shared``): the model's
             arithmetic. The rest, ``replay_s - update_s``, is the bookkeeping: the row
-            table's steps (``RowTable``), the index building and the row comparisons of the
-            pruning.
+            table's steps (``RowTable``), the index building, the row comparisons of the
+            pruning, and the dependency sets (``Dependencies``, once per plan).
     """
 
     calls: int = 0
