@@ -499,17 +499,8 @@ class RowTable:
         rd = torch.as_tensor(r[d], device=dev)
         lead = bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
         first, inv = groups(np.column_stack([n[d], lead]))
-        pend = self.pend[r]
-        # the sender's row (its memory identity is read below)
-        ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
-        # only a row that may merge (another has its node, leading coordinates, last update
-        # and pending event) or that is a sender needs its identity: the others' keys are
-        # distinct whatever their memory, so comparing fewer rows gives the same groups
-        _, near = groups(np.column_stack([n[d], lead, self.lu[r[d]].view(np.int64), pend[d]]))
-        sender = np.zeros(size, dtype=bool)
-        sender[ro[ro >= 0]] = True
-        grp = np.flatnonzero((np.bincount(inv)[inv] > 1)
-                             & ((np.bincount(near)[near] > 1) | sender[r[d]]))
+        cnt = np.bincount(inv, minlength=len(first))
+        grp = np.flatnonzero(cnt[inv] > 1)
         if len(grp):
             # equal leading coordinates are not proof: compare the whole memory with the
             # group's first row
@@ -517,7 +508,9 @@ class RowTable:
             ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
             same = (bits(self.mem[gt]) == bits(self.mem[ht])).all(dim=1).cpu().numpy()
             mem_id[r[d[grp[same]]]] = inv[grp[same]]
+        pend = self.pend[r]
         # the sender's memory identity, -1 for the recorded one or no message applied next
+        ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
         sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
         key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
         head, group = groups(key)
