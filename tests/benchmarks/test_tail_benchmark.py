@@ -31,6 +31,11 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
     assert s["max_s"] == seconds[0] and s["median_s"] <= s["p90_s"] <= s["max_s"]
     assert 0.0 <= s["settled_share"] <= 1.0
     assert all(r["cone_sets"] >= 1 for r in ok)
+    for r in ok:  # the event's time split into memory updates and bookkeeping
+        assert 0.0 < r["update_s"] < r["replay_s"] <= r["seconds"]
+        assert r["bookkeeping_s"] == r["replay_s"] - r["update_s"]
+        assert r["bookkeeping_share"] == r["bookkeeping_s"] / r["seconds"]
+    assert 0.0 < s["bookkeeping_share"] <= s["max_bookkeeping_share"] < 1.0
     assert len(res["pruning"]) == min(2, len(ok))
     for row in res["pruning"]:
         assert row["event_id"] in {r["event_id"] for r in ok[:2]}
@@ -39,6 +44,7 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
         assert row["max_abs_logit_diff"] <= 1e-5
     text = format_tail(res)
     assert "p90" in text and str(ok[0]["event_id"]) in text
+    assert f"{ok[0]['bookkeeping_share']:.1%}" in text
 
 
 def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():

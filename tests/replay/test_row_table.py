@@ -92,3 +92,7 @@ def test_check_catches_each_broken_invariant():
     broken.pend[1] = 5
     with pytest.raises(AssertionError, match="pending event"):
         broken.check()
+    broken = table()
+    broken.rowmap = np.ascontiguousarray(broken.rowmap)  # row-major: the scans would misread
+    with pytest.raises(AssertionError, match="column-major"):
+        broken.check()

@@ -68,6 +68,7 @@ nothing computed with ``τ > 0`` is a proof: no record or certificate may rest o
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +102,13 @@ class ConeStats:
         settled_sets: Sets whose perturbation died out before the end: no node the
             prediction reads holds a perturbed row (their logit differs from the unperturbed
             one only through the neighbours the removals hide).
+        replay_s: Seconds spent in ``cone_replay`` (measured only when the call is given
+            ``stats``: two clock reads per call and two per batch with a pending message).
+        update_s: Of ``replay_s``, the seconds of the memory updates (the message and the
+            GRU applied to the perturbed rows, ``TGN.message_update_shared``): the model's
+            arithmetic. The rest, ``replay_s - update_s``, is the bookkeeping: the row
+            table's steps (``RowTable``), the index building, the row comparisons of the
+            pruning, and the dependency sets (``Dependencies``, once per plan).
     """
 
     calls: int = 0
@@ -111,6 +119,8 @@ class ConeStats:
     peak_rows: int = 0
     peak_bytes: int = 0
     settled_sets: int = 0
+    replay_s: float = 0.0
+    update_s: float = 0.0
 
 
 def checked_tolerance(tolerance: float, name: str = "tolerance") -> float:
@@ -170,6 +180,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
         The node inputs (memory with pending messages applied) under each set: node ``n``
         under set ``p`` reads its perturbed row where it has one, else the recorded input.
     """
+    began = time.perf_counter() if stats is not None else 0.0
     tolerance = checked_tolerance(tolerance)
     src, dst = model.stream.src, model.stream.dst
     num_nodes = model.num_nodes
@@ -184,6 +195,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     first = int(sets.events[0])
     loc = np.full(num_nodes, -1, dtype=np.int64)
     counts = ConeStats(calls=1, sets=sets.num_sets)
+    clock = counts if stats is not None else None  # where the memory updates' time goes
     with torch.no_grad():
         for x, (rec, dn, dm) in enumerate(zip(traj.batches, deps.nodes, deps.masks,
                                               strict=True)):
@@ -203,7 +215,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
                 if dep is not None:
                     rows.check(words, dep, prune)
                 continue
-            counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst)
+            counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst, clock)
             made = rows.size
             rem = sets.columns(rec.events)  # [P, K]
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
@@ -228,16 +240,17 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             loc[rec.nodes] = -1
             if dep is not None:
                 rows.check(words, dep, prune)
-        out = _final_inputs(model, rows, traj, deps, src, dst)
+        out = _final_inputs(model, rows, traj, deps, src, dst, clock)
     if stats is not None:
         read = (deps.columns >= 0) & (deps.need >= len(traj.batches))
         cols = deps.columns[read]
-        live = (rows.rowmap[:, cols] >= 0).any(axis=1) if len(cols) else np.zeros(
+        live = (rows.rowmap.T[cols] >= 0).any(axis=0) if len(cols) else np.zeros(
             sets.num_sets, dtype=bool)
         counts.settled_sets = int((~live).sum())
         counts.row_updates += int((rows.pend[:rows.size] >= 0).sum())
+        counts.replay_s = time.perf_counter() - began
         for name in ("calls", "sets", "row_updates", "rows_made", "rows_pruned",
-                     "settled_sets"):
+                     "settled_sets", "replay_s", "update_s"):
             setattr(stats, name, getattr(stats, name) + getattr(counts, name))
         stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
         stats.peak_bytes = max(stats.peak_bytes, counts.peak_bytes)
@@ -271,8 +284,10 @@ def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
 
 
 def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
-                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
-    """Step 1 of a batch: apply the pending messages of perturbed rows; returns their number.
+                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                   clock: ConeStats | None = None) -> int:
+    """Step 1 of a batch: apply the pending messages of perturbed rows; returns their number
+    (the memory updates' seconds added to ``clock.update_s`` when given).
 
     A node whose recorded pending message comes from a perturbed state is perturbed itself
     (the sender's dependencies are in its own; with pruning, ``RowTable.prune`` gives it a row
@@ -287,15 +302,20 @@ def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArra
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
         rat = torch.as_tensor(ra, device=rows.mem.device)
         mem_other, of = rows.other_memory(rep, o, rec.mem_pre, lo_)
+        began = time.perf_counter() if clock is not None else 0.0
         rows.mem[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
+        if clock is not None:
+            clock.update_s += time.perf_counter() - began
         rows.lu[ra] = model.stream.t[ev]
     rows.pend[:size] = -1
     return len(ra)
 
 
 def _final_inputs(model: TGN, rows: RowTable, traj: Trajectory, deps: Dependencies,
-                  src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> NodeInputs:
-    """Node inputs at the end: the pending messages of perturbed rows applied."""
+                  src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                  clock: ConeStats | None = None) -> NodeInputs:
+    """Node inputs at the end: the pending messages of perturbed rows applied (their
+    seconds added to ``clock.update_s`` when given)."""
     size = rows.size
     # nodes whose final input is not read have stale rows: make reading them an error
     final = len(traj.batches)
@@ -311,7 +331,10 @@ def _final_inputs(model: TGN, rows: RowTable, traj: Trajectory, deps: Dependenci
         rat = torch.as_tensor(ra, device=dev)
         mem_other, of = rows.other_memory(rep, o, traj.final.memory, o)
         extra = extra.clone()
+        began = time.perf_counter() if clock is not None else 0.0
         extra[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
+        if clock is not None:
+            clock.update_s += time.perf_counter() - began
     return NodeInputs(traj.final_input, extra, rows.rowmap, columns)
 
 

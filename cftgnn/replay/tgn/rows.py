@@ -16,10 +16,10 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits, memory_equal
+from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -91,7 +91,8 @@ class RowTable:
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
                  device: torch.device) -> None:
         self.columns = columns
-        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32)
+        # column-major: the steps read whole columns (every set's row of a few nodes)
+        self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
         cap = 256
         self.mem = torch.empty(cap, dim, device=device)
         self.lu = np.empty(cap, dtype=np.float64)
@@ -108,7 +109,7 @@ class RowTable:
         col = self.columns[n]
         out = np.full(len(n), -1, dtype=np.int64)
         has = np.flatnonzero(col >= 0)
-        out[has] = self.rowmap[p[has], col[has]]
+        out[has] = column_view(self.rowmap)[map_at(len(self.rowmap), p[has], col[has])]
         return out
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
@@ -144,12 +145,8 @@ class RowTable:
             return
         kill = np.zeros(self.size, dtype=bool)
         kill[dead] = True
-        cols = np.unique(self.columns[self.n[dead]])
-        sub = self.rowmap[:, cols]  # [P, k]
-        hit = sub >= 0
-        hit[hit] = kill[sub[hit]]
-        sub[hit] = -1
-        self.rowmap[:, cols] = sub
+        at, rr = column_rows(self.rowmap, np.unique(self.columns[self.n[dead]]))
+        column_view(self.rowmap)[at[kill[rr]]] = -1
         self.alive[dead] = False
         self.pend[dead] = -1
 
@@ -166,13 +163,14 @@ class RowTable:
         size = self.size
         if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
             return
-        used = self.rowmap >= 0
+        view = column_view(self.rowmap)
+        used = np.flatnonzero(view >= 0)
         referenced = np.zeros(size, dtype=bool)
-        referenced[self.rowmap[used]] = True
+        referenced[view[used]] = True
         keep = np.flatnonzero(self.alive[:size] & referenced)
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        self.rowmap[used] = new_id[self.rowmap[used]]
+        view[used] = new_id[view[used]]
         kt = torch.as_tensor(keep, device=self.mem.device)
         cap = max(256, 2 * len(keep))
         mem = self.mem.new_empty(cap, self.mem.shape[1])
@@ -225,6 +223,7 @@ class RowTable:
         for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
             assert len(getattr(self, name)) >= size, name
         assert self.mem.shape[0] >= size and self.rowmap.dtype == np.int32
+        assert self.rowmap.flags.f_contiguous, "the row map is not column-major"
         pp, cc = np.nonzero(self.rowmap >= 0)
         rr = self.rowmap[pp, cc].astype(np.int64)
         assert (rr < size).all(), "a set's row index points past the table"
@@ -291,7 +290,7 @@ class RowTable:
         else:  # only pairs holding a row, or removing the node's pending message, can need one
             lk = loc[nodes]
             last = rec.inc_k[rec.inc_end[lk] - 1]
-            pp, jj = np.nonzero((self.rowmap[:, cols] >= 0) | rem[:, last])
+            pp, jj, _ = column_hits(self.rowmap, cols, also=rem[:, last])
             sg = words[pp] & masks[jj]
             nonempty = sg.any(axis=1)
             pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
@@ -303,7 +302,7 @@ class RowTable:
         group = np.cumsum(head) - 1  # [Q]
         heads = np.flatnonzero(head)
         g_p, g_n = pp[heads], nodes[jj[heads]]
-        g_old = self.rowmap[g_p, cols[jj[heads]]].astype(np.int64)
+        g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
         had = np.flatnonzero(g_old >= 0)
         _, first = np.unique(g_old[had], return_index=True)
@@ -329,7 +328,7 @@ class RowTable:
                                                                                 device=dev)]
                 lu[ci] = self.lu[old[ci]]
             g_row[fresh] = self.add(g_p[fresh], g_n[fresh], mem, lu)
-        self.rowmap[pp, cols[jj]] = g_row[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -372,10 +371,8 @@ class RowTable:
             return 0
         is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
         is_m[m] = True
-        cols = np.unique(self.columns[node[m]])
-        sub = self.rowmap[:, cols]  # [P, C]
-        pp, cc = np.nonzero(is_m[sub])
-        rr = sub[pp, cc].astype(np.int64)  # every (set, row) pair of the mixed rows
+        # every (set, row) pair of the mixed rows
+        pp, _, rr = column_hits(self.rowmap, np.unique(self.columns[node[m]]), member=is_m)
         if not len(pp):  # rows no set uses any more (compaction frees them)
             return 0
         n = self.n[rr]
@@ -400,7 +397,8 @@ class RowTable:
                        self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
-        self.rowmap[pp, self.columns[self.n[rr]]] = new[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
+            new[group])
         return len(new)
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
@@ -488,11 +486,9 @@ class RowTable:
         if len(r) < 2:
             return 0
         n = self.n[r]
-        sorted_n = np.sort(n)
-        repeated = sorted_n[1:][sorted_n[1:] == sorted_n[:-1]]
-        if not len(repeated):  # one row per node (always with one set): nothing to merge
+        multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
+        if not multi.any():  # one row per node (always with one set): nothing to merge
             return 0
-        multi = np.isin(n, repeated)  # only nodes with several rows can merge
         r, n = r[multi], n[multi]
         size = self.size
         # memory identity: -1 the recorded memory, else one id per distinct memory of a node
@@ -502,7 +498,7 @@ class RowTable:
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
         rd = torch.as_tensor(r[d], device=dev)
         lead = bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
-        first, inv = distinct_rows(np.column_stack([n[d], lead]))
+        first, inv = groups(np.column_stack([n[d], lead]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
         if len(grp):
@@ -517,18 +513,15 @@ class RowTable:
         ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
         sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
         key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
-        head, group = distinct_rows(key)
+        head, group = groups(key)
         if len(head) == len(r):
             return 0
         target = r[head[group]]  # [R]
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int64)
         remap[r[moved]] = target[moved]
-        cols = np.unique(self.columns[n[moved]])
-        sub = self.rowmap[:, cols]
-        use = sub >= 0
-        sub[use] = remap[sub[use]]
-        self.rowmap[:, cols] = sub
+        at, rr = column_rows(self.rowmap, np.unique(self.columns[n[moved]]))
+        column_view(self.rowmap)[at] = remap[rr]
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
@@ -559,7 +552,7 @@ class RowTable:
             return
         # the sets under which each sender differs, then the receivers of each such sender
         senders, of = np.unique(o, return_inverse=True)
-        pp, uu = np.nonzero(differs[self.rowmap[:, self.columns[senders]]])  # [P, U] scanned
+        pp, uu, _ = column_hits(self.rowmap, self.columns[senders], member=differs)  # [P, U]
         if not len(pp):
             return
         by_sender = np.argsort(of, kind="stable")
@@ -568,11 +561,11 @@ class RowTable:
         reps = count[uu]
         pp = np.repeat(pp, reps)
         jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
-        unrowed = self.rowmap[pp, self.columns[n[jj]]] < 0
+        unrowed = self.lookup(pp, n[jj]) < 0
         pp, jj = pp[unrowed], jj[unrowed]
         if not len(pp):
             return
-        key = self.rowmap[pp, self.columns[o[jj]]].astype(np.int64)
+        key = self.lookup(pp, o[jj])
         order = np.lexsort((key, jj))
         pp, jj, key = pp[order], jj[order], key[order]
         head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
@@ -583,7 +576,7 @@ class RowTable:
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
                        rec.lu_post[lo_])
         self.pend[new] = rec_pend[lo_]
-        self.rowmap[pp, self.columns[n[jj]]] = new[group]
+        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 
 

@@ -65,6 +65,16 @@ class BatchRecord:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
         (``rem``: removals of the batch's events, ``bool [P, K]``), ``-1`` where it removes
         them all; every such node has an event in the batch. Returns ``int64 [M]``."""
+        # the node's last event, unless the set removes it (rare: the rest compute it below)
+        out = self.events[self.inc_k[self.inc_end[pos] - 1]]
+        slow = np.flatnonzero(rem[p, self.inc_k[self.inc_end[pos] - 1]])
+        if len(slow):
+            out[slow] = self._last_kept(rem, p[slow], pos[slow])
+        return out
+
+    def _last_kept(self, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.int64],
+                   pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``last_kept`` by scanning every event of each node in the batch."""
         starts, ends = self.inc_start[pos], self.inc_end[pos]
         lens = ends - starts
         kk = self.inc_k[concat_ranges(starts, ends)]
