@@ -17,8 +17,8 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.batched import batched_logits
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplayOptions
-from cftgnn.replay.tgn.cone import cone_replay
 from cftgnn.replay.tgn.compare import probe_columns
+from cftgnn.replay.tgn.cone import cone_replay
 from cftgnn.replay.tgn.rows import RowTable
 
 
