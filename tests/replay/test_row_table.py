@@ -17,6 +17,7 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.batched import batched_logits
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplayOptions
+from cftgnn.replay.tgn.compare import probe_columns
 from cftgnn.replay.tgn.cone import cone_replay
 from cftgnn.replay.tgn.rows import RowTable
 
@@ -96,3 +97,21 @@ def test_check_catches_each_broken_invariant():
     broken.rowmap = np.ascontiguousarray(broken.rowmap)  # row-major: the scans would misread
     with pytest.raises(AssertionError, match="column-major"):
         broken.check()
+
+
+def test_merge_proves_rows_equal_on_every_coordinate_not_only_the_probed_ones():
+    dim = 40  # probed coordinates: 0, 1, then every second one (2, 4, ...)
+    cols = probe_columns(dim).tolist()
+    assert cols[:2] == [0, 1] and 3 not in cols and 4 in cols
+    rows = RowTable(4, np.array([0, 1, 2]), 3, dim, torch.device("cpu"))
+    mem = torch.randn(1, dim).repeat(4, 1)  # rows 0 and 1 equal,
+    mem[2, 3] = mem[2, 3] + 1.0  # row 2 differs only where nothing is probed,
+    mem[3, 4] = mem[3, 4] + 1.0  # row 3 on a probed coordinate
+    made = rows.add(np.arange(4), np.ones(4, dtype=np.int64), mem, np.zeros(4))
+    rows.rowmap[np.arange(4), 1] = made
+    none = np.zeros(rows.size, dtype=bool)
+    merged = rows.merge(made, np.zeros(3, dtype=np.int64), 0, none, none,
+                        np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64))
+    assert merged == 1
+    assert rows.rowmap[:, 1].tolist() == [0, 0, 2, 3]
+    assert rows.alive[:4].tolist() == [True, False, True, True]

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
-from cftgnn.replay.tgn.compare import bits, memory_equal
+from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns
 from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
@@ -497,13 +497,15 @@ class RowTable:
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
         rd = torch.as_tensor(r[d], device=dev)
-        lead = bits(self.mem[rd, :2]).to(torch.int64).cpu().numpy()  # [R', 2]
-        first, inv = groups(np.column_stack([n[d], lead]))
+        cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
+        probe = bits(self.mem[rd[:, None], cols[None, :]]).cpu().numpy()  # [R', k]
+        first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
+        # equal leading coordinates are not proof: rows that agree with the group's first
+        # row on the probed coordinates too are compared with it whole
+        grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
         if len(grp):
-            # equal leading coordinates are not proof: compare the whole memory with the
-            # group's first row
             gt = torch.as_tensor(r[d[grp]], device=dev)
             ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
             same = (bits(self.mem[gt]) == bits(self.mem[ht])).all(dim=1).cpu().numpy()
