@@ -18,7 +18,8 @@ from cftgnn.training.resolve import auto_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS = ROOT / "checkpoints"
-PAIRS = [(model, kind) for kind in ("rule", "hawkes") for model in ("tgn", "tgat")]
+PAIRS = [(model, kind) for kind in ("rule", "hawkes")
+         for model in ("tgn", "tgat", "graphmixer")]
 
 
 def _compose(*overrides: str) -> DictConfig:
@@ -46,13 +47,14 @@ def test_checkpoint_auto_names_the_committed_files(model: str, kind: str) -> Non
     assert (CHECKPOINTS / f"{model}_planted_{kind}.pt").is_file()
 
 
-def test_explain_runs_on_the_committed_checkpoint(tmp_path: Path) -> None:
-    """A 2-event run of ``dataset=planted_rule model=tgn`` loads the committed TGN (not fresh
-    weights) and scores its explanations against the planted causes."""
+@pytest.mark.parametrize("model", ["tgn", "graphmixer"])
+def test_explain_runs_on_the_committed_checkpoint(model: str, tmp_path: Path) -> None:
+    """A 2-event run of ``dataset=planted_rule model=<model>`` loads the committed checkpoint
+    (not fresh weights) and scores its explanations against the planted causes."""
     from cftgnn.evaluation import pipeline
     from cftgnn.evaluation.records import read_records
 
-    cfg = _compose("dataset=planted_rule", "model=tgn", "explainer=perturb_one",
+    cfg = _compose("dataset=planted_rule", f"model={model}", "explainer=perturb_one",
                    "progress=false", "curves=none", f"out_dir={tmp_path}")
     stream = instantiate(cfg.dataset)
     effects = np.flatnonzero(stream.labels == 3)
@@ -61,7 +63,7 @@ def test_explain_runs_on_the_committed_checkpoint(tmp_path: Path) -> None:
     pipeline.run(cfg)
     run = json.loads((tmp_path / "run.json").read_text())
     assert Path(str(run["model"]["weights"])).resolve() == \
-        (CHECKPOINTS / "tgn_planted_rule.pt").resolve()
+        (CHECKPOINTS / f"{model}_planted_rule.pt").resolve()
     records = read_records(tmp_path)
     assert sorted(records["event_id"].tolist()) == events
     assert records["cause_total"].tolist() == [2, 2]
