@@ -54,6 +54,7 @@ from cftgnn.evaluation.rules.checking import RunOracles
 from cftgnn.evaluation.rundir import (
     FINGERPRINT,
     Run,
+    add_oracle_arguments,
     find_runs,
     load_run,
     load_run_model,
@@ -259,12 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--protocol", nargs="+", required=True, metavar="P",
                         help="protocols to add, as explain.py's protocol=: common, "
                              "tgnnexplainer, tempme or all (several: --protocol common tempme)")
-    parser.add_argument("--checkpoint-dir", help="where to look for a run's checkpoint when "
-                        "its recorded path is gone (default: <project>/checkpoints)")
-    parser.add_argument("--device", default="cpu", help="torch device of the oracle (cpu)")
-    parser.add_argument("--num-threads", type=int, default=1,
-                        help="torch CPU threads (default 1, as explain.py)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_oracle_arguments(parser)
     args = parser.parse_args(argv)
     if not args.paths:
         raise ConfigError("name at least one run directory (python scripts/rescore.py RUN "

@@ -234,7 +234,21 @@ def load_run_model(run: Run, stream: EventStream,
     return model
 
 
-__all__ = ["FINGERPRINT", "FRESH", "RECORDS", "RECORD_COLUMNS", "Run", "find_runs",
-           "run_batch_size",
-           "load_run", "load_run_model", "load_run_stream", "read_fingerprint", "read_records",
-           "run_checkpoint", "run_names"]
+
+def add_oracle_arguments(parser: Any) -> None:
+    """The options of a script that rebuilds a finished run's oracles (``rescore.py``,
+    ``rules.py``): ``--checkpoint-dir``, ``--device``, ``--num-threads``, ``--no-progress``.
+
+    Args:
+        parser: The script's ``argparse.ArgumentParser`` (``cftgnn.cli.ArgumentParser``).
+    """
+    parser.add_argument("--checkpoint-dir", help="where to look for a run's checkpoint when "
+                        "its recorded path is gone (default: <project>/checkpoints)")
+    parser.add_argument("--device", default="cpu", help="torch device of the oracle (cpu)")
+    parser.add_argument("--num-threads", type=int, default=1,
+                        help="torch CPU threads (default 1, as explain.py)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+__all__ = ["FINGERPRINT", "FRESH", "RECORDS", "RECORD_COLUMNS", "Run", "add_oracle_arguments",
+           "find_runs", "load_run", "load_run_model", "load_run_stream", "read_fingerprint",
+           "read_records", "run_batch_size", "run_checkpoint", "run_names"]

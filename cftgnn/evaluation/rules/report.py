@@ -32,6 +32,7 @@ from cftgnn.evaluation.rules.features import feature_table, split_events
 from cftgnn.evaluation.rules.learning import learn_rules
 from cftgnn.evaluation.rundir import (
     Run,
+    add_oracle_arguments,
     load_run,
     load_run_model,
     load_run_stream,
@@ -212,12 +213,7 @@ def main(argv: Sequence[str] | None = None) -> list[GroupResult]:
                              "0.05)")
     parser.add_argument("--top", type=int, default=5, help="rules per table (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the tree")
-    parser.add_argument("--checkpoint-dir", help="where to look for a run's checkpoint when "
-                        "its recorded path is gone (default: <project>/checkpoints)")
-    parser.add_argument("--device", default="cpu", help="torch device of the oracle (cpu)")
-    parser.add_argument("--num-threads", type=int, default=1,
-                        help="torch CPU threads (default 1, as explain.py)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_oracle_arguments(parser)
     args = parser.parse_args(argv)
     if not args.runs:
         raise ConfigError("name at least one run directory (python scripts/rules.py RUN ...)")
