@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from testsupport.errors import refused
 
 import cftgnn.config  # noqa: F401
-from cftgnn.cli import friendly_errors
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.records import read_records
 from cftgnn.evaluation.rescore import main
@@ -161,12 +161,7 @@ def test_a_stopped_rescore_continues_and_a_sweep_dir_rescores_every_run(runs, tm
 
 
 def _error(argv: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exc, friendly_errors():
-        main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]
+    return refused(capsys, main, argv)
 
 
 def test_bad_input_ends_in_one_line_and_status_2(runs, tmp_path, capsys):

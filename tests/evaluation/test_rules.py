@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from testsupport.errors import refused
 
 import cftgnn.config  # noqa: F401
-from cftgnn.cli import friendly_errors
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
@@ -286,12 +286,7 @@ def test_the_rebuilt_oracle_agrees_with_the_records_or_refuses(debug_run):
 
 
 def _error(argv: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exc, friendly_errors():
-        main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]
+    return refused(capsys, main, argv)
 
 
 def test_bad_input_ends_in_one_line_and_status_2(debug_run, tmp_path, capsys):
