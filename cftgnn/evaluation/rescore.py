@@ -172,9 +172,10 @@ def rescore_run(job: Rescore, checkpoint_dir: str | None = None, device: str = "
                    disable=not progress, dynamic_ncols=True)
         for event_id in bar:
             path = store.records_dir / f"{event_id:010d}.parquet"
-            rows = pq.read_table(path).to_pylist()
+            table = pq.read_table(path)  # read once: the rows as stored, and upgraded
+            rows = table.to_pylist()
             upgraded: list[dict[str, Any]] = upgrade_records(
-                pq.read_table(path).to_pandas()).to_dict("records")  # type: ignore[assignment]
+                table.to_pandas()).to_dict("records")  # type: ignore[assignment]
             oracle = oracles(event_id)
             for row, full in zip(rows, upgraded, strict=True):
                 if full["status"] == ExplanationStatus.OK.value:
