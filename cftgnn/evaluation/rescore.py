@@ -62,7 +62,7 @@ from cftgnn.evaluation.rundir import (
     run_checkpoint,
 )
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
-from cftgnn.files import atomic_write, check_writable_dir, file_sha256
+from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.oracle.oracle import Oracle
 
 DESCRIPTION = ("Add curve protocols (docs/metrics.md, Protocols) to finished explanation runs "
@@ -133,13 +133,8 @@ def plan(path: Path, protocols: Sequence[Protocol],
     if not add:
         return Rescore(run, (), (), coalitions)
     check_writable_dir(path, str(path))
-    checkpoint = run_checkpoint(run, checkpoint_dir) if todo else None
-    want = (fp.get("model") or {}).get("weights_sha256")
-    if checkpoint is not None and want and file_sha256(checkpoint) != want:
-        raise ConfigError(f"the checkpoint {checkpoint} is not the one {path} was explained "
-                          f"with: its SHA-256 differs from run.json's model.weights_sha256 "
-                          "(restore the run's checkpoint, or pass --checkpoint-dir to where "
-                          "it is)")
+    if todo:
+        run_checkpoint(run, checkpoint_dir)  # found, and the run's (its SHA-256), up front
     return Rescore(run, add, todo, coalitions)
 
 

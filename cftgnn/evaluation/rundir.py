@@ -190,11 +190,13 @@ def run_checkpoint(run: Run, checkpoint_dir: str | os.PathLike[str] | None = Non
     """The checkpoint file of a run's model; None for fresh weights (rebuilt from its seed).
 
     A recorded path that no longer exists is looked up by file name in ``checkpoint_dir``
-    (default ``<project>/checkpoints``); with a recorded ``weights_sha256`` the file there
-    must have the same hash.
+    (default ``<project>/checkpoints``). With a recorded ``weights_sha256`` the file found
+    must have that hash, at the recorded path too: a checkpoint retrained in place since the
+    run is refused, not silently used for the run's events.
 
     Raises:
-        ConfigError: The run names no model, or its checkpoint cannot be found.
+        ConfigError: The run names no model, its checkpoint cannot be found, or the file at
+            its recorded path is not the one it was explained with.
     """
     model_fp = run.fingerprint.get("model") or {}
     weights = str(model_fp.get("weights", ""))
@@ -203,11 +205,16 @@ def run_checkpoint(run: Run, checkpoint_dir: str | os.PathLike[str] | None = Non
     if weights.startswith(FRESH):
         return None
     path = Path(weights)
+    sha = model_fp.get("weights_sha256")
     if path.is_file():
+        if sha and file_sha256(path) != sha:
+            raise ConfigError(
+                f"the checkpoint {path} is not the one {run.path} was explained with: its "
+                "SHA-256 differs from run.json's model.weights_sha256 (restore the run's "
+                "checkpoint, or pass --checkpoint-dir to where it is)")
         return path
     folder = Path(checkpoint_dir) if checkpoint_dir else project_root() / "checkpoints"
     other = folder / path.name
-    sha = model_fp.get("weights_sha256")
     if other.is_file() and (not sha or file_sha256(other) == sha):
         return other
     found = "holds another file of that name" if other.is_file() else "has none"

@@ -37,7 +37,8 @@ from cftgnn.evaluation.rules import (
     order_rules,
     split_events,
 )
-from cftgnn.evaluation.rundir import load_run_stream
+from cftgnn.evaluation.rundir import load_run_stream, run_checkpoint
+from cftgnn.files import file_sha256
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.testing import AdditiveBackend, make_oracle
@@ -306,3 +307,19 @@ def test_bad_input_ends_in_one_line_and_status_2(debug_run, tmp_path, capsys):
     line = _error([str(moved), "--checkpoint-dir", str(tmp_path / "gone")], capsys)
     assert "cannot be found" in line and "--checkpoint-dir" in line
     assert "--top" in _error([str(debug_run), "--top", "0"], capsys)
+
+
+def test_a_checkpoint_retrained_in_place_is_refused_not_used(tmp_path):
+    """``run_checkpoint`` (rules, rescore): the file at the run's recorded path must be the
+    one it was explained with, by run.json's SHA-256; a fresh-weights run needs none."""
+    pt = tmp_path / "tgn_uci.pt"
+    pt.write_bytes(b"weights")
+    fp = {"model": {"config": {"_target_": "cftgnn.models.TGN"}, "weights": str(pt),
+                    "weights_sha256": file_sha256(pt)}}
+    run = Run(tmp_path / "run", fp, pd.DataFrame())
+    assert run_checkpoint(run) == pt
+    pt.write_bytes(b"retrained")
+    with pytest.raises(ConfigError, match=r"is not the one .* was explained with"):
+        run_checkpoint(run)
+    del fp["model"]["weights_sha256"]  # an older run.json without a checksum: the path
+    assert run_checkpoint(run) == pt
