@@ -51,10 +51,11 @@ IGNORED = frozenset({
 
 
 #: Columns whose records made before a schema version read back empty (nothing was kept
-#: then: ``upgrade_records`` fills them with an empty list), with that version: an empty cell
-#: in a record of an older ``schema_version`` is not recorded, not compared.
+#: then: ``upgrade_records`` fills them with an empty list, or NaN for a number), with that
+#: version: an empty or NaN cell in a record of an older ``schema_version`` is not recorded,
+#: not compared.
 NOT_RECORDED_BEFORE: dict[str, int] = {
-    **{c.name: c.since for c in RESULT_COLUMNS if c.old == ()},
+    **{c.name: c.since for c in RESULT_COLUMNS if c.unrecorded},
     **{f.name: int(f.metadata["since"]) for f in fields(EventContext)
        if f.metadata.get("old") == ()},
 }
@@ -123,15 +124,23 @@ def _same(a: Any, b: Any, atol: float) -> bool:
 
 
 def _unrecorded(frame: pd.DataFrame, column: str) -> list[bool]:
-    """Per row of ``frame``: whether ``column`` was not recorded yet (an empty cell in a record
-    of a schema before ``NOT_RECORDED_BEFORE``'s version; no ``schema_version``: 1)."""
+    """Per row of ``frame``: whether ``column`` was not recorded yet (an empty or NaN cell in
+    a record of a schema before ``NOT_RECORDED_BEFORE``'s version; no ``schema_version``: 1)."""
     since = NOT_RECORDED_BEFORE.get(column)
     if since is None or column not in frame.columns:
         return [False] * len(frame)
     versions = (frame["schema_version"].fillna(1).astype(int).tolist()
                 if "schema_version" in frame.columns else [1] * len(frame))
-    return [v < since and np.asarray(x if x is not None else []).size == 0
-            for v, x in zip(versions, frame[column], strict=True)]
+    return [v < since and _empty(x) for v, x in zip(versions, frame[column], strict=True)]
+
+
+def _empty(cell: Any) -> bool:
+    """An unrecorded cell: None, NaN or an empty list."""
+    if cell is None:
+        return True
+    if isinstance(cell, (float, np.floating)):
+        return math.isnan(float(cell))
+    return np.asarray(cell).size == 0
 
 
 def _mean_size(df: pd.DataFrame) -> float:

@@ -57,12 +57,16 @@ class Column:
         since: Schema version that added the column.
         old: Its value in rows written before ``since`` (when ``old_from`` is None).
         old_from: Or: the older column whose value it takes in those rows.
+        unrecorded: Rows written before ``since`` did not record it: their ``old`` means
+            "not recorded", so such a cell is not compared with another run's
+            (``cftgnn.evaluation.compare``).
     """
 
     name: str
     since: int = 1
     old: Any = None
     old_from: str | None = None
+    unrecorded: bool = False
 
 
 #: The result columns of a record, in order: the one declaration of the record layout.
@@ -89,9 +93,10 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("n_counterfactuals", 3), Column("counterfactuals", 3),
     Column("counterfactual_logits", 3), Column("counterfactual_consequences", 3),
     # version 4: the explainer's ranking of R (docs/design.md §8); none kept in older rows
-    Column("ranking", 4, old=()), Column("importance", 4, old=()),
+    Column("ranking", 4, old=(), unrecorded=True),
+    Column("importance", 4, old=(), unrecorded=True),
     # version 8: how far a cut-short enumeration got; unknown (NaN) in older rows
-    Column("next_size_share", 8, old=None),
+    Column("next_size_share", 8, old=None, unrecorded=True),
 )
 
 #: Values of the version-2 result columns for records written before them (no certificate

@@ -109,6 +109,19 @@ def test_schema_4_columns_of_older_records_are_not_recorded_rather_than_differen
     assert not compare_records(old, new).identical
 
 
+def test_next_size_share_of_records_before_schema_8_is_not_recorded_rather_than_different():
+    old = records([(1, [3, 4], True, -0.5), (2, [], False, 0.7)])
+    new = old.copy()
+    old["schema_version"], new["schema_version"] = [7, 7], [8, 8]
+    old["next_size_share"] = [float("nan")] * 2  # what upgrade_records gives older rows
+    new["next_size_share"] = [float("nan"), 0.25]  # the second was cut short
+    c = compare_records(old, new)
+    assert c.identical and c.not_recorded == {"next_size_share": 2}
+    # a schema-8 record's NaN is a value (nothing was cut short): compared
+    old["schema_version"] = [8, 8]
+    assert compare_records(old, new).columns_differ == {"next_size_share": 1}
+
+
 def test_two_runs_of_one_configuration_give_equal_records_through_the_script(tmp_path):
     for name in ("a", "b"):
         with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
