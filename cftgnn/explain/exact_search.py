@@ -228,9 +228,9 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
                     take = min(take, max_calls - calls)
                 out_of_time = deadline is not None and time.perf_counter() > deadline
                 chunk = list(itertools.islice(combos, max(take, 0))) if not out_of_time else []
-                if not chunk:
-                    more = False
-                    cut = out_of_time or (take <= 0 and next(combos, None) is not None)
+                if not chunk:  # cut only if a set of this size is left (the time or the
+                    more = False  # calls may run out just as its last chunk was submitted)
+                    cut = (out_of_time or take <= 0) and next(combos, None) is not None
                     break
                 sets = [frozenset(c) for c in chunk]
                 if max_calls is not None:  # as the backend will count them

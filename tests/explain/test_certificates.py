@@ -332,6 +332,34 @@ def test_a_deadline_is_kept_within_about_one_small_chunk() -> None:
     assert backend.calls < 2080
 
 
+@pytest.mark.parametrize("flips", [False, True])
+def test_a_size_completed_just_before_the_deadline_is_not_cut_short(
+        flips: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline passes while the last chunk of a size is evaluated: that size is
+    complete (its answer, or the bound it proves), not cut short."""
+    from cftgnn.explain import exact_search
+
+    clock = [0.0]
+
+    class Ticking(AdditiveBackend):
+        def logit(self, removed: frozenset[int]) -> float:
+            clock[0] += 1.0  # one second per set evaluated
+            return super().logit(removed)
+
+    backend = Ticking(1.0, {1: 0.1, 2: 0.1, 3: 2.5 if flips else 0.1, 4: 0.1})
+    monkeypatch.setattr(exact_search.time, "perf_counter", lambda: clock[0])
+    done = search_by_size(_oracle(backend, [1, 2, 3, 4]), [1, 2, 3, 4], max_size=1,
+                          deadline=3.5)  # passed after the 4th set: size 1's last
+    assert not done.cut_short and done.sizes_done == 1 and done.evaluated == 4
+    assert done.explanation == ((3,) if flips else None)
+    # a deadline that passes with sets of the size left is cut short, as before
+    clock[0] = 0.0
+    cut = search_by_size(_oracle(backend, [1, 2, 3, 4]), [1, 2, 3, 4], max_size=2,
+                         deadline=3.5)
+    if not flips:
+        assert cut.cut_short and cut.sizes_done == 1
+
+
 # ---------------------------------------------------------------- ceiling fallback
 def _interaction_only() -> InteractionBackend:
     # no single removal moves the logit (so no search improves on ∅), all four together flip
