@@ -16,10 +16,18 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns
-from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
+from cftgnn.replay.tgn.rows_kernels import (
+    column_hits,
+    column_rows,
+    column_view,
+    groups,
+    lookup,
+    map_at,
+    revive_pairs,
+    sender_rows,
+)
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -106,11 +114,7 @@ class RowTable:
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
-        col = self.columns[n]
-        out = np.full(len(n), -1, dtype=np.int64)
-        has = np.flatnonzero(col >= 0)
-        out[has] = column_view(self.rowmap)[map_at(len(self.rowmap), p[has], col[has])]
-        return out
+        return lookup(self.rowmap, self.columns, p, n)
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
             lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -251,10 +255,7 @@ class RowTable:
                     dst: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Row of the sender of node ``n[m]``'s pending event ``pend[m]`` under set ``p[m]``:
         ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
-        out = np.full(len(p), -2, dtype=np.int64)
-        has = np.flatnonzero(pend >= 0)
-        out[has] = self.lookup(p[has], other_endpoint(src, dst, pend[has], n[has]))
-        return out
+        return sender_rows(self.rowmap, self.columns, p, pend, n, src, dst)
 
     def drop_stale(self, need: npt.NDArray[np.int64], x: int) -> None:
         """Retire the live rows whose state after batch ``x`` is never read (``need``), as
@@ -554,20 +555,12 @@ class RowTable:
             return
         # the sets under which each sender differs, then the receivers of each such sender
         senders, of = np.unique(o, return_inverse=True)
-        pp, uu, _ = column_hits(self.rowmap, self.columns[senders], member=differs)  # [P, U]
+        # (set, receiver) pairs without a row whose sender's row under the set differs, and
+        # that row
+        pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
+                                   n)
         if not len(pp):
             return
-        by_sender = np.argsort(of, kind="stable")
-        count = np.bincount(of, minlength=len(senders))
-        start = np.cumsum(count) - count
-        reps = count[uu]
-        pp = np.repeat(pp, reps)
-        jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
-        unrowed = self.lookup(pp, n[jj]) < 0
-        pp, jj = pp[unrowed], jj[unrowed]
-        if not len(pp):
-            return
-        key = self.lookup(pp, o[jj])
         order = np.lexsort((key, jj))
         pp, jj, key = pp[order], jj[order], key[order]
         head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 IntArray = npt.NDArray[np.int64]
 
@@ -63,6 +64,117 @@ def column_rows(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64]
     return cols[jj].astype(np.int64) * num_p + pp, block[hit].astype(np.int64)
 
 
+@njit(cache=True, nogil=True)
+def _lookup(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
+            n: IntArray) -> IntArray:
+    out = np.empty(len(n), dtype=np.int64)
+    for m in range(len(n)):
+        c = columns[n[m]]
+        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+    return out
+
+
+def lookup(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: IntArray
+           ) -> IntArray:
+    """Row of node ``n[m]`` under set ``p[m]`` in a column-major row map whose node ``n`` has
+    column ``columns[n]`` (``-1``: none, then the answer is ``-1``), ``int64 [M]``."""
+    return _lookup(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(n))
+
+
+@njit(cache=True, nogil=True)
+def _sender_rows(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
+                 pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
+    out = np.empty(len(p), dtype=np.int64)
+    for m in range(len(p)):
+        e = pend[m]
+        if e < 0:
+            out[m] = -2
+            continue
+        o = dst[e] if src[e] == n[m] else src[e]  # models.tgn.other_endpoint
+        c = columns[o]
+        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+    return out
+
+
+def sender_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray,
+                pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
+    """Row of the sender (``cftgnn.models.tgn.other_endpoint``) of node ``n[m]``'s pending
+    event ``pend[m]`` under set ``p[m]``: ``-1`` for the recorded state, ``-2`` where there
+    is no pending event (``pend[m] < 0``), ``int64 [M]``."""
+    return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(pend),
+                        _i64(n), src, dst)
+
+
+@njit(cache=True, nogil=True)
+def _last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+               rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
+    out = np.empty(len(p), dtype=np.int64)
+    for m in range(len(p)):
+        out[m] = -1
+        # a node's incidences are ascending, and so are the events: the last kept is the first
+        # kept from the end (most often the node's last event, which most sets keep)
+        for i in range(inc_end[pos[m]] - 1, inc_start[pos[m]] - 1, -1):
+            if not rem[p[m], inc_k[i]]:
+                out[m] = events[inc_k[i]]
+                break
+    return out
+
+
+def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+              rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
+    """``cftgnn.replay.tgn.trajectory.BatchRecord.last_kept``: the largest event of node
+    ``pos[m]``'s incidences ``inc_k[inc_start[pos[m]]:inc_end[pos[m]]]`` that set ``p[m]``
+    keeps (``rem [P, K]``), ``-1`` where it removes them all, ``int64 [M]``."""
+    return _last_kept(events, inc_k, inc_start, inc_end, rem, _i64(p), _i64(pos))
+
+
+@njit(cache=True, nogil=True)
+def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
+                    uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
+                    by_sender: IntArray, n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    total = 0
+    for h in range(len(pp)):
+        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
+            c = columns[n[by_sender[i]]]
+            if c < 0 or view[c * num_p + pp[h]] < 0:
+                total += 1
+    out_p = np.empty(total, dtype=np.int64)
+    out_j = np.empty(total, dtype=np.int64)
+    out_r = np.empty(total, dtype=np.int64)
+    m = 0
+    for h in range(len(pp)):
+        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
+            j = by_sender[i]
+            c = columns[n[j]]
+            if c < 0 or view[c * num_p + pp[h]] < 0:
+                out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
+                m += 1
+    return out_p, out_j, out_r
+
+
+def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+                 differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
+                 n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """The pairs ``RowTable.revive`` gives rows: receiver ``j`` (node ``n[j]``, whose pending
+    message comes from sender ``senders[of[j]]``) under set ``p`` where the sender holds a
+    row of ``differs`` (``bool``, by row) and the receiver holds none.
+
+    Returns:
+        ``(pp, jj, key)``: the set, the receiver and the sender's row under the set,
+        ``int64``, in the order of ``column_hits`` over the senders' columns (sender by
+        sender, sets ascending), each hit followed by its sender's receivers in the order of
+        ``j``.
+    """
+    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
+    if not len(pp):
+        return pp, uu, rr
+    by_sender = np.argsort(of, kind="stable")
+    count = np.bincount(of, minlength=len(senders))
+    start = np.cumsum(count) - count
+    return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr, start,
+                           count, by_sender, _i64(n))
+
+
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
     """Positions of entries ``(p[m], c[m])`` of a column-major ``[num_p, C]`` row map in its
     ``column_view`` (a 1-D gather there is cheaper than a 2-D one in the map)."""
@@ -91,4 +203,11 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return order[head], inverse
 
 
-__all__ = ["column_hits", "column_rows", "column_view", "groups", "map_at"]
+def _i64(a: npt.NDArray[np.integer]) -> IntArray:
+    """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
+    return np.asarray(a, dtype=np.int64)
+
+
+
+__all__ = ["column_hits", "column_rows", "column_view", "groups", "last_kept", "lookup",
+           "map_at", "revive_pairs", "sender_rows"]
