@@ -17,14 +17,14 @@ import torch
 from torch import Tensor
 
 from cftgnn.models.tgn import TGN, other_endpoint
-from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns
+from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns, probed_bits, rows_equal
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
-    column_rows,
     column_view,
     groups,
     lookup,
     map_at,
+    remap_columns,
     revive_pairs,
     sender_rows,
 )
@@ -147,10 +147,9 @@ class RowTable:
         """Retire rows ``dead``: every set using one reads the recorded state again."""
         if not len(dead):
             return
-        kill = np.zeros(self.size, dtype=bool)
-        kill[dead] = True
-        at, rr = column_rows(self.rowmap, np.unique(self.columns[self.n[dead]]))
-        column_view(self.rowmap)[at[kill[rr]]] = -1
+        table = np.arange(self.size, dtype=np.int32)  # every row stays, but the dead
+        table[dead] = -1
+        remap_columns(self.rowmap, np.unique(self.columns[self.n[dead]]), table)
         self.alive[dead] = False
         self.pend[dead] = -1
 
@@ -497,9 +496,8 @@ class RowTable:
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
-        rd = torch.as_tensor(r[d], device=dev)
         cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
-        probe = bits(self.mem[rd[:, None], cols[None, :]]).cpu().numpy()  # [R', k]
+        probe = probed_bits(self.mem, r[d], cols)  # [R', k]
         first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
@@ -507,9 +505,7 @@ class RowTable:
         # row on the probed coordinates too are compared with it whole
         grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
         if len(grp):
-            gt = torch.as_tensor(r[d[grp]], device=dev)
-            ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
-            same = (bits(self.mem[gt]) == bits(self.mem[ht])).all(dim=1).cpu().numpy()
+            same = rows_equal(self.mem, r[d[grp]], r[d[first[inv[grp]]]])
             mem_id[r[d[grp[same]]]] = inv[grp[same]]
         pend = self.pend[r]
         # the sender's memory identity, -1 for the recorded one or no message applied next
@@ -521,10 +517,9 @@ class RowTable:
             return 0
         target = r[head[group]]  # [R]
         moved = np.flatnonzero(target != r)
-        remap = np.arange(size, dtype=np.int64)
+        remap = np.arange(size, dtype=np.int32)
         remap[r[moved]] = target[moved]
-        at, rr = column_rows(self.rowmap, np.unique(self.columns[n[moved]]))
-        column_view(self.rowmap)[at] = remap[rr]
+        remap_columns(self.rowmap, np.unique(self.columns[n[moved]]), remap)
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
