@@ -13,6 +13,8 @@ import torch
 from numba import njit
 from torch import Tensor
 
+from cftgnn.replay.tgn.record import SharedRows
+
 #: Up to this many rows, ``memory_equal`` compares whole rows at once: the two-step
 #: comparison (first coordinate, then the rest of the rows it leaves) saves arithmetic only
 #: on many rows, and costs a second gather and host copy per batch (the single call's case).
@@ -53,6 +55,11 @@ def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
     Returns:
         ``bool [R]``, on the host.
     """
+    if tolerance == 0.0 and mem.device.type == "cpu":  # a compiled loop, no rows copied
+        table, at = ((recorded.table, recorded.ptr[lt]) if isinstance(recorded, SharedRows)
+                     else (recorded, lt))
+        return _equal_rows(bits(mem).numpy(), rt.numpy(), bits(table).numpy(), at.numpy())
+
     def same(a: Tensor, b: Tensor) -> Tensor:
         if tolerance == 0.0:
             return bits(a) == bits(b)
@@ -87,7 +94,8 @@ def rows_equal(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
     differing coordinate (``merge`` compares rows that are nearly all equal, so the gain is
     no copy of the rows: 10x fewer CPU seconds than gathering both sides, UCI · TGN 56484)."""
     if mem.device.type == "cpu":
-        return _rows_equal(bits(mem).numpy(), a, b)
+        mb = bits(mem).numpy()
+        return _equal_rows(mb, a, mb, b)
     at = torch.as_tensor(a, device=mem.device)
     bt = torch.as_tensor(b, device=mem.device)
     same: npt.NDArray[np.bool_] = (bits(mem[at]) == bits(mem[bt])).all(dim=1).cpu().numpy()
@@ -105,13 +113,15 @@ def _gather(m: npt.NDArray[np.integer], rows: npt.NDArray[np.int64],
 
 
 @njit(cache=True, nogil=True)
-def _rows_equal(m: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
-                b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+def _equal_rows(x: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
+                y: npt.NDArray[np.integer], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits, each pair read until its first
+    differing coordinate."""
     out = np.empty(len(a), dtype=np.bool_)
     for i in range(len(a)):
         out[i] = True
-        for c in range(m.shape[1]):
-            if m[a[i], c] != m[b[i], c]:
+        for c in range(x.shape[1]):
+            if x[a[i], c] != y[b[i], c]:
                 out[i] = False
                 break
     return out

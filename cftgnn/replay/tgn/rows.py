@@ -496,14 +496,17 @@ class RowTable:
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
+        cpu = dev.type == "cpu"
         cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
-        probe = probed_bits(self.mem, r[d], cols)  # [R', k]
+        probe = probed_bits(self.mem, r[d], cols[:2] if cpu else cols)  # [R', k]
         first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
         # equal leading coordinates are not proof: rows that agree with the group's first
-        # row on the probed coordinates too are compared with it whole
-        grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
+        # row on the probed coordinates too are compared with it whole (on the CPU every
+        # row is: the comparison stops at a pair's first differing coordinate, no gather)
+        if not cpu:
+            grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
         if len(grp):
             same = rows_equal(self.mem, r[d[grp]], r[d[first[inv[grp]]]])
             mem_id[r[d[grp[same]]]] = inv[grp[same]]
