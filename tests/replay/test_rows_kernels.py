@@ -20,6 +20,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     remap_columns,
     revive_pairs,
     sender_rows,
+    sorted_groups,
 )
 
 
@@ -126,3 +127,19 @@ def test_groups_partition_rows_as_distinct_rows_with_the_same_first_rows(seed):
                                for g in range(len(first))])).all()
     empty_first, empty_inverse = groups(key[:0])
     assert len(empty_first) == len(empty_inverse) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sorted_groups_are_the_runs_of_a_stable_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    m = 3000  # enough rows for the hash table's collisions and probe chains
+    jj = rng.integers(0, 50, m)  # up to 1,250 groups
+    words = rng.choice(np.array([0, 1, 2**63, 2**63 + 5, 2**40], dtype=np.uint64), (m, 2))
+    heads, group = sorted_groups(np.column_stack([jj, words.view(np.int64)]),
+                                 (*words.T[::-1], jj))
+    order = np.lexsort((*words.T[::-1], jj))  # the sort it replaces (uint64 order, stable)
+    sj, sw = jj[order], words[order]
+    head = np.concatenate(([True], (sj[1:] != sj[:-1]) | (sw[1:] != sw[:-1]).any(axis=1)))
+    want_group = np.empty(m, dtype=np.int64)
+    want_group[order] = np.cumsum(head) - 1
+    assert np.array_equal(heads, order[head]) and np.array_equal(group, want_group)

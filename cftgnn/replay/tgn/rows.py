@@ -27,6 +27,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     remap_columns,
     revive_pairs,
     sender_rows,
+    sorted_groups,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
@@ -296,11 +297,8 @@ class RowTable:
             pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
         if len(pp) == 0:
             return
-        order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
-        pp, jj, sg = pp[order], jj[order], sg[order]
-        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)))
-        group = np.cumsum(head) - 1  # [Q]
-        heads = np.flatnonzero(head)
+        # the keys of each node, by node, then key
+        heads, group = sorted_groups(np.column_stack([jj, sg.view(np.int64)]), (*sg.T[::-1], jj))
         g_p, g_n = pp[heads], nodes[jj[heads]]
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
@@ -386,12 +384,7 @@ class RowTable:
         if not len(off):
             return 0
         pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
-        order = np.lexsort((sender, pend, rr))
-        pp, rr, pend, sender = pp[order], rr[order], pend[order], sender[order]
-        head = np.concatenate(([True], (rr[1:] != rr[:-1]) | (pend[1:] != pend[:-1])
-                               | (sender[1:] != sender[:-1])))
-        group = np.cumsum(head) - 1
-        heads = np.flatnonzero(head)
+        heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
         dev = self.mem.device
         new = self.add(pp[heads], self.n[rr[heads]],
                        self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
@@ -559,11 +552,7 @@ class RowTable:
                                    n)
         if not len(pp):
             return
-        order = np.lexsort((key, jj))
-        pp, jj, key = pp[order], jj[order], key[order]
-        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
-        group = np.cumsum(head) - 1
-        heads = np.flatnonzero(head)
+        heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
         lo_ = v[jj[heads]]
         dev = self.mem.device
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],

@@ -15,6 +15,8 @@ times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 from numba import njit
@@ -120,16 +122,11 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 @njit(cache=True, nogil=True)
 def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
                     uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
-                    by_sender: IntArray, n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    total = 0
-    for h in range(len(pp)):
-        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
-            c = columns[n[by_sender[i]]]
-            if c < 0 or view[c * num_p + pp[h]] < 0:
-                total += 1
-    out_p = np.empty(total, dtype=np.int64)
-    out_j = np.empty(total, dtype=np.int64)
-    out_r = np.empty(total, dtype=np.int64)
+                    by_sender: IntArray, n: IntArray, bound: int
+                    ) -> tuple[IntArray, IntArray, IntArray]:
+    out_p = np.empty(bound, dtype=np.int64)  # at most every receiver of every hit
+    out_j = np.empty(bound, dtype=np.int64)
+    out_r = np.empty(bound, dtype=np.int64)
     m = 0
     for h in range(len(pp)):
         for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
@@ -138,7 +135,7 @@ def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, 
             if c < 0 or view[c * num_p + pp[h]] < 0:
                 out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
                 m += 1
-    return out_p, out_j, out_r
+    return out_p[:m], out_j[:m], out_r[:m]
 
 
 def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
@@ -161,7 +158,7 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
     return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr, start,
-                           count, by_sender, _i64(n))
+                           count, by_sender, _i64(n), int(count[uu].sum()))
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
@@ -229,6 +226,21 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return _groups(np.ascontiguousarray(key, dtype=np.int64))
 
 
+def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], ...]
+                  ) -> tuple[IntArray, IntArray]:
+    """The groups of equal rows of ``key [M, k]`` in the order a stable ``np.lexsort`` of
+    the rows by ``order_by`` (``lexsort``'s keys, the last one primary; equal exactly when
+    the rows of ``key`` are) lists them: ``(heads, group)``, ``heads[g]`` the first row
+    (smallest index) of the ``g``-th group in that order, ``group[m]`` the rank of row ``m``'s
+    group. The same as sorting the rows and cutting the sorted list where the key changes,
+    but only one row per group is sorted (``groups`` finds them by hashing)."""
+    first, inverse = groups(key)
+    order = np.lexsort(tuple(k[first] for k in order_by))
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[order] = np.arange(len(first), dtype=np.int64)
+    return first[order], rank[inverse]
+
+
 @njit(cache=True, nogil=True)
 def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
@@ -255,4 +267,4 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "remap_columns", "revive_pairs", "sender_rows"]
+           "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
