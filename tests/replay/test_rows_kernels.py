@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from cftgnn.arrays import distinct_rows
+from cftgnn.replay.tgn import jit
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
@@ -22,6 +23,16 @@ from cftgnn.replay.tgn.rows_kernels import (
     sender_rows,
     sorted_groups,
 )
+
+
+@pytest.fixture(params=[True, False], ids=["numba", "numpy"], autouse=True)
+def compiled(request, monkeypatch):
+    """Every test twice: with the compiled loops and with their NumPy (and torch) twins,
+    which must give the same answers."""
+    if request.param and not jit.ENABLED:
+        pytest.skip("numba is not installed: only the NumPy twins run here")
+    monkeypatch.setattr(jit, "ENABLED", request.param)
+    return request.param
 
 
 def _rowmap(seed: int, num_p: int = 37, num_c: int = 11, size: int = 9) -> np.ndarray:

@@ -10,9 +10,9 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 import torch
-from numba import njit
 from torch import Tensor
 
+from cftgnn.replay.tgn import jit
 from cftgnn.replay.tgn.record import SharedRows
 
 #: Up to this many rows, ``memory_equal`` compares whole rows at once: the two-step
@@ -32,8 +32,10 @@ def probe_columns(dim: int, count: int = 16, device: torch.device | str = "cpu")
     leading pair it groups rows by), then every ``dim // count``-th one. Rows of one node whose
     leading coordinates agree often differ in a third of the others (UCI and Wikipedia · TGN),
     so a dozen spread coordinates rule out nearly every unequal pair before the whole rows
-    are compared; equal rows agree on every coordinate, so the answer is the same. (Made
-    once per device and size: callers only read it.)"""
+    are compared; equal rows agree on every coordinate, so the answer is the same. (With
+    the compiled loops, ``host_loops``, ``merge`` reads only the leading pair: its whole-row
+    comparison stops at the first differing coordinate. Made once per device and size:
+    callers only read it.)"""
     step = max(1, dim // count)  # made on the device: no upload
     return torch.cat([torch.arange(min(dim, 2), device=device),
                       torch.arange(min(max(2, step), dim), dim, step, device=device)])
@@ -55,7 +57,7 @@ def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
     Returns:
         ``bool [R]``, on the host.
     """
-    if tolerance == 0.0 and mem.device.type == "cpu":  # a compiled loop, no rows copied
+    if tolerance == 0.0 and host_loops(mem.device):  # a compiled loop, no rows copied
         table, at = ((recorded.table, recorded.ptr[lt]) if isinstance(recorded, SharedRows)
                      else (recorded, lt))
         return _equal_rows(bits(mem).numpy(), rt.numpy(), bits(table).numpy(), at.numpy())
@@ -77,10 +79,16 @@ def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
     return eq
 
 
+def host_loops(device: torch.device) -> bool:
+    """Whether rows on ``device`` are read by the compiled loops below, in place (on the CPU,
+    with numba: ``cftgnn.replay.tgn.jit``), rather than gathered by torch."""
+    return device.type == "cpu" and jit.ENABLED
+
+
 def probed_bits(mem: Tensor, rows: npt.NDArray[np.int64], cols: Tensor) -> npt.NDArray[np.integer]:
     """The bit patterns of ``mem[rows][:, cols]`` on the host, ``[R, k]`` (one gather and one
     download; on the CPU a gather from ``mem``'s memory, no tensor made)."""
-    if mem.device.type == "cpu":
+    if host_loops(mem.device):
         return _gather(bits(mem).numpy(), rows, cols.numpy())
     rt = torch.as_tensor(rows, device=mem.device)
     probe: npt.NDArray[np.integer] = bits(mem[rt[:, None], cols[None, :]]).cpu().numpy()
@@ -90,10 +98,11 @@ def probed_bits(mem: Tensor, rows: npt.NDArray[np.int64], cols: Tensor) -> npt.N
 def rows_equal(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.bool_]:
     """Whether rows ``mem[a[m]]`` and ``mem[b[m]]`` are equal bit for bit, ``bool [M]`` on the
-    host. On the CPU, a compiled loop over ``mem``'s memory that stops at a row's first
-    differing coordinate (``merge`` compares rows that are nearly all equal, so the gain is
-    no copy of the rows: 10x fewer CPU seconds than gathering both sides, UCI · TGN 56484)."""
-    if mem.device.type == "cpu":
+    host. With the compiled loops (``host_loops``), a loop over ``mem``'s memory that stops
+    at a pair's first differing coordinate and copies no row: about a third of the CPU
+    seconds of gathering both sides and comparing them (``merge`` on UCI · TGN 56484, K = 3:
+    0.1 s against 0.3 s over the search, profiled), else that gather, on ``mem``'s device."""
+    if host_loops(mem.device):
         mb = bits(mem).numpy()
         return _equal_rows(mb, a, mb, b)
     at = torch.as_tensor(a, device=mem.device)
@@ -102,7 +111,7 @@ def rows_equal(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
     return same
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _gather(m: npt.NDArray[np.integer], rows: npt.NDArray[np.int64],
             cols: npt.NDArray[np.int64]) -> npt.NDArray[np.integer]:
     out = np.empty((len(rows), len(cols)), dtype=m.dtype)
@@ -112,7 +121,7 @@ def _gather(m: npt.NDArray[np.integer], rows: npt.NDArray[np.int64],
     return out
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _equal_rows(x: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
                 y: npt.NDArray[np.integer], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits, each pair read until its first
@@ -127,5 +136,5 @@ def _equal_rows(x: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
     return out
 
 
-__all__ = ["ONE_PASS_ROWS", "bits", "memory_equal", "probe_columns", "probed_bits",
-           "rows_equal"]
+__all__ = ["ONE_PASS_ROWS", "bits", "host_loops", "memory_equal", "probe_columns",
+           "probed_bits", "rows_equal"]

@@ -17,7 +17,14 @@ import torch
 from torch import Tensor
 
 from cftgnn.models.tgn import TGN, other_endpoint
-from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns, probed_bits, rows_equal
+from cftgnn.replay.tgn.compare import (
+    bits,
+    host_loops,
+    memory_equal,
+    probe_columns,
+    probed_bits,
+    rows_equal,
+)
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -489,15 +496,16 @@ class RowTable:
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
-        cpu = dev.type == "cpu"
+        cpu = host_loops(dev)
         cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
         probe = probed_bits(self.mem, r[d], cols[:2] if cpu else cols)  # [R', k]
         first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
         # equal leading coordinates are not proof: rows that agree with the group's first
-        # row on the probed coordinates too are compared with it whole (on the CPU every
-        # row is: the comparison stops at a pair's first differing coordinate, no gather)
+        # row on the probed coordinates too are compared with it whole (with the compiled
+        # loops on the CPU every row is: the comparison stops at a pair's first differing
+        # coordinate and gathers nothing, so probing first would only add work)
         if not cpu:
             grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
         if len(grp):

@@ -19,7 +19,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from cftgnn.data.index import concat_ranges
+from cftgnn.models.tgn import other_endpoint
+from cftgnn.replay.tgn import jit
 
 IntArray = npt.NDArray[np.int64]
 
@@ -55,7 +58,7 @@ def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
     return pp, jj, block[hit].astype(np.int64)
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _lookup(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
             n: IntArray) -> IntArray:
     out = np.empty(len(n), dtype=np.int64)
@@ -69,10 +72,16 @@ def lookup(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: Int
            ) -> IntArray:
     """Row of node ``n[m]`` under set ``p[m]`` in a column-major row map whose node ``n`` has
     column ``columns[n]`` (``-1``: none, then the answer is ``-1``), ``int64 [M]``."""
-    return _lookup(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(n))
+    if jit.ENABLED:
+        return _lookup(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(n))
+    col = columns[n]
+    out = np.full(len(n), -1, dtype=np.int64)
+    has = np.flatnonzero(col >= 0)
+    out[has] = column_view(rowmap)[map_at(len(rowmap), p[has], col[has])]
+    return out
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _sender_rows(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
                  pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
     out = np.empty(len(p), dtype=np.int64)
@@ -92,11 +101,16 @@ def sender_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray,
     """Row of the sender (``cftgnn.models.tgn.other_endpoint``) of node ``n[m]``'s pending
     event ``pend[m]`` under set ``p[m]``: ``-1`` for the recorded state, ``-2`` where there
     is no pending event (``pend[m] < 0``), ``int64 [M]``."""
-    return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(pend),
-                        _i64(n), src, dst)
+    if jit.ENABLED:
+        return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(pend),
+                            _i64(n), src, dst)
+    out = np.full(len(p), -2, dtype=np.int64)
+    has = np.flatnonzero(pend >= 0)
+    out[has] = lookup(rowmap, columns, p[has], other_endpoint(src, dst, pend[has], n[has]))
+    return out
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
                rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
     out = np.empty(len(p), dtype=np.int64)
@@ -116,10 +130,22 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
     """``cftgnn.replay.tgn.trajectory.BatchRecord.last_kept``: the largest event of node
     ``pos[m]``'s incidences ``inc_k[inc_start[pos[m]]:inc_end[pos[m]]]`` that set ``p[m]``
     keeps (``rem [P, K]``), ``-1`` where it removes them all, ``int64 [M]``."""
-    return _last_kept(events, inc_k, inc_start, inc_end, rem, _i64(p), _i64(pos))
+    if jit.ENABLED:
+        return _last_kept(events, inc_k, inc_start, inc_end, rem, _i64(p), _i64(pos))
+    # the node's last event, unless the set removes it (rare: the rest scan every event)
+    out = events[inc_k[inc_end[pos] - 1]]
+    slow = np.flatnonzero(rem[p, inc_k[inc_end[pos] - 1]])
+    if len(slow):
+        ps, starts, ends = p[slow], inc_start[pos[slow]], inc_end[pos[slow]]
+        lens = ends - starts
+        kk = inc_k[concat_ranges(starts, ends)]
+        owner = np.repeat(np.arange(len(ps)), lens)
+        val = np.where(~rem[ps[owner], kk], events[kk], -1)
+        out[slow] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments not empty
+    return out
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
                     uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
                     by_sender: IntArray, n: IntArray, bound: int
@@ -157,8 +183,14 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     by_sender = np.argsort(of, kind="stable")
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
-    return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr, start,
-                           count, by_sender, _i64(n), int(count[uu].sum()))
+    if jit.ENABLED:
+        return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr,
+                               start, count, by_sender, _i64(n), int(count[uu].sum()))
+    reps = count[uu]
+    pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
+    jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
+    unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
+    return pp[unrowed], jj[unrowed], rr[unrowed]
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
@@ -167,7 +199,7 @@ def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
     return c * num_p + p
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``groups`` by an open-addressing hash table of the rows (linear probing), each row
     compared whole with its slot's group's first row: a collision costs a probe, never a
@@ -221,9 +253,21 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     ``lexsort`` of ``k`` columns (issue 44: ``merge`` groups millions of rows per search;
     on UCI · TGN 54454, K = 3, its two groupings took 0.86 CPU s by ``lexsort``, ``np.unique``
     of the rows as bytes before that was slower still)."""
-    if len(key) == 0:
+    m = len(key)
+    if m == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return _groups(np.ascontiguousarray(key, dtype=np.int64))
+    if jit.ENABLED:
+        return _groups(np.ascontiguousarray(key, dtype=np.int64))
+    # without numba: a stable lexsort of the columns (ties keep their order, the first row
+    # leads), the groups then numbered in the order of their keys
+    order = np.lexsort(key.T[::-1])
+    ranked = key[order]
+    head = np.empty(m, dtype=bool)
+    head[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=head[1:])
+    inverse = np.empty(m, dtype=np.int64)
+    inverse[order] = np.cumsum(head) - 1
+    return order[head], inverse
 
 
 def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], ...]
@@ -241,7 +285,7 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
     return first[order], rank[inverse]
 
 
-@njit(cache=True, nogil=True)
+@jit.compiled
 def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
@@ -257,7 +301,11 @@ def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
     """Rewrite in place every entry of ``rowmap[:, cols]`` that holds a row ``r`` to
     ``table[r]`` (``-1``: the recorded state again), one pass over the columns' contiguous
     memory (a compiled loop: no list of the entries is made)."""
-    _remap(column_view(rowmap), rowmap.shape[0], _i64(cols), table)
+    if jit.ENABLED:
+        _remap(column_view(rowmap), rowmap.shape[0], _i64(cols), table)
+        return
+    pp, jj, rr = column_hits(rowmap, cols)
+    column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
 
 
 def _i64(a: npt.NDArray[np.integer]) -> IntArray:
