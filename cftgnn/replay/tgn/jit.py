@@ -38,7 +38,10 @@ def compiled(f: F) -> F:
     unchanged without numba (then its callers run their twins, see the module docstring)."""
     if _numba is None:
         return f
-    out: F = _numba.njit(cache=True, nogil=True)(f)
+    try:
+        out: F = _numba.njit(cache=True, nogil=True)(f)
+    except RuntimeError:  # no writable cache (``__pycache__`` nor numba's user cache dir):
+        out = _numba.njit(nogil=True)(f)  # compiled in every process instead
     return out
 
 
