@@ -154,3 +154,23 @@ def test_sorted_groups_are_the_runs_of_a_stable_lexsort(seed):
     want_group = np.empty(m, dtype=np.int64)
     want_group[order] = np.cumsum(head) - 1
     assert np.array_equal(heads, order[head]) and np.array_equal(group, want_group)
+
+
+def test_loops_compile_uncached_where_numba_finds_no_writable_cache(monkeypatch):
+    calls = []
+
+    class NoCacheNumba:  # numba.njit(cache=True) raises this at decoration without a cache
+        @staticmethod
+        def njit(**options):
+            calls.append(options)
+            if options.get("cache"):
+                raise RuntimeError("cannot cache function 'f': no locator available for file")
+            return lambda f: f
+
+    monkeypatch.setattr(jit, "_numba", NoCacheNumba)
+
+    def f(x):
+        return x
+
+    assert jit.compiled(f) is f
+    assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]
