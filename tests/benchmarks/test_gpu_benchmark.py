@@ -29,7 +29,7 @@ IMAGE = {"torch", "torch-geometric", "numpy", "pandas", "pyarrow", "matplotlib",
          "tqdm", "scikit-learn", "scipy", "pytest", "hypothesis", "psutil", "pyyaml"}
 #: Runtime dependencies the GPU run does without: wandb (imported lazily, only where asked
 #: for), numba (optional: without it the cone replay's loops run as their NumPy twins,
-#: ``cftgnn.replay.tgn.jit``; its llvmlite wheel alone is 57 MiB, past a device call's carry).
+#: ``cftgnn.jit``; its llvmlite wheel alone is 57 MiB, past a device call's carry).
 NOT_NEEDED = {"wandb", "numba"}
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from testsupport import cone_reference
 
-from cftgnn.replay.tgn import jit
+from cftgnn import jit
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from cftgnn import jit
 from cftgnn.arrays import distinct_rows
-from cftgnn.replay.tgn import jit
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,

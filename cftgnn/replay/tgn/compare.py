@@ -12,7 +12,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.replay.tgn import jit
+from cftgnn import jit
 from cftgnn.replay.tgn.record import SharedRows
 
 #: Up to this many rows, ``memory_equal`` compares whole rows at once: the two-step
@@ -81,7 +81,7 @@ def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
 
 def host_loops(device: torch.device) -> bool:
     """Whether rows on ``device`` are read by the compiled loops below, in place (on the CPU,
-    with numba: ``cftgnn.replay.tgn.jit``), rather than gathered by torch."""
+    with numba: ``cftgnn.jit``), rather than gathered by torch."""
     return device.type == "cpu" and jit.ENABLED
 
 

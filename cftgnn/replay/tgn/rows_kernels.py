@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn import jit
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
-from cftgnn.replay.tgn import jit
 
 IntArray = npt.NDArray[np.int64]
 

@@ -15,7 +15,9 @@ each a pass of its own; the loops here fuse them (row lookups, grouping equal ro
 hashing, comparing rows until their first differing coordinate). Their cost: numba's start
 in a process (about 0.3-0.5 CPU seconds at the first compiled call, loading the kernels
 from numba's cache in ``__pycache__``), and, the first time after an install or an edit of
-the module, compiling them (a few seconds, then cached).
+the module, compiling them (a few seconds, then cached). ``warm_up`` pays the start ahead,
+once: ``cftgnn.oracle.workers.ForkedWorkers`` calls it before forking, so that its worker
+processes inherit a started numba rather than each starting it again for every event.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,4 +50,19 @@ def compiled(f: F) -> F:
     return out
 
 
-__all__ = ["ENABLED", "compiled"]
+@compiled
+def _first(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    out = np.empty(len(x), dtype=np.int64)  # arrays in and out: numba's NumPy support too
+    for i in range(len(x)):
+        out[i] = x[i] + 1
+    return out
+
+
+def warm_up() -> None:
+    """Start numba in this process now (most of its first call's cost, see the module
+    docstring); nothing without numba or once started."""
+    if ENABLED and _numba is not None:
+        _first(np.zeros(1, dtype=np.int64))
+
+
+__all__ = ["ENABLED", "compiled", "warm_up"]
