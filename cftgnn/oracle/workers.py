@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn import jit
 from cftgnn.errors import ConfigError, OracleError, warn
 from cftgnn.oracle.oracle import Oracle, RemovalSet
 
@@ -202,6 +203,7 @@ class ForkedWorkers:
             raise OracleError(f"num_workers > 1 needs one torch thread in this process, not "
                               f"{threads} (torch.set_num_threads(1); num_threads=1)")
         ctx = multiprocessing.get_context("fork")
+        jit.warm_up()  # the children inherit a started numba instead of each starting it
         sys.stdout.flush()
         sys.stderr.flush()
         try:

@@ -27,8 +27,10 @@ GPU = ROOT / "scripts" / "gpu"
 #: 3.12, torch 2.11.0+cu130, torch-geometric 2.8.0.post1 and these).
 IMAGE = {"torch", "torch-geometric", "numpy", "pandas", "pyarrow", "matplotlib", "networkx",
          "tqdm", "scikit-learn", "scipy", "pytest", "hypothesis", "psutil", "pyyaml"}
-#: Runtime dependencies the GPU run does without (imported lazily, only where asked for).
-NOT_NEEDED = {"wandb"}
+#: Runtime dependencies the GPU run does without: wandb (imported lazily, only where asked
+#: for), numba (optional: without it the cone replay's loops run as their NumPy twins,
+#: ``cftgnn.jit``; its llvmlite wheel alone is 57 MiB, past a device call's carry).
+NOT_NEEDED = {"wandb", "numba"}
 
 
 def _name(requirement: str) -> str:
@@ -52,7 +54,7 @@ def test_the_wheel_list_names_every_runtime_dependency_the_gpu_image_lacks():
     pinned = _pinned()
     assert lacking <= set(pinned), f"add to scripts/gpu/requirements.txt: {lacking - set(pinned)}"
     assert {"hydra-core", "omegaconf", "antlr4-python3-runtime", "pymoo"} <= set(pinned)
-    assert not {"torch", "wandb"} & set(pinned)  # the image's own / not needed
+    assert not {"torch", "wandb", "numba"} & set(pinned)  # the image's own / not needed
 
 
 def test_the_pins_satisfy_the_ranges_of_pyproject():

@@ -274,3 +274,18 @@ def test_logits_are_float64_arrays() -> None:
     got = oracle.exact_batch(sets)
     assert got.dtype == np.float64
     assert [oracle.cached_exact(s) for s in sets] == got.tolist()
+
+
+def test_the_workers_inherit_a_started_numba(monkeypatch) -> None:
+    """``ForkedWorkers`` starts numba before forking (``cftgnn.jit.warm_up``): otherwise every
+    worker would start it again for every event, 0.3-0.45 CPU s each (docs/benchmarks.md)."""
+    from cftgnn import jit
+
+    calls = []
+    monkeypatch.setattr(jit, "warm_up", lambda: calls.append("warm"))
+    backend = HashedBackend(5.0, spread=1.0, seed=3)  # nothing flips: the pairs are forked
+    search_by_size(_toy(backend), IDS[::-1], 2, chunk_size=16, num_workers=2)
+    assert calls == ["warm"]
+    monkeypatch.undo()
+    jit.warm_up()  # the real one: starts numba where installed, nothing where not
+    jit.warm_up()

@@ -9,6 +9,8 @@ import pytest
 import torch
 from testsupport import cone_reference
 
+from cftgnn import jit
+
 
 @pytest.fixture(autouse=True)
 def reference_conditions():
@@ -22,7 +24,11 @@ def reference_conditions():
         yield
 
 
-def test_cone_logits_are_bitwise_the_references():
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_cone_logits_are_bitwise_the_references(compiled, monkeypatch):
+    if compiled and not jit.ENABLED:
+        pytest.skip("numba is not installed: only the NumPy twins of the loops run here")
+    monkeypatch.setattr(jit, "ENABLED", compiled)  # without: the NumPy (and torch) twins
     stored = np.load(cone_reference.REFERENCE)
     got = dict(cone_reference.cases())
     assert sorted(got) == sorted(stored.files)

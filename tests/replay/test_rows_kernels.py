@@ -1,14 +1,38 @@
-"""The row map's scan kernels (``cftgnn.replay.tgn.rows_kernels``) find what the 2-D NumPy
-operations they replace find: the same entries, column by column, and the same groups of
-equal rows with the same first rows."""
+"""The row map's kernels (``cftgnn.replay.tgn.rows_kernels``) find what the 2-D NumPy
+operations they replace find: the same entries, column by column, the same rows of (set,
+node) pairs, and the same groups of equal rows with the same first rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+from cftgnn import jit
 from cftgnn.arrays import distinct_rows
-from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
+from cftgnn.replay.tgn.compare import probed_bits, rows_equal
+from cftgnn.replay.tgn.rows_kernels import (
+    column_hits,
+    column_view,
+    groups,
+    last_kept,
+    lookup,
+    map_at,
+    remap_columns,
+    revive_pairs,
+    sender_rows,
+    sorted_groups,
+)
+
+
+@pytest.fixture(params=[True, False], ids=["numba", "numpy"], autouse=True)
+def compiled(request, monkeypatch):
+    """Every test twice: with the compiled loops and with their NumPy (and torch) twins,
+    which must give the same answers."""
+    if request.param and not jit.ENABLED:
+        pytest.skip("numba is not installed: only the NumPy twins run here")
+    monkeypatch.setattr(jit, "ENABLED", request.param)
+    return request.param
 
 
 def _rowmap(seed: int, num_p: int = 37, num_c: int = 11, size: int = 9) -> np.ndarray:
@@ -31,13 +55,70 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
         want_j, want_p = np.nonzero(mask.T)  # column by column, sets ascending
         assert np.array_equal(pp, want_p) and np.array_equal(jj, want_j)
         assert np.array_equal(rr, sub[want_p, want_j])
-    at, rr = column_rows(rowmap, cols)
+    table = rng.integers(-1, 9, size=9).astype(np.int32)
+    want = rowmap.copy()
+    want[:, cols] = np.where(sub >= 0, table[np.maximum(sub, 0)], -1)
+    remap_columns(rowmap, cols, table)  # in place, through the column view
+    assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
     view = column_view(rowmap)
-    want_j, want_p = np.nonzero((sub >= 0).T)
-    assert np.array_equal(at, map_at(rowmap.shape[0], want_p, cols[want_j]))
-    assert np.array_equal(view[at], rr) and np.array_equal(rr, sub[want_p, want_j])
-    view[at] = -1  # the view writes through to the map
-    assert (rowmap[:, cols] == -1).all()
+    view[map_at(rowmap.shape[0], np.array([0]), cols[:1])] = -1  # the view writes to the map
+    assert rowmap[0, cols[0]] == -1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
+    rowmap = _rowmap(seed)
+    num_p, num_c = rowmap.shape
+    rng = np.random.default_rng(seed + 200)
+    num_nodes = 15
+    columns = np.full(num_nodes, -1, dtype=np.int64)  # a few nodes have no column
+    columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
+    p, n = rng.integers(0, num_p, 40), rng.integers(0, num_nodes, 40)
+    want = np.where(columns[n] >= 0, rowmap[p, np.maximum(columns[n], 0)], -1)
+    assert np.array_equal(lookup(rowmap, columns, p, n), want)
+    src, dst = rng.integers(0, num_nodes, 30), rng.integers(0, num_nodes, 30)
+    pend = rng.integers(-1, 30, 40)
+    o = np.where(src[pend] == n, dst[pend], src[pend])  # models.tgn.other_endpoint
+    want = np.where(pend < 0, -2, np.where(columns[o] >= 0, rowmap[p, np.maximum(columns[o], 0)],
+                                           -1))
+    assert np.array_equal(sender_rows(rowmap, columns, p, pend, n, src, dst), want)
+    # revive's pairs: every (set, receiver) whose sender's row is flagged and which has no row
+    senders = np.flatnonzero(columns >= 0)[:4]
+    of = rng.integers(0, len(senders), 12)
+    recv = rng.integers(0, num_nodes, 12)
+    differs = rng.random(10) < 0.6
+    pp, jj, key = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    want_rows = []
+    for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
+        for q in range(num_p):
+            r = rowmap[q, columns[s_]]
+            if r >= 0 and differs[r]:
+                want_rows += [(q, j, r) for j in np.flatnonzero(of == u)
+                              if columns[recv[j]] < 0 or rowmap[q, columns[recv[j]]] < 0]
+    assert [tuple(t) for t in np.stack([pp, jj, key], axis=1)] == want_rows
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_last_kept_is_the_largest_event_of_the_node_the_set_keeps(seed):
+    rng = np.random.default_rng(seed)
+    events = np.sort(rng.choice(1000, 12, replace=False))
+    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in (3, 1, 5, 2)])
+    inc_end = np.cumsum([3, 1, 5, 2])
+    inc_start = inc_end - np.array([3, 1, 5, 2])
+    rem = rng.random((6, 12)) < 0.4
+    p, pos = rng.integers(0, 6, 50), rng.integers(0, 4, 50)
+    want = [max((events[k] for k in inc_k[inc_start[v]:inc_end[v]] if not rem[q, k]),
+                default=-1) for q, v in zip(p, pos, strict=True)]
+    assert last_kept(events, inc_k, inc_start, inc_end, rem, p, pos).tolist() == want
+
+
+def test_row_comparisons_are_bitwise():
+    mem = torch.tensor([[1.0, 0.0, 2.0], [1.0, -0.0, 2.0], [1.0, 0.0, 2.0], [1.0, 0.0, 3.0]])
+    a, b = np.array([0, 0, 0, 1]), np.array([1, 2, 3, 1])
+    assert rows_equal(mem, a, b).tolist() == [False, True, False, True]  # -0.0 differs from 0.0
+    cols = torch.tensor([0, 2])
+    assert np.array_equal(probed_bits(mem, np.array([3, 1]), cols),
+                          mem.view(torch.int32)[[3, 1]][:, [0, 2]].numpy())
 
 
 def test_column_view_refuses_a_row_major_map():
@@ -57,3 +138,39 @@ def test_groups_partition_rows_as_distinct_rows_with_the_same_first_rows(seed):
                                for g in range(len(first))])).all()
     empty_first, empty_inverse = groups(key[:0])
     assert len(empty_first) == len(empty_inverse) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sorted_groups_are_the_runs_of_a_stable_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    m = 3000  # enough rows for the hash table's collisions and probe chains
+    jj = rng.integers(0, 50, m)  # up to 1,250 groups
+    words = rng.choice(np.array([0, 1, 2**63, 2**63 + 5, 2**40], dtype=np.uint64), (m, 2))
+    heads, group = sorted_groups(np.column_stack([jj, words.view(np.int64)]),
+                                 (*words.T[::-1], jj))
+    order = np.lexsort((*words.T[::-1], jj))  # the sort it replaces (uint64 order, stable)
+    sj, sw = jj[order], words[order]
+    head = np.concatenate(([True], (sj[1:] != sj[:-1]) | (sw[1:] != sw[:-1]).any(axis=1)))
+    want_group = np.empty(m, dtype=np.int64)
+    want_group[order] = np.cumsum(head) - 1
+    assert np.array_equal(heads, order[head]) and np.array_equal(group, want_group)
+
+
+def test_loops_compile_uncached_where_numba_finds_no_writable_cache(monkeypatch):
+    calls = []
+
+    class NoCacheNumba:  # numba.njit(cache=True) raises this at decoration without a cache
+        @staticmethod
+        def njit(**options):
+            calls.append(options)
+            if options.get("cache"):
+                raise RuntimeError("cannot cache function 'f': no locator available for file")
+            return lambda f: f
+
+    monkeypatch.setattr(jit, "_numba", NoCacheNumba)
+
+    def f(x):
+        return x
+
+    assert jit.compiled(f) is f
+    assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]

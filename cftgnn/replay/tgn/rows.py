@@ -16,10 +16,26 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
-from cftgnn.replay.tgn.compare import bits, memory_equal, probe_columns
-from cftgnn.replay.tgn.rows_kernels import column_hits, column_rows, column_view, groups, map_at
+from cftgnn.replay.tgn.compare import (
+    bits,
+    host_loops,
+    memory_equal,
+    probe_columns,
+    probed_bits,
+    rows_equal,
+)
+from cftgnn.replay.tgn.rows_kernels import (
+    column_hits,
+    column_view,
+    groups,
+    lookup,
+    map_at,
+    remap_columns,
+    revive_pairs,
+    sender_rows,
+    sorted_groups,
+)
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -106,11 +122,7 @@ class RowTable:
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
-        col = self.columns[n]
-        out = np.full(len(n), -1, dtype=np.int64)
-        has = np.flatnonzero(col >= 0)
-        out[has] = column_view(self.rowmap)[map_at(len(self.rowmap), p[has], col[has])]
-        return out
+        return lookup(self.rowmap, self.columns, p, n)
 
     def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
             lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -143,10 +155,9 @@ class RowTable:
         """Retire rows ``dead``: every set using one reads the recorded state again."""
         if not len(dead):
             return
-        kill = np.zeros(self.size, dtype=bool)
-        kill[dead] = True
-        at, rr = column_rows(self.rowmap, np.unique(self.columns[self.n[dead]]))
-        column_view(self.rowmap)[at[kill[rr]]] = -1
+        table = np.arange(self.size, dtype=np.int32)  # every row stays, but the dead
+        table[dead] = -1
+        remap_columns(self.rowmap, np.unique(self.columns[self.n[dead]]), table)
         self.alive[dead] = False
         self.pend[dead] = -1
 
@@ -251,10 +262,7 @@ class RowTable:
                     dst: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Row of the sender of node ``n[m]``'s pending event ``pend[m]`` under set ``p[m]``:
         ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
-        out = np.full(len(p), -2, dtype=np.int64)
-        has = np.flatnonzero(pend >= 0)
-        out[has] = self.lookup(p[has], other_endpoint(src, dst, pend[has], n[has]))
-        return out
+        return sender_rows(self.rowmap, self.columns, p, pend, n, src, dst)
 
     def drop_stale(self, need: npt.NDArray[np.int64], x: int) -> None:
         """Retire the live rows whose state after batch ``x`` is never read (``need``), as
@@ -296,11 +304,8 @@ class RowTable:
             pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
         if len(pp) == 0:
             return
-        order = np.lexsort((*sg.T[::-1], jj))  # by node, then key
-        pp, jj, sg = pp[order], jj[order], sg[order]
-        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (sg[1:] != sg[:-1]).any(axis=1)))
-        group = np.cumsum(head) - 1  # [Q]
-        heads = np.flatnonzero(head)
+        # the keys of each node, by node, then key
+        heads, group = sorted_groups(np.column_stack([jj, sg.view(np.int64)]), (*sg.T[::-1], jj))
         g_p, g_n = pp[heads], nodes[jj[heads]]
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
@@ -386,12 +391,7 @@ class RowTable:
         if not len(off):
             return 0
         pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
-        order = np.lexsort((sender, pend, rr))
-        pp, rr, pend, sender = pp[order], rr[order], pend[order], sender[order]
-        head = np.concatenate(([True], (rr[1:] != rr[:-1]) | (pend[1:] != pend[:-1])
-                               | (sender[1:] != sender[:-1])))
-        group = np.cumsum(head) - 1
-        heads = np.flatnonzero(head)
+        heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
         dev = self.mem.device
         new = self.add(pp[heads], self.n[rr[heads]],
                        self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
@@ -496,19 +496,20 @@ class RowTable:
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
         dev = self.mem.device
         d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
-        rd = torch.as_tensor(r[d], device=dev)
+        cpu = host_loops(dev)
         cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
-        probe = bits(self.mem[rd[:, None], cols[None, :]]).cpu().numpy()  # [R', k]
+        probe = probed_bits(self.mem, r[d], cols[:2] if cpu else cols)  # [R', k]
         first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
         cnt = np.bincount(inv, minlength=len(first))
         grp = np.flatnonzero(cnt[inv] > 1)
         # equal leading coordinates are not proof: rows that agree with the group's first
-        # row on the probed coordinates too are compared with it whole
-        grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
+        # row on the probed coordinates too are compared with it whole (with the compiled
+        # loops on the CPU every row is: the comparison stops at a pair's first differing
+        # coordinate and gathers nothing, so probing first would only add work)
+        if not cpu:
+            grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
         if len(grp):
-            gt = torch.as_tensor(r[d[grp]], device=dev)
-            ht = torch.as_tensor(r[d[first[inv[grp]]]], device=dev)
-            same = (bits(self.mem[gt]) == bits(self.mem[ht])).all(dim=1).cpu().numpy()
+            same = rows_equal(self.mem, r[d[grp]], r[d[first[inv[grp]]]])
             mem_id[r[d[grp[same]]]] = inv[grp[same]]
         pend = self.pend[r]
         # the sender's memory identity, -1 for the recorded one or no message applied next
@@ -520,10 +521,9 @@ class RowTable:
             return 0
         target = r[head[group]]  # [R]
         moved = np.flatnonzero(target != r)
-        remap = np.arange(size, dtype=np.int64)
+        remap = np.arange(size, dtype=np.int32)
         remap[r[moved]] = target[moved]
-        at, rr = column_rows(self.rowmap, np.unique(self.columns[n[moved]]))
-        column_view(self.rowmap)[at] = remap[rr]
+        remap_columns(self.rowmap, np.unique(self.columns[n[moved]]), remap)
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
@@ -554,25 +554,13 @@ class RowTable:
             return
         # the sets under which each sender differs, then the receivers of each such sender
         senders, of = np.unique(o, return_inverse=True)
-        pp, uu, _ = column_hits(self.rowmap, self.columns[senders], member=differs)  # [P, U]
+        # (set, receiver) pairs without a row whose sender's row under the set differs, and
+        # that row
+        pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
+                                   n)
         if not len(pp):
             return
-        by_sender = np.argsort(of, kind="stable")
-        count = np.bincount(of, minlength=len(senders))
-        start = np.cumsum(count) - count
-        reps = count[uu]
-        pp = np.repeat(pp, reps)
-        jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
-        unrowed = self.lookup(pp, n[jj]) < 0
-        pp, jj = pp[unrowed], jj[unrowed]
-        if not len(pp):
-            return
-        key = self.lookup(pp, o[jj])
-        order = np.lexsort((key, jj))
-        pp, jj, key = pp[order], jj[order], key[order]
-        head = np.concatenate(([True], (jj[1:] != jj[:-1]) | (key[1:] != key[:-1])))
-        group = np.cumsum(head) - 1
-        heads = np.flatnonzero(head)
+        heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
         lo_ = v[jj[heads]]
         dev = self.mem.device
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],

@@ -11,12 +11,23 @@ order of ``np.nonzero`` on the transposed block), not set by set as ``np.nonzero
 row, a receiver) and breaks ties by a stable sort, so within a group the order is by set in
 both, and the result is the same bit for bit; ``np.flatnonzero`` with a division is several
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
+
+The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``,
+``remap_columns``) are loops compiled by numba (``cftgnn.jit``), each with a NumPy twin
+that runs where numba is absent (``jit.ENABLED``) and gives the same integers; the column
+scans stay NumPy (a compiled scan measured 2x slower than ``np.flatnonzero``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
+
+from cftgnn import jit
+from cftgnn.data.index import concat_ranges
+from cftgnn.models.tgn import other_endpoint
 
 IntArray = npt.NDArray[np.int64]
 
@@ -52,15 +63,139 @@ def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
     return pp, jj, block[hit].astype(np.int64)
 
 
-def column_rows(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64]
-                ) -> tuple[IntArray, IntArray]:
-    """Every entry of ``rowmap[:, cols]`` that holds a row: ``(at, rr)``, its position in
-    ``column_view(rowmap)`` and its row, ``int64`` (to rewrite those entries in place)."""
-    num_p = rowmap.shape[0]
-    block = rowmap.T[cols].reshape(-1)  # [k * P]
-    hit = np.flatnonzero(block >= 0)
-    jj, pp = np.divmod(hit, num_p)
-    return cols[jj].astype(np.int64) * num_p + pp, block[hit].astype(np.int64)
+@jit.compiled
+def _lookup(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
+            n: IntArray) -> IntArray:
+    out = np.empty(len(n), dtype=np.int64)
+    for m in range(len(n)):
+        c = columns[n[m]]
+        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+    return out
+
+
+def lookup(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: IntArray
+           ) -> IntArray:
+    """Row of node ``n[m]`` under set ``p[m]`` in a column-major row map whose node ``n`` has
+    column ``columns[n]`` (``-1``: none, then the answer is ``-1``), ``int64 [M]``."""
+    if jit.ENABLED:
+        return _lookup(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(n))
+    col = columns[n]
+    out = np.full(len(n), -1, dtype=np.int64)
+    has = np.flatnonzero(col >= 0)
+    out[has] = column_view(rowmap)[map_at(len(rowmap), p[has], col[has])]
+    return out
+
+
+@jit.compiled
+def _sender_rows(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
+                 pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
+    out = np.empty(len(p), dtype=np.int64)
+    for m in range(len(p)):
+        e = pend[m]
+        if e < 0:
+            out[m] = -2
+            continue
+        o = dst[e] if src[e] == n[m] else src[e]  # models.tgn.other_endpoint
+        c = columns[o]
+        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+    return out
+
+
+def sender_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray,
+                pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
+    """Row of the sender (``cftgnn.models.tgn.other_endpoint``) of node ``n[m]``'s pending
+    event ``pend[m]`` under set ``p[m]``: ``-1`` for the recorded state, ``-2`` where there
+    is no pending event (``pend[m] < 0``), ``int64 [M]``."""
+    if jit.ENABLED:
+        return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(pend),
+                            _i64(n), src, dst)
+    out = np.full(len(p), -2, dtype=np.int64)
+    has = np.flatnonzero(pend >= 0)
+    out[has] = lookup(rowmap, columns, p[has], other_endpoint(src, dst, pend[has], n[has]))
+    return out
+
+
+@jit.compiled
+def _last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+               rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
+    out = np.empty(len(p), dtype=np.int64)
+    for m in range(len(p)):
+        out[m] = -1
+        # a node's incidences are ascending, and so are the events: the last kept is the first
+        # kept from the end (most often the node's last event, which most sets keep)
+        for i in range(inc_end[pos[m]] - 1, inc_start[pos[m]] - 1, -1):
+            if not rem[p[m], inc_k[i]]:
+                out[m] = events[inc_k[i]]
+                break
+    return out
+
+
+def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+              rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
+    """``cftgnn.replay.tgn.trajectory.BatchRecord.last_kept``: the largest event of node
+    ``pos[m]``'s incidences ``inc_k[inc_start[pos[m]]:inc_end[pos[m]]]`` that set ``p[m]``
+    keeps (``rem [P, K]``), ``-1`` where it removes them all, ``int64 [M]``."""
+    if jit.ENABLED:
+        return _last_kept(events, inc_k, inc_start, inc_end, rem, _i64(p), _i64(pos))
+    # the node's last event, unless the set removes it (rare: the rest scan every event)
+    out = events[inc_k[inc_end[pos] - 1]]
+    slow = np.flatnonzero(rem[p, inc_k[inc_end[pos] - 1]])
+    if len(slow):
+        ps, starts, ends = p[slow], inc_start[pos[slow]], inc_end[pos[slow]]
+        lens = ends - starts
+        kk = inc_k[concat_ranges(starts, ends)]
+        owner = np.repeat(np.arange(len(ps)), lens)
+        val = np.where(~rem[ps[owner], kk], events[kk], -1)
+        out[slow] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments not empty
+    return out
+
+
+@jit.compiled
+def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
+                    uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
+                    by_sender: IntArray, n: IntArray, bound: int
+                    ) -> tuple[IntArray, IntArray, IntArray]:
+    out_p = np.empty(bound, dtype=np.int64)  # at most every receiver of every hit
+    out_j = np.empty(bound, dtype=np.int64)
+    out_r = np.empty(bound, dtype=np.int64)
+    m = 0
+    for h in range(len(pp)):
+        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
+            j = by_sender[i]
+            c = columns[n[j]]
+            if c < 0 or view[c * num_p + pp[h]] < 0:
+                out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
+                m += 1
+    return out_p[:m], out_j[:m], out_r[:m]
+
+
+def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+                 differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
+                 n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """The pairs ``RowTable.revive`` gives rows: receiver ``j`` (node ``n[j]``, whose pending
+    message comes from sender ``senders[of[j]]``) under set ``p`` where the sender holds a
+    row of ``differs`` (``bool``, by row) and the receiver holds none.
+
+    Returns:
+        ``(pp, jj, key)``: the set, the receiver and the sender's row under the set,
+        ``int64``, in the order of ``column_hits`` over the senders' columns (sender by
+        sender, sets ascending), each hit followed by its sender's receivers in the order of
+        ``j``.
+    """
+    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
+    if not len(pp):
+        return pp, uu, rr
+    by_sender = np.argsort(of, kind="stable")
+    count = np.bincount(of, minlength=len(senders))
+    start = np.cumsum(count) - count
+    if jit.ENABLED:
+        return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr,
+                               start, count, by_sender, _i64(n), int(count[uu].sum()))
+    reps = count[uu]
+    pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
+    jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
+    unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
+    return pp[unrowed], jj[unrowed], rr[unrowed]
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
@@ -69,19 +204,68 @@ def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
     return c * num_p + p
 
 
+@jit.compiled
+def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+    """``groups`` by an open-addressing hash table of the rows (linear probing), each row
+    compared whole with its slot's group's first row: a collision costs a probe, never a
+    wrong group."""
+    m, k = key.shape
+    cap = 2
+    while cap < 2 * m:
+        cap *= 2
+    mask = np.uint64(cap - 1)
+    table = np.full(cap, -1, dtype=np.int64)  # slot -> group
+    first = np.empty(m, dtype=np.int64)
+    inverse = np.empty(m, dtype=np.int64)
+    count = 0
+    for i in range(m):
+        h = np.uint64(0x9E3779B97F4A7C15)
+        for c in range(k):  # a multiply-xorshift mix of the columns' bits
+            h = (h ^ np.uint64(key[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+        slot = np.int64(h & mask)
+        while True:
+            g = table[slot]
+            if g < 0:  # a new key: row i is its group's first
+                table[slot] = count
+                first[count] = i
+                inverse[i] = count
+                count += 1
+                break
+            f = first[g]
+            same = True
+            for c in range(k):
+                if key[f, c] != key[i, c]:
+                    same = False
+                    break
+            if same:
+                inverse[i] = g
+                break
+            slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+    return first[:count].copy(), inverse
+
+
 def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``(first, inverse)`` of the distinct rows of ``key [M, k]``, as
     ``cftgnn.arrays.distinct_rows`` gives them up to the numbering of the groups:
     ``first[g]`` is the first row of group ``g`` (the smallest index) and ``inverse[m]`` the
-    group of row ``m``. Groups are numbered in the numeric order of their keys
-    (``distinct_rows``: the order of their bytes), so only callers that use the partition
-    and its first rows, not the numbers, may swap one for the other. A stable ``lexsort``
-    of the columns: several times faster than ``np.unique`` of the rows as bytes on the few
-    hundred rows of a batch."""
+    group of row ``m``. Groups are numbered in the order of their first rows
+    (``distinct_rows``: in the order of their keys' bytes), so only callers that use the
+    partition and its first rows, not the numbers, may swap one for the other.
+
+    A hash table of the rows in a compiled loop, every row proved equal to its group's first
+    (the equality is exact, the hash only finds the candidate): one pass instead of a
+    ``lexsort`` of ``k`` columns (issue 44: ``merge`` groups millions of rows per search;
+    on UCI · TGN 54454, K = 3, its two groupings took 0.86 CPU s by ``lexsort``, ``np.unique``
+    of the rows as bytes before that was slower still)."""
     m = len(key)
     if m == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.lexsort(key.T[::-1])  # stable: ties keep their order, the first row leads
+    if jit.ENABLED:
+        return _groups(np.ascontiguousarray(key, dtype=np.int64))
+    # without numba: a stable lexsort of the columns (ties keep their order, the first row
+    # leads), the groups then numbered in the order of their keys
+    order = np.lexsort(key.T[::-1])
     ranked = key[order]
     head = np.empty(m, dtype=bool)
     head[0] = True
@@ -91,4 +275,49 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return order[head], inverse
 
 
-__all__ = ["column_hits", "column_rows", "column_view", "groups", "map_at"]
+def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], ...]
+                  ) -> tuple[IntArray, IntArray]:
+    """The groups of equal rows of ``key [M, k]`` in the order a stable ``np.lexsort`` of
+    the rows by ``order_by`` (``lexsort``'s keys, the last one primary; equal exactly when
+    the rows of ``key`` are) lists them: ``(heads, group)``, ``heads[g]`` the first row
+    (smallest index) of the ``g``-th group in that order, ``group[m]`` the rank of row ``m``'s
+    group. The same as sorting the rows and cutting the sorted list where the key changes,
+    but only one row per group is sorted (``groups`` finds them by hashing)."""
+    first, inverse = groups(key)
+    order = np.lexsort(tuple(k[first] for k in order_by))
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[order] = np.arange(len(first), dtype=np.int64)
+    return first[order], rank[inverse]
+
+
+@jit.compiled
+def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
+           table: npt.NDArray[np.int32]) -> None:
+    for j in range(len(cols)):
+        base = cols[j] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r >= 0:
+                view[base + p] = table[r]
+
+
+def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
+                  table: npt.NDArray[np.int32]) -> None:
+    """Rewrite in place every entry of ``rowmap[:, cols]`` that holds a row ``r`` to
+    ``table[r]`` (``-1``: the recorded state again), one pass over the columns' contiguous
+    memory (a compiled loop: no list of the entries is made)."""
+    if jit.ENABLED:
+        _remap(column_view(rowmap), rowmap.shape[0], _i64(cols), table)
+        return
+    pp, jj, rr = column_hits(rowmap, cols)
+    column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
+
+
+def _i64(a: npt.NDArray[np.integer]) -> IntArray:
+    """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
+    return np.asarray(a, dtype=np.int64)
+
+
+
+__all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
+           "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]

@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 from torch import Tensor
 
-from cftgnn.data.index import concat_ranges
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN, other_endpoint
+from cftgnn.replay.tgn.rows_kernels import last_kept
 
 Words = npt.NDArray[np.uint64]
 
@@ -65,22 +65,7 @@ class BatchRecord:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
         (``rem``: removals of the batch's events, ``bool [P, K]``), ``-1`` where it removes
         them all; every such node has an event in the batch. Returns ``int64 [M]``."""
-        # the node's last event, unless the set removes it (rare: the rest compute it below)
-        out = self.events[self.inc_k[self.inc_end[pos] - 1]]
-        slow = np.flatnonzero(rem[p, self.inc_k[self.inc_end[pos] - 1]])
-        if len(slow):
-            out[slow] = self._last_kept(rem, p[slow], pos[slow])
-        return out
-
-    def _last_kept(self, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.int64],
-                   pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """``last_kept`` by scanning every event of each node in the batch."""
-        starts, ends = self.inc_start[pos], self.inc_end[pos]
-        lens = ends - starts
-        kk = self.inc_k[concat_ranges(starts, ends)]
-        owner = np.repeat(np.arange(len(p)), lens)
-        val = np.where(~rem[p[owner], kk], self.events[kk], -1)
-        return np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments are non-empty
+        return last_kept(self.events, self.inc_k, self.inc_start, self.inc_end, rem, p, pos)
 
 
 def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
