@@ -2,9 +2,9 @@
 
 ``python scripts/merge_records.py outputs/sweeps/<time>`` finds every run directory below the
 given paths, checks that they are shards of one configuration (fingerprints equal apart from
-``shard``), that no event is recorded twice and which shards are missing, and writes the
-union as an ordinary run directory (records, ``run.json``, summary) that every reader of
-runs accepts.
+``shard`` and the record schema each was written with), that no event is recorded twice and
+which shards are missing, and writes the union as an ordinary run directory (records,
+``run.json``, summary) that every reader of runs accepts.
 """
 
 from __future__ import annotations
@@ -35,9 +35,12 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
     if not runs:
         raise ConfigError("no run directories (folders with run.json) to merge")
     prints = [read_fingerprint(r) for r in runs]
-    base = {k: v for k, v in prints[0].items() if k != "shard"}
+    # the shard, and the record schema a shard was written with (a run split across an
+    # upgrade: its records read back upgraded, each row keeping its own schema_version)
+    own = ("shard", "schema_version")
+    base = {k: v for k, v in prints[0].items() if k not in own}
     for run, fp in zip(runs[1:], prints[1:], strict=True):
-        diff = fingerprint_diff(base, {k: v for k, v in fp.items() if k != "shard"})
+        diff = fingerprint_diff(base, {k: v for k, v in fp.items() if k not in own})
         if diff:
             raise ConfigError(f"{run} is not a shard of the same configuration as {runs[0]} "
                               f"(differs in: {', '.join(diff[:8])})")
@@ -54,6 +57,9 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
     if missing:
         print(f"warning: shards {missing} of {base.get('num_shards')} are missing")
     merged: dict[str, Any] = {**base, "shard": "merged", "merged_shards": shards}
+    versions = [fp["schema_version"] for fp in prints if isinstance(fp.get("schema_version"), int)]
+    if versions:
+        merged["schema_version"] = max(versions)  # the newest: older rows keep their own
     store = RecordStore(out, merged, schema=RECORD_SCHEMA)
     for rec in records.to_dict("records"):
         store.write({str(k): v for k, v in rec.items()})

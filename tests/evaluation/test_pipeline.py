@@ -154,6 +154,29 @@ def test_shards_partition_the_events_and_merge_into_the_whole(tmp_path):
     assert read_records(tmp_path / "merged").event_id.tolist() == merged.event_id.tolist()
 
 
+def test_halves_of_a_run_split_across_a_schema_upgrade_merge(tmp_path):
+    """A shard written before a record-schema bump (its run.json one version older) merges
+    with one written after; the merged run.json says the newest version."""
+    import json
+
+    from cftgnn.explain.result import SCHEMA_VERSION
+
+    for shard in (0, 1):
+        pipeline.run(cfg_for(tmp_path / "sweep" / f"s{shard}", f"shard={shard}",
+                             "num_shards=2", "n_events=4"))
+    old = tmp_path / "sweep" / "s0" / "run.json"
+    fp = json.loads(old.read_text())
+    old.write_text(json.dumps({**fp, "schema_version": SCHEMA_VERSION - 1}))
+    merged = merge_runs(find_runs([tmp_path / "sweep"]), tmp_path / "merged")
+    assert len(merged) == 4
+    assert json.loads((tmp_path / "merged" / "run.json").read_text())[
+        "schema_version"] == SCHEMA_VERSION
+    # anything else that differs is still refused
+    old.write_text(json.dumps({**fp, "seed": 7}))
+    with pytest.raises(ConfigError, match="differs in: seed"):
+        merge_runs(find_runs([tmp_path / "sweep"]), tmp_path / "merged2")
+
+
 def test_merge_refuses_runs_of_different_configurations(tmp_path):
     pipeline.run(cfg_for(tmp_path / "a", "n_events=1"))
     pipeline.run(cfg_for(tmp_path / "b", "n_events=1", "strategy=recent"))
