@@ -277,8 +277,6 @@ class EventReplay:
         history: History | str = History.EVENT,
     ) -> None:
         self.engine = engine
-        if engine.snapshots.budget is not None:  # the last event's plans, dropped, leave
-            release_freed_memory()
         model = engine.model
         self.history = check_history(history, bool(model.has_memory),
                                      type(model).__name__)
