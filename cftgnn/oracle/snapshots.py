@@ -73,8 +73,8 @@ def release_freed_memory() -> bool:
     grow. This fixes the threshold at ``RELEASE_BLOCK_BYTES`` (and the free memory the
     heap's top keeps at twice it, as glibc's adjusted threshold does, so that smaller blocks
     are not given back and faulted in again batch after batch): on the 1M-event synthetic
-    stream it takes about 0.2 GiB off the peak RSS of ``explain.py``, at no measurable cost
-    in time (docs/benchmarks.md).
+    stream it takes about 0.2 GiB off the peak RSS of ``explain.py``, and the explained
+    events cost the same time (docs/benchmarks.md).
     """
     global _released
     if _released is None:
