@@ -299,6 +299,11 @@ class TemporalModel(nn.Module, ABC):
     def node_input(self, state: State) -> Tensor:
         """Layer-0 node input for every node, ``[N, in_dim]``, for the current history."""
 
+    def _embed_input(self, state: State) -> Tensor:
+        """``node_input`` as ``embed`` reads it: only during the call (its rows are
+        gathered, never kept), so a model may hand out a buffer it reuses (TGN)."""
+        return self.node_input(state)
+
     # --------------------------------------------------------------- prediction
     def _neighbor_fn(self, state: State, position: int) -> NeighborFn:
         index = self._index
@@ -332,7 +337,7 @@ class TemporalModel(nn.Module, ABC):
         """
         st = self.state
         position = self._local(st.position)
-        node_input = self.node_input(st)  # [N, in_dim]
+        node_input = self._embed_input(st)  # [N, in_dim]
         if before is None:
             before = torch.full_like(nodes, position)
         elif len(before) and int(before.min()) < position:

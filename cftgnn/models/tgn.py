@@ -193,7 +193,8 @@ class TGN(TemporalModel):
         weights: Tensor = cached[3]
         return weights
 
-    def _pending_applied(self, state: State, inplace: bool = False) -> tuple[Tensor, Tensor]:
+    def _pending_applied(self, state: State, inplace: bool = False,
+                         out: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Memory and last-update times with the pending messages applied.
 
         Only the rows of nodes with a pending message are recomputed: messages are built from
@@ -202,6 +203,8 @@ class TGN(TemporalModel):
         during training); with ``inplace`` the state's own tensors are updated, which the
         no-grad replay uses to avoid copying the whole ``[N, d]`` memory every batch (the
         state's tensors are never shared with a snapshot: snapshot and restore clone).
+        With ``out`` (``[N, d]``, not the state's), the memory is written into it instead
+        of a new tensor (the same values).
 
         Returns:
             ``(memory [N, d], last_update [N])``.
@@ -217,7 +220,8 @@ class TGN(TemporalModel):
             state.memory.index_copy_(0, nodes, new)
             state.last_update.index_copy_(0, nodes, t)
             return state.memory, state.last_update
-        memory = state.memory.index_copy(0, nodes, new)
+        memory = (state.memory.index_copy(0, nodes, new) if out is None
+                  else torch.index_copy(state.memory, 0, nodes, new, out=out))
         last_update = state.last_update.index_copy(0, nodes, t)
         return memory, last_update
 
@@ -239,3 +243,18 @@ class TGN(TemporalModel):
     def node_input(self, state: State) -> Tensor:
         """Memory with the pending messages applied, ``[N, d]`` (the state is unchanged)."""
         return self._pending_applied(state)[0]
+
+    def _embed_input(self, state: State) -> Tensor:
+        """``node_input``, written without gradients into a buffer kept for the next
+        ``embed`` (which reads it only during the call): scoring a stream batch by batch
+        (the sampling pass) then makes no ``[N, d]`` copy per batch, which the engine's
+        setting of the C library (``release_freed_memory``: blocks of a snapshot's size
+        given back when freed) would map and fault in again each time. The same values."""
+        if torch.is_grad_enabled():
+            return self.node_input(state)
+        mem = state.memory
+        buf = getattr(self, "_input_buffer", None)
+        if (buf is None or buf.shape != mem.shape or buf.dtype != mem.dtype
+                or buf.device != mem.device):
+            buf = self._input_buffer = torch.empty_like(mem)
+        return self._pending_applied(state, out=buf)[0]

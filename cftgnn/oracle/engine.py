@@ -53,6 +53,7 @@ from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,
     budget_bytes,
+    release_freed_memory,
     snapshot_nbytes,
 )
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
@@ -126,6 +127,8 @@ class ReplayEngine:
         memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
         num_workers: int = 1,
     ) -> None:
+        if memory_budget_gb is not None:  # freed snapshots and plans leave the process
+            release_freed_memory()
         self.model = model
         #: Handed to every oracle (``explain.py``'s and the tail benchmark's ``num_workers``).
         self.num_workers = num_workers
