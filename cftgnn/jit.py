@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,9 +33,18 @@ import numpy.typing as npt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_numba = importlib.import_module("numba") if importlib.util.find_spec("numba") else None
+#: Set to ``0`` to run the NumPy twins without importing numba: numba costs about 0.1 GiB of
+#: resident memory in a process (its start and the kernels, measured), which matters only
+#: where the memory is tight (the 1M-event stream of docs/benchmarks.md: 1.54 GiB peak
+#: with the compiled loops, 1.42 without); the twins give the same logits, slower.
+ENV = "CFTGNN_JIT"
 
-#: Whether the compiled loops run (numba is installed); tests set it false to run the twins.
+_numba = (importlib.import_module("numba")
+          if os.environ.get(ENV, "1").strip() != "0" and importlib.util.find_spec("numba")
+          else None)
+
+#: Whether the compiled loops run (numba is installed and ``CFTGNN_JIT`` is not ``0``); tests
+#: set it false to run the twins.
 ENABLED = _numba is not None
 
 
@@ -65,4 +75,4 @@ def warm_up() -> None:
         _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["ENABLED", "compiled", "warm_up"]
+__all__ = ["ENABLED", "ENV", "compiled", "warm_up"]

@@ -174,3 +174,15 @@ def test_loops_compile_uncached_where_numba_finds_no_writable_cache(monkeypatch)
 
     assert jit.compiled(f) is f
     assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]
+
+
+def test_cftgnn_jit_0_runs_the_twins_without_importing_numba() -> None:
+    """``CFTGNN_JIT=0``: numba is not imported and the compiled loops are off."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cftgnn.replay.tgn.rows_kernels, cftgnn.jit as j; "
+            "print(j.ENABLED, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "CFTGNN_JIT": "0"}, check=True)
+    assert out.stdout.split() == ["False", "False"]
