@@ -23,10 +23,8 @@ from cftgnn.models import TGAT, TGN, TemporalModel
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.snapshots import (
-    RELEASE_BLOCK_BYTES,
     SnapshotStore,
     budget_bytes,
-    release_freed_memory,
     snapshot_nbytes,
 )
 
@@ -140,9 +138,22 @@ def test_least_useful_snapshot_is_dropped_first():
     assert store.nbytes + 100 <= 400
 
 
-def _rss_bytes() -> int:
+_DROPPED_BLOCKS = """
+import torch
+from cftgnn.oracle.snapshots import RELEASE_BLOCK_BYTES, release_freed_memory
+
+def rss():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS"))
+
+assert release_freed_memory()
+size = 3 * RELEASE_BLOCK_BYTES
+for _ in range(3):
+    block = torch.ones(size // 4)  # float32, every page touched
+    held = rss()
+    del block
+    assert held - rss() >= 0.9 * size, (held, rss())
+"""
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
@@ -151,14 +162,14 @@ def _rss_bytes() -> int:
 def test_a_dropped_snapshot_leaves_the_process():
     # glibc's default: once a block of this size was freed, the next ones come from the heap
     # and stay resident when freed (below 32 MiB); with the engine's setting each is
-    # given back as it is freed, the second and third as the first
-    assert release_freed_memory()
-    size = 3 * RELEASE_BLOCK_BYTES
-    for _ in range(3):
-        block = torch.ones(size // 4)  # float32, every page touched
-        held = _rss_bytes()
-        del block
-        assert held - _rss_bytes() >= 0.9 * size
+    # given back as it is freed, the second and third as the first. In a fresh process: in
+    # a long one (the test suite's) the heap may already hold a free chunk that large, which
+    # glibc serves such a block from whatever the threshold
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _DROPPED_BLOCKS], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 def test_budget_must_be_a_number():
