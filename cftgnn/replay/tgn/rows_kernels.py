@@ -64,12 +64,20 @@ def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
 
 
 @jit.compiled
+def _row_at(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, node: int,
+            p: int) -> int:
+    """The compiled loops' one lookup: node ``node``'s row under set ``p``, ``-1`` where
+    the node has no column (``lookup`` for one entry)."""
+    c = columns[node]
+    return -1 if c < 0 else int(view[c * num_p + p])
+
+
+@jit.compiled
 def _lookup(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntArray,
             n: IntArray) -> IntArray:
     out = np.empty(len(n), dtype=np.int64)
     for m in range(len(n)):
-        c = columns[n[m]]
-        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+        out[m] = _row_at(view, num_p, columns, n[m], p[m])
     return out
 
 
@@ -96,8 +104,7 @@ def _sender_rows(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: 
             out[m] = -2
             continue
         o = dst[e] if src[e] == n[m] else src[e]  # models.tgn.other_endpoint
-        c = columns[o]
-        out[m] = -1 if c < 0 else view[c * num_p + p[m]]
+        out[m] = _row_at(view, num_p, columns, o, p[m])
     return out
 
 
@@ -162,8 +169,7 @@ def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, 
     for h in range(len(pp)):
         for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
             j = by_sender[i]
-            c = columns[n[j]]
-            if c < 0 or view[c * num_p + pp[h]] < 0:
+            if _row_at(view, num_p, columns, n[j], pp[h]) < 0:
                 out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
                 m += 1
     return out_p[:m], out_j[:m], out_r[:m]
@@ -316,7 +322,6 @@ def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
 def _i64(a: npt.NDArray[np.integer]) -> IntArray:
     """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
     return np.asarray(a, dtype=np.int64)
-
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
