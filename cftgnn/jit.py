@@ -36,7 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Set to ``0`` to run the NumPy twins without importing numba: numba costs about 0.1 GiB of
 #: resident memory in a process (its start and the kernels, measured), which matters only
 #: where the memory is tight (the 1M-event stream of docs/benchmarks.md: 1.54 GiB peak
-#: with the compiled loops, 1.42 without); the twins give the same logits, slower. Only
+#: with the compiled loops, 1.44 with CFTGNN_JIT=0); the twins give the same logits, slower. Only
 #: ``0`` turns them off; unset or any other value leaves them on.
 ENV = "CFTGNN_JIT"
 
