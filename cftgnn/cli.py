@@ -85,6 +85,19 @@ def unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> str | None:
     return None
 
 
+def environment_problem() -> str | None:
+    """What is wrong with the project's environment variables (``CFTGNN_JIT`` not an on/off
+    word), or None."""
+    from cftgnn.errors import ConfigError
+    from cftgnn.options import JIT_ENV, environment_switch
+
+    try:
+        environment_switch(JIT_ENV)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
 def _fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
@@ -501,10 +514,11 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
                argv: Sequence[str] | None = None, config_name: str | None = None,
                on_interrupt: str = RESUME_HINT, check: Callable[[Any], None] | None = None,
                run_dir_from: str | None = None) -> None:
-    """Call a Hydra ``main`` unless the command line is one that fails: a ``group=option``
-    naming no config file (``unknown_choice``), a run directory that cannot be made
-    (``unwritable_run_dir``), an override that does not parse or names a key the config
-    lacks (``compose_command_line``), or a composed config that ``config_problem``
+    """Call a Hydra ``main`` unless the command line is one that fails: an environment
+    variable of the project's set to a value it does not take (``environment_problem``), a
+    ``group=option`` naming no config file (``unknown_choice``), a run directory that cannot
+    be made (``unwritable_run_dir``), an override that does not parse or names a key the
+    config lacks (``compose_command_line``), or a composed config that ``config_problem``
     refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses), under ``-m``
     for any job of the sweep (``sweep_problem``: every combination of its values) — then one
     line on stderr and exit status 2, before Hydra makes a run directory and before the
@@ -529,8 +543,9 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
     _ctrl_c_raises()
     try:
         missing = [p for p in search_paths(args) if not p.is_dir()]
-        message = (f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
-                   else unknown_choice(args, conf_dir) or unwritable_run_dir(args))
+        message = environment_problem() or (
+            f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
+            else unknown_choice(args, conf_dir) or unwritable_run_dir(args))
         name = config_name or _config_name(main)
         cfg = None
         if message is None and name is not None:

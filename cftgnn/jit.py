@@ -9,6 +9,14 @@ which gives the same integers and booleans, so the logits are the same bit for b
 way (``tests/replay/test_rows_kernels.py`` compares the twins, and a cone replay with and
 without).
 
+numba is imported only when a compiled loop is first called (``start``), not when this
+module is: every script imports the replay's modules to check its options, and a run that
+never replays a TGN cone (TGAT, GraphMixer, the approximate oracle) would otherwise pay
+numba's import (about 0.25 s and 0.06 GiB) for nothing. At the start every compiled loop is
+handed to ``numba.njit`` and put in its module's namespace in place of the lazy one, so
+compiled loops calling each other (``rows_kernels._row_at``) call numba's, and later calls
+skip the lazy indirection.
+
 Why compiled loops: on the far-back tail events (docs/benchmarks.md, "The far-back tail")
 the bookkeeping is a few dozen NumPy calls per batch over arrays of thousands of entries,
 each a pass of its own; the loops here fuse them (row lookups, grouping equal rows by
@@ -22,43 +30,104 @@ processes inherit a started numba rather than each starting it again for every e
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
-import os
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn.errors import ConfigError
+from cftgnn.options import JIT_ENV, environment_switch
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Set to ``0`` to run the NumPy twins without importing numba: numba costs about 0.1 GiB of
-#: resident memory in a process (its start and the kernels, measured), which matters only
-#: where the memory is tight (the 1M-event stream of docs/benchmarks.md: 1.54 GiB peak
-#: with the compiled loops, 1.44 with CFTGNN_JIT=0); the twins give the same logits, slower. Only
-#: ``0`` turns them off; unset or any other value leaves them on.
-ENV = "CFTGNN_JIT"
+#: Set to ``0`` (or ``false``, ``no``, ``off``) to run the NumPy twins without importing
+#: numba: numba costs about 0.1 GiB of resident memory in a process (its start and the
+#: kernels, measured), which matters only where the memory is tight (the 1M-event stream of
+#: docs/benchmarks.md: 1.54 GiB peak with the compiled loops, 1.44 with CFTGNN_JIT=0); the
+#: twins give the same logits, slower. Unset, empty, ``1``, ``true``, ``yes`` or ``on``
+#: leave them on; any other value is an error (``ConfigError`` at the first compiled call;
+#: the scripts refuse it before they start, ``cftgnn.cli.main_guard``).
+ENV = JIT_ENV
 
-_numba = (importlib.import_module("numba")
-          if os.environ.get(ENV, "1").strip() != "0" and importlib.util.find_spec("numba")
-          else None)
+try:
+    _SWITCH, _PROBLEM = environment_switch(ENV), None
+except ConfigError as problem:  # raised by ``start``, not by an import
+    _SWITCH, _PROBLEM = True, problem
 
-#: Whether the compiled loops run (numba is installed and ``CFTGNN_JIT`` is not ``0``); tests
+#: Whether the compiled loops run (numba is installed and ``CFTGNN_JIT`` is not off); tests
 #: set it false to run the twins.
-ENABLED = _numba is not None
+ENABLED = _SWITCH and importlib.util.find_spec("numba") is not None
+
+_numba: Any = None  # the numba module, once started
+_lazy: list[_Lazy] = []
+_lock = threading.Lock()
+
+
+class _Lazy:
+    """A loop to compile at numba's start: calling it starts numba (``start``)."""
+
+    def __init__(self, f: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, f)
+        self.python = f
+        self.dispatcher: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.dispatcher is None:
+            start()
+        assert self.dispatcher is not None
+        return self.dispatcher(*args)
+
+
+def _njit(numba: Any, f: Callable[..., Any]) -> Callable[..., Any]:
+    """``numba.njit(cache=True, nogil=True)(f)``, uncached where no cache is writable."""
+    try:
+        out: Callable[..., Any] = numba.njit(cache=True, nogil=True)(f)
+    except RuntimeError:  # no writable cache (``__pycache__`` nor numba's user cache dir):
+        out = numba.njit(nogil=True)(f)  # compiled in every process instead
+    return out
 
 
 def compiled(f: F) -> F:
-    """``f`` compiled by numba (``nopython``, cached on disk, releasing the GIL), or ``f``
-    unchanged without numba (then its callers run their twins, see the module docstring)."""
-    if _numba is None:
+    """``f``, compiled by numba (``nopython``, cached on disk, releasing the GIL) when it is
+    first called, or ``f`` unchanged without numba (then its callers run their twins, see
+    the module docstring)."""
+    if not ENABLED:
         return f
-    try:
-        out: F = _numba.njit(cache=True, nogil=True)(f)
-    except RuntimeError:  # no writable cache (``__pycache__`` nor numba's user cache dir):
-        out = _numba.njit(nogil=True)(f)  # compiled in every process instead
-    return out
+    lazy = _Lazy(f)
+    _lazy.append(lazy)
+    return lazy  # type: ignore[return-value]
+
+
+def start() -> None:
+    """Import numba and hand it every compiled loop (each module's name now names numba's);
+    nothing without numba or once started.
+
+    Raises:
+        ConfigError: ``CFTGNN_JIT`` is not an on/off word.
+    """
+    global _numba
+    if not ENABLED or _numba is not None:
+        return
+    if _PROBLEM is not None:
+        raise _PROBLEM
+    with _lock:
+        if _numba is not None:
+            return
+        numba = importlib.import_module("numba")
+        for lazy in _lazy:
+            lazy.dispatcher = _njit(numba, lazy.python)
+            lazy.python.__globals__[lazy.python.__name__] = lazy.dispatcher
+        _numba = numba
+
+
+def started() -> bool:
+    """Whether numba has started in this process."""
+    return _numba is not None
 
 
 @compiled
@@ -72,8 +141,8 @@ def _first(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def warm_up() -> None:
     """Start numba in this process now (most of its first call's cost, see the module
     docstring); nothing without numba or once started."""
-    if ENABLED and _numba is not None:
+    if ENABLED:
         _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["ENABLED", "ENV", "compiled", "warm_up"]
+__all__ = ["ENABLED", "ENV", "compiled", "start", "started", "warm_up"]

@@ -9,6 +9,7 @@ truncated, before any work starts (``as_integer``: ``1e3`` is ``1000``, ``1.5`` 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Collection
 from typing import Any
 
@@ -108,6 +109,30 @@ def boolean(cfg: Any, key: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{key} must be true or false, got {value!r}")
     return value
+
+
+#: The environment variable that turns ``cftgnn.jit``'s compiled loops off (``0``); read
+#: there, and checked by ``cftgnn.cli.main_guard`` before a script starts.
+JIT_ENV = "CFTGNN_JIT"
+_SWITCH_OFF = ("0", "false", "no", "off")
+_SWITCH_ON = ("1", "true", "yes", "on")
+
+
+def environment_switch(name: str) -> bool:
+    """An on/off environment variable: on when unset or empty, or one of ``1``, ``true``,
+    ``yes``, ``on``; off for ``0``, ``false``, ``no``, ``off`` (any case, spaces ignored).
+
+    Raises:
+        ConfigError: For any other value (a typo must not leave the setting as it was).
+    """
+    value = os.environ.get(name)
+    word = (value or "").strip().lower()
+    if word in _SWITCH_OFF:
+        return False
+    if word in ("", *_SWITCH_ON):
+        return True
+    raise ConfigError(f"environment variable {name} must be one of "
+                      f"{', '.join(_SWITCH_ON + _SWITCH_OFF)}, got {value!r}")
 
 
 def choice(cfg: Any, key: str, options: Collection[str]) -> str:
