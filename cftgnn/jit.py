@@ -10,10 +10,11 @@ way (``tests/replay/test_rows_kernels.py`` compares the twins, and a cone replay
 without).
 
 numba is imported only when a compiled loop is first called (``start``), not when this
-module is: every script imports the replay's modules to check its options, and a run that
-never replays a TGN cone (TGAT, GraphMixer, the approximate oracle) would otherwise pay
-numba's import (about 0.25 s and 0.06 GiB) for nothing. At the start every compiled loop is
-handed to ``numba.njit`` and put in its module's namespace in place of the lazy one, so
+module is imported: every script imports the replay's modules to check its options, and a
+run that never replays a TGN cone (TGAT, GraphMixer, the approximate oracle) would otherwise
+pay numba's import (about 0.25 s and 0.06 GiB) for nothing. A cone replay of few sets calls
+none before numba has started (``for_sets``, ``MIN_SETS``). At the start every compiled loop
+is handed to ``numba.njit`` and put in its module's namespace in place of the lazy one, so
 compiled loops calling each other (``rows_kernels._row_at``) call numba's, and later calls
 skip the lazy indirection.
 
@@ -34,7 +35,8 @@ import functools
 import importlib
 import importlib.util
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -62,6 +64,14 @@ except ConfigError as problem:  # raised by ``start``, not by an import
 #: Whether the compiled loops run (numba is installed and ``CFTGNN_JIT`` is not off); tests
 #: set it false to run the twins.
 ENABLED = _SWITCH and importlib.util.find_spec("numba") is not None
+
+#: A cone replay of fewer sets runs the twins while numba has not started in the process
+#: (``for_sets``): measured on 10 Wikipedia · TGN events (docs/benchmarks.md), the compiled
+#: loops make a single exact call no faster (0.95-1.02x) and a batch of 64 sets 16 % faster,
+#: so numba's start (0.3-0.45 s) and memory (0.1 GiB) are paid only where they buy
+#: something: the exhaustive search's and ``certify``'s chunks (4,096 sets, 64 under a time
+#: cap) and the baselines' batches, not a greedy or CF-TGNN search's small batches.
+MIN_SETS = 64
 
 _numba: Any = None  # the numba module, once started
 _lazy: list[_Lazy] = []
@@ -125,6 +135,23 @@ def start() -> None:
         _numba = numba
 
 
+@contextmanager
+def for_sets(num_sets: int) -> Iterator[None]:
+    """Within it, the compiled loops run (``ENABLED`` as it is) when a replay of
+    ``num_sets`` sets pays for them (at least ``MIN_SETS``) or numba has started already
+    (nothing more to pay); otherwise ``ENABLED`` is false, and the twins run. Either way the
+    same integers, so the same logits."""
+    global ENABLED
+    if not ENABLED or num_sets >= MIN_SETS or started():
+        yield
+        return
+    ENABLED = False
+    try:
+        yield
+    finally:
+        ENABLED = True
+
+
 def started() -> bool:
     """Whether numba has started in this process."""
     return _numba is not None
@@ -145,4 +172,4 @@ def warm_up() -> None:
         _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["ENABLED", "ENV", "compiled", "start", "started", "warm_up"]
+__all__ = ["ENABLED", "ENV", "MIN_SETS", "compiled", "for_sets", "start", "started", "warm_up"]

@@ -29,6 +29,7 @@ def test_cone_logits_are_bitwise_the_references(compiled, monkeypatch):
     if compiled and not jit.ENABLED:
         pytest.skip("numba is not installed: only the NumPy twins of the loops run here")
     monkeypatch.setattr(jit, "ENABLED", compiled)  # without: the NumPy (and torch) twins
+    jit.warm_up()  # started: replays of few sets run the compiled loops too (jit.for_sets)
     stored = np.load(cone_reference.REFERENCE)
     got = dict(cone_reference.cases())
     assert sorted(got) == sorted(stored.files)

@@ -4,8 +4,6 @@ node) pairs, and the same groups of equal rows with the same first rows."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -176,23 +174,6 @@ def test_loops_compile_uncached_where_numba_finds_no_writable_cache():
     assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]
 
 
-def test_numba_starts_at_the_first_compiled_call_not_at_import():
-    """Scripts import the replay to check their options; numba (0.25 s, 0.06 GiB) loads only
-    when a compiled loop runs, and then the module's names are numba's own dispatchers."""
-    import subprocess
-    import sys
-
-    code = ("import sys, numpy as np, cftgnn.replay.tgn.rows_kernels as k, cftgnn.jit as j; "
-            "a = 'numba' in sys.modules; lazy = type(k._groups).__name__; "
-            "k.groups(np.arange(6, dtype=np.int64).reshape(3, 2) % 2); "
-            "print(a, lazy, 'numba' in sys.modules, j.started(), type(k._groups).__name__)")
-    env = {**__import__("os").environ}
-    env.pop("CFTGNN_JIT", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True)
-    assert out.stdout.split() == ["False", "_Lazy", "True", "True", "CPUDispatcher"]
-
-
 def test_cftgnn_jit_0_runs_the_twins_without_importing_numba() -> None:
     """``CFTGNN_JIT=0``: numba is not imported and the compiled loops are off."""
     import subprocess
@@ -203,41 +184,3 @@ def test_cftgnn_jit_0_runs_the_twins_without_importing_numba() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**__import__("os").environ, "CFTGNN_JIT": "0"}, check=True)
     assert out.stdout.split() == ["False", "False"]
-
-
-@pytest.mark.parametrize(("value", "on"), [(None, True), ("", True), (" On ", True),
-                                           ("1", True), ("0", False), ("FALSE", False),
-                                           ("off", False), ("no", False)])
-def test_the_jit_switch_reads_on_and_off_words(monkeypatch: pytest.MonkeyPatch,
-                                                value: str | None, on: bool) -> None:
-    from cftgnn.options import JIT_ENV, environment_switch
-
-    if value is None:
-        monkeypatch.delenv(JIT_ENV, raising=False)
-    else:
-        monkeypatch.setenv(JIT_ENV, value)
-    assert environment_switch(JIT_ENV) is on
-
-
-def test_a_mistyped_jit_switch_is_one_error_line_before_any_work(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``CFTGNN_JIT=of`` used to leave the compiled loops on without a word."""
-    import os
-    import subprocess
-    import sys
-
-    from cftgnn.errors import ConfigError
-    from cftgnn.options import JIT_ENV, environment_switch
-
-    monkeypatch.setenv(JIT_ENV, "of")
-    with pytest.raises(ConfigError, match="CFTGNN_JIT must be one of .*got 'of'"):
-        environment_switch(JIT_ENV)
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, str(root / "scripts" / "explain.py"), "n_events=1",
-                          f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True,
-                         env=dict(os.environ), cwd=tmp_path)
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        "error: environment variable CFTGNN_JIT must be one of 1, true, yes, on, 0, false, "
-        "no, off, got 'of'"]
-    assert not (tmp_path / "run").exists()

@@ -75,6 +75,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from cftgnn import jit
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.batched import NodeInputs
 from cftgnn.replay.masks import RemovalSets
@@ -138,6 +139,15 @@ def checked_tolerance(tolerance: float, name: str = "tolerance") -> float:
 def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = True,
                 stats: ConeStats | None = None, max_bytes: int | None = None,
                 tolerance: float = 0.0, check: bool = False) -> NodeInputs:
+    """``_cone_replay`` (below), with the compiled bookkeeping loops where the number of
+    sets pays for numba's start (``cftgnn.jit.for_sets``); the same logits either way."""
+    with jit.for_sets(sets.table.shape[0]):
+        return _cone_replay(model, traj, sets, prune, stats, max_bytes, tolerance, check)
+
+
+def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = True,
+                 stats: ConeStats | None = None, max_bytes: int | None = None,
+                 tolerance: float = 0.0, check: bool = False) -> NodeInputs:
     """Follow P removal sets through the recorded batches, touching only affected rows.
 
     Rows are computed only for the states the prediction can read (``need`` of

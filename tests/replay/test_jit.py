@@ -1,0 +1,126 @@
+"""When numba starts (``cftgnn.jit``): at the first compiled call of a replay of enough sets,
+never at import; and the ``CFTGNN_JIT`` switch. The loops themselves and their twins:
+``test_rows_kernels.py``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cftgnn import jit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(code: str, **env: str) -> list[str]:
+    """What ``code`` prints, run in a fresh interpreter (numba not started), split."""
+    environ = {k: v for k, v in os.environ.items() if k != jit.ENV} | env
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=environ, check=True, cwd=ROOT)
+    return out.stdout.split()
+
+
+def test_few_sets_run_the_twins_until_numba_has_started(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(jit, "ENABLED", True)
+    monkeypatch.setattr(jit, "_numba", None)  # not started
+    with jit.for_sets(jit.MIN_SETS - 1):
+        assert not jit.ENABLED
+    assert jit.ENABLED
+    with jit.for_sets(jit.MIN_SETS):
+        assert jit.ENABLED
+    monkeypatch.setattr(jit, "_numba", object())  # started: nothing more to pay
+    with jit.for_sets(1):
+        assert jit.ENABLED
+    monkeypatch.setattr(jit, "ENABLED", False)  # CFTGNN_JIT=0 or no numba: stays off
+    with jit.for_sets(jit.MIN_SETS):
+        assert not jit.ENABLED
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_a_replay_of_few_sets_leaves_numba_unloaded_and_one_of_many_starts_it():
+    """The 1M-event run of docs/benchmarks.md makes calls of 1 and 10 sets only: numba's
+    0.1 GiB stays out of it; an exhaustive chunk starts numba, with the same logits."""
+    code = """
+import sys, itertools, numpy as np, torch
+from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.models.tgn import TGN
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn import jit
+stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
+torch.manual_seed(0)
+model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+engine = ReplayEngine(model, stream)
+replay = EventReplay(engine, 399, m_max=16)
+cand = replay.candidates.ids.tolist()
+pairs = [frozenset(c) for c in itertools.combinations(cand, 2)][:jit.MIN_SETS]
+replay.exact(pairs[:jit.MIN_SETS - 1])
+print('numba' in sys.modules, len(pairs) == jit.MIN_SETS)
+jit.ENABLED = False
+twins = EventReplay(engine, 399, m_max=16).exact(pairs)
+jit.ENABLED = True
+compiled = EventReplay(engine, 399, m_max=16).exact(pairs)
+print('numba' in sys.modules, jit.started(), np.array_equal(twins, compiled))
+"""
+    assert _python(code) == ["False", "True", "True", "True", "True"]
+
+
+def test_numba_starts_at_the_first_compiled_call_not_at_import():
+    """Scripts import the replay to check their options; numba (0.25 s, 0.06 GiB) loads only
+    when a compiled loop runs, and then the module's names are numba's own dispatchers."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, cftgnn.replay.tgn.rows_kernels as k, cftgnn.jit as j; "
+            "a = 'numba' in sys.modules; lazy = type(k._groups).__name__; "
+            "k.groups(np.arange(6, dtype=np.int64).reshape(3, 2) % 2); "
+            "print(a, lazy, 'numba' in sys.modules, j.started(), type(k._groups).__name__)")
+    env = {**__import__("os").environ}
+    env.pop("CFTGNN_JIT", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.split() == ["False", "_Lazy", "True", "True", "CPUDispatcher"]
+
+
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("", True), (" On ", True),
+                                           ("1", True), ("0", False), ("FALSE", False),
+                                           ("off", False), ("no", False)])
+def test_the_jit_switch_reads_on_and_off_words(monkeypatch: pytest.MonkeyPatch,
+                                                value: str | None, on: bool) -> None:
+    from cftgnn.options import JIT_ENV, environment_switch
+
+    if value is None:
+        monkeypatch.delenv(JIT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(JIT_ENV, value)
+    assert environment_switch(JIT_ENV) is on
+
+
+def test_a_mistyped_jit_switch_is_one_error_line_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CFTGNN_JIT=of`` used to leave the compiled loops on without a word."""
+    import os
+    import subprocess
+    import sys
+
+    from cftgnn.errors import ConfigError
+    from cftgnn.options import JIT_ENV, environment_switch
+
+    monkeypatch.setenv(JIT_ENV, "of")
+    with pytest.raises(ConfigError, match="CFTGNN_JIT must be one of .*got 'of'"):
+        environment_switch(JIT_ENV)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, str(root / "scripts" / "explain.py"), "n_events=1",
+                          f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True,
+                         env=dict(os.environ), cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: environment variable CFTGNN_JIT must be one of 1, true, yes, on, 0, false, "
+        "no, off, got 'of'"]
+    assert not (tmp_path / "run").exists()
