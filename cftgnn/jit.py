@@ -50,8 +50,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Set to ``0`` (or ``false``, ``no``, ``off``) to run the NumPy twins without importing
 #: numba: numba costs about 0.1 GiB of resident memory in a process (its start and the
 #: kernels, measured), which matters only where the memory is tight (the 1M-event stream of
-#: docs/benchmarks.md: 1.54 GiB peak with the compiled loops, 1.44 with CFTGNN_JIT=0); the
-#: twins give the same logits, slower. Unset, empty, ``1``, ``true``, ``yes`` or ``on``
+#: docs/benchmarks.md: 1.54 GiB peak with the compiled loops, 1.44 with CFTGNN_JIT=0; since
+#: ``for_sets`` its small replays start none); the twins give the same logits, slower. Unset, empty, ``1``, ``true``, ``yes`` or ``on``
 #: leave them on; any other value is an error (``ConfigError`` at the first compiled call;
 #: the scripts refuse it before they start, ``cftgnn.cli.main_guard``).
 ENV = JIT_ENV
