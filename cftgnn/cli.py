@@ -43,6 +43,7 @@ _HYDRA_INFO_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-
 
 #: ``[+|++]group=value[,value...]`` on the command line.
 _CHOICE = re.compile(r"^\+{0,2}([A-Za-z_]\w*)=(.*)$")
+_SWEPT = re.compile(r"^[^=]*=(.*,.*|(range|choice|glob|interval)\(.*)$")  # key=a,b or key=f(...)
 
 
 def search_paths(argv: Sequence[str]) -> list[Path]:
@@ -543,10 +544,14 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
     _ctrl_c_raises()
     try:
         missing = [p for p in search_paths(args) if not p.is_dir()]
+        name = config_name or _config_name(main)
+        choice = None if missing else unknown_choice(args, conf_dir)
+        fixed = [a for a in args if not _SWEPT.match(a)]
+        if choice is not None and name is not None and unknown_choice(fixed, conf_dir) is None:
+            choice = _job_named(choice, args, None, conf_dir, name, check)  # a swept value's job
         message = environment_problem() or (
             f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
-            else unknown_choice(args, conf_dir) or unwritable_run_dir(args))
-        name = config_name or _config_name(main)
+            else choice or unwritable_run_dir(args))
         cfg = None
         if message is None and name is not None:
             message, cfg = compose_command_line(args, conf_dir, name)

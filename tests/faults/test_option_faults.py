@@ -181,3 +181,18 @@ def test_the_run_directory_follows_out_dir(monkeypatch, tmp_path):
     assert _seen_argv(monkeypatch, "-m", f"out_dir={out}") == ["-m", f"out_dir={out}"]
     assert _seen_argv(monkeypatch) == []
     assert not out.exists()  # the probe leaves nothing behind
+
+
+@pytest.mark.parametrize(("args", "job"), [
+    (["-m", "model=tgn,tgx", "n_events=1"], " (job #1 of the sweep's 2: model=tgx)"),
+    (["-m", "model=tgx,tgn", "n_events=1"], " (job #0 of the sweep's 2: model=tgx)"),
+    (["-m", "model=choice(tgn,tgx)", "n_events=1"], " (job #1 of the sweep's 2: model=tgx)"),
+    (["-m", "model=tgx", "n_events=1,2"], ""),  # every job's: the command line's, no job
+    (["model=tgx"], ""),
+])
+def test_an_unknown_swept_choice_names_its_job_however_the_sweep_is_written(args, job,
+                                                                             tmp_path):
+    """``model=tgn,tgx`` named no job while ``model=choice(tgn,tgx)`` did."""
+    line, _ = refused("explain.py", *args, cwd=tmp_path)
+    assert line == ("error: unknown model 'tgx' (choose from: dygformer, graphmixer, pyg_tgn, "
+                    f"tgat, tgn, tgn2l){job}")
