@@ -115,3 +115,42 @@ def test_merge_proves_rows_equal_on_every_coordinate_not_only_the_probed_ones():
     assert merged == 1
     assert rows.rowmap[:, 1].tolist() == [0, 0, 2, 3]
     assert rows.alive[:4].tolist() == [True, False, True, True]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed):
+    rng = np.random.default_rng(seed)
+    num_p, nodes, dim = 9, 8, 3
+    columns = np.array([0, -1, 1, 2, -1, 3, 4, 5])  # two nodes without a column
+    rows = RowTable(num_p, columns, 6, dim, torch.device("cpu"))
+    for _ in range(4):  # rows of random nodes, each given to some sets (its representative too)
+        n = rng.choice(np.flatnonzero(columns >= 0), 5)
+        rep = rng.integers(0, num_p, 5)
+        made = rows.add(rep, n, torch.randn(5, dim), rng.random(5))
+        for r, node, p in zip(made, n, rep, strict=True):
+            sets = np.union1d(p, rng.choice(num_p, 3))
+            rows.rowmap[sets, columns[node]] = r
+    for r in range(rows.size):  # a later row may have taken its sets: a set still using it
+        users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
+        if len(users):
+            rows.rep[r] = users[0]
+    rows.drop(rng.choice(rows.size, 6, replace=False))  # retired: their sets read -1 again
+    rows.check()
+    mem, lu, n_, rep_ = (rows.mem.clone(), rows.lu.copy(), rows.n.copy(), rows.rep.copy())
+    before = rows.rowmap.copy()
+    size = rows.size
+    # the whole-map scan compact did before: every row in use and alive kept, in order
+    referenced = np.zeros(size, dtype=bool)
+    referenced[before[before >= 0]] = True
+    keep = np.flatnonzero(rows.alive[:size] & referenced)
+    new_id = np.full(size, -1, dtype=np.int32)
+    new_id[keep] = np.arange(len(keep), dtype=np.int32)
+    want = np.where(before >= 0, new_id[np.maximum(before, 0)], -1)
+    rows.compact(force=True)
+    rows.check()
+    assert rows.size == len(keep) and np.array_equal(rows.rowmap, want)
+    assert rows.rowmap.flags.f_contiguous
+    assert torch.equal(rows.mem[:len(keep)], mem[keep])
+    assert np.array_equal(rows.lu[:len(keep)], lu[keep])
+    assert np.array_equal(rows.n[:len(keep)], n_[keep])
+    assert np.array_equal(rows.rep[:len(keep)], rep_[keep])

@@ -18,6 +18,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     last_kept,
     lookup,
     map_at,
+    mixed_pairs,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -96,6 +97,52 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
                 want_rows += [(q, j, r) for j in np.flatnonzero(of == u)
                               if columns[recv[j]] < 0 or rowmap[q, columns[recv[j]]] < 0]
     assert [tuple(t) for t in np.stack([pp, jj, key], axis=1)] == want_rows
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(seed):
+    rng = np.random.default_rng(seed)
+    num_p, num_c, size, num_nodes = 23, 7, 12, 10
+    rowmap = _rowmap(seed, num_p, num_c, size)
+    columns = np.full(num_nodes, -1, dtype=np.int64)
+    columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
+    by_column = np.flatnonzero(columns >= 0)[np.argsort(columns[columns >= 0])]
+    row_n = by_column[rng.integers(0, num_c, size)]  # each row's node has a column
+    # the batch: 9 events among the nodes, each node's incidences ascending
+    events = np.sort(rng.choice(500, 9, replace=False))
+    src, dst = np.zeros(500, dtype=np.int64), np.zeros(500, dtype=np.int64)
+    src[events], dst[events] = rng.integers(0, num_nodes, 9), rng.integers(0, num_nodes, 9)
+    nodes = np.unique(np.concatenate([src[events], dst[events], row_n]))
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[nodes] = np.arange(len(nodes))
+    inc = [np.flatnonzero((src[events] == v) | (dst[events] == v)) for v in nodes]
+    inc_k = np.concatenate(inc).astype(np.int64)
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    inc_start = inc_end - np.array([len(i) for i in inc])
+    removable = rng.random(9) < 0.5  # the events some set may remove
+    rem = (rng.random((num_p, 9)) < 0.5) & removable
+    touched = rem.any(axis=0) | (rng.random(9) < 0.3)  # or more: the answer is the same
+    is_m = np.append(rng.random(size) < 0.7, False)
+    row_pend = rng.integers(-1, 500, size)
+    row_pend[::2] = events[-1]
+    mine = rng.integers(-2, size, size)
+    want = []
+    for c in range(num_c):  # column by column, sets ascending
+        for q in range(num_p):
+            r = rowmap[q, c]
+            if r < 0 or not is_m[r] or not len(inc[loc[row_n[r]]]):
+                continue
+            kept = [k for k in inc[loc[row_n[r]]] if not rem[q, k]]
+            e = int(events[max(kept)]) if kept else -1
+            o = dst[e] if src[e] == row_n[r] else src[e]
+            sender = -2 if e < 0 else (-1 if columns[o] < 0 else int(rowmap[q, columns[o]]))
+            if e != row_pend[r] or sender != mine[r]:
+                want.append((q, r, e, sender))
+    has = np.array([len(inc[loc[row_n[r]]]) > 0 for r in range(size)] + [False])
+    got = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
+                      loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
+    assert all(a.dtype == np.int64 for a in got)
 
 
 @pytest.mark.parametrize("seed", range(5))

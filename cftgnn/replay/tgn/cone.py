@@ -230,7 +230,8 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             counts.rows_made += rows.size - made
             rows.new_pending(rec, rem, loc, deps.need > x)
             if prune:
-                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst)
+                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst,
+                                                     _removed(sets.events, rec.events))
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
                                                  tolerance)
@@ -263,6 +264,16 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             setattr(stats, name, getattr(stats, name) + getattr(counts, name))
         stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
         stats.peak_bytes = max(stats.peak_bytes, counts.peak_bytes)
+    return out
+
+
+def _removed(removed: npt.NDArray[np.int64], events: npt.NDArray[np.int64]
+             ) -> npt.NDArray[np.bool_]:
+    """Which of a batch's ``events`` some set removes (``removed``, ascending: the sets'
+    ``RemovalSets.events``), ``bool [K]``: the columns of ``RemovalSets.columns`` that can
+    hold a true entry, found without reading them."""
+    at = np.minimum(np.searchsorted(removed, events), len(removed) - 1)
+    out: npt.NDArray[np.bool_] = removed[at] == events
     return out
 
 

@@ -31,6 +31,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     groups,
     lookup,
     map_at,
+    mixed_pairs,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -174,14 +175,15 @@ class RowTable:
         size = self.size
         if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
             return
-        view = column_view(self.rowmap)
-        used = np.flatnonzero(view >= 0)
+        # only the columns of live rows' nodes hold rows (every entry is -1 or a live row of
+        # its column's node): the rest of the map is not read
+        cols = np.unique(self.columns[self.n[np.flatnonzero(self.alive[:size])]])
         referenced = np.zeros(size, dtype=bool)
-        referenced[view[used]] = True
+        referenced[column_hits(self.rowmap, cols)[2]] = True
         keep = np.flatnonzero(self.alive[:size] & referenced)
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        view[used] = new_id[view[used]]
+        remap_columns(self.rowmap, cols, new_id)
         kt = torch.as_tensor(keep, device=self.mem.device)
         cap = max(256, 2 * len(keep))
         mem = self.mem.new_empty(cap, self.mem.shape[1])
@@ -355,7 +357,8 @@ class RowTable:
 
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                     loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
-                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                    touched: npt.NDArray[np.bool_] | None = None) -> int:
         """Step 3b of a batch (with pruning): split every mixed row (``RowTable``) of a node
         with events in the batch whose later state is read (``read``, ``bool [N]``) by the
         message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
@@ -363,7 +366,9 @@ class RowTable:
         its representative set's message, which it keeps; sets whose message or sender differs
         from that would diverge when it is applied in the next batch, so each such group gets its
         own copy of the row (mixed still: its sets may differ in the node's causal past). Returns
-        the rows made.
+        the rows made. ``touched`` (``bool [K]``): which of the batch's events some set
+        removes, or more (``rem.any(axis=0)`` when not given); a set's message is the node's
+        last event at once where that is not touched.
         """
         size = self.size
         node = self.n[:size]
@@ -376,21 +381,17 @@ class RowTable:
             return 0
         is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
         is_m[m] = True
-        # every (set, row) pair of the mixed rows
-        pp, _, rr = column_hits(self.rowmap, np.unique(self.columns[node[m]]), member=is_m)
-        if not len(pp):  # rows no set uses any more (compaction frees them)
-            return 0
-        n = self.n[rr]
-        pend = rec.last_kept(rem, pp, loc[n])  # each set's message
-        sender = self.sender_rows(pp, pend, n, src, dst)
-        # the row keeps the message new_pending gave it (its representative set's); the pairs
-        # whose message or sender differs from that move to rows of their own
+        # the row keeps the message new_pending gave it (its representative set's); of every
+        # (set, row) pair of the mixed rows, those whose message (the last event the set
+        # keeps) or its sender's row differs from that move to rows of their own
         mine = np.empty(size, dtype=np.int64)
         mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
-        off = np.flatnonzero((pend != self.pend[rr]) | (sender != mine[rr]))
-        if not len(off):
+        pp, rr, pend, sender = mixed_pairs(
+            self.rowmap, self.columns, np.unique(self.columns[node[m]]), is_m, self.n,
+            self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
+            rem.any(axis=0) if touched is None else touched, src, dst)
+        if not len(pp):
             return 0
-        pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
         heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
         dev = self.mem.device
         new = self.add(pp[heads], self.n[rr[heads]],

@@ -67,7 +67,9 @@ def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
 def _row_at(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, node: int,
             p: int) -> int:
     """The compiled loops' one lookup: node ``node``'s row under set ``p``, ``-1`` where
-    the node has no column (``lookup`` for one entry)."""
+    the node has no column (``lookup`` for one entry). (The scans of whole columns,
+    ``_mixed_pairs`` and ``_revive_scan``, write it out: a call of a compiled function
+    with arrays in their innermost loop made them 3x slower.)"""
     c = columns[node]
     return -1 if c < 0 else int(view[c * num_p + p])
 
@@ -158,19 +160,38 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 
 
 @jit.compiled
-def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
-                    uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
-                    by_sender: IntArray, n: IntArray, bound: int
-                    ) -> tuple[IntArray, IntArray, IntArray]:
-    out_p = np.empty(bound, dtype=np.int64)  # at most every receiver of every hit
+def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
+                 sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
+                 count: IntArray, by_sender: IntArray, n: IntArray
+                 ) -> tuple[IntArray, IntArray, IntArray]:
+    """``revive_pairs`` compiled: each sender's column scanned for rows of ``differs`` (the
+    hits of ``column_hits`` with ``member``, in its order, kept as their positions), then
+    each hit's receivers looked up. (Lists are allocated to their bounds, never grown in a
+    loop: a list reassigned in the loop costs numba reference counting at every step.)"""
+    hits = np.empty(len(sender_cols) * num_p, dtype=np.int64)
+    h = 0
+    bound = 0
+    for u in range(len(sender_cols)):
+        base = sender_cols[u] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r >= 0 and differs[r]:
+                hits[h] = u * num_p + p
+                h += 1
+                bound += count[u]
+    out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     m = 0
-    for h in range(len(pp)):
-        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
+    for k in range(h):
+        u = hits[k] // num_p
+        p = hits[k] - u * num_p
+        r = view[sender_cols[u] * num_p + p]
+        for i in range(start[u], start[u] + count[u]):
             j = by_sender[i]
-            if _row_at(view, num_p, columns, n[j], pp[h]) < 0:
-                out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
+            c = columns[n[j]]  # _row_at, written out
+            if c < 0 or view[c * num_p + p] < 0:
+                out_p[m], out_j[m], out_r[m] = p, j, r
                 m += 1
     return out_p[:m], out_j[:m], out_r[:m]
 
@@ -188,20 +209,95 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
         sender, sets ascending), each hit followed by its sender's receivers in the order of
         ``j``.
     """
-    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
-    if not len(pp):
-        return pp, uu, rr
     by_sender = np.argsort(of, kind="stable")
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
     if jit.ENABLED:
-        return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr,
-                               start, count, by_sender, _i64(n), int(count[uu].sum()))
+        return _revive_scan(column_view(rowmap), rowmap.shape[0], columns,
+                            _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
+    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
+    if not len(pp):
+        return pp, uu, rr
     reps = count[uu]
     pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
     return pp[unrowed], jj[unrowed], rr[unrowed]
+
+
+@jit.compiled
+def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
+                 is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
+                 inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
+                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
+                 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """``mixed_pairs`` in one pass over the columns: each hit's message (``_last_kept``, the
+    node's last event at once where no set removes it) and sender row (``_sender_rows``)
+    found where it is read; the pairs that move (few: most batches move none) are listed,
+    with their values, as they are found."""
+    bound = len(cols) * num_p  # pages of the lists touched: only the pairs that move
+    out_p = np.empty(bound, dtype=np.int64)
+    out_r = np.empty(bound, dtype=np.int64)
+    out_e = np.empty(bound, dtype=np.int64)
+    out_s = np.empty(bound, dtype=np.int64)
+    m = 0
+    for j in range(len(cols)):
+        base = cols[j] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r < 0 or not is_m[r]:
+                continue
+            node = row_n[r]
+            pos = loc[node]
+            last = inc_end[pos] - 1
+            e = -1
+            if not touched[inc_k[last]]:
+                e = events[inc_k[last]]
+            else:
+                for i in range(last, inc_start[pos] - 1, -1):
+                    if not rem[p, inc_k[i]]:
+                        e = events[inc_k[i]]
+                        break
+            sender = -2
+            if e >= 0:  # _row_at, written out
+                c = columns[dst[e] if src[e] == node else src[e]]
+                sender = -1 if c < 0 else view[c * num_p + p]
+            if e != row_pend[r] or sender != mine[r]:
+                out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
+                m += 1
+    return out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy()
+
+
+def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
+                is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+                mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
+                inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
+                touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
+                ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The (set, row) pairs ``RowTable.split_mixed`` moves: entries of ``rowmap[:, cols]``
+    holding a row of ``is_m`` (``bool``, by row; the last entry stands for ``-1``) whose set's
+    message differs from the row's kept one (``row_pend``) or whose message's sender row
+    differs from the row's own (``mine``, by row). A set's message is the last event of the
+    row's node (``row_n``; its position in the batch ``loc``) that it keeps (``last_kept``
+    over ``events``, ``inc_k``, ``inc_start``, ``inc_end``, ``rem [P, K]``; ``touched``,
+    ``bool [K]``, is true for every event of the batch some set removes, or more), its
+    sender row as ``sender_rows`` gives it (``-2`` for no message).
+
+    Returns:
+        ``(pp, rr, pend, sender)``: each moved pair's set, row, message and sender row,
+        ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
+    """
+    if jit.ENABLED:
+        return _mixed_pairs(column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m,
+                            row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end,
+                            rem, touched, src, dst)
+    pp, _, rr = column_hits(rowmap, cols, member=is_m)
+    n = row_n[rr]
+    pend = last_kept(events, inc_k, inc_start, inc_end, rem, pp, loc[n])
+    sender = sender_rows(rowmap, columns, pp, pend, n, src, dst)
+    off = np.flatnonzero((pend != row_pend[rr]) | (sender != mine[rr]))
+    return pp[off], rr[off], pend[off], sender[off]
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
@@ -325,4 +421,4 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
+           "mixed_pairs", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
