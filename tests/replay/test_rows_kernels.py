@@ -19,6 +19,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     lookup,
     map_at,
     mixed_pairs,
+    referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -56,6 +57,9 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
         want_j, want_p = np.nonzero(mask.T)  # column by column, sets ascending
         assert np.array_equal(pp, want_p) and np.array_equal(jj, want_j)
         assert np.array_equal(rr, sub[want_p, want_j])
+    want_used = np.zeros(12, dtype=bool)  # rows 9..11: in no entry
+    want_used[sub[sub >= 0]] = True
+    assert np.array_equal(referenced(rowmap, cols, 12), want_used)
     table = rng.integers(-1, 9, size=9).astype(np.int32)
     want = rowmap.copy()
     want[:, cols] = np.where(sub >= 0, table[np.maximum(sub, 0)], -1)

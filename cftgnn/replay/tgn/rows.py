@@ -32,6 +32,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     lookup,
     map_at,
     mixed_pairs,
+    referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -178,9 +179,7 @@ class RowTable:
         # only the columns of live rows' nodes hold rows (every entry is -1 or a live row of
         # its column's node): the rest of the map is not read
         cols = np.unique(self.columns[self.n[np.flatnonzero(self.alive[:size])]])
-        referenced = np.zeros(size, dtype=bool)
-        referenced[column_hits(self.rowmap, cols)[2]] = True
-        keep = np.flatnonzero(self.alive[:size] & referenced)
+        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, cols, size))
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
         remap_columns(self.rowmap, cols, new_id)

@@ -12,10 +12,17 @@ row, a receiver) and breaks ties by a stable sort, so within a group the order i
 both, and the result is the same bit for bit; ``np.flatnonzero`` with a division is several
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
-The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``,
-``remap_columns``) are loops compiled by numba (``cftgnn.jit``), each with a NumPy twin
-that runs where numba is absent (``jit.ENABLED``) and gives the same integers; the column
-scans stay NumPy (a compiled scan measured 2x slower than ``np.flatnonzero``).
+The other kernels (row lookups, ``last_kept``, ``mixed_pairs``, ``revive_pairs``,
+``groups``, ``remap_columns``) are loops compiled by numba (``cftgnn.jit``), each with a
+NumPy twin that runs where numba is absent (``jit.ENABLED``) and gives the same integers.
+``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
+``mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs`` (``RowTable.revive``), are
+compiled loops that do that work where they read the entry, in the order of
+``column_hits``. Two things made such a loop 2-4x slower than ``np.flatnonzero`` and the
+NumPy passes after it (issue 44): a call of another compiled function with arrays in its
+innermost loop (numba counts the arrays' references at every call, even inlined), and a
+list grown inside the loop (the same, at every step); so the lookup is written out there
+and the lists are allocated to their bounds (only the pages written are touched).
 """
 
 from __future__ import annotations
@@ -393,6 +400,30 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
 
 
 @jit.compiled
+def _referenced(view: npt.NDArray[np.int32], num_p: int, cols: IntArray, size: int
+                ) -> npt.NDArray[np.bool_]:
+    out = np.zeros(size, dtype=np.bool_)
+    for j in range(len(cols)):
+        base = cols[j] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r >= 0:
+                out[r] = True
+    return out
+
+
+def referenced(rowmap: npt.NDArray[np.int32], cols: IntArray, size: int
+               ) -> npt.NDArray[np.bool_]:
+    """Which of rows ``0..size-1`` some entry of ``rowmap[:, cols]`` holds, ``bool [size]``
+    (one pass over the columns' memory)."""
+    if jit.ENABLED:
+        return _referenced(column_view(rowmap), rowmap.shape[0], _i64(cols), size)
+    out = np.zeros(size, dtype=bool)
+    out[column_hits(rowmap, cols)[2]] = True
+    return out
+
+
+@jit.compiled
 def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
@@ -421,4 +452,5 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "mixed_pairs", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
+           "mixed_pairs", "referenced", "remap_columns", "revive_pairs", "sender_rows",
+           "sorted_groups"]
