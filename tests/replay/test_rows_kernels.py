@@ -24,6 +24,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     revive_pairs,
     sender_rows,
     sorted_groups,
+    unique_inverse,
 )
 
 
@@ -237,3 +238,15 @@ def test_cftgnn_jit_0_runs_the_twins_without_importing_numba() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**__import__("os").environ, "CFTGNN_JIT": "0"}, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unique_inverse_is_np_unique_of_integers_in_a_range(seed):
+    rng = np.random.default_rng(seed)
+    key = rng.integers(-40, 60, 300)
+    uniq, inverse = unique_inverse(key, -40, 60)
+    want_uniq, want_inverse = np.unique(key, return_inverse=True)
+    assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
+    assert uniq.dtype == inverse.dtype == np.int64
+    empty = unique_inverse(key[:0], 0, 1)
+    assert len(empty[0]) == len(empty[1]) == 0

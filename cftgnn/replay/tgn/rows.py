@@ -37,7 +37,9 @@ from cftgnn.replay.tgn.rows_kernels import (
     revive_pairs,
     sender_rows,
     sorted_groups,
+    unique_inverse,
 )
+from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -206,15 +208,22 @@ class RowTable:
         """
         ro = self.lookup(rep, other)
         key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
-        uniq, of = np.unique(key, return_inverse=True)
+        uniq, of = unique_inverse(key, int(key.min(initial=0)), int(key.max(initial=0)) + 1)
         dev = self.mem.device
         k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
         # both row lists in one upload: recorded rows, then own rows
         idx = torch.as_tensor(np.concatenate([-1 - uniq[:k], uniq[k:]]), device=dev)
-        out = recorded[idx[:k]]  # only the rows read
-        if k < len(uniq):
-            out = torch.cat([out, self.mem[idx[k:]]])
-        return out, of.reshape(-1)
+        if k == len(uniq):
+            return recorded[idx], of  # only the rows read
+        # both gathered into their places in one tensor (no copy of them by torch.cat)
+        out = self.mem.new_empty(len(uniq), self.mem.shape[1])
+        if isinstance(recorded, SharedRows):
+            torch.index_select(recorded.table, 0, recorded.ptr.index_select(0, idx[:k]),
+                               out=out[:k])
+        else:
+            torch.index_select(recorded, 0, idx[:k], out=out[:k])
+        torch.index_select(self.mem, 0, idx[k:], out=out[k:])
+        return out, of
 
     def check(self, words: Words | None = None, dep: Words | None = None,
               pruned: bool = True) -> None:

@@ -424,6 +424,37 @@ def referenced(rowmap: npt.NDArray[np.int32], cols: IntArray, size: int
 
 
 @jit.compiled
+def _unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    seen = np.zeros(hi - lo, dtype=np.int64)  # by value: 1 where present, then its rank + 1
+    for v in key:
+        seen[v - lo] = 1
+    count = 0
+    for i in range(hi - lo):
+        if seen[i]:
+            count += 1
+            seen[i] = count
+    uniq = np.empty(count, dtype=np.int64)
+    for i in range(hi - lo):
+        if seen[i]:
+            uniq[seen[i] - 1] = lo + i
+    inverse = np.empty(len(key), dtype=np.int64)
+    for m in range(len(key)):
+        inverse[m] = seen[key[m] - lo] - 1
+    return uniq, inverse
+
+
+def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    """``np.unique(key, return_inverse=True)`` for integers in ``[lo, hi)``: the distinct
+    values ascending and each entry's index among them, ``int64``; compiled, by marking
+    the values in a table of the range instead of sorting (``RowTable.other_memory``:
+    the range is the batch's recorded rows and the table's rows, a few thousand)."""
+    if jit.ENABLED:
+        return _unique_inverse(_i64(key), lo, hi)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+
+
+@jit.compiled
 def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
@@ -453,4 +484,4 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
            "mixed_pairs", "referenced", "remap_columns", "revive_pairs", "sender_rows",
-           "sorted_groups"]
+           "sorted_groups", "unique_inverse"]
