@@ -25,12 +25,14 @@ from cftgnn.replay.tgn.compare import (
     probed_bits,
     rows_equal,
 )
+from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
     groups,
     lookup,
     map_at,
+    merge_groups,
     mixed_pairs,
     referenced,
     remap_columns,
@@ -39,7 +41,6 @@ from cftgnn.replay.tgn.rows_kernels import (
     sorted_groups,
     unique_inverse,
 )
-from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
@@ -394,10 +395,12 @@ class RowTable:
         # keeps) or its sender's row differs from that move to rows of their own
         mine = np.empty(size, dtype=np.int64)
         mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
         pp, rr, pend, sender = mixed_pairs(
             self.rowmap, self.columns, np.unique(self.columns[node[m]]), is_m, self.n,
             self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
-            rem.any(axis=0) if touched is None else touched, src, dst)
+            touched, src, dst)
         if not len(pp):
             return 0
         heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
@@ -494,12 +497,18 @@ class RowTable:
         number of rows merged away."""
         if len(r) < 2:
             return 0
+        size = self.size
+        if host_loops(self.mem.device):  # the steps below, in one compiled call
+            r, head, group = merge_groups(
+                r, self.n, bits(self.mem).numpy(), mem_eq, checked, self.lu.view(np.int64),
+                self.pend, self.rep, need, x, column_view(self.rowmap), len(self.rowmap),
+                self.columns, src, dst, size)
+            return self._merge_into(r, self.n[r], head, group)
         n = self.n[r]
         multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
         if not multi.any():  # one row per node (always with one set): nothing to merge
             return 0
         r, n = r[multi], n[multi]
-        size = self.size
         # memory identity: -1 the recorded memory, else one id per distinct memory of a node
         mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
@@ -526,8 +535,16 @@ class RowTable:
         sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
         key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
         head, group = groups(key)
+        return self._merge_into(r, n, head, group)
+
+    def _merge_into(self, r: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
+                    head: npt.NDArray[np.int64], group: npt.NDArray[np.int64]) -> int:
+        """``merge``'s last step: the rows ``r`` (of nodes ``n``) of each group
+        (``groups``' ``head`` and ``group`` over them) given to its first row. Returns the
+        number of rows merged away."""
         if len(head) == len(r):
             return 0
+        size = self.size
         target = r[head[group]]  # [R]
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int32)

@@ -384,6 +384,85 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return order[head], inverse
 
 
+@jit.compiled
+def merge_groups(r: IntArray, row_n: IntArray, mem_bits: npt.NDArray[np.integer],
+                 mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+                 lu_bits: IntArray, pend: IntArray, rep: IntArray, need: IntArray, x: int,
+                 view: npt.NDArray[np.int32], num_p: int, columns: IntArray, src: IntArray,
+                 dst: IntArray, size: int) -> tuple[IntArray, IntArray, IntArray]:
+    """``RowTable.merge``'s groups of rows ``r`` with equal states, compiled (with the
+    rows' memory on the CPU, read in place as bits, ``mem_bits [capacity, d]``): the rows
+    of nodes with several rows among ``r``, and ``(head, group)`` of ``groups`` over their
+    keys (node, memory identity, last-update time ``lu_bits``, pending event, the
+    sender's memory identity), each step as ``merge``'s NumPy code takes it. The memory
+    identity is ``-1`` for a row ``checked`` and ``mem_eq`` (the recorded memory), else its
+    group by (node, two leading coordinates) where the row equals that group's first row
+    bit for bit in a group of several, else the row's own (``size + row``); the sender's
+    is the identity of the row of the sender of the row's pending event under its
+    representative set (``-1`` where the sender holds the recorded state, or the event is
+    not applied next: ``need[node] <= x``).
+
+    Returns:
+        ``(rows, head, group)``: the rows kept, ``int64``, and the groups over them.
+    """
+    count = np.zeros(len(columns), dtype=np.int64)  # rows per node
+    for i in range(len(r)):
+        count[row_n[r[i]]] += 1
+    m = 0
+    for i in range(len(r)):
+        m += count[row_n[r[i]]] > 1
+    rows = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(len(r)):
+        if count[row_n[r[i]]] > 1:  # only nodes with several rows can merge
+            rows[m] = r[i]
+            m += 1
+    mem_id = np.empty(size, dtype=np.int64)
+    for q in range(size):
+        mem_id[q] = -1 if checked[q] and mem_eq[q] else size + q
+    nd = 0
+    for i in range(m):
+        nd += not mem_eq[rows[i]]
+    d = np.empty(nd, dtype=np.int64)  # rows whose memory is not the recorded one
+    lead = np.empty((nd, 3), dtype=np.int64)
+    k = 0
+    for i in range(m):
+        q = rows[i]
+        if not mem_eq[q]:
+            d[k] = q
+            lead[k, 0], lead[k, 1], lead[k, 2] = row_n[q], mem_bits[q, 0], mem_bits[q, 1]
+            k += 1
+    first, inv = _groups(lead)
+    size_of = np.zeros(len(first), dtype=np.int64)
+    for i in range(nd):
+        size_of[inv[i]] += 1
+    for i in range(nd):
+        if size_of[inv[i]] > 1:  # the whole row, until its first differing coordinate
+            a, b = d[i], d[first[inv[i]]]
+            same = True
+            for c in range(mem_bits.shape[1]):
+                if mem_bits[a, c] != mem_bits[b, c]:
+                    same = False
+                    break
+            if same:
+                mem_id[a] = inv[i]
+    key = np.empty((m, 5), dtype=np.int64)
+    for i in range(m):
+        q = rows[i]
+        node = row_n[q]
+        e = pend[q] if need[node] > x else -1
+        sid = -1
+        if e >= 0:  # the sender's row, as sender_rows finds it (written out)
+            c = columns[dst[e] if src[e] == node else src[e]]
+            ro = -1 if c < 0 else view[c * num_p + rep[q]]
+            if ro >= 0:
+                sid = mem_id[ro]
+        key[i, 0], key[i, 1], key[i, 2] = node, mem_id[q], lu_bits[q]
+        key[i, 3], key[i, 4] = pend[q], sid
+    head, group = _groups(key)
+    return rows, head, group
+
+
 def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], ...]
                   ) -> tuple[IntArray, IntArray]:
     """The groups of equal rows of ``key [M, k]`` in the order a stable ``np.lexsort`` of
@@ -483,5 +562,5 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "mixed_pairs", "referenced", "remap_columns", "revive_pairs", "sender_rows",
-           "sorted_groups", "unique_inverse"]
+           "merge_groups", "mixed_pairs", "referenced", "remap_columns", "revive_pairs",
+           "sender_rows", "sorted_groups", "unique_inverse"]
