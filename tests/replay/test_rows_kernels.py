@@ -10,6 +10,7 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
+from cftgnn.replay.tgn import rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
@@ -105,7 +106,8 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(seed):
+def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(
+        seed, monkeypatch):
     rng = np.random.default_rng(seed)
     num_p, num_c, size, num_nodes = 23, 7, 12, 10
     rowmap = _rowmap(seed, num_p, num_c, size)
@@ -148,6 +150,10 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
                       loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
     assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
     assert all(a.dtype == np.int64 for a in got)
+    monkeypatch.setattr(rows_kernels, "FEW_PAIRS", 3)  # the first lists overflow: run again
+    again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
+                        loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
 @pytest.mark.parametrize("seed", range(5))

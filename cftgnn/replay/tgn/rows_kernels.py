@@ -38,6 +38,9 @@ from cftgnn.models.tgn import other_endpoint
 
 IntArray = npt.NDArray[np.int64]
 
+#: The pairs ``mixed_pairs``' compiled loop makes room for at first (more: it runs again).
+FEW_PAIRS = 256
+
 
 def column_view(rowmap: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
     """The flat view of a column-major row map ``[P, C]``: entry ``(p, c)`` at ``c * P + p``
@@ -237,13 +240,13 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
                  is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                  mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                  inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
-                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
-                 ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, bound: int
+                 ) -> tuple[IntArray, IntArray, IntArray, IntArray, bool]:
     """``mixed_pairs`` in one pass over the columns: each hit's message (``_last_kept``, the
     node's last event at once where no set removes it) and sender row (``_sender_rows``)
     found where it is read; the pairs that move (few: most batches move none) are listed,
-    with their values, as they are found."""
-    bound = len(cols) * num_p  # pages of the lists touched: only the pairs that move
+    with their values, as they are found, up to ``bound`` of them (the last value: whether
+    all were)."""
     out_p = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     out_e = np.empty(bound, dtype=np.int64)
@@ -271,9 +274,11 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
                 c = columns[dst[e] if src[e] == node else src[e]]
                 sender = -1 if c < 0 else view[c * num_p + p]
             if e != row_pend[r] or sender != mine[r]:
+                if m == bound:
+                    return out_p, out_r, out_e, out_s, False
                 out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
                 m += 1
-    return out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy()
+    return out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(), True
 
 
 def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
@@ -296,9 +301,15 @@ def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray
         ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
     """
     if jit.ENABLED:
-        return _mixed_pairs(column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m,
-                            row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end,
-                            rem, touched, src, dst)
+        # lists of a few pairs first (most batches move none), of every entry if they overflow:
+        # lists of every entry at once (megabytes a call) slowed the steps around this one
+        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m, row_n,
+                row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+        *out, done = _mixed_pairs(*args, min(FEW_PAIRS, len(cols) * rowmap.shape[0]))
+        if not done:
+            *out, done = _mixed_pairs(*args, len(cols) * rowmap.shape[0])
+        pp, rr, pend, sender = out
+        return pp, rr, pend, sender
     pp, _, rr = column_hits(rowmap, cols, member=is_m)
     n = row_n[rr]
     pend = last_kept(events, inc_k, inc_start, inc_end, rem, pp, loc[n])
