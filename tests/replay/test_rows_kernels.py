@@ -20,6 +20,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     lookup,
     map_at,
     mixed_pairs,
+    new_pending,
     referenced,
     remap_columns,
     revive_pairs,
@@ -256,3 +257,29 @@ def test_unique_inverse_is_np_unique_of_integers_in_a_range(seed):
     assert uniq.dtype == inverse.dtype == np.int64
     empty = unique_inverse(key[:0], 0, 1)
     assert len(empty[0]) == len(empty[1]) == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_new_pending_gives_live_read_rows_their_representatives_last_kept_event(seed):
+    rng = np.random.default_rng(seed)
+    events = np.sort(rng.choice(1000, 12, replace=False))
+    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in (3, 1, 5, 0)])
+    inc_end = np.cumsum([3, 1, 5, 0])
+    inc_start = inc_end - np.array([3, 1, 5, 0])
+    rem = rng.random((6, 12)) < 0.4
+    touched = rem.any(axis=0)
+    size, num_nodes = 30, 7
+    row_n, rep = rng.integers(0, num_nodes, size + 5), rng.integers(0, 6, size + 5)
+    alive, read = rng.random(size + 5) < 0.8, rng.random(num_nodes) < 0.7
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[rng.choice(num_nodes, 4, replace=False)] = np.arange(4)  # position 3: no event
+    pend = rng.integers(-1, 1000, size + 5)
+    want = pend.copy()
+    for q in range(size):  # rows past size are left as they are
+        v = loc[row_n[q]]
+        if alive[q] and read[row_n[q]] and v >= 0 and inc_end[v] > inc_start[v]:
+            want[q] = max((events[k] for k in inc_k[inc_start[v]:inc_end[v]]
+                           if not rem[rep[q], k]), default=-1)
+    new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start, inc_end,
+                rem, touched)
+    assert np.array_equal(pend, want) and (pend != want).sum() == 0

@@ -228,10 +228,11 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             rem = sets.columns(rec.events)  # [P, K]
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
-            rows.new_pending(rec, rem, loc, deps.need > x)
+            touched = _removed(sets.events, rec.events)
+            rows.new_pending(rec, rem, loc, deps.need > x, touched)
             if prune:
                 counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst,
-                                                     _removed(sets.events, rec.events))
+                                                     touched)
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
                                                  tolerance)

@@ -34,6 +34,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     map_at,
     merge_groups,
     mixed_pairs,
+    new_pending,
     referenced,
     remap_columns,
     revive_pairs,
@@ -348,21 +349,18 @@ class RowTable:
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
-                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_]) -> None:
+                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
+                    touched: npt.NDArray[np.bool_] | None = None) -> None:
         """Step 3 of a batch: every perturbed row of a node with events in the batch whose later
         state is read (``read``, ``bool [N]``) gets its last kept event as pending message
-        (``rem``: removals of the batch's events, ``[P, K]``); the other rows are left behind."""
-        size = self.size
-        if size == 0:
+        (``rem``: removals of the batch's events, ``[P, K]``; ``touched`` as for
+        ``split_mixed``); the other rows are left behind."""
+        if self.size == 0:
             return
-        node = self.n[:size]
-        # position of each live row's node in rec.nodes
-        pos = np.where(read[node] & self.alive[:size], loc[node], -1)
-        r = np.flatnonzero(pos >= 0)
-        r = r[rec.inc_end[pos[r]] > rec.inc_start[pos[r]]]  # nodes with events in the batch
-        if len(r) == 0:
-            return
-        self.pend[r] = rec.last_kept(rem, self.rep[r], pos[r])
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
+        new_pending(self.n, self.alive, self.rep, self.pend, self.size, read, loc, rec.events,
+                    rec.inc_k, rec.inc_start, rec.inc_end, rem, touched)
 
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                     loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],

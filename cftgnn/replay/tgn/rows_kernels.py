@@ -236,6 +236,51 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
 
 
 @jit.compiled
+def _new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pend: IntArray,
+                 size: int, read: npt.NDArray[np.bool_], loc: IntArray, events: IntArray,
+                 inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+                 rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_]) -> None:
+    for q in range(size):
+        node = row_n[q]
+        if not alive[q] or not read[node]:
+            continue
+        pos = loc[node]
+        if pos < 0 or inc_end[pos] <= inc_start[pos]:
+            continue
+        last = inc_end[pos] - 1  # _last_kept for the row's representative set (written out)
+        e = -1
+        if not touched[inc_k[last]]:
+            e = events[inc_k[last]]
+        else:
+            for i in range(last, inc_start[pos] - 1, -1):
+                if not rem[rep[q], inc_k[i]]:
+                    e = events[inc_k[i]]
+                    break
+        pend[q] = e
+
+
+def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pend: IntArray,
+                size: int, read: npt.NDArray[np.bool_], loc: IntArray, events: IntArray,
+                inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+                rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_]) -> None:
+    """``RowTable.new_pending``: every live row ``q < size`` whose node's later state is
+    read (``read``, by node) and has events in the batch (position ``loc``) gets as pending
+    event (``pend``, written in place) the last of them its representative set keeps
+    (``last_kept`` over ``events``, ``inc_k``, ``inc_start``, ``inc_end``, ``rem``;
+    ``touched`` as for ``mixed_pairs``). One pass over the rows, compiled."""
+    if jit.ENABLED:
+        _new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start,
+                     inc_end, rem, touched)
+        return
+    node = row_n[:size]
+    at = np.where(read[node] & alive[:size], loc[node], -1)
+    r = np.flatnonzero(at >= 0)
+    r = r[inc_end[at[r]] > inc_start[at[r]]]  # nodes with events in the batch
+    if len(r):
+        pend[r] = last_kept(events, inc_k, inc_start, inc_end, rem, rep[r], at[r])
+
+
+@jit.compiled
 def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
                  is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                  mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
@@ -573,5 +618,5 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "merge_groups", "mixed_pairs", "referenced", "remap_columns", "revive_pairs",
-           "sender_rows", "sorted_groups", "unique_inverse"]
+           "merge_groups", "mixed_pairs", "new_pending", "referenced", "remap_columns",
+           "revive_pairs", "sender_rows", "sorted_groups", "unique_inverse"]
