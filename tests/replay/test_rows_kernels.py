@@ -10,8 +10,9 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
-from cftgnn.replay.tgn import rows_kernels
+from cftgnn.replay.tgn import row_steps
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
+from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, unique_inverse
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -19,14 +20,11 @@ from cftgnn.replay.tgn.rows_kernels import (
     last_kept,
     lookup,
     map_at,
-    mixed_pairs,
-    new_pending,
     referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
     sorted_groups,
-    unique_inverse,
 )
 
 
@@ -151,7 +149,7 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
                       loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
     assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
     assert all(a.dtype == np.int64 for a in got)
-    monkeypatch.setattr(rows_kernels, "FEW_PAIRS", 3)  # the first lists overflow: run again
+    monkeypatch.setattr(row_steps, "FEW_PAIRS", 3)  # the first lists overflow: run again
     again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
                         loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))

@@ -26,21 +26,18 @@ from cftgnn.replay.tgn.compare import (
     rows_equal,
 )
 from cftgnn.replay.tgn.record import SharedRows
+from cftgnn.replay.tgn.row_steps import merge_groups, mixed_pairs, new_pending, unique_inverse
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
     groups,
     lookup,
     map_at,
-    merge_groups,
-    mixed_pairs,
-    new_pending,
     referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
     sorted_groups,
-    unique_inverse,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 
