@@ -3,7 +3,7 @@
 ``compiled(f)`` is ``numba.njit(cache=True, nogil=True)(f)`` where numba is installed (a
 dependency of the package) and ``f`` itself where it is not (the GPU machine's image, whose
 offline wheels leave out numba's 57 MiB llvmlite, see ``scripts/gpu/requirements.txt``). The
-callers (``cftgnn.replay.tgn.rows_kernels``, ``cftgnn.replay.tgn.compare``) read ``ENABLED``
+callers (``cftgnn.replay.tgn.rows_kernels``, ``row_steps``, ``compare``) read ``ENABLED``
 at each call: where it is false they run their NumPy (or torch) twin of the loop instead,
 which gives the same integers and booleans, so the logits are the same bit for bit either
 way (``tests/replay/test_rows_kernels.py`` compares the twins, and a cone replay with and

@@ -7,8 +7,12 @@ oracle, one event after another in stream order) on every sampled event and repo
 event's time, the cone replay's work and memory, and the p90 and maximum over events. Each
 event's time is split into the cone replay's memory updates (the model's arithmetic) and its
 bookkeeping (the rest of the cone replay: the table of perturbed rows, index building, the
-pruning's comparisons; ``ConeStats.replay_s`` and ``update_s``), with the bookkeeping's share
-of the event's time. The
+pruning's comparisons; ``ConeStats.replay_s`` and ``update_s``, in CPU seconds
+``replay_cpu_s`` and ``update_cpu_s``), with the bookkeeping's share of the event's CPU
+seconds (``bookkeeping_share``: every process of the search counted, so the share means
+the same with one process and with ``num_workers``). numba's start (loading the compiled
+bookkeeping loops, ``cftgnn.jit.warm_up``) is paid once before the events and reported on
+its own (``jit_start_s``), not in the first event's bookkeeping. The
 ``compare_top`` costliest events are then searched again with perturbation pruning off and
 on, side by side in the same process, so the saving is a ratio measured under the same
 load, and the answers and certificates of the two runs are compared.
@@ -48,6 +52,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from cftgnn import jit
 from cftgnn.benchmarks.options import check_tail_options
 from cftgnn.data.stream import EventStream
 from cftgnn.evaluation.sampling import plan_events
@@ -70,6 +75,27 @@ def _peak_rss_mib() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds (user and system) of this process's children that have ended and been
+    waited for (the worker processes of ``num_workers``, once a search has joined them)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bookkeeping_share(replay_cpu_s: float, update_cpu_s: float, cpu_s: float) -> float:
+    """The bookkeeping's share of an event's work: the cone replay's CPU seconds but its
+    memory updates' (``replay_cpu_s - update_cpu_s``, summed over every process that
+    replayed), of the event's CPU seconds (``cpu_s``: this process's and its worker
+    processes', the plan's setup included); ``0.0`` for an event that took none.
+
+    Both sides count every process's CPU seconds and nothing else, so the share is the same
+    measure with one process and with ``num_workers`` ``N > 1`` (dividing the workers' summed
+    seconds by the wall seconds, as before, made it grow with ``N``: 76 % on UCI · TGN 56484
+    with two processes where one gave 48 %), and waiting (for a worker, or for a core on a
+    loaded machine) counts on neither side."""
+    return (replay_cpu_s - update_cpu_s) / cpu_s if cpu_s > 0 else 0.0
+
+
 def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
                  m_max: int, single_logits: bool = False,
                  logits_digest: bool = False) -> dict[str, Any]:
@@ -79,12 +105,19 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
     alone too (key ``single_logits``), read after the timing and the counters (from the
     oracle's cache, where the search evaluated them); with ``logits_digest``, a SHA-256 of
     every exact logit the search holds for the sets of sizes ``1..max_size`` (key
-    ``logits_sha256``, bitwise; a set not evaluated counts as absent)."""
+    ``logits_sha256``, bitwise; a set not evaluated counts as absent).
+
+    The row's times: ``seconds`` (wall, the plan's setup included), ``cpu_s`` (the CPU
+    seconds of this process and of the worker processes it waited for), the cone replay's
+    ``replay_s``, ``update_s`` and ``bookkeeping_s`` (wall, summed over the processes) and
+    the same in CPU seconds (``replay_cpu_s``, ``update_cpu_s``, ``bookkeeping_cpu_s``), and
+    ``bookkeeping_share`` (``bookkeeping_share``, of the CPU seconds)."""
     model_replay = engine.replay
     stats = ConeStats()
     if isinstance(model_replay, TGNReplay):
         model_replay.options.stats = stats
     start = time.perf_counter()
+    cpu_start = time.process_time() + _children_cpu_s()
     replay = EventReplay(engine, event_id, k, m_max)
     setup = time.perf_counter() - start
     cand = replay.candidates.ids
@@ -98,6 +131,7 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
         return row
     result = ExhaustiveExplainer(ClosestStrategy(), max_size=max_size).explain(oracle)
     seconds = time.perf_counter() - start
+    cpu_s = time.process_time() + _children_cpu_s() - cpu_start
     row.update(
         status="ok", seconds=seconds, search_s=seconds - setup,
         found=bool(result.is_counterfactual), size=len(result.explanation),
@@ -108,8 +142,10 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
         row_updates=stats.row_updates, rows_pruned=stats.rows_pruned,
         cone_peak_mib=stats.peak_bytes / 2**20, rss_mib=_peak_rss_mib(),
         replay_s=stats.replay_s, update_s=stats.update_s,
-        bookkeeping_s=stats.replay_s - stats.update_s,
-        bookkeeping_share=(stats.replay_s - stats.update_s) / seconds if seconds > 0 else 0.0,
+        bookkeeping_s=stats.replay_s - stats.update_s, cpu_s=cpu_s,
+        replay_cpu_s=stats.replay_cpu_s, update_cpu_s=stats.update_cpu_s,
+        bookkeeping_cpu_s=stats.replay_cpu_s - stats.update_cpu_s,
+        bookkeeping_share=bookkeeping_share(stats.replay_cpu_s, stats.update_cpu_s, cpu_s),
     )
     if isinstance(model_replay, TGNReplay):
         model_replay.options.stats = None
@@ -157,7 +193,10 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "pruning": [...side-by-side rows of the compare_top costliest events...],
         "tolerance": [...the same, exact vs prune_tolerance...], "workers": [...the same,
         1 vs num_workers processes...]}``; times in seconds, memory in MiB,
-        ``torch_threads`` and ``num_workers`` stated.
+        ``torch_threads`` and ``num_workers`` stated; the summary's ``jit_start_s`` and
+        ``jit_start_cpu_s`` are numba's start in this process (wall and CPU seconds, paid
+        before the first event, ``0`` where it had started already or numba is off), and
+        ``bookkeeping_share`` the bookkeeping's CPU seconds of all events' CPU seconds.
     """
     tolerance = checked_tolerance(prune_tolerance, "prune_tolerance")
     engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb,
@@ -165,6 +204,10 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     if isinstance(engine.replay, TGNReplay):
         engine.replay.options.prune_perturbations = prune_perturbations
         engine.replay.options.prune_tolerance = 0.0  # the per-event table is exact
+    # numba's start is the process's, not an event's: paid here, reported on its own
+    jit_wall, jit_cpu = time.perf_counter(), time.process_time()
+    jit.warm_up()
+    jit_wall, jit_cpu = time.perf_counter() - jit_wall, time.process_time() - jit_cpu
     rows = [search_event(engine, i, max_size, k, m_max)
             for i in tqdm(sorted(events), desc="tail events", disable=not progress)]
     table = pd.DataFrame(rows)
@@ -178,11 +221,14 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
         "max_s": float(ok["seconds"].max()) if len(ok) else float("nan"),
         "prune_perturbations": prune_perturbations, "memory_budget_gb": memory_budget_gb,
         "prune_tolerance": tolerance, "peak_rss_mib": _peak_rss_mib(),
+        "jit_start_s": jit_wall, "jit_start_cpu_s": jit_cpu,
     }
     if len(ok) and "cone_sets" in ok and ok["cone_sets"].sum() > 0:
         summary["settled_share"] = float(ok["settled_sets"].sum() / ok["cone_sets"].sum())
         summary["max_cone_peak_mib"] = float(ok["cone_peak_mib"].max())
-        summary["bookkeeping_share"] = float(ok["bookkeeping_s"].sum() / ok["seconds"].sum())
+        cpu = float(ok["cpu_s"].sum())
+        summary["bookkeeping_share"] = (float(ok["bookkeeping_cpu_s"].sum()) / cpu
+                                        if cpu > 0 else 0.0)
         summary["max_bookkeeping_share"] = float(ok["bookkeeping_share"].max())
     ranked = ok.sort_values("seconds", ascending=False) if len(ok) else ok
     side: list[dict[str, Any]] = []
@@ -290,25 +336,29 @@ def format_tail(res: dict[str, Any], top: int = 10) -> str:
              f"{s['torch_threads']} torch thread(s), {s.get('num_workers', 1)} process(es) "
              "per search",
              f"seconds per event: median {s['median_s']:.2f}, p90 {s['p90_s']:.2f}, max "
-             f"{s['max_s']:.2f}; peak RSS {s['peak_rss_mib']:.0f} MiB"]
+             f"{s['max_s']:.2f}; peak RSS {s['peak_rss_mib']:.0f} MiB",
+             f"numba's start, once per process before the events (not in them): "
+             f"{s.get('jit_start_s', 0.0):.2f} s"]
     if "settled_share" in s:
         lines.append(f"sets whose perturbation died out before the prediction (pruned away): "
                      f"{s['settled_share']:.1%}; replayed to the end: "
                      f"{1 - s['settled_share']:.1%}; largest cone replay "
                      f"{s['max_cone_peak_mib']:.0f} MiB")
     if "bookkeeping_share" in s:
-        lines.append(f"bookkeeping (the cone replay's time but its memory updates) of the "
-                     f"events' time: {s['bookkeeping_share']:.1%} over all, at most "
-                     f"{s['max_bookkeeping_share']:.1%} on one event")
-    lines += ["", "| event | back | seconds | cone replay (s) | memory updates (s) | "
-              "bookkeeping (s) | bookkeeping share | rows updated | settled sets | cone MiB |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines.append(f"bookkeeping (the cone replay's CPU time but its memory updates) of "
+                     f"the events' CPU time (every process): {s['bookkeeping_share']:.1%} over "
+                     f"all, at most {s['max_bookkeeping_share']:.1%} on one event")
+    lines += ["", "| event | back | seconds | CPU s | cone replay (CPU s) | memory updates "
+              "(CPU s) | bookkeeping (CPU s) | bookkeeping share | rows updated | settled sets "
+              "| cone MiB |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in res["events"][:top]:
         if row.get("status") != "ok":
             continue
         lines.append(f"| {row['event_id']} | {row['span']} | {row['seconds']:.2f} | "
-                     f"{row['replay_s']:.2f} | {row['update_s']:.2f} | "
-                     f"{row['bookkeeping_s']:.2f} | {row['bookkeeping_share']:.1%} | "
+                     f"{row['cpu_s']:.2f} | {row['replay_cpu_s']:.2f} | "
+                     f"{row['update_cpu_s']:.2f} | {row['bookkeeping_cpu_s']:.2f} | "
+                     f"{row['bookkeeping_share']:.1%} | "
                      f"{row['row_updates']} | {row['settled_sets']}/{row['cone_sets']} | "
                      f"{row['cone_peak_mib']:.0f} |")
     if res["pruning"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cftgnn.benchmarks.tail import benchmark_tail, format_tail
+from cftgnn.benchmarks.tail import benchmark_tail, bookkeeping_share, format_tail
 from cftgnn.data import make_synthetic_stream
 from cftgnn.models import TGN
 from cftgnn.oracle.workers import fork_available
@@ -34,8 +34,13 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
     for r in ok:  # the event's time split into memory updates and bookkeeping
         assert 0.0 < r["update_s"] < r["replay_s"] <= r["seconds"]
         assert r["bookkeeping_s"] == r["replay_s"] - r["update_s"]
-        assert r["bookkeeping_share"] == r["bookkeeping_s"] / r["seconds"]
+        # the share is of CPU seconds, on both sides
+        assert 0.0 < r["update_cpu_s"] < r["replay_cpu_s"] <= r["cpu_s"]
+        assert r["bookkeeping_cpu_s"] == r["replay_cpu_s"] - r["update_cpu_s"]
+        assert r["bookkeeping_share"] == r["bookkeeping_cpu_s"] / r["cpu_s"]
     assert 0.0 < s["bookkeeping_share"] <= s["max_bookkeeping_share"] < 1.0
+    # numba's start is paid before the events, reported once
+    assert s["jit_start_s"] >= 0.0 and s["jit_start_cpu_s"] >= 0.0
     assert len(res["pruning"]) == min(2, len(ok))
     for row in res["pruning"]:
         assert row["event_id"] in {r["event_id"] for r in ok[:2]}
@@ -45,6 +50,18 @@ def test_tail_benchmark_ranks_events_and_compares_pruning_side_by_side():
     text = format_tail(res)
     assert "p90" in text and str(ok[0]["event_id"]) in text
     assert f"{ok[0]['bookkeeping_share']:.1%}" in text
+    assert "numba's start, once per process before the events" in text
+
+
+def test_the_bookkeeping_share_is_of_cpu_seconds_and_the_same_measure_for_any_workers():
+    # one process: 4.6 CPU s in the cone replay, 2.1 of them memory updates, 5.2 in all
+    assert bookkeeping_share(4.6, 2.1, 5.2) == (4.6 - 2.1) / 5.2
+    # the same work split over two workers (their seconds summed on both sides, the parent
+    # idle while it waits): the same share, where the workers' sum over the wall seconds
+    # (about half of 5.2) would have read twice as much
+    workers = bookkeeping_share(2.3 + 2.3, 1.05 + 1.05, 0.6 + 2.3 + 2.3)
+    assert workers == pytest.approx((4.6 - 2.1) / 5.2, rel=1e-12)
+    assert bookkeeping_share(1.0, 0.5, 0.0) == 0.0  # an event that took no CPU time
 
 
 def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():
@@ -90,6 +107,9 @@ def test_one_and_two_processes_are_compared_side_by_side():
     assert res["summary"]["num_workers"] == 2 and res["pruning"] == []
     (event,) = res["events"]
     assert event["candidates"] == 32 and event["cone_sets"] >= 4960  # the workers' share too
+    # the event's CPU seconds count the workers' (they did the replay): the share is < 1
+    assert 0.0 < event["update_cpu_s"] < event["replay_cpu_s"] <= event["cpu_s"]
+    assert 0.0 < event["bookkeeping_share"] < 1.0
     (row,) = res["workers"]
     assert row["event_id"] == 1199 and row["num_workers"] == 2
     assert row["same_answer_and_certificate"] and row["same_logits_bitwise"]

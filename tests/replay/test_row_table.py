@@ -4,6 +4,8 @@ without pruning; and ``check`` catches each broken invariant."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from testsupport.streams import dense_stream
 
+from cftgnn import jit
 from cftgnn.models import TGN
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
@@ -115,3 +118,80 @@ def test_merge_proves_rows_equal_on_every_coordinate_not_only_the_probed_ones():
     assert merged == 1
     assert rows.rowmap[:, 1].tolist() == [0, 0, 2, 3]
     assert rows.alive[:4].tolist() == [True, False, True, True]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed):
+    rng = np.random.default_rng(seed)
+    num_p, dim = 9, 3
+    columns = np.array([0, -1, 1, 2, -1, 3, 4, 5])  # two nodes without a column
+    rows = RowTable(num_p, columns, 6, dim, torch.device("cpu"))
+    for _ in range(4):  # rows of random nodes, each given to some sets (its representative too)
+        n = rng.choice(np.flatnonzero(columns >= 0), 5)
+        rep = rng.integers(0, num_p, 5)
+        made = rows.add(rep, n, torch.randn(5, dim), rng.random(5))
+        for r, node, p in zip(made, n, rep, strict=True):
+            sets = np.union1d(p, rng.choice(num_p, 3))
+            rows.rowmap[sets, columns[node]] = r
+    for r in range(rows.size):  # a later row may have taken its sets: a set still using it
+        users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
+        if len(users):
+            rows.rep[r] = users[0]
+    rows.drop(rng.choice(rows.size, 6, replace=False))  # retired: their sets read -1 again
+    rows.check()
+    mem, lu, n_, rep_ = (rows.mem.clone(), rows.lu.copy(), rows.n.copy(), rows.rep.copy())
+    before = rows.rowmap.copy()
+    size = rows.size
+    # the whole-map scan compact did before: every row in use and alive kept, in order
+    referenced = np.zeros(size, dtype=bool)
+    referenced[before[before >= 0]] = True
+    keep = np.flatnonzero(rows.alive[:size] & referenced)
+    new_id = np.full(size, -1, dtype=np.int32)
+    new_id[keep] = np.arange(len(keep), dtype=np.int32)
+    want = np.where(before >= 0, new_id[np.maximum(before, 0)], -1)
+    rows.compact(force=True)
+    rows.check()
+    assert rows.size == len(keep) and np.array_equal(rows.rowmap, want)
+    assert rows.rowmap.flags.f_contiguous
+    assert torch.equal(rows.mem[:len(keep)], mem[keep])
+    assert np.array_equal(rows.lu[:len(keep)], lu[keep])
+    assert np.array_equal(rows.n[:len(keep)], n_[keep])
+    assert np.array_equal(rows.rep[:len(keep)], rep_[keep])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_compiled_and_numpy_give_the_same_table(seed, monkeypatch):
+    if not jit.ENABLED:
+        pytest.skip("numba is not installed: only the NumPy path runs here")
+    rng = np.random.default_rng(seed)
+    num_p, nodes, dim = 12, 6, 5
+    columns = np.array([0, 1, -1, 2, 3, 4])
+    rows = RowTable(num_p, columns, 5, dim, torch.device("cpu"))
+    # rows of three nodes, memories drawn from a few (equal bit for bit or differing), some
+    # equal to the recording; last-update times and pending events from a few values
+    base = torch.randn(3, dim)
+    n = rng.choice([0, 1, 3], 24)
+    mem = base[rng.integers(0, 3, 24)].clone()
+    mem[rng.random(24) < 0.2, rng.integers(0, dim)] += 1.0  # differ on one coordinate
+    made = rows.add(rng.integers(0, num_p, 24), n, mem, rng.choice([0.0, 1.0], 24))
+    src, dst = rng.integers(0, nodes, 30), rng.integers(0, nodes, 30)
+    rows.pend[made] = rng.choice([-1, 3, 7, 11], 24)
+    for r in made:  # each row's sets: its representative and a few more
+        rows.rowmap[np.union1d(rows.rep[r], rng.choice(num_p, 2)), columns[rows.n[r]]] = r
+    for r in made:  # a later row may have taken a set: a set still using it
+        users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
+        if len(users):
+            rows.rep[r] = users[0]
+    mem_eq = rng.random(rows.size) < 0.3
+    checked = mem_eq | (rng.random(rows.size) < 0.5)
+    need = rng.integers(0, 3, nodes)
+    results = []
+    for compiled in (True, False):
+        monkeypatch.setattr(jit, "ENABLED", compiled)
+        table = copy.deepcopy(rows)
+        merged = table.merge(made, need, 1, mem_eq, checked, src, dst)
+        results.append((merged, table.rowmap.copy(), table.alive.copy(), table.mixed.copy(),
+                        table.pend.copy()))
+    (m1, *a1), (m2, *a2) = results
+    assert m1 == m2 and m1 > 0
+    assert all(np.array_equal(x, y) for x, y in zip(a1, a2, strict=True))

@@ -10,7 +10,9 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
+from cftgnn.replay.tgn import row_steps
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
+from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, unique_inverse
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -18,6 +20,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     last_kept,
     lookup,
     map_at,
+    referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -55,6 +58,9 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
         want_j, want_p = np.nonzero(mask.T)  # column by column, sets ascending
         assert np.array_equal(pp, want_p) and np.array_equal(jj, want_j)
         assert np.array_equal(rr, sub[want_p, want_j])
+    want_used = np.zeros(12, dtype=bool)  # rows 9..11: in no entry
+    want_used[sub[sub >= 0]] = True
+    assert np.array_equal(referenced(rowmap, cols, 12), want_used)
     table = rng.integers(-1, 9, size=9).astype(np.int32)
     want = rowmap.copy()
     want[:, cols] = np.where(sub >= 0, table[np.maximum(sub, 0)], -1)
@@ -96,6 +102,57 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
                 want_rows += [(q, j, r) for j in np.flatnonzero(of == u)
                               if columns[recv[j]] < 0 or rowmap[q, columns[recv[j]]] < 0]
     assert [tuple(t) for t in np.stack([pp, jj, key], axis=1)] == want_rows
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(
+        seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    num_p, num_c, size, num_nodes = 23, 7, 12, 10
+    rowmap = _rowmap(seed, num_p, num_c, size)
+    columns = np.full(num_nodes, -1, dtype=np.int64)
+    columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
+    by_column = np.flatnonzero(columns >= 0)[np.argsort(columns[columns >= 0])]
+    row_n = by_column[rng.integers(0, num_c, size)]  # each row's node has a column
+    # the batch: 9 events among the nodes, each node's incidences ascending
+    events = np.sort(rng.choice(500, 9, replace=False))
+    src, dst = np.zeros(500, dtype=np.int64), np.zeros(500, dtype=np.int64)
+    src[events], dst[events] = rng.integers(0, num_nodes, 9), rng.integers(0, num_nodes, 9)
+    nodes = np.unique(np.concatenate([src[events], dst[events], row_n]))
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[nodes] = np.arange(len(nodes))
+    inc = [np.flatnonzero((src[events] == v) | (dst[events] == v)) for v in nodes]
+    inc_k = np.concatenate(inc).astype(np.int64)
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    inc_start = inc_end - np.array([len(i) for i in inc])
+    removable = rng.random(9) < 0.5  # the events some set may remove
+    rem = (rng.random((num_p, 9)) < 0.5) & removable
+    touched = rem.any(axis=0) | (rng.random(9) < 0.3)  # or more: the answer is the same
+    is_m = np.append(rng.random(size) < 0.7, False)
+    row_pend = rng.integers(-1, 500, size)
+    row_pend[::2] = events[-1]
+    mine = rng.integers(-2, size, size)
+    want = []
+    for c in range(num_c):  # column by column, sets ascending
+        for q in range(num_p):
+            r = rowmap[q, c]
+            if r < 0 or not is_m[r] or not len(inc[loc[row_n[r]]]):
+                continue
+            kept = [k for k in inc[loc[row_n[r]]] if not rem[q, k]]
+            e = int(events[max(kept)]) if kept else -1
+            o = dst[e] if src[e] == row_n[r] else src[e]
+            sender = -2 if e < 0 else (-1 if columns[o] < 0 else int(rowmap[q, columns[o]]))
+            if e != row_pend[r] or sender != mine[r]:
+                want.append((q, r, e, sender))
+    has = np.array([len(inc[loc[row_n[r]]]) > 0 for r in range(size)] + [False])
+    got = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
+                      loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
+    assert all(a.dtype == np.int64 for a in got)
+    monkeypatch.setattr(row_steps, "FEW_PAIRS", 3)  # the first lists overflow: run again
+    again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
+                        loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -184,3 +241,41 @@ def test_cftgnn_jit_0_runs_the_twins_without_importing_numba() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**__import__("os").environ, "CFTGNN_JIT": "0"}, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unique_inverse_is_np_unique_of_integers_in_a_range(seed):
+    rng = np.random.default_rng(seed)
+    key = rng.integers(-40, 60, 300)
+    uniq, inverse = unique_inverse(key, -40, 60)
+    want_uniq, want_inverse = np.unique(key, return_inverse=True)
+    assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
+    assert uniq.dtype == inverse.dtype == np.int64
+    empty = unique_inverse(key[:0], 0, 1)
+    assert len(empty[0]) == len(empty[1]) == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_new_pending_gives_live_read_rows_their_representatives_last_kept_event(seed):
+    rng = np.random.default_rng(seed)
+    events = np.sort(rng.choice(1000, 12, replace=False))
+    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in (3, 1, 5, 0)])
+    inc_end = np.cumsum([3, 1, 5, 0])
+    inc_start = inc_end - np.array([3, 1, 5, 0])
+    rem = rng.random((6, 12)) < 0.4
+    touched = rem.any(axis=0)
+    size, num_nodes = 30, 7
+    row_n, rep = rng.integers(0, num_nodes, size + 5), rng.integers(0, 6, size + 5)
+    alive, read = rng.random(size + 5) < 0.8, rng.random(num_nodes) < 0.7
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[rng.choice(num_nodes, 4, replace=False)] = np.arange(4)  # position 3: no event
+    pend = rng.integers(-1, 1000, size + 5)
+    want = pend.copy()
+    for q in range(size):  # rows past size are left as they are
+        v = loc[row_n[q]]
+        if alive[q] and read[row_n[q]] and v >= 0 and inc_end[v] > inc_start[v]:
+            want[q] = max((events[k] for k in inc_k[inc_start[v]:inc_end[v]]
+                           if not rem[rep[q], k]), default=-1)
+    new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start, inc_end,
+                rem, touched)
+    assert np.array_equal(pend, want) and (pend != want).sum() == 0

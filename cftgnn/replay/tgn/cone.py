@@ -104,12 +104,17 @@ class ConeStats:
             prediction reads holds a perturbed row (their logit differs from the unperturbed
             one only through the neighbours the removals hide).
         replay_s: Seconds spent in ``cone_replay`` (measured only when the call is given
-            ``stats``: two clock reads per call and two per batch with a pending message).
+            ``stats``: the wall and CPU clocks read twice per call and twice per batch with
+            a pending message).
         update_s: Of ``replay_s``, the seconds of the memory updates (the message and the
             GRU applied to the perturbed rows, ``TGN.message_update_shared``): the model's
             arithmetic. The rest, ``replay_s - update_s``, is the bookkeeping: the row
             table's steps (``RowTable``), the index building, the row comparisons of the
             pruning, and the dependency sets (``Dependencies``, once per plan).
+        replay_cpu_s: ``replay_s`` in CPU seconds of the process (``time.process_time``,
+            read at the same points): what a loaded machine disturbs least, and, summed over
+            worker processes, comparable with the CPU seconds of all of them.
+        update_cpu_s: ``update_s`` in CPU seconds the same way.
     """
 
     calls: int = 0
@@ -122,6 +127,8 @@ class ConeStats:
     settled_sets: int = 0
     replay_s: float = 0.0
     update_s: float = 0.0
+    replay_cpu_s: float = 0.0
+    update_cpu_s: float = 0.0
 
 
 def checked_tolerance(tolerance: float, name: str = "tolerance") -> float:
@@ -191,6 +198,7 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
         under set ``p`` reads its perturbed row where it has one, else the recorded input.
     """
     began = time.perf_counter() if stats is not None else 0.0
+    began_cpu = time.process_time() if stats is not None else 0.0
     tolerance = checked_tolerance(tolerance)
     src, dst = model.stream.src, model.stream.dst
     num_nodes = model.num_nodes
@@ -230,9 +238,11 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
             rem = sets.columns(rec.events)  # [P, K]
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
-            rows.new_pending(rec, rem, loc, deps.need > x)
+            touched = _removed(sets.events, rec.events)
+            rows.new_pending(rec, rem, loc, deps.need > x, touched)
             if prune:
-                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst)
+                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst,
+                                                     touched)
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
                                                  tolerance)
@@ -259,11 +269,22 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
         counts.settled_sets = int((~live).sum())
         counts.row_updates += int((rows.pend[:rows.size] >= 0).sum())
         counts.replay_s = time.perf_counter() - began
+        counts.replay_cpu_s = time.process_time() - began_cpu
         for name in ("calls", "sets", "row_updates", "rows_made", "rows_pruned",
-                     "settled_sets", "replay_s", "update_s"):
+                     "settled_sets", "replay_s", "update_s", "replay_cpu_s", "update_cpu_s"):
             setattr(stats, name, getattr(stats, name) + getattr(counts, name))
         stats.peak_rows = max(stats.peak_rows, counts.peak_rows)
         stats.peak_bytes = max(stats.peak_bytes, counts.peak_bytes)
+    return out
+
+
+def _removed(removed: npt.NDArray[np.int64], events: npt.NDArray[np.int64]
+             ) -> npt.NDArray[np.bool_]:
+    """Which of a batch's ``events`` some set removes (``removed``, ascending: the sets'
+    ``RemovalSets.events``), ``bool [K]``: the columns of ``RemovalSets.columns`` that can
+    hold a true entry, found without reading them."""
+    at = np.minimum(np.searchsorted(removed, events), len(removed) - 1)
+    out: npt.NDArray[np.bool_] = removed[at] == events
     return out
 
 
@@ -293,6 +314,19 @@ def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
                 == np.searchsorted(removed, events[-1], side="right"))
 
 
+def _clocks() -> tuple[float, float]:
+    """The wall and CPU clocks now (``perf_counter``, ``process_time``)."""
+    return time.perf_counter(), time.process_time()
+
+
+def _add_update(clock: ConeStats, began: tuple[float, float]) -> None:
+    """Add the wall and CPU seconds since ``began`` (``_clocks``) to ``clock``'s memory
+    updates."""
+    wall, cpu = _clocks()
+    clock.update_s += wall - began[0]
+    clock.update_cpu_s += cpu - began[1]
+
+
 def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
                    clock: ConeStats | None = None) -> int:
@@ -312,10 +346,10 @@ def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArra
         assert (lo_ >= 0).all(), "the other endpoint of a pending message must be recorded"
         rat = torch.as_tensor(ra, device=rows.mem.device)
         mem_other, of = rows.other_memory(rep, o, rec.mem_pre, lo_)
-        began = time.perf_counter() if clock is not None else 0.0
+        began = _clocks() if clock is not None else (0.0, 0.0)
         rows.mem[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
         if clock is not None:
-            clock.update_s += time.perf_counter() - began
+            _add_update(clock, began)
         rows.lu[ra] = model.stream.t[ev]
     rows.pend[:size] = -1
     return len(ra)
@@ -341,10 +375,10 @@ def _final_inputs(model: TGN, rows: RowTable, traj: Trajectory, deps: Dependenci
         rat = torch.as_tensor(ra, device=dev)
         mem_other, of = rows.other_memory(rep, o, traj.final.memory, o)
         extra = extra.clone()
-        began = time.perf_counter() if clock is not None else 0.0
+        began = _clocks() if clock is not None else (0.0, 0.0)
         extra[rat] = model.message_update_shared(ev, rows.mem[rat], rows.lu[ra], mem_other, of)
         if clock is not None:
-            clock.update_s += time.perf_counter() - began
+            _add_update(clock, began)
     return NodeInputs(traj.final_input, extra, rows.rowmap, columns)
 
 

@@ -25,12 +25,15 @@ from cftgnn.replay.tgn.compare import (
     probed_bits,
     rows_equal,
 )
+from cftgnn.replay.tgn.record import SharedRows
+from cftgnn.replay.tgn.row_steps import merge_groups, mixed_pairs, new_pending, unique_inverse
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
     groups,
     lookup,
     map_at,
+    referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
@@ -174,14 +177,13 @@ class RowTable:
         size = self.size
         if not force and (size < _COMPACT_MIN_ROWS or 2 * int(self.alive[:size].sum()) > size):
             return
-        view = column_view(self.rowmap)
-        used = np.flatnonzero(view >= 0)
-        referenced = np.zeros(size, dtype=bool)
-        referenced[view[used]] = True
-        keep = np.flatnonzero(self.alive[:size] & referenced)
+        # only the columns of live rows' nodes hold rows (every entry is -1 or a live row of
+        # its column's node): the rest of the map is not read
+        cols = np.unique(self.columns[self.n[np.flatnonzero(self.alive[:size])]])
+        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, cols, size))
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        view[used] = new_id[view[used]]
+        remap_columns(self.rowmap, cols, new_id)
         kt = torch.as_tensor(keep, device=self.mem.device)
         cap = max(256, 2 * len(keep))
         mem = self.mem.new_empty(cap, self.mem.shape[1])
@@ -205,15 +207,22 @@ class RowTable:
         """
         ro = self.lookup(rep, other)
         key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
-        uniq, of = np.unique(key, return_inverse=True)
+        uniq, of = unique_inverse(key, int(key.min(initial=0)), int(key.max(initial=0)) + 1)
         dev = self.mem.device
         k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
         # both row lists in one upload: recorded rows, then own rows
         idx = torch.as_tensor(np.concatenate([-1 - uniq[:k], uniq[k:]]), device=dev)
-        out = recorded[idx[:k]]  # only the rows read
-        if k < len(uniq):
-            out = torch.cat([out, self.mem[idx[k:]]])
-        return out, of.reshape(-1)
+        if k == len(uniq):
+            return recorded[idx], of  # only the rows read
+        # both gathered into their places in one tensor (no copy of them by torch.cat)
+        out = self.mem.new_empty(len(uniq), self.mem.shape[1])
+        if isinstance(recorded, SharedRows):
+            torch.index_select(recorded.table, 0, recorded.ptr.index_select(0, idx[:k]),
+                               out=out[:k])
+        else:
+            torch.index_select(recorded, 0, idx[:k], out=out[:k])
+        torch.index_select(self.mem, 0, idx[k:], out=out[k:])
+        return out, of
 
     def check(self, words: Words | None = None, dep: Words | None = None,
               pruned: bool = True) -> None:
@@ -337,25 +346,23 @@ class RowTable:
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
-                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_]) -> None:
+                    loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
+                    touched: npt.NDArray[np.bool_] | None = None) -> None:
         """Step 3 of a batch: every perturbed row of a node with events in the batch whose later
         state is read (``read``, ``bool [N]``) gets its last kept event as pending message
-        (``rem``: removals of the batch's events, ``[P, K]``); the other rows are left behind."""
-        size = self.size
-        if size == 0:
+        (``rem``: removals of the batch's events, ``[P, K]``; ``touched`` as for
+        ``split_mixed``); the other rows are left behind."""
+        if self.size == 0:
             return
-        node = self.n[:size]
-        # position of each live row's node in rec.nodes
-        pos = np.where(read[node] & self.alive[:size], loc[node], -1)
-        r = np.flatnonzero(pos >= 0)
-        r = r[rec.inc_end[pos[r]] > rec.inc_start[pos[r]]]  # nodes with events in the batch
-        if len(r) == 0:
-            return
-        self.pend[r] = rec.last_kept(rem, self.rep[r], pos[r])
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
+        new_pending(self.n, self.alive, self.rep, self.pend, self.size, read, loc, rec.events,
+                    rec.inc_k, rec.inc_start, rec.inc_end, rem, touched)
 
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                     loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
-                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
+                    src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                    touched: npt.NDArray[np.bool_] | None = None) -> int:
         """Step 3b of a batch (with pruning): split every mixed row (``RowTable``) of a node
         with events in the batch whose later state is read (``read``, ``bool [N]``) by the
         message each of its sets now holds: the last event the set keeps (``rem``, ``[P, K]``)
@@ -363,7 +370,9 @@ class RowTable:
         its representative set's message, which it keeps; sets whose message or sender differs
         from that would diverge when it is applied in the next batch, so each such group gets its
         own copy of the row (mixed still: its sets may differ in the node's causal past). Returns
-        the rows made.
+        the rows made. ``touched`` (``bool [K]``): which of the batch's events some set
+        removes, or more (``rem.any(axis=0)`` when not given); a set's message is the node's
+        last event at once where that is not touched.
         """
         size = self.size
         node = self.n[:size]
@@ -376,21 +385,19 @@ class RowTable:
             return 0
         is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
         is_m[m] = True
-        # every (set, row) pair of the mixed rows
-        pp, _, rr = column_hits(self.rowmap, np.unique(self.columns[node[m]]), member=is_m)
-        if not len(pp):  # rows no set uses any more (compaction frees them)
-            return 0
-        n = self.n[rr]
-        pend = rec.last_kept(rem, pp, loc[n])  # each set's message
-        sender = self.sender_rows(pp, pend, n, src, dst)
-        # the row keeps the message new_pending gave it (its representative set's); the pairs
-        # whose message or sender differs from that move to rows of their own
+        # the row keeps the message new_pending gave it (its representative set's); of every
+        # (set, row) pair of the mixed rows, those whose message (the last event the set
+        # keeps) or its sender's row differs from that move to rows of their own
         mine = np.empty(size, dtype=np.int64)
         mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
-        off = np.flatnonzero((pend != self.pend[rr]) | (sender != mine[rr]))
-        if not len(off):
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
+        pp, rr, pend, sender = mixed_pairs(
+            self.rowmap, self.columns, np.unique(self.columns[node[m]]), is_m, self.n,
+            self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
+            touched, src, dst)
+        if not len(pp):
             return 0
-        pp, rr, pend, sender = pp[off], rr[off], pend[off], sender[off]
         heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
         dev = self.mem.device
         new = self.add(pp[heads], self.n[rr[heads]],
@@ -485,12 +492,18 @@ class RowTable:
         number of rows merged away."""
         if len(r) < 2:
             return 0
+        size = self.size
+        if host_loops(self.mem.device):  # the steps below, in one compiled call
+            r, head, group = merge_groups(
+                r, self.n, bits(self.mem).numpy(), mem_eq, checked, self.lu.view(np.int64),
+                self.pend, self.rep, need, x, column_view(self.rowmap), len(self.rowmap),
+                self.columns, src, dst, size)
+            return self._merge_into(r, self.n[r], head, group)
         n = self.n[r]
         multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
         if not multi.any():  # one row per node (always with one set): nothing to merge
             return 0
         r, n = r[multi], n[multi]
-        size = self.size
         # memory identity: -1 the recorded memory, else one id per distinct memory of a node
         mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
         mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
@@ -517,8 +530,16 @@ class RowTable:
         sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
         key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
         head, group = groups(key)
+        return self._merge_into(r, n, head, group)
+
+    def _merge_into(self, r: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
+                    head: npt.NDArray[np.int64], group: npt.NDArray[np.int64]) -> int:
+        """``merge``'s last step: the rows ``r`` (of nodes ``n``) of each group
+        (``groups``' ``head`` and ``group`` over them) given to its first row. Returns the
+        number of rows merged away."""
         if len(head) == len(r):
             return 0
+        size = self.size
         target = r[head[group]]  # [R]
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int32)

@@ -13,9 +13,19 @@ both, and the result is the same bit for bit; ``np.flatnonzero`` with a division
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
 The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``,
-``remap_columns``) are loops compiled by numba (``cftgnn.jit``), each with a NumPy twin
-that runs where numba is absent (``jit.ENABLED``) and gives the same integers; the column
-scans stay NumPy (a compiled scan measured 2x slower than ``np.flatnonzero``).
+``remap_columns``, ``referenced``) are loops compiled by numba (``cftgnn.jit``), each with a
+NumPy twin that runs where numba is absent (``jit.ENABLED``) and gives the same integers;
+``cftgnn.replay.tgn.row_steps`` holds the loops of whole steps built on them.
+``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
+``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
+(``RowTable.revive``), are compiled loops that do that work where they read the entry, in
+the order of ``column_hits``. Two things made such a loop 2-4x slower than
+``np.flatnonzero`` and the NumPy passes after it (issue 44): a call of another compiled
+function with arrays in its innermost loop (numba counts the arrays' references at every
+call, even inlined), and a list grown inside the loop (the same, at every step); so the
+lookup is written out there and the lists are allocated to their bounds, or to a few
+entries first (``row_steps.mixed_pairs``: lists of megabytes a call slowed the steps
+around it).
 """
 
 from __future__ import annotations
@@ -67,7 +77,9 @@ def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
 def _row_at(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, node: int,
             p: int) -> int:
     """The compiled loops' one lookup: node ``node``'s row under set ``p``, ``-1`` where
-    the node has no column (``lookup`` for one entry)."""
+    the node has no column (``lookup`` for one entry). (The scans of whole columns,
+    ``_mixed_pairs`` and ``_revive_scan``, write it out: a call of a compiled function
+    with arrays in their innermost loop made them 3x slower.)"""
     c = columns[node]
     return -1 if c < 0 else int(view[c * num_p + p])
 
@@ -158,19 +170,38 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 
 
 @jit.compiled
-def _receiver_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, pp: IntArray,
-                    uu: IntArray, rr: IntArray, start: IntArray, count: IntArray,
-                    by_sender: IntArray, n: IntArray, bound: int
-                    ) -> tuple[IntArray, IntArray, IntArray]:
-    out_p = np.empty(bound, dtype=np.int64)  # at most every receiver of every hit
+def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
+                 sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
+                 count: IntArray, by_sender: IntArray, n: IntArray
+                 ) -> tuple[IntArray, IntArray, IntArray]:
+    """``revive_pairs`` compiled: each sender's column scanned for rows of ``differs`` (the
+    hits of ``column_hits`` with ``member``, in its order, kept as their positions), then
+    each hit's receivers looked up. (Lists are allocated to their bounds, never grown in a
+    loop: a list reassigned in the loop costs numba reference counting at every step.)"""
+    hits = np.empty(len(sender_cols) * num_p, dtype=np.int64)
+    h = 0
+    bound = 0
+    for u in range(len(sender_cols)):
+        base = sender_cols[u] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r >= 0 and differs[r]:
+                hits[h] = u * num_p + p
+                h += 1
+                bound += count[u]
+    out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     m = 0
-    for h in range(len(pp)):
-        for i in range(start[uu[h]], start[uu[h]] + count[uu[h]]):
+    for k in range(h):
+        u = hits[k] // num_p
+        p = hits[k] - u * num_p
+        r = view[sender_cols[u] * num_p + p]
+        for i in range(start[u], start[u] + count[u]):
             j = by_sender[i]
-            if _row_at(view, num_p, columns, n[j], pp[h]) < 0:
-                out_p[m], out_j[m], out_r[m] = pp[h], j, rr[h]
+            c = columns[n[j]]  # _row_at, written out
+            if c < 0 or view[c * num_p + p] < 0:
+                out_p[m], out_j[m], out_r[m] = p, j, r
                 m += 1
     return out_p[:m], out_j[:m], out_r[:m]
 
@@ -188,15 +219,15 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
         sender, sets ascending), each hit followed by its sender's receivers in the order of
         ``j``.
     """
-    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
-    if not len(pp):
-        return pp, uu, rr
     by_sender = np.argsort(of, kind="stable")
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
     if jit.ENABLED:
-        return _receiver_pairs(column_view(rowmap), rowmap.shape[0], columns, pp, uu, rr,
-                               start, count, by_sender, _i64(n), int(count[uu].sum()))
+        return _revive_scan(column_view(rowmap), rowmap.shape[0], columns,
+                            _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
+    pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
+    if not len(pp):
+        return pp, uu, rr
     reps = count[uu]
     pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
@@ -297,6 +328,30 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
 
 
 @jit.compiled
+def _referenced(view: npt.NDArray[np.int32], num_p: int, cols: IntArray, size: int
+                ) -> npt.NDArray[np.bool_]:
+    out = np.zeros(size, dtype=np.bool_)
+    for j in range(len(cols)):
+        base = cols[j] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r >= 0:
+                out[r] = True
+    return out
+
+
+def referenced(rowmap: npt.NDArray[np.int32], cols: IntArray, size: int
+               ) -> npt.NDArray[np.bool_]:
+    """Which of rows ``0..size-1`` some entry of ``rowmap[:, cols]`` holds, ``bool [size]``
+    (one pass over the columns' memory)."""
+    if jit.ENABLED:
+        return _referenced(column_view(rowmap), rowmap.shape[0], _i64(cols), size)
+    out = np.zeros(size, dtype=bool)
+    out[column_hits(rowmap, cols)[2]] = True
+    return out
+
+
+@jit.compiled
 def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
@@ -325,4 +380,4 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
 
 
 __all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
+           "referenced", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]

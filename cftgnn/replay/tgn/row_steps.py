@@ -1,0 +1,269 @@
+"""Compiled loops of whole steps of ``cftgnn.replay.tgn.rows.RowTable`` (issue 44: fewer
+NumPy passes per batch), built on the kernels of ``cftgnn.replay.tgn.rows_kernels`` (whose
+module docstring says how their loops are written, and why): ``new_pending``,
+``mixed_pairs`` (``RowTable.split_mixed``), ``merge_groups`` (``RowTable.merge`` on the CPU)
+and ``unique_inverse`` (``RowTable.other_memory``). Each has a NumPy twin, the steps'
+code before, that runs where numba is absent (``jit.ENABLED``) and gives the same integers
+in the same order, so the logits are the same bit for bit either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn import jit
+from cftgnn.replay.tgn.rows_kernels import (
+    _groups,
+    _i64,
+    column_hits,
+    column_view,
+    last_kept,
+    sender_rows,
+)
+
+IntArray = npt.NDArray[np.int64]
+
+#: The pairs ``mixed_pairs``' compiled loop makes room for at first (more: it runs again).
+FEW_PAIRS = 256
+
+
+@jit.compiled
+def _new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pend: IntArray,
+                 size: int, read: npt.NDArray[np.bool_], loc: IntArray, events: IntArray,
+                 inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+                 rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_]) -> None:
+    for q in range(size):
+        node = row_n[q]
+        if not alive[q] or not read[node]:
+            continue
+        pos = loc[node]
+        if pos < 0 or inc_end[pos] <= inc_start[pos]:
+            continue
+        last = inc_end[pos] - 1  # _last_kept for the row's representative set (written out)
+        e = -1
+        if not touched[inc_k[last]]:
+            e = events[inc_k[last]]
+        else:
+            for i in range(last, inc_start[pos] - 1, -1):
+                if not rem[rep[q], inc_k[i]]:
+                    e = events[inc_k[i]]
+                    break
+        pend[q] = e
+
+
+def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pend: IntArray,
+                size: int, read: npt.NDArray[np.bool_], loc: IntArray, events: IntArray,
+                inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+                rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_]) -> None:
+    """``RowTable.new_pending``: every live row ``q < size`` whose node's later state is
+    read (``read``, by node) and has events in the batch (position ``loc``) gets as pending
+    event (``pend``, written in place) the last of them its representative set keeps
+    (``last_kept`` over ``events``, ``inc_k``, ``inc_start``, ``inc_end``, ``rem``;
+    ``touched`` as for ``mixed_pairs``). One pass over the rows, compiled."""
+    if jit.ENABLED:
+        _new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start,
+                     inc_end, rem, touched)
+        return
+    node = row_n[:size]
+    at = np.where(read[node] & alive[:size], loc[node], -1)
+    r = np.flatnonzero(at >= 0)
+    r = r[inc_end[at[r]] > inc_start[at[r]]]  # nodes with events in the batch
+    if len(r):
+        pend[r] = last_kept(events, inc_k, inc_start, inc_end, rem, rep[r], at[r])
+
+
+@jit.compiled
+def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
+                 is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
+                 inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
+                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, bound: int
+                 ) -> tuple[IntArray, IntArray, IntArray, IntArray, bool]:
+    """``mixed_pairs`` in one pass over the columns: each hit's message (``_last_kept``, the
+    node's last event at once where no set removes it) and sender row (``_sender_rows``)
+    found where it is read; the pairs that move (few: most batches move none) are listed,
+    with their values, as they are found, up to ``bound`` of them (the last value: whether
+    all were)."""
+    out_p = np.empty(bound, dtype=np.int64)
+    out_r = np.empty(bound, dtype=np.int64)
+    out_e = np.empty(bound, dtype=np.int64)
+    out_s = np.empty(bound, dtype=np.int64)
+    m = 0
+    for j in range(len(cols)):
+        base = cols[j] * num_p
+        for p in range(num_p):
+            r = view[base + p]
+            if r < 0 or not is_m[r]:
+                continue
+            node = row_n[r]
+            pos = loc[node]
+            last = inc_end[pos] - 1
+            e = -1
+            if not touched[inc_k[last]]:
+                e = events[inc_k[last]]
+            else:
+                for i in range(last, inc_start[pos] - 1, -1):
+                    if not rem[p, inc_k[i]]:
+                        e = events[inc_k[i]]
+                        break
+            sender = -2
+            if e >= 0:  # _row_at, written out
+                c = columns[dst[e] if src[e] == node else src[e]]
+                sender = -1 if c < 0 else view[c * num_p + p]
+            if e != row_pend[r] or sender != mine[r]:
+                if m == bound:
+                    return out_p, out_r, out_e, out_s, False
+                out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
+                m += 1
+    return out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(), True
+
+
+def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
+                is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+                mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
+                inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
+                touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
+                ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The (set, row) pairs ``RowTable.split_mixed`` moves: entries of ``rowmap[:, cols]``
+    holding a row of ``is_m`` (``bool``, by row; the last entry stands for ``-1``) whose set's
+    message differs from the row's kept one (``row_pend``) or whose message's sender row
+    differs from the row's own (``mine``, by row). A set's message is the last event of the
+    row's node (``row_n``; its position in the batch ``loc``) that it keeps (``last_kept``
+    over ``events``, ``inc_k``, ``inc_start``, ``inc_end``, ``rem [P, K]``; ``touched``,
+    ``bool [K]``, is true for every event of the batch some set removes, or more), its
+    sender row as ``sender_rows`` gives it (``-2`` for no message).
+
+    Returns:
+        ``(pp, rr, pend, sender)``: each moved pair's set, row, message and sender row,
+        ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
+    """
+    if jit.ENABLED:
+        # lists of a few pairs first (most batches move none), of every entry if they overflow:
+        # lists of every entry at once (megabytes a call) slowed the steps around this one
+        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m, row_n,
+                row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+        *out, done = _mixed_pairs(*args, min(FEW_PAIRS, len(cols) * rowmap.shape[0]))
+        if not done:
+            *out, done = _mixed_pairs(*args, len(cols) * rowmap.shape[0])
+        pp, rr, pend, sender = out
+        return pp, rr, pend, sender
+    pp, _, rr = column_hits(rowmap, cols, member=is_m)
+    n = row_n[rr]
+    pend = last_kept(events, inc_k, inc_start, inc_end, rem, pp, loc[n])
+    sender = sender_rows(rowmap, columns, pp, pend, n, src, dst)
+    off = np.flatnonzero((pend != row_pend[rr]) | (sender != mine[rr]))
+    return pp[off], rr[off], pend[off], sender[off]
+
+
+@jit.compiled
+def merge_groups(r: IntArray, row_n: IntArray, mem_bits: npt.NDArray[np.integer],
+                 mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+                 lu_bits: IntArray, pend: IntArray, rep: IntArray, need: IntArray, x: int,
+                 view: npt.NDArray[np.int32], num_p: int, columns: IntArray, src: IntArray,
+                 dst: IntArray, size: int) -> tuple[IntArray, IntArray, IntArray]:
+    """``RowTable.merge``'s groups of rows ``r`` with equal states, compiled (with the
+    rows' memory on the CPU, read in place as bits, ``mem_bits [capacity, d]``): the rows
+    of nodes with several rows among ``r``, and ``(head, group)`` of ``groups`` over their
+    keys (node, memory identity, last-update time ``lu_bits``, pending event, the
+    sender's memory identity), each step as ``merge``'s NumPy code takes it. The memory
+    identity is ``-1`` for a row ``checked`` and ``mem_eq`` (the recorded memory), else its
+    group by (node, two leading coordinates) where the row equals that group's first row
+    bit for bit in a group of several, else the row's own (``size + row``); the sender's
+    is the identity of the row of the sender of the row's pending event under its
+    representative set (``-1`` where the sender holds the recorded state, or the event is
+    not applied next: ``need[node] <= x``).
+
+    Returns:
+        ``(rows, head, group)``: the rows kept, ``int64``, and the groups over them.
+    """
+    count = np.zeros(len(columns), dtype=np.int64)  # rows per node
+    for i in range(len(r)):
+        count[row_n[r[i]]] += 1
+    m = 0
+    for i in range(len(r)):
+        m += count[row_n[r[i]]] > 1
+    rows = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(len(r)):
+        if count[row_n[r[i]]] > 1:  # only nodes with several rows can merge
+            rows[m] = r[i]
+            m += 1
+    mem_id = np.empty(size, dtype=np.int64)
+    for q in range(size):
+        mem_id[q] = -1 if checked[q] and mem_eq[q] else size + q
+    nd = 0
+    for i in range(m):
+        nd += not mem_eq[rows[i]]
+    d = np.empty(nd, dtype=np.int64)  # rows whose memory is not the recorded one
+    lead = np.empty((nd, 3), dtype=np.int64)
+    k = 0
+    for i in range(m):
+        q = rows[i]
+        if not mem_eq[q]:
+            d[k] = q
+            lead[k, 0], lead[k, 1], lead[k, 2] = row_n[q], mem_bits[q, 0], mem_bits[q, 1]
+            k += 1
+    first, inv = _groups(lead)
+    size_of = np.zeros(len(first), dtype=np.int64)
+    for i in range(nd):
+        size_of[inv[i]] += 1
+    for i in range(nd):
+        if size_of[inv[i]] > 1:  # the whole row, until its first differing coordinate
+            a, b = d[i], d[first[inv[i]]]
+            same = True
+            for c in range(mem_bits.shape[1]):
+                if mem_bits[a, c] != mem_bits[b, c]:
+                    same = False
+                    break
+            if same:
+                mem_id[a] = inv[i]
+    key = np.empty((m, 5), dtype=np.int64)
+    for i in range(m):
+        q = rows[i]
+        node = row_n[q]
+        e = pend[q] if need[node] > x else -1
+        sid = -1
+        if e >= 0:  # the sender's row, as sender_rows finds it (written out)
+            c = columns[dst[e] if src[e] == node else src[e]]
+            ro = -1 if c < 0 else view[c * num_p + rep[q]]
+            if ro >= 0:
+                sid = mem_id[ro]
+        key[i, 0], key[i, 1], key[i, 2] = node, mem_id[q], lu_bits[q]
+        key[i, 3], key[i, 4] = pend[q], sid
+    head, group = _groups(key)
+    return rows, head, group
+
+
+@jit.compiled
+def _unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    seen = np.zeros(hi - lo, dtype=np.int64)  # by value: 1 where present, then its rank + 1
+    for v in key:
+        seen[v - lo] = 1
+    count = 0
+    for i in range(hi - lo):
+        if seen[i]:
+            count += 1
+            seen[i] = count
+    uniq = np.empty(count, dtype=np.int64)
+    for i in range(hi - lo):
+        if seen[i]:
+            uniq[seen[i] - 1] = lo + i
+    inverse = np.empty(len(key), dtype=np.int64)
+    for m in range(len(key)):
+        inverse[m] = seen[key[m] - lo] - 1
+    return uniq, inverse
+
+
+def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    """``np.unique(key, return_inverse=True)`` for integers in ``[lo, hi)``: the distinct
+    values ascending and each entry's index among them, ``int64``; compiled, by marking
+    the values in a table of the range instead of sorting (``RowTable.other_memory``:
+    the range is the batch's recorded rows and the table's rows, a few thousand)."""
+    if jit.ENABLED:
+        return _unique_inverse(_i64(key), lo, hi)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+
+
+__all__ = ["FEW_PAIRS", "merge_groups", "mixed_pairs", "new_pending", "unique_inverse"]
