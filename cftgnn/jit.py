@@ -14,9 +14,10 @@ module is imported: every script imports the replay's modules to check its optio
 run that never replays a TGN cone (TGAT, GraphMixer, the approximate oracle) would otherwise
 pay numba's import (about 0.25 s and 0.06 GiB) for nothing. A cone replay of few sets calls
 none before numba has started (``for_sets``, ``MIN_SETS``). At the start every compiled loop
-is handed to ``numba.njit`` and put in its module's namespace in place of the lazy one, so
-compiled loops calling each other (``rows_kernels._row_at``) call numba's, and later calls
-skip the lazy indirection.
+is handed to ``numba.njit`` and put in the namespaces of the modules that hold compiled
+loops in place of the lazy one, so compiled loops calling each other (``rows_kernels._row_at``,
+``row_steps`` calling ``rows_kernels._groups``) call numba's, and later calls skip the lazy
+indirection.
 
 Why compiled loops: on the far-back tail events (docs/benchmarks.md, "The far-back tail")
 the bookkeeping is a few dozen NumPy calls per batch over arrays of thousands of entries,
@@ -51,9 +52,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: numba: numba costs about 0.1 GiB of resident memory in a process (its start and the
 #: kernels, measured), which matters only where the memory is tight (the 1M-event stream of
 #: docs/benchmarks.md: 1.54 GiB peak with the compiled loops, 1.44 with CFTGNN_JIT=0; since
-#: ``for_sets`` its small replays start none); the twins give the same logits, slower. Unset, empty, ``1``, ``true``, ``yes`` or ``on``
-#: leave them on; any other value is an error (``ConfigError`` at the first compiled call;
-#: the scripts refuse it before they start, ``cftgnn.cli.main_guard``).
+#: ``for_sets`` its small replays start none); the twins give the same logits, slower.
+#: Unset, empty, ``1``, ``true``, ``yes`` or ``on`` leave them on; any other value is an
+#: error (``ConfigError`` at the first compiled call; the scripts refuse it before they
+#: start, ``cftgnn.cli.main_guard``).
 ENV = JIT_ENV
 
 try:
@@ -131,7 +133,14 @@ def start() -> None:
         numba = importlib.import_module("numba")
         for lazy in _lazy:
             lazy.dispatcher = _njit(numba, lazy.python)
-            lazy.python.__globals__[lazy.python.__name__] = lazy.dispatcher
+        # every module holding compiled loops now names numba's dispatchers, also for the
+        # loops it imported from another (``row_steps`` calls ``rows_kernels._groups``):
+        # numba compiles a call to a dispatcher, not to a lazy loop
+        for namespace in {id(lazy.python.__globals__): lazy.python.__globals__
+                          for lazy in _lazy}.values():
+            for name, value in list(namespace.items()):
+                if isinstance(value, _Lazy) and value.dispatcher is not None:
+                    namespace[name] = value.dispatcher
         _numba = numba
 
 
