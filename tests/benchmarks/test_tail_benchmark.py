@@ -79,7 +79,8 @@ def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():
     assert ([(r["event_id"], r["explanation"], r["final_logit"]) for r in res["events"]]
             == [(r["event_id"], r["explanation"], r["final_logit"]) for r in exact["events"]])
     (row,) = res["tolerance"]
-    assert row["event_id"] == res["events"][0]["event_id"]
+    # the costliest event by this run's seconds (which of the two it is depends on the load)
+    assert row["event_id"] == max(res["events"], key=lambda r: r["seconds"])["event_id"]
     assert row["prune_tolerance"] == 1e-4
     assert row["same_answer"] and row["same_min_size_lower_bound"]
     assert row["row_updates_tolerance"] <= row["row_updates_exact"]
