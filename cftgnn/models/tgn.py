@@ -20,9 +20,9 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
-from torch_geometric.nn.models.tgn import IdentityMessage
+from torch_geometric.nn.models.tgn import IdentityMessage, TimeEncoder
 
-from cftgnn.arrays import distinct_rows
+from cftgnn.arrays import SMALL, distinct_rows
 from cftgnn.data.stream import IntArray
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
@@ -41,6 +41,25 @@ def other_endpoint(src: Any, dst: Any, ev: Any, node: Any) -> Any:
     if isinstance(s, Tensor):
         return torch.where(s == node, d, s)
     return np.where(s == node, d, s)
+
+
+def _in_order(index: IntArray, rows: int) -> bool:
+    """Whether ``index`` is ``0, 1, ..., rows - 1``: gathering rows by it changes nothing."""
+    if len(index) != rows:
+        return False
+    if rows <= SMALL:  # few: in Python (several times cheaper than a NumPy call)
+        return bool(index.tolist() == list(range(rows)))
+    return bool(np.array_equal(index, np.arange(rows)))
+
+
+def _hooked(module: nn.Module) -> bool:
+    """Whether calling ``module`` would run a hook (its own or a global one)."""
+    from torch.nn.modules import module as mod
+
+    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+                or module._backward_pre_hooks or mod._global_forward_hooks
+                or mod._global_forward_pre_hooks or mod._global_backward_hooks
+                or mod._global_backward_pre_hooks)
 
 
 def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
@@ -154,25 +173,55 @@ class TGN(TemporalModel):
         w_self = self._gru_row_weights()  # [6d, d]: input and hidden parts of the row
         first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
         dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
-        rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)],
-                          self.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
+        rest = self._time_encoding(dt.to(mem_self.dtype))  # [T, T_dim]
+        if self._feat.shape[1]:  # edge features first (none: the encoding as it is)
+            rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)], rest], dim=-1)
         y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
         y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
-        # one upload for both index arrays (docs/design.md, "Device crossings")
-        o_t, r_t = torch.as_tensor(np.stack([other_of, rest_of]).astype(np.int64), device=dev)
-        out = torch.empty_like(mem_self)
+        # each row's rows of both, unless they are the rows in order (a single call's few
+        # rows mostly): adding a row gathered or the row itself gives the same sums
+        o_t = r_t = None
+        gather_o = not _in_order(other_of, len(y_other))
+        gather_r = not _in_order(rest_of, len(y_rest))
+        if gather_o and gather_r:  # one upload for both (docs/design.md, "Device crossings")
+            o_t, r_t = torch.as_tensor(np.stack([other_of, rest_of]).astype(np.int64),
+                                       device=dev)
+        elif gather_o:
+            o_t = torch.as_tensor(other_of.astype(np.int64), device=dev)
+        elif gather_r:
+            r_t = torch.as_tensor(rest_of.astype(np.int64), device=dev)
+        out = torch.empty_like(mem_self) if len(ev) > _GRU_CHUNK else None
         for lo in range(0, len(ev), _GRU_CHUNK):
             hi = min(lo + _GRU_CHUNK, len(ev))
             h = mem_self[lo:hi]
             x = F.linear(h, w_self)  # [c, 6d]
-            gi = x[:, :3 * d] + y_other.index_select(0, o_t[lo:hi]) + y_rest.index_select(
-                0, r_t[lo:hi])
+            gi = x[:, :3 * d] + (y_other[lo:hi] if o_t is None
+                                 else y_other.index_select(0, o_t[lo:hi]))
+            gi = gi + (y_rest[lo:hi] if r_t is None else y_rest.index_select(0, r_t[lo:hi]))
             gh = x[:, 3 * d:] + b_hh
             r = torch.sigmoid(gi[:, :d] + gh[:, :d])
             z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
             n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
-            out[lo:hi] = (1 - z) * n + z * h
+            new = (1 - z) * n + z * h
+            if out is None:  # one chunk: its result is the whole
+                return new
+            out[lo:hi] = new
+        assert out is not None
         return out
+
+    def _time_encoding(self, dt: Tensor) -> Tensor:
+        """``msg_time_enc(dt)``: PyG's ``TimeEncoder``, ``cos(lin(dt))``, called as the
+        operations it runs (the same ones, so the same values) without the two module calls
+        around them where it is that encoder with a plain ``Linear`` and no hooks (the
+        cone replay encodes a few times per batch, issue 44); any other encoder is called."""
+        enc = self.msg_time_enc
+        lin = getattr(enc, "lin", None)
+        if (type(enc) is TimeEncoder and type(lin) is nn.Linear and not _hooked(enc)
+                and not _hooked(lin)):
+            assert lin is not None
+            return F.linear(dt.view(-1, 1), lin.weight, lin.bias).cos()
+        encoded: Tensor = enc(dt)
+        return encoded
 
     def _gru_row_weights(self) -> Tensor:
         """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``

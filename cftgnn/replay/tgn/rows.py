@@ -16,6 +16,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import unique
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
@@ -205,7 +206,7 @@ class RowTable:
         """
         ro = self.lookup(rep, other)
         key = np.where(ro >= 0, ro, -1 - recorded_row)  # row ids, or recorded rows below 0
-        uniq, of = np.unique(key, return_inverse=True)
+        uniq, of = unique(key, return_inverse=True)
         dev = self.mem.device
         k = int(np.searchsorted(uniq, 0))  # recorded rows first (keys below 0), then own rows
         # both row lists in one upload: recorded rows, then own rows
@@ -310,7 +311,7 @@ class RowTable:
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
         had = np.flatnonzero(g_old >= 0)
-        _, first = np.unique(g_old[had], return_index=True)
+        _, first = unique(g_old[had], return_index=True)
         keep = had[first]
         g_row[keep] = g_old[keep]
         self.rep[g_old[keep]] = g_p[keep]
@@ -435,13 +436,11 @@ class RowTable:
         where = loc[node]
         check = (where >= 0) & ~stale
         r, n, lc = live[check], node[check], where[check]
-        dev = self.mem.device
         rec_pend = rec.recorded_pending()
         mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
         checked = np.zeros(size, dtype=bool)
         if len(r):
-            rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
-            mem_eq[r] = memory_equal(self.mem, rt, rec.mem_post, lt, tolerance)
+            mem_eq[r] = memory_equal(self.mem, r, rec.mem_post, lc, tolerance)
             checked[r] = True
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
@@ -553,7 +552,7 @@ class RowTable:
         if not len(v):
             return
         # the sets under which each sender differs, then the receivers of each such sender
-        senders, of = np.unique(o, return_inverse=True)
+        senders, of = unique(o, return_inverse=True)
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
         pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),

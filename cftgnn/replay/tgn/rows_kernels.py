@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn import jit
+from cftgnn.arrays import SMALL
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
 
@@ -288,12 +289,26 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
     the rows of ``key`` are) lists them: ``(heads, group)``, ``heads[g]`` the first row
     (smallest index) of the ``g``-th group in that order, ``group[m]`` the rank of row ``m``'s
     group. The same as sorting the rows and cutting the sorted list where the key changes,
-    but only one row per group is sorted (``groups`` finds them by hashing)."""
+    but only one row per group is sorted (``groups`` finds them by hashing).
+
+    Where the primary key (``order_by[-1]``) strictly increases along the rows, as with one
+    removal set (one row per node, listed by node), every row is a group of its own, in its
+    place: ``(0, 1, ..., M - 1)`` twice, without hashing or sorting."""
+    if _increasing(order_by[-1]):
+        return np.arange(len(key), dtype=np.int64), np.arange(len(key), dtype=np.int64)
     first, inverse = groups(key)
     order = np.lexsort(tuple(k[first] for k in order_by))
     rank = np.empty(len(first), dtype=np.int64)
     rank[order] = np.arange(len(first), dtype=np.int64)
     return first[order], rank[inverse]
+
+
+def _increasing(values: npt.NDArray[Any]) -> bool:
+    """Whether ``values`` strictly increase (checked in Python for a few, else by NumPy)."""
+    if len(values) <= SMALL:
+        v = values.tolist()
+        return all(a < b for a, b in zip(v, v[1:], strict=False))
+    return bool((values[1:] > values[:-1]).all())
 
 
 @jit.compiled

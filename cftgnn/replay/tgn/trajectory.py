@@ -111,8 +111,12 @@ class Dependencies:
     num_columns: int
 
     def covers(self, events: npt.NDArray[np.int64]) -> bool:
-        """Whether every event of ``events`` is in the universe."""
-        return bool(np.isin(events, self.universe).all())
+        """Whether every event of ``events`` is in the universe (ascending: a binary
+        search, cheaper than ``np.isin`` on every call of the cone replay)."""
+        if not len(self.universe):
+            return not len(events)
+        at = np.minimum(np.searchsorted(self.universe, events), len(self.universe) - 1)
+        return bool((self.universe[at] == events).all())
 
 
 def _suffixes(rec: BatchRecord, universe: npt.NDArray[np.int64]
