@@ -168,16 +168,17 @@ class TGN(TemporalModel):
             other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
         """
         d, gru, dev = self.memory_dim, self.gru, mem_self.device
-        w_ih, b_hh = gru.weight_ih, gru.bias_hh
-        assert b_hh is not None and gru.bias_ih is not None
-        w_self = self._gru_row_weights()  # [6d, d]: input and hidden parts of the row
+        b_ih, b_hh = gru.bias_ih, gru.bias_hh
+        assert b_hh is not None and b_ih is not None
+        # [6d, d]: input and hidden parts of the row; [3d, d] and [3d, F + T] of the input
+        w_self, w_other, w_rest = self._gru_row_weights()
         first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
         dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
         rest = self._time_encoding(dt.to(mem_self.dtype))  # [T, T_dim]
         if self._feat.shape[1]:  # edge features first (none: the encoding as it is)
             rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)], rest], dim=-1)
-        y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
-        y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
+        y_rest = F.linear(rest, w_rest, b_ih)  # [T, 3d]
+        y_other = F.linear(mem_other, w_other)  # [O, 3d]
         # each row's rows of both, unless they are the rows in order (a single call's few
         # rows mostly): adding a row gathered or the row itself gives the same sums
         o_t = r_t = None
@@ -223,23 +224,26 @@ class TGN(TemporalModel):
         encoded: Tensor = enc(dt)
         return encoded
 
-    def _gru_row_weights(self) -> Tensor:
+    def _gru_row_weights(self) -> tuple[Tensor, Tensor, Tensor]:
         """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``
-        multiplies each row's own memory by. Without gradients it is made once and kept
-        until a weight is replaced or changed (in place: its version counter; its data
-        swapped, as ``Module.to`` does: its address): the causal-cone
-        replay calls the update once per batch, and the copy cost as much as the small
-        products of a single call's rows (issue 44). The same values, so the same logits."""
-        gru = self.gru
+        multiplies each row's own memory by, and the views ``W_ih[:, d:2d]`` (the other
+        endpoint's memory) and ``W_ih[:, 2d:]`` (edge features and time encoding). Without
+        gradients they are made once and kept until a weight is replaced or changed (in
+        place: its version counter; its data swapped, as ``Module.to`` does: its address):
+        the causal-cone replay calls the update once per batch, and the copy cost as much as
+        the small products of a single call's rows (issue 44). The same values, so the same
+        logits."""
+        gru, d = self.gru, self.memory_dim
         w_ih, w_hh = gru.weight_ih, gru.weight_hh
         if torch.is_grad_enabled():
-            return torch.cat([w_ih[:, :self.memory_dim], w_hh])
+            return torch.cat([w_ih[:, :d], w_hh]), w_ih[:, d:2 * d], w_ih[:, 2 * d:]
         key = (w_ih._version, w_hh._version, w_ih.data_ptr(), w_hh.data_ptr())
         cached = getattr(self, "_row_weights", None)
         if cached is None or cached[0] is not w_ih or cached[1] is not w_hh or cached[2] != key:
-            cached = (w_ih, w_hh, key, torch.cat([w_ih[:, :self.memory_dim], w_hh]))
+            cached = (w_ih, w_hh, key,
+                      (torch.cat([w_ih[:, :d], w_hh]), w_ih[:, d:2 * d], w_ih[:, 2 * d:]))
             self._row_weights = cached
-        weights: Tensor = cached[3]
+        weights: tuple[Tensor, Tensor, Tensor] = cached[3]
         return weights
 
     def _pending_applied(self, state: State, inplace: bool = False,

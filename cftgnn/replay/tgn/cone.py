@@ -204,7 +204,8 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
-            if prune and _quiet(rows, rec, loc, sets.events):
+            removes = _removes_within(sets.events, rec.events)
+            if prune and not removes and _quiet(rows, rec, loc):
                 # no perturbed row meets the batch and it removes nothing: of the steps
                 # below, only the pruning's retiring of rows never read again does anything
                 rows.drop_stale(deps.need, x)
@@ -217,12 +218,15 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
                 continue
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst, clock)
             made = rows.size
-            rem = sets.columns(rec.events)  # [P, K]
+            # [P, K]; no set removes an event of the batch: none (the same array, cheaper)
+            rem = (sets.columns(rec.events) if removes
+                   else np.zeros((sets.num_sets, len(rec.events)), dtype=bool))
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
-            rows.new_pending(rec, rem, loc, deps.need > x)
+            read = deps.need > x
+            rows.new_pending(rec, rem, loc, read)
             if prune:
-                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst)
+                counts.rows_made += rows.split_mixed(rec, rem, loc, read, src, dst)
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
                                                  tolerance)
@@ -257,12 +261,20 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     return out
 
 
-def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
-           removed: npt.NDArray[np.int64]) -> bool:
-    """Whether a batch leaves every row as it is but for ``RowTable.drop_stale`` (with pruning):
-    no row holds a pending message, no live row's node is among the batch's nodes
-    (``loc``, set for them), and no removed event (``removed``, ascending) lies within the
-    batch's events. Then ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
+def _removes_within(removed: npt.NDArray[np.int64], events: npt.NDArray[np.int64]) -> bool:
+    """Whether some removed event (``removed``, ascending) lies within a batch's events
+    (``events``, ascending): between its first and its last."""
+    if not len(events):
+        return False
+    return bool(np.searchsorted(removed, events[0])
+                != np.searchsorted(removed, events[-1], side="right"))
+
+
+def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64]) -> bool:
+    """Whether a batch that removes nothing (``_removes_within`` false) leaves every row as
+    it is but for ``RowTable.drop_stale`` (with pruning): no row holds a pending message
+    and no live row's node is among the batch's nodes (``loc``, set for them). Then
+    ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
     row only to pairs that hold one of a node of the batch or remove its pending message
     (none), ``new_pending`` and ``split_mixed`` look only at rows of the batch's nodes,
     and ``prune`` compares none, so it only retires the rows whose state is never read
@@ -276,11 +288,7 @@ def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
         live = np.flatnonzero(rows.alive[:size])
         if len(live) and (loc[rows.n[live]] >= 0).any():
             return False
-    events = rec.events
-    if not len(events):
-        return True
-    return bool(np.searchsorted(removed, events[0])
-                == np.searchsorted(removed, events[-1], side="right"))
+    return True
 
 
 def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],

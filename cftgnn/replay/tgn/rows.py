@@ -119,6 +119,8 @@ class RowTable:
         self.alive = np.zeros(cap, dtype=bool)
         self.mixed = np.zeros(cap, dtype=bool)
         self.size = 0
+        # bytes per allocated row (``nbytes``): its memory and the six per-row arrays
+        self._row_bytes = dim * self.mem.element_size() + 8 * 4 + 2
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
@@ -164,9 +166,7 @@ class RowTable:
 
     def nbytes(self) -> int:
         """Bytes held: the row map and every allocated row."""
-        cap = len(self.pend)
-        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 2
-        return int(self.rowmap.nbytes) + cap * row
+        return int(self.rowmap.nbytes) + len(self.pend) * self._row_bytes
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
