@@ -229,7 +229,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
                 counts.rows_made += rows.split_mixed(rec, rem, loc, read, src, dst)
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
-                                                 tolerance)
+                                                 tolerance, deps.receivers(rec, x, src, dst))
                 counts.rows_made += rows.size - made
                 counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
                 rows.compact()

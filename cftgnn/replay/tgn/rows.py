@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from cftgnn.arrays import unique
+from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
@@ -38,6 +39,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     sorted_groups,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
+from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
 
@@ -404,7 +406,9 @@ class RowTable:
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
               need: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
-              dst: npt.NDArray[np.int64], tolerance: float = 0.0) -> int:
+              dst: npt.NDArray[np.int64], tolerance: float = 0.0,
+              receivers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+              ) -> int:
         """Step 4 of a batch (perturbation pruning, exact): retire the rows whose state after
         the batch is the recorded one, and give a row back to the retired pairs that a
         perturbed sender reaches. Returns the number of rows retired.
@@ -425,7 +429,9 @@ class RowTable:
         from a sender holding a perturbed memory under that set must differ in the next batch.
         Without pruning such pairs always hold a row (the sender's dependencies are in
         ``n``'s); after a retirement they get one again here: the recorded state and pending
-        message, one row per distinct sender row.
+        message, one row per distinct sender row. ``receivers`` are the batch's nodes such
+        a sender can reach (``cftgnn.replay.tgn.trajectory.receivers``, made here when
+        None; the cone replay passes them kept per batch, ``Dependencies.receivers``).
         """
         size = self.size
         live = np.flatnonzero(self.alive[:size])
@@ -436,7 +442,6 @@ class RowTable:
         where = loc[node]
         check = (where >= 0) & ~stale
         r, n, lc = live[check], node[check], where[check]
-        rec_pend = rec.recorded_pending()
         mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
         checked = np.zeros(size, dtype=bool)
         if len(r):
@@ -445,7 +450,7 @@ class RowTable:
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
             same = mem_eq[r] & (self.lu[r] == rec.lu_post[lc])
-            mine, theirs = self.pend[r], rec_pend[lc]
+            mine, theirs = self.pend[r], rec.pending_at(lc)
             reads_pending = need[n] > x  # the next batch applies the pending message
             pend_ok = (mine == theirs) | ~reads_pending
             alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
@@ -471,7 +476,9 @@ class RowTable:
         dead = np.concatenate([live[stale], r[retire]])
         self.drop(dead)
         merged = self.merge(r[~retire], need, x, mem_eq, checked, src, dst)
-        self.revive(rec, rec_pend, need, x, mem_eq, checked, src, dst)
+        if receivers is None:
+            receivers = trajectory_receivers(rec, x, need, self.columns, src, dst)
+        self.revive(rec, receivers, mem_eq, checked, src, dst)
         return int(retire.sum()) + merged
 
     def merge(self, r: npt.NDArray[np.int64], need: npt.NDArray[np.int64], x: int,
@@ -529,28 +536,32 @@ class RowTable:
         self.pend[gone] = -1
         return len(moved)
 
-    def revive(self, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
-               need: npt.NDArray[np.int64], x: int, mem_eq: npt.NDArray[np.bool_],
-               checked: npt.NDArray[np.bool_], src: npt.NDArray[np.int64],
-               dst: npt.NDArray[np.int64]) -> None:
+    def revive(self, rec: BatchRecord,
+               receivers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+               mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+               src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> None:
         """Rows for the pairs without one whose recorded pending message (applied in the next
-        batch) comes from a sender with a perturbed memory (see ``prune``)."""
+        batch) comes from a sender with a perturbed memory (see ``prune``); ``receivers``:
+        the batch's nodes a sender can reach that way, by sender
+        (``cftgnn.replay.tgn.trajectory.receivers``)."""
         size = self.size
         differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
         differs[:size] = self.alive[:size] & checked & ~mem_eq
-        if not differs.any():
+        rows = np.flatnonzero(differs[:size])
+        if not len(rows):
             return
-        is_sender = np.zeros(len(self.columns), dtype=bool)  # by node (calloc: pages touched only)
-        is_sender[self.n[np.flatnonzero(differs[:size])]] = True
-        v = np.flatnonzero((rec_pend >= 0) & (need[rec.nodes] > x) & (self.columns[rec.nodes] >= 0))
-        if not len(v):
+        # the receivers of the nodes holding such a row (binary search in the receivers by
+        # sender, in the order of ``v``): those whose pending message one of them sends
+        by_sender, at = receivers
+        nodes = unique(self.n[rows])
+        lo = np.searchsorted(by_sender, nodes)
+        hi = np.searchsorted(by_sender, nodes, side="right")
+        if not (hi > lo).any():
             return
+        v = np.sort(at[concat_ranges(lo, hi)])
         n = rec.nodes[v]
-        o = other_endpoint(src, dst, rec_pend[v], n)
-        hit = is_sender[o] & (o != n)
-        v, n, o = v[hit], n[hit], o[hit]
-        if not len(v):
-            return
+        pend = rec.pending_at(v)
+        o = other_endpoint(src, dst, pend, n)
         # the sets under which each sender differs, then the receivers of each such sender
         senders, of = unique(o, return_inverse=True)
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
@@ -564,7 +575,7 @@ class RowTable:
         dev = self.mem.device
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
                        rec.lu_post[lo_])
-        self.pend[new] = rec_pend[lo_]
+        self.pend[new] = pend[jj[heads]]
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 

@@ -60,6 +60,14 @@ class BatchRecord:
         out[has] = self.events[self.inc_k[self.inc_end[has] - 1]]
         return out
 
+    def pending_at(self, pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``recorded_pending()[pos]``, computed for those nodes only, ``int64 [M]``."""
+        if not len(self.inc_k):
+            return np.full(len(pos), -1, dtype=np.int64)
+        end = self.inc_end[pos]
+        last = self.events[self.inc_k[np.maximum(end - 1, 0)]]
+        return np.where(end > self.inc_start[pos], last, -1)
+
     def last_kept(self, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.int64],
                   pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
@@ -109,6 +117,22 @@ class Dependencies:
     need: npt.NDArray[np.int64]
     columns: npt.NDArray[np.int64]
     num_columns: int
+    _receivers: dict[int, tuple[BatchRecord, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = (
+        field(default_factory=dict, repr=False, compare=False))
+
+    def receivers(self, rec: BatchRecord, x: int, src: npt.NDArray[np.int64],
+                  dst: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``receivers`` of batch ``x`` (record ``rec``) under these dependency sets, made
+        on the first call for the batch and kept: they are the same for every call of the
+        cone replay over this trajectory (the pruning's ``RowTable.revive`` reads them in
+        every batch with a perturbed memory; kept with the record they were made from, and
+        made again for another)."""
+        got = self._receivers.get(x)
+        if got is None or got[0] is not rec:
+            got = self._receivers[x] = (rec, *receivers(rec, x, self.need, self.columns, src,
+                                                        dst))
+        return got[1], got[2]
 
     def covers(self, events: npt.NDArray[np.int64]) -> bool:
         """Whether every event of ``events`` is in the universe (ascending: a binary
@@ -117,6 +141,26 @@ class Dependencies:
             return not len(events)
         at = np.minimum(np.searchsorted(self.universe, events), len(self.universe) - 1)
         return bool((self.universe[at] == events).all())
+
+
+def receivers(rec: BatchRecord, x: int, need: npt.NDArray[np.int64],
+              columns: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+              dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The nodes of batch ``x`` that a perturbed sender can reach through their recorded
+    pending message: those (positions ``v`` in ``rec.nodes``) with a pending message after
+    the batch (``BatchRecord.recorded_pending``) from another node, whose state is read
+    after the next batch (``need > x``) and that can hold a row (``columns >= 0``).
+
+    Returns:
+        ``(sender, v)``, ``int64``, sorted by sender (stable: ``v`` ascending within one),
+        for ``RowTable.revive`` to find the receivers of a few senders by binary search.
+    """
+    pend = rec.recorded_pending()
+    v = np.flatnonzero((pend >= 0) & (need[rec.nodes] > x) & (columns[rec.nodes] >= 0))
+    o = other_endpoint(src, dst, pend[v], rec.nodes[v])
+    v, o = v[o != rec.nodes[v]], o[o != rec.nodes[v]]
+    order = np.argsort(o, kind="stable")
+    return o[order], v[order]
 
 
 def _suffixes(rec: BatchRecord, universe: npt.NDArray[np.int64]
@@ -288,4 +332,4 @@ def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
 
 
 __all__ = ["BatchRecord", "Dependencies", "Trajectory", "Words", "batch_record", "dependencies",
-           "needed_until", "trajectory_dependencies"]
+           "needed_until", "receivers", "trajectory_dependencies"]
