@@ -193,6 +193,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     # with check: each column's dependency set so far, [C, W]
     dep = np.zeros((deps.num_columns, words.shape[1]), dtype=np.uint64) if check else None
     first = int(sets.events[0])
+    removing = _removing(traj, sets.events)
     loc = np.full(num_nodes, -1, dtype=np.int64)
     counts = ConeStats(calls=1, sets=sets.num_sets)
     clock = counts if stats is not None else None  # where the memory updates' time goes
@@ -204,7 +205,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
             loc[rec.nodes] = np.arange(len(rec.nodes))
-            removes = _removes_within(sets.events, rec.events)
+            removes = removing[x]
             if prune and not removes and _quiet(rows, rec, loc):
                 # no perturbed row meets the batch and it removes nothing: of the steps
                 # below, only the pruning's retiring of rows never read again does anything
@@ -261,17 +262,18 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     return out
 
 
-def _removes_within(removed: npt.NDArray[np.int64], events: npt.NDArray[np.int64]) -> bool:
-    """Whether some removed event (``removed``, ascending) lies within a batch's events
-    (``events``, ascending): between its first and its last."""
-    if not len(events):
-        return False
-    return bool(np.searchsorted(removed, events[0])
-                != np.searchsorted(removed, events[-1], side="right"))
+def _removing(traj: Trajectory, removed: npt.NDArray[np.int64]) -> list[bool]:
+    """For every batch of ``traj``, whether it has an event in ``removed`` (ascending): two
+    binary searches per call over the batches' first and last events
+    (``Trajectory.event_bounds``) rather than two per batch. Where it is false, no set
+    removes an event of the batch, and its removals (``rem``) are all false."""
+    lows, highs = traj.event_bounds()
+    return (np.searchsorted(removed, lows)
+            != np.searchsorted(removed, highs, side="right")).tolist()
 
 
 def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64]) -> bool:
-    """Whether a batch that removes nothing (``_removes_within`` false) leaves every row as
+    """Whether a batch none of whose events a set removes leaves every row as
     it is but for ``RowTable.drop_stale`` (with pruning): no row holds a pending message
     and no live row's node is among the batch's nodes (``loc``, set for them). Then
     ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a

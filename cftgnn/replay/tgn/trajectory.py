@@ -300,6 +300,21 @@ class Trajectory:
     removed_mask: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
     dst: int | None = None
+    _bounds: tuple[list[BatchRecord], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = (
+        field(default=None, repr=False, compare=False))
+
+    def event_bounds(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The first and the last event of every batch, ``int64 [B]`` each (``1`` and ``0``
+        for an empty batch: no event lies between them), made once and kept while
+        ``batches`` is the same list; the cone replay finds the batches a removal set
+        removes events of with two binary searches per call."""
+        if self._bounds is None or self._bounds[0] is not self.batches:
+            first = np.array([rec.events[0] if len(rec.events) else 1 for rec in self.batches],
+                             dtype=np.int64)
+            last = np.array([rec.events[-1] if len(rec.events) else 0 for rec in self.batches],
+                            dtype=np.int64)
+            self._bounds = (self.batches, first, last)
+        return self._bounds[1], self._bounds[2]
 
     def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
         """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
