@@ -195,6 +195,7 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
     first = int(sets.events[0])
     removing = _removing(traj, sets.events)
     loc = np.full(num_nodes, -1, dtype=np.int64)
+    settled: _Settled | None = None  # the live rows, while only quiet batches pass
     counts = ConeStats(calls=1, sets=sets.num_sets)
     clock = counts if stats is not None else None  # where the memory updates' time goes
     with torch.no_grad():
@@ -204,19 +205,29 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
                 dep[deps.columns[dn]] = dm
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
-            loc[rec.nodes] = np.arange(len(rec.nodes))
             removes = removing[x]
-            if prune and not removes and _quiet(rows, rec, loc):
-                # no perturbed row meets the batch and it removes nothing: of the steps
-                # below, only the pruning's retiring of rows never read again does anything
-                rows.drop_stale(deps.need, x)
-                counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
-                rows.compact()
-                counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
-                loc[rec.nodes] = -1
-                if dep is not None:
-                    rows.check(words, dep, prune)
-                continue
+            if prune and not removes:
+                if settled is None:
+                    settled = _Settled(rows, deps.need)
+                if _quiet(settled, rec.nodes):
+                    # no perturbed row meets the batch and it removes nothing: of the steps
+                    # below, only the pruning's retiring of rows never read again does
+                    # anything (``RowTable.drop_stale``, of the live rows ``settled`` keeps)
+                    stale = settled.need < x
+                    if stale.any():
+                        rows.drop(settled.live[stale])
+                        counts.peak_rows = max(counts.peak_rows,
+                                               int(rows.alive[:rows.size].sum()))
+                        rows.compact()
+                        settled = None
+                    else:  # nothing changed: compact would do nothing either
+                        counts.peak_rows = max(counts.peak_rows, len(settled.live))
+                    counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
+                    if dep is not None:
+                        rows.check(words, dep, prune)
+                    continue
+            settled = None  # the steps below change the table
+            loc[rec.nodes] = np.arange(len(rec.nodes))
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst, clock)
             made = rows.size
             # [P, K]; no set removes an event of the batch: none (the same array, cheaper)
@@ -272,25 +283,39 @@ def _removing(traj: Trajectory, removed: npt.NDArray[np.int64]) -> list[bool]:
             != np.searchsorted(removed, highs, side="right")).tolist()
 
 
-def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64]) -> bool:
-    """Whether a batch none of whose events a set removes leaves every row as
-    it is but for ``RowTable.drop_stale`` (with pruning): no row holds a pending message
-    and no live row's node is among the batch's nodes (``loc``, set for them). Then
-    ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
+class _Settled:
+    """The live rows of a table (``live``), their nodes (``nodes``) and the last batch whose
+    state of each is read (``need``), and whether a row holds a pending message
+    (``pending``): made in the first batch after the table changed, and kept over the
+    quiet batches that follow (``_quiet``), in which only retiring rows changes it (a few
+    reads of these short arrays per batch instead of passes over the whole table)."""
+
+    def __init__(self, rows: RowTable, need: npt.NDArray[np.int64]) -> None:
+        size = rows.size
+        self.pending = bool((rows.pend[:size] >= 0).any())
+        self.live = np.flatnonzero(rows.alive[:size])
+        self.nodes = rows.n[self.live]
+        self.need = need[self.nodes]
+
+
+def _quiet(settled: _Settled, nodes: npt.NDArray[np.int64]) -> bool:
+    """Whether a batch none of whose events a set removes leaves every row as it is but
+    for ``RowTable.drop_stale`` (with pruning): no row holds a pending message and no live
+    row's node is among the batch's nodes (``nodes``, ascending; the rows of ``settled``).
+    Then ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
     row only to pairs that hold one of a node of the batch or remove its pending message
     (none), ``new_pending`` and ``split_mixed`` look only at rows of the batch's nodes,
     and ``prune`` compares none, so it only retires the rows whose state is never read
     again: skipping the rest leaves bitwise the same rows, counters and logits. After a
     far-back removal, most batches are of this kind once pruning has retired most of its
     effects (a few array reads instead of a few dozen NumPy calls each)."""
-    size = rows.size
-    if size:
-        if (rows.pend[:size] >= 0).any():
-            return False
-        live = np.flatnonzero(rows.alive[:size])
-        if len(live) and (loc[rows.n[live]] >= 0).any():
-            return False
-    return True
+    if settled.pending:
+        return False
+    live = settled.nodes
+    if not len(live) or not len(nodes):
+        return True
+    at = np.minimum(np.searchsorted(nodes, live), len(nodes) - 1)
+    return not bool((nodes[at] == live).any())
 
 
 def _apply_pending(model: TGN, rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
