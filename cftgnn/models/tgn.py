@@ -20,7 +20,7 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
-from torch_geometric.nn.models.tgn import IdentityMessage, TimeEncoder
+from torch_geometric.nn.models.tgn import IdentityMessage
 
 from cftgnn.arrays import SMALL, distinct_rows
 from cftgnn.data.stream import IntArray
@@ -50,16 +50,6 @@ def _in_order(index: IntArray, rows: int) -> bool:
     if rows <= SMALL:  # few: in Python (several times cheaper than a NumPy call)
         return bool(index.tolist() == list(range(rows)))
     return bool(np.array_equal(index, np.arange(rows)))
-
-
-def _hooked(module: nn.Module) -> bool:
-    """Whether calling ``module`` would run a hook (its own or a global one)."""
-    from torch.nn.modules import module as mod
-
-    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-                or module._backward_pre_hooks or mod._global_forward_hooks
-                or mod._global_forward_pre_hooks or mod._global_backward_hooks
-                or mod._global_backward_pre_hooks)
 
 
 def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
@@ -174,7 +164,7 @@ class TGN(TemporalModel):
         w_self, w_other, w_rest = self._gru_row_weights()
         first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
         dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
-        rest = self._time_encoding(dt.to(mem_self.dtype))  # [T, T_dim]
+        rest = self.msg_time_enc(dt.to(mem_self.dtype))  # [T, T_dim]
         if self._feat.shape[1]:  # edge features first (none: the encoding as it is)
             rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)], rest], dim=-1)
         y_rest = F.linear(rest, w_rest, b_ih)  # [T, 3d]
@@ -209,20 +199,6 @@ class TGN(TemporalModel):
             out[lo:hi] = new
         assert out is not None
         return out
-
-    def _time_encoding(self, dt: Tensor) -> Tensor:
-        """``msg_time_enc(dt)``: PyG's ``TimeEncoder``, ``cos(lin(dt))``, called as the
-        operations it runs (the same ones, so the same values) without the two module calls
-        around them where it is that encoder with a plain ``Linear`` and no hooks (the
-        cone replay encodes a few times per batch, issue 44); any other encoder is called."""
-        enc = self.msg_time_enc
-        lin = getattr(enc, "lin", None)
-        if (type(enc) is TimeEncoder and type(lin) is nn.Linear and not _hooked(enc)
-                and not _hooked(lin)):
-            assert lin is not None
-            return F.linear(dt.view(-1, 1), lin.weight, lin.bias).cos()
-        encoded: Tensor = enc(dt)
-        return encoded
 
     def _gru_row_weights(self) -> tuple[Tensor, Tensor, Tensor]:
         """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``

@@ -63,8 +63,7 @@ def test_small_unique_and_distinct_rows_are_numpys(seed):
 
 def _update_as_it_was(model: TGN, ev, mem_self, lu_self, mem_other, other_of, chunk):
     """``TGN.message_update_shared`` before the shortcuts: every gather made, the edge
-    features concatenated, the time encoder called as a module, the rows written to a
-    buffer chunk by chunk."""
+    features concatenated, the rows written to a buffer chunk by chunk."""
     d, gru, dev = model.memory_dim, model.gru, mem_self.device
     w_ih, b_hh = gru.weight_ih, gru.bias_hh
     w_self = torch.cat([w_ih[:, :d], gru.weight_hh])
@@ -121,22 +120,6 @@ def test_gru_update_shortcuts_are_bitwise(monkeypatch, feat_dim, chunk):
             assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (m, kind)
             cases += 1
     assert cases == 24
-
-
-def test_time_encoding_runs_an_encoders_hooks():
-    stream = make_synthetic_stream(20, 200, seed=1, feat_dim=0)
-    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=8, time_dim=4, embedding_dim=8,
-                num_layers=1, num_heads=1, num_neighbors=3, batch_size=20)
-    dt = torch.tensor([1.0, 30.0, 4e5])
-    plain = model._time_encoding(dt)
-    assert torch.equal(plain, model.msg_time_enc(dt))  # the module's operations, same bits
-    for module in (model.msg_time_enc, model.msg_time_enc.lin):  # a hook changes the output
-        handle = module.register_forward_hook(lambda _m, _i, out: out + 1.0)
-        try:
-            assert torch.equal(model._time_encoding(dt), model.msg_time_enc(dt))
-            assert not torch.equal(model._time_encoding(dt), plain)
-        finally:
-            handle.remove()
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -236,12 +219,11 @@ def test_small_paths_leave_every_logit_bitwise_the_same(monkeypatch, num_layers)
     fast = _logits(stream, model, sets, batch)
     assert sum(revived) > 0  # rows were revived: the comparison covers that path
     monkeypatch.undo()
-    # the general paths: NumPy's unique, every gather, the time encoder's module, hashing
+    # the general paths: NumPy's unique, every gather, hashing
     # and sorting to group, removals looked up in every batch, no batch skipped, the
     # receivers of revived rows found by masks over the batch's nodes in every call
     monkeypatch.setattr(arrays, "SMALL", -1)
     monkeypatch.setattr(tgn_module, "_in_order", lambda index, rows: False)
-    monkeypatch.setattr(TGN, "_time_encoding", lambda self, dt: self.msg_time_enc(dt))
     monkeypatch.setattr(rows_kernels, "_increasing", lambda values: False)
     monkeypatch.setattr(cone, "_removing",
                         lambda traj, removed: [True] * len(traj.batches))
