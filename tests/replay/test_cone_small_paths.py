@@ -138,6 +138,28 @@ def test_sorted_groups_of_increasing_keys_are_the_rows_in_order(seed):
         assert np.array_equal(heads, np.arange(m)) and np.array_equal(group, np.arange(m))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_one_sets_revive_pairs_are_the_general_paths(monkeypatch, seed):
+    rng = np.random.default_rng(seed)
+    found = 0
+    for _ in range(300):
+        num_c, size = int(rng.integers(1, 8)), int(rng.integers(1, 6))
+        rowmap = np.asfortranarray(rng.integers(-1, size, (1, num_c)).astype(np.int32))
+        columns = np.where(rng.random(12) < 0.8, rng.integers(0, num_c, 12), -1)
+        differs = np.append(rng.random(size) < 0.6, False)
+        senders = np.unique(rng.integers(0, 12, int(rng.integers(1, 4))))
+        k = int(rng.integers(1, arrays.SMALL + 1))
+        of, n = rng.integers(0, len(senders), k), rng.integers(0, 12, k)
+        got = revive_pairs(rowmap, columns, differs, senders, of, n)
+        with monkeypatch.context() as m:
+            m.setattr(rows_kernels, "SMALL", -1)  # the scans and the compiled loop
+            want = revive_pairs(rowmap, columns, differs, senders, of, n)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype == np.int64 and np.array_equal(g, w)
+        found += len(want[0])
+    assert found > 50  # pairs were found, not only empty answers
+
+
 def test_covers_is_membership():
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -225,6 +247,7 @@ def test_small_paths_leave_every_logit_bitwise_the_same(monkeypatch, num_layers)
     monkeypatch.setattr(arrays, "SMALL", -1)
     monkeypatch.setattr(tgn_module, "_in_order", lambda index, rows: False)
     monkeypatch.setattr(rows_kernels, "_increasing", lambda values: False)
+    monkeypatch.setattr(rows_kernels, "SMALL", -1)
     monkeypatch.setattr(cone, "_removing",
                         lambda traj, removed: [True] * len(traj.batches))
     prune = RowTable.prune

@@ -189,6 +189,8 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
         sender, sets ascending), each hit followed by its sender's receivers in the order of
         ``j``.
     """
+    if rowmap.shape[0] == 1 and len(of) <= SMALL:  # one set, a few receivers: in Python
+        return _one_set_pairs(rowmap, columns, differs, senders, of, n)
     pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
     if not len(pp):
         return pp, uu, rr
@@ -203,6 +205,29 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
     return pp[unrowed], jj[unrowed], rr[unrowed]
+
+
+def _one_set_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+                   differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
+                   n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """``revive_pairs`` of a row map of one set, a loop in Python over a few receivers
+    (cheaper than the scans and the compiled loop's call on so few): the same pairs in the
+    same order, sender by sender, each sender's receivers in the order of ``j``."""
+    row = rowmap[0]
+    held = row[columns[senders]].tolist()  # each sender's row (as ``column_hits`` reads it)
+    target = columns[n].tolist()
+    owner = of.tolist()
+    jj: list[int] = []
+    rr: list[int] = []
+    for u, r in enumerate(held):
+        if r < 0 or not differs[r]:
+            continue
+        for j, s in enumerate(owner):  # the receiver holds no row (or has no column)
+            if s == u and (target[j] < 0 or row[target[j]] < 0):
+                jj.append(j)
+                rr.append(r)
+    return (np.zeros(len(jj), dtype=np.int64), np.array(jj, dtype=np.int64),
+            np.array(rr, dtype=np.int64))
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
