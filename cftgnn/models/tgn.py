@@ -22,7 +22,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import Tensor, nn
 from torch_geometric.nn.models.tgn import IdentityMessage
 
-from cftgnn.arrays import distinct_rows
+from cftgnn.arrays import SMALL, distinct_rows
 from cftgnn.data.stream import IntArray
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_time_encoder
@@ -41,6 +41,15 @@ def other_endpoint(src: Any, dst: Any, ev: Any, node: Any) -> Any:
     if isinstance(s, Tensor):
         return torch.where(s == node, d, s)
     return np.where(s == node, d, s)
+
+
+def _in_order(index: IntArray, rows: int) -> bool:
+    """Whether ``index`` is ``0, 1, ..., rows - 1``: gathering rows by it changes nothing."""
+    if len(index) != rows:
+        return False
+    if rows <= SMALL:  # few: in Python (several times cheaper than a NumPy call)
+        return bool(index.tolist() == list(range(rows)))
+    return bool(np.array_equal(index, np.arange(rows)))
 
 
 def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
@@ -149,48 +158,68 @@ class TGN(TemporalModel):
             other_of: Row of ``mem_other`` of each row, ``int64 [M]``.
         """
         d, gru, dev = self.memory_dim, self.gru, mem_self.device
-        w_ih, b_hh = gru.weight_ih, gru.bias_hh
-        assert b_hh is not None and gru.bias_ih is not None
-        w_self = self._gru_row_weights()  # [6d, d]: input and hidden parts of the row
+        b_ih, b_hh = gru.bias_ih, gru.bias_hh
+        assert b_hh is not None and b_ih is not None
+        # [6d, d]: input and hidden parts of the row; [3d, d] and [3d, F + T] of the input
+        w_self, w_other, w_rest = self._gru_row_weights()
         first, rest_of = distinct_rows(np.stack([ev, lu_self.view(np.int64)], axis=1))
         dt = torch.as_tensor(self.stream.t[ev[first]] - lu_self[first], device=dev)
-        rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)],
-                          self.msg_time_enc(dt.to(mem_self.dtype))], dim=-1)  # [T, F + T]
-        y_rest = F.linear(rest, w_ih[:, 2 * d:], gru.bias_ih)  # [T, 3d]
-        y_other = F.linear(mem_other, w_ih[:, d:2 * d])  # [O, 3d]
-        # one upload for both index arrays (docs/design.md, "Device crossings")
-        o_t, r_t = torch.as_tensor(np.stack([other_of, rest_of]).astype(np.int64), device=dev)
-        out = torch.empty_like(mem_self)
+        rest = self.msg_time_enc(dt.to(mem_self.dtype))  # [T, T_dim]
+        if self._feat.shape[1]:  # edge features first (none: the encoding as it is)
+            rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)], rest], dim=-1)
+        y_rest = F.linear(rest, w_rest, b_ih)  # [T, 3d]
+        y_other = F.linear(mem_other, w_other)  # [O, 3d]
+        # each row's rows of both, unless they are the rows in order (a single call's few
+        # rows mostly): adding a row gathered or the row itself gives the same sums
+        o_t = r_t = None
+        gather_o = not _in_order(other_of, len(y_other))
+        gather_r = not _in_order(rest_of, len(y_rest))
+        if gather_o and gather_r:  # one upload for both (docs/design.md, "Device crossings")
+            o_t, r_t = torch.as_tensor(np.stack([other_of, rest_of]).astype(np.int64),
+                                       device=dev)
+        elif gather_o:
+            o_t = torch.as_tensor(other_of.astype(np.int64), device=dev)
+        elif gather_r:
+            r_t = torch.as_tensor(rest_of.astype(np.int64), device=dev)
+        out = torch.empty_like(mem_self) if len(ev) > _GRU_CHUNK else None
         for lo in range(0, len(ev), _GRU_CHUNK):
             hi = min(lo + _GRU_CHUNK, len(ev))
             h = mem_self[lo:hi]
             x = F.linear(h, w_self)  # [c, 6d]
-            gi = x[:, :3 * d] + y_other.index_select(0, o_t[lo:hi]) + y_rest.index_select(
-                0, r_t[lo:hi])
+            gi = x[:, :3 * d] + (y_other[lo:hi] if o_t is None
+                                 else y_other.index_select(0, o_t[lo:hi]))
+            gi = gi + (y_rest[lo:hi] if r_t is None else y_rest.index_select(0, r_t[lo:hi]))
             gh = x[:, 3 * d:] + b_hh
             r = torch.sigmoid(gi[:, :d] + gh[:, :d])
             z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
             n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
-            out[lo:hi] = (1 - z) * n + z * h
+            new = (1 - z) * n + z * h
+            if out is None:  # one chunk: its result is the whole
+                return new
+            out[lo:hi] = new
+        assert out is not None
         return out
 
-    def _gru_row_weights(self) -> Tensor:
+    def _gru_row_weights(self) -> tuple[Tensor, Tensor, Tensor]:
         """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``
-        multiplies each row's own memory by. Without gradients it is made once and kept
-        until a weight is replaced or changed (in place: its version counter; its data
-        swapped, as ``Module.to`` does: its address): the causal-cone
-        replay calls the update once per batch, and the copy cost as much as the small
-        products of a single call's rows (issue 44). The same values, so the same logits."""
-        gru = self.gru
+        multiplies each row's own memory by, and the views ``W_ih[:, d:2d]`` (the other
+        endpoint's memory) and ``W_ih[:, 2d:]`` (edge features and time encoding). Without
+        gradients they are made once and kept until a weight is replaced or changed (in
+        place: its version counter; its data swapped, as ``Module.to`` does: its address):
+        the causal-cone replay calls the update once per batch, and the copy cost as much as
+        the small products of a single call's rows (issue 44). The same values, so the same
+        logits."""
+        gru, d = self.gru, self.memory_dim
         w_ih, w_hh = gru.weight_ih, gru.weight_hh
         if torch.is_grad_enabled():
-            return torch.cat([w_ih[:, :self.memory_dim], w_hh])
+            return torch.cat([w_ih[:, :d], w_hh]), w_ih[:, d:2 * d], w_ih[:, 2 * d:]
         key = (w_ih._version, w_hh._version, w_ih.data_ptr(), w_hh.data_ptr())
         cached = getattr(self, "_row_weights", None)
         if cached is None or cached[0] is not w_ih or cached[1] is not w_hh or cached[2] != key:
-            cached = (w_ih, w_hh, key, torch.cat([w_ih[:, :self.memory_dim], w_hh]))
+            cached = (w_ih, w_hh, key,
+                      (torch.cat([w_ih[:, :d], w_hh]), w_ih[:, d:2 * d], w_ih[:, 2 * d:]))
             self._row_weights = cached
-        weights: Tensor = cached[3]
+        weights: tuple[Tensor, Tensor, Tensor] = cached[3]
         return weights
 
     def _pending_applied(self, state: State, inplace: bool = False,

@@ -41,26 +41,30 @@ def probe_columns(dim: int, count: int = 16, device: torch.device | str = "cpu")
                       torch.arange(min(max(2, step), dim), dim, step, device=device)])
 
 
-def memory_equal(mem: Tensor, rt: Tensor, recorded: Tensor, lt: Tensor,
-                 tolerance: float) -> npt.NDArray[np.bool_]:
+def memory_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
+                 lt: Tensor | npt.NDArray[np.int64], tolerance: float) -> npt.NDArray[np.bool_]:
     """Which rows ``mem[rt]`` count as equal to ``recorded[lt]``: bit for bit when
     ``tolerance`` is ``0.0`` (exact), else when no coordinate differs by more than
     ``tolerance`` (not exact, see "Tolerance pruning" in ``cftgnn.replay.tgn.cone``).
 
     Args:
         mem: Perturbed rows, ``[R', d]``.
-        rt: The rows of ``mem`` compared, ``int64 [R]`` (on ``mem``'s device).
+        rt: The rows of ``mem`` compared, ``int64 [R]`` (on ``mem``'s device, or host
+            indices: the compiled loop reads those as they are, other paths upload them).
         recorded: Recorded rows (a tensor or a recording's ``SharedRows``), ``[V, d]``.
-        lt: The row of ``recorded`` each is compared with, ``int64 [R]``.
+        lt: The row of ``recorded`` each is compared with, ``int64 [R]`` (as ``rt``).
         tolerance: ``0.0`` (bitwise), or the largest absolute difference that counts as equal.
 
     Returns:
         ``bool [R]``, on the host.
     """
     if tolerance == 0.0 and host_loops(mem.device):  # a compiled loop, no rows copied
-        table, at = ((recorded.table, recorded.ptr[lt]) if isinstance(recorded, SharedRows)
-                     else (recorded, lt))
-        return _equal_rows(bits(mem).numpy(), rt.numpy(), bits(table).numpy(), at.numpy())
+        r_np, l_np = (i.numpy() if isinstance(i, Tensor) else i for i in (rt, lt))
+        table, at = ((recorded.table, recorded.ptr.numpy()[l_np])
+                     if isinstance(recorded, SharedRows) else (recorded, l_np))
+        return _equal_rows(bits(mem).numpy(), r_np, bits(table).numpy(), at)
+    if not isinstance(rt, Tensor) or not isinstance(lt, Tensor):  # one upload for both
+        rt, lt = torch.as_tensor(np.stack([np.asarray(rt), np.asarray(lt)]), device=mem.device)
 
     def same(a: Tensor, b: Tensor) -> Tensor:
         if tolerance == 0.0:

@@ -211,7 +211,9 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
     # with check: each column's dependency set so far, [C, W]
     dep = np.zeros((deps.num_columns, words.shape[1]), dtype=np.uint64) if check else None
     first = int(sets.events[0])
+    removing = _removing(traj, sets.events)
     loc = np.full(num_nodes, -1, dtype=np.int64)
+    settled: _Settled | None = None  # the live rows, while only quiet batches pass
     counts = ConeStats(calls=1, sets=sets.num_sets)
     clock = counts if stats is not None else None  # where the memory updates' time goes
     with torch.no_grad():
@@ -221,31 +223,44 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
                 dep[deps.columns[dn]] = dm
             if rows.size == 0 and (not len(rec.events) or rec.events[-1] < first):
                 continue  # nothing differs from the unperturbed run yet
+            removes = removing[x]
+            if prune and not removes:
+                if settled is None:
+                    settled = _Settled(rows, deps.need)
+                if _quiet(settled, rec.nodes):
+                    # no perturbed row meets the batch and it removes nothing: of the steps
+                    # below, only the pruning's retiring of rows never read again does
+                    # anything (``RowTable.drop`` of the live rows ``settled`` keeps)
+                    stale = settled.need < x
+                    if stale.any():
+                        rows.drop(settled.live[stale])
+                        counts.peak_rows = max(counts.peak_rows,
+                                               int(rows.alive[:rows.size].sum()))
+                        rows.compact()
+                        settled = None
+                    else:  # nothing changed: compact would do nothing either
+                        counts.peak_rows = max(counts.peak_rows, len(settled.live))
+                    counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
+                    if dep is not None:
+                        rows.check(words, dep, prune)
+                    continue
+            settled = None  # the steps below change the table
             loc[rec.nodes] = np.arange(len(rec.nodes))
-            if prune and _quiet(rows, rec, loc, sets.events):
-                # no perturbed row meets the batch and it removes nothing: of the steps
-                # below, only the pruning's retiring of rows never read again does anything
-                rows.drop_stale(deps.need, x)
-                counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
-                rows.compact()
-                counts.peak_bytes = max(counts.peak_bytes, rows.nbytes())
-                loc[rec.nodes] = -1
-                if dep is not None:
-                    rows.check(words, dep, prune)
-                continue
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst, clock)
             made = rows.size
-            rem = sets.columns(rec.events)  # [P, K]
+            # [P, K]; no set removes an event of the batch: none (the same array, cheaper)
+            rem = (sets.columns(rec.events) if removes
+                   else np.zeros((sets.num_sets, len(rec.events)), dtype=bool))
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
+            read = deps.need > x
             touched = _removed(sets.events, rec.events)
-            rows.new_pending(rec, rem, loc, deps.need > x, touched)
+            rows.new_pending(rec, rem, loc, read, touched)
             if prune:
-                counts.rows_made += rows.split_mixed(rec, rem, loc, deps.need > x, src, dst,
-                                                     touched)
+                counts.rows_made += rows.split_mixed(rec, rem, loc, read, src, dst, touched)
                 made = rows.size
                 counts.rows_pruned += rows.prune(model, rec, loc, x, deps.need, src, dst,
-                                                 tolerance)
+                                                 tolerance, deps.receivers(rec, x, src, dst))
                 counts.rows_made += rows.size - made
                 counts.peak_rows = max(counts.peak_rows, int(rows.alive[:rows.size].sum()))
                 rows.compact()
@@ -288,30 +303,50 @@ def _removed(removed: npt.NDArray[np.int64], events: npt.NDArray[np.int64]
     return out
 
 
-def _quiet(rows: RowTable, rec: BatchRecord, loc: npt.NDArray[np.int64],
-           removed: npt.NDArray[np.int64]) -> bool:
-    """Whether a batch leaves every row as it is but for ``RowTable.drop_stale`` (with pruning):
-    no row holds a pending message, no live row's node is among the batch's nodes
-    (``loc``, set for them), and no removed event (``removed``, ascending) lies within the
-    batch's events. Then ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
+def _removing(traj: Trajectory, removed: npt.NDArray[np.int64]) -> list[bool]:
+    """For every batch of ``traj``, whether it has an event in ``removed`` (ascending): two
+    binary searches per call over the batches' first and last events
+    (``Trajectory.event_bounds``) rather than two per batch. Where it is false, no set
+    removes an event of the batch, and its removals (``rem``) are all false."""
+    lows, highs = traj.event_bounds()
+    return (np.searchsorted(removed, lows)
+            != np.searchsorted(removed, highs, side="right")).tolist()
+
+
+class _Settled:
+    """The live rows of a table (``live``), their nodes (``nodes``) and the last batch whose
+    state of each is read (``need``), and whether a row holds a pending message
+    (``pending``): made in the first batch after the table changed, and kept over the
+    quiet batches that follow (``_quiet``), in which only retiring rows changes it (a few
+    reads of these short arrays per batch instead of passes over the whole table)."""
+
+    def __init__(self, rows: RowTable, need: npt.NDArray[np.int64]) -> None:
+        size = rows.size
+        self.pending = bool((rows.pend[:size] >= 0).any())
+        self.live = np.flatnonzero(rows.alive[:size])
+        self.nodes = rows.n[self.live]
+        self.need = need[self.nodes]
+
+
+def _quiet(settled: _Settled, nodes: npt.NDArray[np.int64]) -> bool:
+    """Whether a batch none of whose events a set removes leaves every row as it is but
+    for retiring the rows never read again (with pruning): no row holds a pending message
+    and no live row's node is among the batch's nodes (``nodes``, ascending; the rows of
+    ``settled``).
+    Then ``_apply_pending`` has nothing to apply, ``RowTable.split`` gives a
     row only to pairs that hold one of a node of the batch or remove its pending message
     (none), ``new_pending`` and ``split_mixed`` look only at rows of the batch's nodes,
     and ``prune`` compares none, so it only retires the rows whose state is never read
     again: skipping the rest leaves bitwise the same rows, counters and logits. After a
     far-back removal, most batches are of this kind once pruning has retired most of its
     effects (a few array reads instead of a few dozen NumPy calls each)."""
-    size = rows.size
-    if size:
-        if (rows.pend[:size] >= 0).any():
-            return False
-        live = np.flatnonzero(rows.alive[:size])
-        if len(live) and (loc[rows.n[live]] >= 0).any():
-            return False
-    events = rec.events
-    if not len(events):
+    if settled.pending:
+        return False
+    live = settled.nodes
+    if not len(live) or not len(nodes):
         return True
-    return bool(np.searchsorted(removed, events[0])
-                == np.searchsorted(removed, events[-1], side="right"))
+    at = np.minimum(np.searchsorted(nodes, live), len(nodes) - 1)
+    return not bool((nodes[at] == live).any())
 
 
 def _clocks() -> tuple[float, float]:

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn import jit
+from cftgnn.arrays import SMALL, unique
 from cftgnn.replay.tgn.rows_kernels import (
     _groups,
     _i64,
@@ -259,7 +260,11 @@ def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]
     """``np.unique(key, return_inverse=True)`` for integers in ``[lo, hi)``: the distinct
     values ascending and each entry's index among them, ``int64``; compiled, by marking
     the values in a table of the range instead of sorting (``RowTable.other_memory``:
-    the range is the batch's recorded rows and the table's rows, a few thousand)."""
+    the range is the batch's recorded rows and the table's rows, a few thousand); up to
+    ``cftgnn.arrays.SMALL`` entries (one set's few rows) sorted in Python."""
+    if len(key) <= SMALL:
+        out: tuple[IntArray, IntArray] = unique(key, return_inverse=True)
+        return out
     if jit.ENABLED:
         return _unique_inverse(_i64(key), lo, hi)
     uniq, inverse = np.unique(key, return_inverse=True)

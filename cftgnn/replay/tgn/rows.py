@@ -16,6 +16,8 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import SMALL, unique
+from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
@@ -40,6 +42,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     sorted_groups,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
+from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
 
@@ -64,8 +67,8 @@ class RowTable:
     dependency set grew the rows of their new keys, ``new_pending`` and ``split_mixed``
     give rows their next messages, and, with pruning, ``prune`` retires the rows equal to
     the recording, ``merge`` joins equal rows of a node and ``revive`` gives rows back to
-    pairs a perturbed sender reaches; ``compact`` frees retired rows, and ``drop_stale``
-    retires the rows never read again in a batch the cone replay skips.
+    pairs a perturbed sender reaches; ``compact`` frees retired rows (``drop`` retires
+    those never read again in a batch the cone replay skips).
 
     Invariants (``check`` asserts them; the tests call it after every batch):
 
@@ -121,6 +124,8 @@ class RowTable:
         self.alive = np.zeros(cap, dtype=bool)
         self.mixed = np.zeros(cap, dtype=bool)
         self.size = 0
+        # bytes per allocated row (``nbytes``): its memory and the six per-row arrays
+        self._row_bytes = dim * self.mem.element_size() + 8 * 4 + 2
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
@@ -166,9 +171,7 @@ class RowTable:
 
     def nbytes(self) -> int:
         """Bytes held: the row map and every allocated row."""
-        cap = len(self.pend)
-        row = self.mem.shape[1] * self.mem.element_size() + 8 * 4 + 2
-        return int(self.rowmap.nbytes) + cap * row
+        return int(self.rowmap.nbytes) + len(self.pend) * self._row_bytes
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
@@ -273,13 +276,6 @@ class RowTable:
         ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
         return sender_rows(self.rowmap, self.columns, p, pend, n, src, dst)
 
-    def drop_stale(self, need: npt.NDArray[np.int64], x: int) -> None:
-        """Retire the live rows whose state after batch ``x`` is never read (``need``), as
-        ``prune`` does at the end of every batch."""
-        live = np.flatnonzero(self.alive[:self.size])
-        if len(live):
-            self.drop(live[need[self.n[live]] < x])
-
     def split(self, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
               nodes: npt.NDArray[np.int64], masks: Words,
               rem: npt.NDArray[np.bool_] | None = None) -> None:
@@ -319,7 +315,7 @@ class RowTable:
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
         had = np.flatnonzero(g_old >= 0)
-        _, first = np.unique(g_old[had], return_index=True)
+        _, first = unique(g_old[had], return_index=True)
         keep = had[first]
         g_row[keep] = g_old[keep]
         self.rep[g_old[keep]] = g_p[keep]
@@ -410,7 +406,9 @@ class RowTable:
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
               need: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
-              dst: npt.NDArray[np.int64], tolerance: float = 0.0) -> int:
+              dst: npt.NDArray[np.int64], tolerance: float = 0.0,
+              receivers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+              ) -> int:
         """Step 4 of a batch (perturbation pruning, exact): retire the rows whose state after
         the batch is the recorded one, and give a row back to the retired pairs that a
         perturbed sender reaches. Returns the number of rows retired.
@@ -431,7 +429,9 @@ class RowTable:
         from a sender holding a perturbed memory under that set must differ in the next batch.
         Without pruning such pairs always hold a row (the sender's dependencies are in
         ``n``'s); after a retirement they get one again here: the recorded state and pending
-        message, one row per distinct sender row.
+        message, one row per distinct sender row. ``receivers`` are the batch's nodes such
+        a sender can reach (``cftgnn.replay.tgn.trajectory.receivers``, made here when
+        None; the cone replay passes them kept per batch, ``Dependencies.receivers``).
         """
         size = self.size
         live = np.flatnonzero(self.alive[:size])
@@ -442,18 +442,15 @@ class RowTable:
         where = loc[node]
         check = (where >= 0) & ~stale
         r, n, lc = live[check], node[check], where[check]
-        dev = self.mem.device
-        rec_pend = rec.recorded_pending()
         mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
         checked = np.zeros(size, dtype=bool)
         if len(r):
-            rt, lt = torch.as_tensor(np.stack([r, lc]), device=dev)  # one upload for both
-            mem_eq[r] = memory_equal(self.mem, rt, rec.mem_post, lt, tolerance)
+            mem_eq[r] = memory_equal(self.mem, r, rec.mem_post, lc, tolerance)
             checked[r] = True
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
             same = mem_eq[r] & (self.lu[r] == rec.lu_post[lc])
-            mine, theirs = self.pend[r], rec_pend[lc]
+            mine, theirs = self.pend[r], rec.pending_at(lc)
             reads_pending = need[n] > x  # the next batch applies the pending message
             pend_ok = (mine == theirs) | ~reads_pending
             alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
@@ -479,7 +476,9 @@ class RowTable:
         dead = np.concatenate([live[stale], r[retire]])
         self.drop(dead)
         merged = self.merge(r[~retire], need, x, mem_eq, checked, src, dst)
-        self.revive(rec, rec_pend, need, x, mem_eq, checked, src, dst)
+        if receivers is None:
+            receivers = trajectory_receivers(rec, x, need, self.columns, src, dst)
+        self.revive(rec, receivers, mem_eq, checked, src, dst)
         return int(retire.sum()) + merged
 
     def merge(self, r: npt.NDArray[np.int64], need: npt.NDArray[np.int64], x: int,
@@ -500,6 +499,8 @@ class RowTable:
                 self.columns, src, dst, size)
             return self._merge_into(r, self.n[r], head, group)
         n = self.n[r]
+        if len(r) <= SMALL and len(set(n.tolist())) == len(r):  # few, of distinct nodes
+            return 0  # (what the test below finds, without a count over every node id)
         multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
         if not multi.any():  # one row per node (always with one set): nothing to merge
             return 0
@@ -551,30 +552,34 @@ class RowTable:
         self.pend[gone] = -1
         return len(moved)
 
-    def revive(self, rec: BatchRecord, rec_pend: npt.NDArray[np.int64],
-               need: npt.NDArray[np.int64], x: int, mem_eq: npt.NDArray[np.bool_],
-               checked: npt.NDArray[np.bool_], src: npt.NDArray[np.int64],
-               dst: npt.NDArray[np.int64]) -> None:
+    def revive(self, rec: BatchRecord,
+               receivers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+               mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
+               src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> None:
         """Rows for the pairs without one whose recorded pending message (applied in the next
-        batch) comes from a sender with a perturbed memory (see ``prune``)."""
+        batch) comes from a sender with a perturbed memory (see ``prune``); ``receivers``:
+        the batch's nodes a sender can reach that way, by sender
+        (``cftgnn.replay.tgn.trajectory.receivers``)."""
         size = self.size
         differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
         differs[:size] = self.alive[:size] & checked & ~mem_eq
-        if not differs.any():
+        rows = np.flatnonzero(differs[:size])
+        if not len(rows):
             return
-        is_sender = np.zeros(len(self.columns), dtype=bool)  # by node (calloc: pages touched only)
-        is_sender[self.n[np.flatnonzero(differs[:size])]] = True
-        v = np.flatnonzero((rec_pend >= 0) & (need[rec.nodes] > x) & (self.columns[rec.nodes] >= 0))
-        if not len(v):
+        # the receivers of the nodes holding such a row (binary search in the receivers by
+        # sender, in the order of ``v``): those whose pending message one of them sends
+        by_sender, at = receivers
+        nodes = unique(self.n[rows])
+        lo = np.searchsorted(by_sender, nodes)
+        hi = np.searchsorted(by_sender, nodes, side="right")
+        if not (hi > lo).any():
             return
+        v = np.sort(at[concat_ranges(lo, hi)])
         n = rec.nodes[v]
-        o = other_endpoint(src, dst, rec_pend[v], n)
-        hit = is_sender[o] & (o != n)
-        v, n, o = v[hit], n[hit], o[hit]
-        if not len(v):
-            return
+        pend = rec.pending_at(v)
+        o = other_endpoint(src, dst, pend, n)
         # the sets under which each sender differs, then the receivers of each such sender
-        senders, of = np.unique(o, return_inverse=True)
+        senders, of = unique(o, return_inverse=True)
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
         pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
@@ -586,7 +591,7 @@ class RowTable:
         dev = self.mem.device
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
                        rec.lu_post[lo_])
-        self.pend[new] = rec_pend[lo_]
+        self.pend[new] = pend[jj[heads]]
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 

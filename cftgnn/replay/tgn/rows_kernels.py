@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn import jit
+from cftgnn.arrays import SMALL
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
 
@@ -219,6 +220,8 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
         sender, sets ascending), each hit followed by its sender's receivers in the order of
         ``j``.
     """
+    if rowmap.shape[0] == 1 and len(of) <= SMALL:  # one set, a few receivers: in Python
+        return _one_set_pairs(rowmap, columns, differs, senders, of, n)
     by_sender = np.argsort(of, kind="stable")
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
@@ -233,6 +236,29 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
     return pp[unrowed], jj[unrowed], rr[unrowed]
+
+
+def _one_set_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+                   differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
+                   n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """``revive_pairs`` of a row map of one set, a loop in Python over a few receivers
+    (cheaper than the scans and the compiled loop's call on so few): the same pairs in the
+    same order, sender by sender, each sender's receivers in the order of ``j``."""
+    row = rowmap[0]
+    held = row[columns[senders]].tolist()  # each sender's row (as ``column_hits`` reads it)
+    target = columns[n].tolist()
+    owner = of.tolist()
+    jj: list[int] = []
+    rr: list[int] = []
+    for u, r in enumerate(held):
+        if r < 0 or not differs[r]:
+            continue
+        for j, s in enumerate(owner):  # the receiver holds no row (or has no column)
+            if s == u and (target[j] < 0 or row[target[j]] < 0):
+                jj.append(j)
+                rr.append(r)
+    return (np.zeros(len(jj), dtype=np.int64), np.array(jj, dtype=np.int64),
+            np.array(rr, dtype=np.int64))
 
 
 def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
@@ -319,12 +345,26 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
     the rows of ``key`` are) lists them: ``(heads, group)``, ``heads[g]`` the first row
     (smallest index) of the ``g``-th group in that order, ``group[m]`` the rank of row ``m``'s
     group. The same as sorting the rows and cutting the sorted list where the key changes,
-    but only one row per group is sorted (``groups`` finds them by hashing)."""
+    but only one row per group is sorted (``groups`` finds them by hashing).
+
+    Where the primary key (``order_by[-1]``) strictly increases along the rows, as with one
+    removal set (one row per node, listed by node), every row is a group of its own, in its
+    place: ``(0, 1, ..., M - 1)`` twice, without hashing or sorting."""
+    if _increasing(order_by[-1]):
+        return np.arange(len(key), dtype=np.int64), np.arange(len(key), dtype=np.int64)
     first, inverse = groups(key)
     order = np.lexsort(tuple(k[first] for k in order_by))
     rank = np.empty(len(first), dtype=np.int64)
     rank[order] = np.arange(len(first), dtype=np.int64)
     return first[order], rank[inverse]
+
+
+def _increasing(values: npt.NDArray[Any]) -> bool:
+    """Whether ``values`` strictly increase (checked in Python for a few, else by NumPy)."""
+    if len(values) <= SMALL:
+        v = values.tolist()
+        return all(a < b for a, b in zip(v, v[1:], strict=False))
+    return bool((values[1:] > values[:-1]).all())
 
 
 @jit.compiled

@@ -60,6 +60,14 @@ class BatchRecord:
         out[has] = self.events[self.inc_k[self.inc_end[has] - 1]]
         return out
 
+    def pending_at(self, pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``recorded_pending()[pos]``, computed for those nodes only, ``int64 [M]``."""
+        if not len(self.inc_k):
+            return np.full(len(pos), -1, dtype=np.int64)
+        end = self.inc_end[pos]
+        last = self.events[self.inc_k[np.maximum(end - 1, 0)]]
+        return np.where(end > self.inc_start[pos], last, -1)
+
     def last_kept(self, rem: npt.NDArray[np.bool_], p: npt.NDArray[np.int64],
                   pos: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
@@ -109,10 +117,50 @@ class Dependencies:
     need: npt.NDArray[np.int64]
     columns: npt.NDArray[np.int64]
     num_columns: int
+    _receivers: dict[int, tuple[BatchRecord, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = (
+        field(default_factory=dict, repr=False, compare=False))
+
+    def receivers(self, rec: BatchRecord, x: int, src: npt.NDArray[np.int64],
+                  dst: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``receivers`` of batch ``x`` (record ``rec``) under these dependency sets, made
+        on the first call for the batch and kept: they are the same for every call of the
+        cone replay over this trajectory (the pruning's ``RowTable.revive`` reads them in
+        every batch with a perturbed memory; kept with the record they were made from, and
+        made again for another)."""
+        got = self._receivers.get(x)
+        if got is None or got[0] is not rec:
+            got = self._receivers[x] = (rec, *receivers(rec, x, self.need, self.columns, src,
+                                                        dst))
+        return got[1], got[2]
 
     def covers(self, events: npt.NDArray[np.int64]) -> bool:
-        """Whether every event of ``events`` is in the universe."""
-        return bool(np.isin(events, self.universe).all())
+        """Whether every event of ``events`` is in the universe (ascending: a binary
+        search, cheaper than ``np.isin`` on every call of the cone replay)."""
+        if not len(self.universe):
+            return not len(events)
+        at = np.minimum(np.searchsorted(self.universe, events), len(self.universe) - 1)
+        return bool((self.universe[at] == events).all())
+
+
+def receivers(rec: BatchRecord, x: int, need: npt.NDArray[np.int64],
+              columns: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
+              dst: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The nodes of batch ``x`` that a perturbed sender can reach through their recorded
+    pending message: those (positions ``v`` in ``rec.nodes``) with a pending message after
+    the batch (``BatchRecord.recorded_pending``) from another node, whose state is read
+    after the next batch (``need > x``) and that can hold a row (``columns >= 0``).
+
+    Returns:
+        ``(sender, v)``, ``int64``, sorted by sender (stable: ``v`` ascending within one),
+        for ``RowTable.revive`` to find the receivers of a few senders by binary search.
+    """
+    pend = rec.recorded_pending()
+    v = np.flatnonzero((pend >= 0) & (need[rec.nodes] > x) & (columns[rec.nodes] >= 0))
+    o = other_endpoint(src, dst, pend[v], rec.nodes[v])
+    v, o = v[o != rec.nodes[v]], o[o != rec.nodes[v]]
+    order = np.argsort(o, kind="stable")
+    return o[order], v[order]
 
 
 def _suffixes(rec: BatchRecord, universe: npt.NDArray[np.int64]
@@ -252,6 +300,21 @@ class Trajectory:
     removed_mask: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
     dst: int | None = None
+    _bounds: tuple[list[BatchRecord], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = (
+        field(default=None, repr=False, compare=False))
+
+    def event_bounds(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The first and the last event of every batch, ``int64 [B]`` each (``1`` and ``0``
+        for an empty batch: no event lies between them), made once and kept while
+        ``batches`` is the same list; the cone replay finds the batches a removal set
+        removes events of with two binary searches per call."""
+        if self._bounds is None or self._bounds[0] is not self.batches:
+            first = np.array([rec.events[0] if len(rec.events) else 1 for rec in self.batches],
+                             dtype=np.int64)
+            last = np.array([rec.events[-1] if len(rec.events) else 0 for rec in self.batches],
+                            dtype=np.int64)
+            self._bounds = (self.batches, first, last)
+        return self._bounds[1], self._bounds[2]
 
     def dependencies_for(self, model: TGN, events: npt.NDArray[np.int64]) -> Dependencies:
         """Dependency sets over a universe holding ``events`` (kept, or widened and rebuilt
@@ -284,4 +347,4 @@ def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
 
 
 __all__ = ["BatchRecord", "Dependencies", "Trajectory", "Words", "batch_record", "dependencies",
-           "needed_until", "trajectory_dependencies"]
+           "needed_until", "receivers", "trajectory_dependencies"]
