@@ -8,34 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from testsupport.cone_cases import exact_logits, sparse_case
 
 from cftgnn.data import make_synthetic_stream
 from cftgnn.models import TGN
-from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.replay.tgn import TGNReplayOptions, compare, cone
-
-
-def _logits(stream, model, sets, batch: list[frozenset[int]]):
-    engine = ReplayEngine(model, stream)
-    engine.replay.options = TGNReplayOptions(local_max_events=0)
-    replay = EventReplay(engine, stream.num_events - 1, m_max=24)
-    cand = replay.candidates.ids
-    singles = [frozenset(cand[list(s)].tolist()) for s in sets]
-    many = [frozenset(cand[list(s)].tolist()) for s in batch]
-    return (np.concatenate([replay.exact([s]) for s in singles]), replay.exact(many))
+from cftgnn.replay.tgn import compare, cone
 
 
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_shortcuts_leave_every_logit_bitwise_the_same(monkeypatch, num_layers):
     # long and sparse: far-back removals whose effects pruning retires early
-    stream = make_synthetic_stream(60, 2000, seed=3, feat_dim=1, p_tie=0.3)
-    torch.manual_seed(0)
-    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8,
-                embedding_dim=16, num_layers=num_layers, num_heads=2, num_neighbors=5,
-                batch_size=20)
-    rng = np.random.default_rng(num_layers)
-    sets = [rng.choice(24, size=int(rng.integers(1, 4)), replace=False) for _ in range(12)]
-    batch = [rng.choice(24, size=int(rng.integers(1, 7)), replace=False) for _ in range(64)]
+    stream, model, sets, batch = sparse_case(num_layers)
     quiet = cone._quiet
     skipped = []
 
@@ -45,13 +28,13 @@ def test_shortcuts_leave_every_logit_bitwise_the_same(monkeypatch, num_layers):
         return out
 
     monkeypatch.setattr(cone, "_quiet", counted)
-    fast = _logits(stream, model, sets, batch)
+    fast = exact_logits(stream, model, sets, batch)
     # with one layer, batches were skipped: the comparison below covers that shortcut (two
     # layers read more states, whose effects outlive this stream; they check the other one)
     assert any(skipped) or num_layers == 2
     monkeypatch.setattr(cone, "_quiet", lambda *args: False)
     monkeypatch.setattr(compare, "ONE_PASS_ROWS", 0)
-    slow = _logits(stream, model, sets, batch)
+    slow = exact_logits(stream, model, sets, batch)
     for got, want in zip(fast, slow, strict=True):
         assert np.array_equal(got, want)  # bitwise, not within a tolerance
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
+from testsupport.cone_cases import exact_logits, sparse_case
 
 from cftgnn import arrays
 from cftgnn.data import make_synthetic_stream
@@ -15,8 +16,7 @@ from cftgnn.data.index import concat_ranges
 from cftgnn.models import TGN
 from cftgnn.models import tgn as tgn_module
 from cftgnn.models.tgn import other_endpoint
-from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.replay.tgn import TGNReplayOptions, cone, rows_kernels, trajectory
+from cftgnn.replay.tgn import cone, rows_kernels, trajectory
 from cftgnn.replay.tgn.rows import RowTable
 from cftgnn.replay.tgn.rows_kernels import (
     column_view,
@@ -207,28 +207,11 @@ def _revive_as_it_was(self, rec, receivers_, mem_eq, checked, src, dst):
 _REVIVE_CONTEXT: list[tuple[np.ndarray, int]] = []
 
 
-def _logits(stream, model, sets, batch):
-    engine = ReplayEngine(model, stream)
-    engine.replay.options = TGNReplayOptions(local_max_events=0)
-    replay = EventReplay(engine, stream.num_events - 1, m_max=24)
-    cand = replay.candidates.ids
-    singles = [frozenset(cand[list(s)].tolist()) for s in sets]
-    many = [frozenset(cand[list(s)].tolist()) for s in batch]
-    return np.concatenate([replay.exact([s]) for s in singles]), replay.exact(many)
-
-
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_small_paths_leave_every_logit_bitwise_the_same(monkeypatch, num_layers):
     # long and sparse (far-back removals pruning retires early: quiet batches, revived
     # rows), one set at a time and 64 at once
-    stream = make_synthetic_stream(60, 2000, seed=3, feat_dim=1, p_tie=0.3)
-    torch.manual_seed(0)
-    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8,
-                embedding_dim=16, num_layers=num_layers, num_heads=2, num_neighbors=5,
-                batch_size=20)
-    rng = np.random.default_rng(num_layers)
-    sets = [rng.choice(24, size=int(rng.integers(1, 4)), replace=False) for _ in range(12)]
-    batch = [rng.choice(24, size=int(rng.integers(1, 7)), replace=False) for _ in range(64)]
+    stream, model, sets, batch = sparse_case(num_layers)
     revived = []
     revive = RowTable.revive
 
@@ -238,7 +221,7 @@ def test_small_paths_leave_every_logit_bitwise_the_same(monkeypatch, num_layers)
         revived[-1] = self.size - revived[-1]
 
     monkeypatch.setattr(RowTable, "revive", counted)
-    fast = _logits(stream, model, sets, batch)
+    fast = exact_logits(stream, model, sets, batch)
     assert sum(revived) > 0  # rows were revived: the comparison covers that path
     monkeypatch.undo()
     # the general paths: NumPy's unique, every gather, hashing
@@ -258,7 +241,7 @@ def test_small_paths_leave_every_logit_bitwise_the_same(monkeypatch, num_layers)
 
     monkeypatch.setattr(RowTable, "prune", prune_with_context)
     monkeypatch.setattr(RowTable, "revive", _revive_as_it_was)
-    slow = _logits(stream, model, sets, batch)
+    slow = exact_logits(stream, model, sets, batch)
     for got, want in zip(fast, slow, strict=True):
         assert np.array_equal(got, want)  # bitwise, not within a tolerance
 
