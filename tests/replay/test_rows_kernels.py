@@ -155,14 +155,20 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
+def _batch(rng: np.random.Generator, counts: tuple[int, ...]):
+    """A batch of 12 events: ``(events, inc_k, inc_start, inc_end, rem)``, node ``v``'s
+    events ``inc_k[inc_start[v]:inc_end[v]]`` (``counts[v]`` of them), 6 sets' removals."""
+    events = np.sort(rng.choice(1000, 12, replace=False))
+    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in counts])
+    inc_end = np.cumsum(counts)
+    inc_start = inc_end - np.array(counts)
+    return events, inc_k, inc_start, inc_end, rng.random((6, 12)) < 0.4
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_last_kept_is_the_largest_event_of_the_node_the_set_keeps(seed):
     rng = np.random.default_rng(seed)
-    events = np.sort(rng.choice(1000, 12, replace=False))
-    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in (3, 1, 5, 2)])
-    inc_end = np.cumsum([3, 1, 5, 2])
-    inc_start = inc_end - np.array([3, 1, 5, 2])
-    rem = rng.random((6, 12)) < 0.4
+    events, inc_k, inc_start, inc_end, rem = _batch(rng, (3, 1, 5, 2))
     p, pos = rng.integers(0, 6, 50), rng.integers(0, 4, 50)
     want = [max((events[k] for k in inc_k[inc_start[v]:inc_end[v]] if not rem[q, k]),
                 default=-1) for q, v in zip(p, pos, strict=True)]
@@ -258,11 +264,7 @@ def test_unique_inverse_is_np_unique_of_integers_in_a_range(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_new_pending_gives_live_read_rows_their_representatives_last_kept_event(seed):
     rng = np.random.default_rng(seed)
-    events = np.sort(rng.choice(1000, 12, replace=False))
-    inc_k = np.concatenate([np.sort(rng.choice(12, c, replace=False)) for c in (3, 1, 5, 0)])
-    inc_end = np.cumsum([3, 1, 5, 0])
-    inc_start = inc_end - np.array([3, 1, 5, 0])
-    rem = rng.random((6, 12)) < 0.4
+    events, inc_k, inc_start, inc_end, rem = _batch(rng, (3, 1, 5, 0))
     touched = rem.any(axis=0)
     size, num_nodes = 30, 7
     row_n, rep = rng.integers(0, num_nodes, size + 5), rng.integers(0, 6, size + 5)
