@@ -43,7 +43,6 @@ _HYDRA_INFO_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-
 
 #: ``[+|++]group=value[,value...]`` on the command line.
 _CHOICE = re.compile(r"^\+{0,2}([A-Za-z_]\w*)=(.*)$")
-_SWEPT = re.compile(r"^[^=]*=(.*,.*|(range|choice|glob|interval)\(.*)$")  # key=a,b or key=f(...)
 
 
 def search_paths(argv: Sequence[str]) -> list[Path]:
@@ -71,6 +70,13 @@ def unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> str | None:
     Returns:
         The message, or None when every option exists.
     """
+    found = _unknown_choice(argv, conf_dir)
+    return found[0] if found is not None else None
+
+
+def _unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> tuple[str, bool] | None:
+    """``unknown_choice``'s message, and whether the value is one of several of its option
+    (``a,b``: a sweep's, whose job ``main_guard`` names), or None."""
     confs = [Path(conf_dir), *search_paths(argv)]
     for arg in argv:
         m = _CHOICE.match(arg)
@@ -80,9 +86,11 @@ def unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> str | None:
         if values.startswith(("range(", "choice(", "glob(", "interval(")):
             continue
         options = sorted({p.stem for conf in confs for p in (conf / group).glob("*.yaml")})
-        for value in values.split(","):
+        listed = values.split(",")
+        for value in listed:
             if value not in options and value != "null":
-                return f"unknown {group} {value!r} (choose from: {', '.join(options)})"
+                return (f"unknown {group} {value!r} (choose from: {', '.join(options)})",
+                        len(listed) > 1)
     return None
 
 
@@ -545,10 +553,10 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
     try:
         missing = [p for p in search_paths(args) if not p.is_dir()]
         name = config_name or _config_name(main)
-        choice = None if missing else unknown_choice(args, conf_dir)
-        fixed = [a for a in args if not _SWEPT.match(a)]
-        if choice is not None and name is not None and unknown_choice(fixed, conf_dir) is None:
-            choice = _job_named(choice, args, None, conf_dir, name, check)  # a swept value's job
+        found = None if missing else _unknown_choice(args, conf_dir)
+        choice = found[0] if found is not None else None
+        if found is not None and found[1] and name is not None:  # a swept value: its job
+            choice = _job_named(found[0], args, None, conf_dir, name, check)
         message = environment_problem() or (
             f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
             else choice or unwritable_run_dir(args))
