@@ -248,13 +248,14 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
             loc[rec.nodes] = np.arange(len(rec.nodes))
             counts.row_updates += _apply_pending(model, rows, rec, loc, src, dst, clock)
             made = rows.size
-            # [P, K]; no set removes an event of the batch: none (the same array, cheaper)
-            rem = (sets.columns(rec.events) if removes
-                   else np.zeros((sets.num_sets, len(rec.events)), dtype=bool))
+            if removes:  # [P, K], and which of the batch's events some set removes [K]
+                rem, touched = sets.columns(rec.events), _removed(sets.events, rec.events)
+            else:  # no set removes an event of the batch: none (the same arrays, cheaper)
+                rem = np.zeros((sets.num_sets, len(rec.events)), dtype=bool)
+                touched = np.zeros(len(rec.events), dtype=bool)
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
             read = deps.need > x
-            touched = _removed(sets.events, rec.events)
             rows.new_pending(rec, rem, loc, read, touched)
             if prune:
                 counts.rows_made += rows.split_mixed(rec, rem, loc, read, src, dst, touched)
