@@ -226,9 +226,9 @@ def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int],
     if len(ok) and "cone_sets" in ok and ok["cone_sets"].sum() > 0:
         summary["settled_share"] = float(ok["settled_sets"].sum() / ok["cone_sets"].sum())
         summary["max_cone_peak_mib"] = float(ok["cone_peak_mib"].max())
-        cpu = float(ok["cpu_s"].sum())
-        summary["bookkeeping_share"] = (float(ok["bookkeeping_cpu_s"].sum()) / cpu
-                                        if cpu > 0 else 0.0)
+        summary["bookkeeping_share"] = bookkeeping_share(
+            float(ok["replay_cpu_s"].sum()), float(ok["update_cpu_s"].sum()),
+            float(ok["cpu_s"].sum()))
         summary["max_bookkeeping_share"] = float(ok["bookkeeping_share"].max())
     ranked = ok.sort_values("seconds", ascending=False) if len(ok) else ok
     side: list[dict[str, Any]] = []
