@@ -36,6 +36,7 @@ import functools
 import importlib
 import importlib.util
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -91,7 +92,8 @@ class _Lazy:
     def __call__(self, *args: Any) -> Any:
         if self.dispatcher is None:
             start()
-        assert self.dispatcher is not None
+        if self.dispatcher is None:  # numba would not import (``start``): plain Python
+            return self.python(*args)
         return self.dispatcher(*args)
 
 
@@ -130,7 +132,11 @@ def start() -> None:
     with _lock:
         if _numba is not None:
             return
-        numba = importlib.import_module("numba")
+        try:
+            numba = importlib.import_module("numba")
+        except Exception as exc:  # installed but broken (built for another NumPy, say):
+            _give_up(exc)  # the twins run, as without numba
+            return
         for lazy in _lazy:
             lazy.dispatcher = _njit(numba, lazy.python)
         # every module holding compiled loops now names numba's dispatchers, also for the
@@ -142,6 +148,16 @@ def start() -> None:
                 if isinstance(value, _Lazy) and value.dispatcher is not None:
                     namespace[name] = value.dispatcher
         _numba = numba
+
+
+def _give_up(exc: BaseException) -> None:
+    """numba is installed but would not import: warn once and run the twins from now on."""
+    global ENABLED
+    ENABLED = False
+    warnings.warn(f"numba is installed but could not be imported ({type(exc).__name__}: "
+                  f"{exc}); the cone replay's bookkeeping runs its NumPy twins (the same "
+                  f"logits, slower). Set {ENV}=0 to skip numba without this warning.",
+                  RuntimeWarning, stacklevel=3)
 
 
 @contextmanager

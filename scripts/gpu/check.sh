@@ -79,11 +79,16 @@ print("python", platform.python_version(), "| torch", torch.__version__, "| CUDA
       torch.version.cuda, "| available", torch.cuda.is_available())
 if torch.cuda.is_available():
     print("device:", torch.cuda.get_device_name(0))
-for name in ("torch-geometric", "numpy", "pandas", "hydra-core", "omegaconf", "pymoo"):
+for name in ("torch-geometric", "numpy", "pandas", "hydra-core", "omegaconf", "pymoo", "numba",
+             "llvmlite"):
     try:
         print(name, m.version(name))
     except m.PackageNotFoundError:
         print(name, "MISSING")
+from cftgnn import jit
+
+jit.warm_up()  # the image's own numba, if any: does it import with this NumPy?
+print("compiled bookkeeping loops (numba):", jit.ENABLED)
 EOF
     nvidia-smi || echo "nvidia-smi: not available"
 }

@@ -69,6 +69,37 @@ print('numba' in sys.modules, jit.started(), np.array_equal(twins, compiled))
     assert _python(code) == ["False", "True", "True", "True", "True"]
 
 
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_a_numba_that_will_not_import_runs_the_twins_with_one_warning():
+    """The GPU machine's image has a numba of its own: were it broken (built for another
+    NumPy, say), a replay of many sets warns once and runs the twins, with their logits."""
+    code = """
+import sys, itertools, warnings, numpy as np, torch
+from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.models.tgn import TGN
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn import jit
+stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
+torch.manual_seed(0)
+model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+engine = ReplayEngine(model, stream)
+cand = EventReplay(engine, 399, m_max=16).candidates.ids.tolist()
+pairs = [frozenset(c) for c in itertools.combinations(cand, 2)][:jit.MIN_SETS]
+jit.ENABLED = False
+twins = EventReplay(engine, 399, m_max=16).exact(pairs)
+jit.ENABLED = True
+sys.modules['numba'] = None  # import numba now raises ImportError
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    broken = EventReplay(engine, 399, m_max=16).exact(pairs)
+    again = EventReplay(engine, 399, m_max=16).exact(pairs)
+print(jit.ENABLED, jit.started(), np.array_equal(twins, broken), np.array_equal(twins, again),
+      sum('could not be imported' in str(w.message) for w in caught))
+"""
+    assert _python(code) == ["False", "False", "True", "True", "1"]
+
+
 def test_numba_starts_at_the_first_compiled_call_not_at_import():
     """Scripts import the replay to check their options; numba (0.25 s, 0.06 GiB) loads only
     when a compiled loop runs, and then the module's names are numba's own dispatchers."""
