@@ -1,8 +1,10 @@
 """Optional compilation of the cone replay's bookkeeping loops with numba.
 
 ``compiled(f)`` is ``numba.njit(cache=True, nogil=True)(f)`` where numba is installed (a
-dependency of the package) and ``f`` itself where it is not (the GPU machine's image, whose
-offline wheels leave out numba's 57 MiB llvmlite, see ``scripts/gpu/requirements.txt``). The
+dependency of the package; the GPU machine's image has its own, its offline wheels leave out
+numba's 57 MiB llvmlite, see ``scripts/gpu/requirements.txt``) and ``f`` itself where it is
+not; a numba that is installed but will not import (built for another NumPy, say) warns once
+at the first compiled call and leaves the twins running (``start``). The
 callers (``cftgnn.replay.tgn.rows_kernels``, ``row_steps``, ``compare``) read ``ENABLED``
 at each call: where it is false they run their NumPy (or torch) twin of the loop instead,
 which gives the same integers and booleans, so the logits are the same bit for bit either

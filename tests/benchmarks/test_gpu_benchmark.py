@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cftgnn import jit
 from cftgnn.benchmarks.gpu import format_markdown
 
 try:
@@ -211,3 +212,41 @@ def test_the_oracle_profile_runs_on_the_cpu_and_refuses_a_bad_out(real_data_dir,
     assert refused.stderr.strip().splitlines() == [
         f"error: --out '{tmp_path}' cannot be written (it is a folder; name a file); "
         "choose a writable file"]
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_numbas_start_is_paid_before_the_first_timed_call_of_either_side():
+    """The left side's first batch of 64 used to pay numba's start (a 4.65x ratio between two
+    CPU sides); the warm-up now starts it, untimed, and times nothing else."""
+    code = """
+import torch
+from cftgnn import jit
+from cftgnn.benchmarks import gpu
+from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.models.tgn import TGN
+stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
+torch.manual_seed(0)
+model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+seen = []
+timed = gpu.oracle_event
+def oracle_event(*args):
+    seen.append(jit.started())
+    return timed(*args)
+gpu.oracle_event = oracle_event
+part = gpu.benchmark_pair({'cpu': model, 'gpu': model}, stream, [399], sets_per_event=1,
+                          batch_size=2, k=None, m_max=16, seed=0, explainers={})
+print(seen, sorted(part['figures']))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=300)
+    assert out.stdout.split() == ["[True,", "True]", "['approximate_ms',", "'batch_ms',",
+                                  "'exact_ms',", "'setup_ms']"]
+
+
+def test_explainers_null_runs_none(tmp_path):
+    done = _run(tmp_path, "explainers=null", "tail.event=null")
+    assert done.returncode == 0, done.stderr[-2000:]
+    part = json.loads((tmp_path / "gpu_check.json").read_text())["pairs"]["synthetic-tgn"]
+    assert set(part["figures"]) == {"exact_ms", "approximate_ms", "batch_ms", "setup_ms"}
+    assert all(row["explainers"] == {} for row in part["events"])
