@@ -308,3 +308,61 @@ def test_the_crossings_per_history_batch_are_the_design_notes(stream, fake):
     for counts in measured.values():  # the table's last row: every crossing of the call
         counts["total"] = sum(counts.values()) - counts["history batches"]
     assert measured == _documented(), f"update docs/design.md's Device crossings:\n{table}"
+
+
+# ------------------------------------------------ the crossings of the other paths
+LABELS = {"tgn1": "TGN, 1 layer", "tgn2": "TGN, 2 layers", "tgat": "TGAT",
+          "graphmixer": "GraphMixer", "dygformer": "DyGFormer", "pyg_tgn": "PyG's TGN"}
+
+
+def _kinds(fake: Crossings) -> str:
+    kinds = Counter(fake.by_kind())
+    assert not kinds["implicit upload"], kinds  # a CPU tensor mixed in: not a path's design
+    return f"{kinds['upload']} / {kinds['download']} / {kinds['sync']}"
+
+
+def measured_other_paths(stream: EventStream, fake: Crossings) -> dict[tuple[str, str], str]:
+    """Every model's exact and approximate oracle (but TGN's exact one, the main table) on
+    ``measured_crossings``' event and sets: ``(model, oracle) -> "batches | single | batch of
+    16"``, each ``uploads / downloads / syncs``."""
+    out = {}
+    for name, label in LABELS.items():
+        _, other = _engines(stream, name)
+        got = EventReplay(other, stream.num_events - 1, m_max=64)
+        cand = got.candidates.ids
+        rng = np.random.default_rng(0)
+        single = [frozenset(cand[:3].tolist())]
+        batch = [frozenset(rng.choice(cand, int(rng.integers(1, 6)), replace=False).tolist())
+                 for _ in range(16)]
+        got.exact([frozenset()])  # warm
+        got.approximate([frozenset()])
+        for mode in ("exact", "approximate"):
+            if (name, mode) == ("tgn1", "exact"):
+                continue
+            cells = [str(_history_batches(got))]
+            for sets in (single, batch):
+                fake.reset()
+                getattr(got, mode)(sets)
+                cells.append(_kinds(fake))
+            out[(label, mode)] = " | ".join(cells)
+    return out
+
+
+def _documented_other_paths() -> dict[tuple[str, str], str]:
+    """docs/design.md's ``| model | oracle | history batches | single call | batch of 16 |``."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text.split("### Device crossings", 1)[1].split("\n#", 1)[0]
+    out = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[1] in ("exact", "approximate"):
+            out[(cells[0], cells[1])] = " | ".join(cells[2:])
+    return out
+
+
+def test_the_crossings_of_the_other_paths_are_the_design_notes(stream, fake):
+    measured = measured_other_paths(stream, fake)
+    table = "\n".join(f"| {model} | {mode} | {cells} |" for (model, mode), cells in
+                      measured.items())
+    assert measured == _documented_other_paths(), \
+        f"update docs/design.md's Device crossings (the other paths):\n{table}"
