@@ -3,7 +3,7 @@
 # (Python 3.12 with torch + CUDA, torch-geometric, numpy, pandas, ... already installed):
 # installs the carried wheels that are missing, prints the versions and nvidia-smi, runs the
 # `gpu` tests, then the CPU-vs-GPU benchmark (scripts/benchmark_gpu.py), each step under its
-# own timeout (at most 480 s in all), going on to the next step when one fails. What comes
+# own timeout (at most 450 s in all), going on to the next step when one fails. What comes
 # back, in $OUT (at most 8 files):
 #   check.log       install, versions, nvidia-smi, each step's exit status
 #   pytest_gpu.txt  python -m pytest -m gpu -rA (every gpu test's outcome)
@@ -102,9 +102,9 @@ step install 60 "$LOG" bash -c install_wheels
 step imports 20 "$LOG" "$PY" -c \
     "import hydra, omegaconf, pymoo, cftgnn; print('imports ok:', cftgnn.__file__)"
 step versions 20 "$LOG" bash -c versions
-step pytest_gpu 110 "$OUT/pytest_gpu.txt" \
+step pytest_gpu 150 "$OUT/pytest_gpu.txt" \
     "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider --continue-on-collection-errors tests
-step benchmark 240 "$OUT/benchmark.log" \
+step benchmark 200 "$OUT/benchmark.log" \
     "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT"
 
 # each step's status into gpu_check.json (made when the benchmark wrote none)

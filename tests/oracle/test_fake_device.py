@@ -4,6 +4,10 @@ budget's spilled segments, the explainers and ``explain.py`` run on a foreign de
 tensors, and counts host<->device crossings) and give the CPU's logits (1e-5; in fact bit for
 bit, since the fake device computes with the CPU's kernels).
 
+The same tests run on a real CUDA device (their ``cuda`` variants, marked ``gpu``: deselected
+by default, run by ``scripts/gpu/check.sh``; no crossings are counted there), so every path of
+item 1 is checked on the GPU machine too (issue 45, item 2).
+
 ``test_the_crossings_per_history_batch_are_the_design_notes`` measures the crossings of one
 TGN exact single call and one batch of 16 sets per history batch, by kind and code site, and
 checks them against the table of docs/design.md ("Device crossings"): a change of the replay
@@ -23,6 +27,7 @@ import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
+from testsupport.devices import device_or_skip
 from testsupport.fakedevice import DEVICE, Crossings, FakeDeviceTensor, fake_device
 from testsupport.models import dygformer, graphmixer, tgat, tgn1, tgn2
 
@@ -58,17 +63,56 @@ def fake() -> Iterator[Crossings]:
         yield record
 
 
+class Target:
+    """Where a test's second copy runs: the fake device (``record`` counts its crossings) or
+    a real CUDA device (``record`` None)."""
+
+    def __init__(self, device: torch.device, record: Crossings | None) -> None:
+        self.device, self.record = device, record
+        self.allocations = self._allocations()
+
+    def _allocations(self) -> int:
+        """CUDA's count of allocations made so far (0 on the fake device)."""
+        if self.record is not None:
+            return 0
+        return int(torch.cuda.memory_stats(self.device).get("allocation.all.allocated", 0))
+
+    def reset(self) -> None:
+        if self.record is not None:
+            self.record.reset()
+        self.allocations = self._allocations()
+
+    def ran(self) -> bool:
+        """Whether the calls since ``reset`` ran on the target: crossings counted, or CUDA
+        memory allocated."""
+        if self.record is not None:
+            return self.record.total() > 0
+        return self._allocations() > self.allocations
+
+
+@pytest.fixture(params=["fake", pytest.param("cuda", marks=pytest.mark.gpu)])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    if request.param == "fake":
+        with fake_device() as record:
+            yield Target(DEVICE, record)
+    else:
+        yield Target(device_or_skip("cuda"), None)
+
+
 def _model(stream: EventStream, name: str) -> TemporalModel:
     torch.manual_seed(0)
     return FACTORIES[name](stream).eval()
 
 
-def _engines(stream: EventStream, name: str, **kwargs: object
+def _engines(stream: EventStream, name: str, device: torch.device = DEVICE, **kwargs: object
              ) -> tuple[ReplayEngine, ReplayEngine]:
-    """The CPU engine of a model and one of its copy on the fake device."""
+    """The CPU engine of a model and one of its copy on ``device`` (the fake one by default)."""
     model = _model(stream, name)
-    moved = copy.deepcopy(model).to(DEVICE)
-    assert isinstance(next(moved.parameters()), FakeDeviceTensor)
+    moved = copy.deepcopy(model).to(device)
+    if device == DEVICE:
+        assert isinstance(next(moved.parameters()), FakeDeviceTensor)
+    else:
+        assert next(moved.parameters()).device.type == device.type
     return ReplayEngine(model, stream, **kwargs), ReplayEngine(moved, stream, **kwargs)
 
 
@@ -108,8 +152,8 @@ def test_the_fake_device_refuses_what_a_gpu_refuses_and_counts_crossings(fake):
 
 # ------------------------------------------------------------------ oracles, every model
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_the_oracles_of_every_model_on_the_fake_device_equal_the_cpu(stream, name, fake):
-    cpu, other = _engines(stream, name)
+def test_the_oracles_of_every_model_on_the_fake_device_equal_the_cpu(stream, name, target):
+    cpu, other = _engines(stream, name, target.device)
     ref, got = EventReplay(cpu, EVENT, m_max=10), EventReplay(other, EVENT, m_max=10)
     np.testing.assert_array_equal(got.candidates.ids, ref.candidates.ids)
     sets = _sets(ref.candidates.ids)
@@ -119,10 +163,10 @@ def test_the_oracles_of_every_model_on_the_fake_device_equal_the_cpu(stream, nam
                                    err_msg=f"{mode}, batched")
         singles = [float(getattr(got, mode)([s])[0]) for s in sets[:2]]
         np.testing.assert_allclose(singles, want[:2], atol=ATOL, err_msg=f"{mode}, singles")
-    assert fake.total() > 0  # it ran on the device: the logits came back at least
+    assert target.ran()  # it ran on the device: the logits came back at least
 
 
-def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, fake, monkeypatch):
+def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, target, monkeypatch):
     # the local replay serves short histories (the approximate oracle) of one set, the cone
     # replay long ones and several sets: both paths, counted to be sure they ran
     from cftgnn.replay import tgn
@@ -132,7 +176,7 @@ def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, fake, m
         real = getattr(tgn, path)
         monkeypatch.setattr(tgn, path, lambda *a, _f=real, _p=path, **k: (
             ran.update([_p]), _f(*a, **k))[1])
-    cpu, other = _engines(stream, "tgn1")
+    cpu, other = _engines(stream, "tgn1", target.device)
     ref, got = EventReplay(cpu, EVENT, m_max=10), EventReplay(other, EVENT, m_max=10)
     many = _sets(ref.candidates.ids)  # more than local_max_sets (1): the cone replay
     for mode in ("exact", "approximate"):
@@ -142,7 +186,8 @@ def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, fake, m
     assert ran["local_replay"] >= 1 and ran["cone_replay"] >= 2, ran
 
 
-def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, fake, monkeypatch):
+def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, target,
+                                                                     monkeypatch):
     # a plan's recorded rows held within a byte limit: the segments not held are spilled to
     # a temporary file (on the host) and read back (uploaded) when the cone replay reads them,
     # or, where no file can be made, computed again on the device
@@ -152,7 +197,7 @@ def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, fake
     made: list[object] = []
     real = record._spill_file
     monkeypatch.setattr(record, "_spill_file", lambda *a: made.append(real(*a)) or made[-1])
-    cpu, other = _engines(stream, "tgn1", memory_budget_gb=None)
+    cpu, other = _engines(stream, "tgn1", target.device, memory_budget_gb=None)
     for engine in (cpu, other):
         engine.replay.record_bytes = 0  # type: ignore[attr-defined]
     ref, got = EventReplay(cpu, EVENT, m_max=10), EventReplay(other, EVENT, m_max=10)
@@ -189,25 +234,34 @@ EXPLAINERS = {
 
 
 @pytest.fixture(scope="module")
-def replays(stream: EventStream) -> tuple[EventReplay, EventReplay]:
-    """One TGN event's replay on the CPU and on the fake device, shared by the explainers
-    (each gets fresh oracles: their caches and counters start empty)."""
-    with fake_device():
-        cpu, other = _engines(stream, "tgn1")
-        return EventReplay(cpu, FLIPPED, m_max=8), EventReplay(other, FLIPPED, m_max=8)
+def replays(stream: EventStream) -> dict[str, tuple[EventReplay, EventReplay]]:
+    """One TGN event's replay on the CPU and on each target device (made at its first use),
+    shared by the explainers (each gets fresh oracles: their caches and counters start
+    empty)."""
+    return {}
+
+
+def _replays(replays: dict[str, tuple[EventReplay, EventReplay]], stream: EventStream,
+             device: torch.device) -> tuple[EventReplay, EventReplay]:
+    if str(device) not in replays:
+        cpu, other = _engines(stream, "tgn1", device)
+        replays[str(device)] = (EventReplay(cpu, FLIPPED, m_max=8),
+                                EventReplay(other, FLIPPED, m_max=8))
+    return replays[str(device)]
 
 
 @pytest.mark.parametrize("name", sorted(EXPLAINERS))
-def test_every_explainer_on_the_fake_device_gives_the_cpus_answer(replays, name, fake):
+def test_every_explainer_on_the_fake_device_gives_the_cpus_answer(stream, replays, name,
+                                                                  target):
     results = []
-    for replay in replays:
+    for replay in _replays(replays, stream, target.device):
         oracle = replay.oracle(mode="exact")
         explainer = _explainer(name, **EXPLAINERS[name])
         if name == "pgexplainer":
             explainer.scorer = _scorer(oracle)
-        fake.reset()
+        target.reset()
         results.append(explainer.explain(oracle))
-    assert fake.total() > 0  # the second search ran on the fake device
+    assert target.ran()  # the second search ran on the device
     want, got = results
     assert got.explanation == want.explanation
     assert got.is_counterfactual == want.is_counterfactual
@@ -219,7 +273,7 @@ def test_every_explainer_on_the_fake_device_gives_the_cpus_answer(replays, name,
 
 
 # ------------------------------------------------------------------ explain.py
-def test_explain_py_runs_on_the_fake_device(tmp_path, fake):
+def test_explain_py_runs_on_the_fake_device(tmp_path, target):
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
@@ -227,19 +281,19 @@ def test_explain_py_runs_on_the_fake_device(tmp_path, fake):
     from cftgnn.evaluation.records import read_records
 
     tables = {}
-    for device in ("cpu", str(DEVICE)):
+    for device in ("cpu", str(target.device)):
         out = tmp_path / device.replace(":", "")
         with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
             cfg = compose("explain", overrides=[
                 "debug=default", "checkpoint=null", "model=tgn", "n_events=1", "m_max=8",
                 "explainer.max_iterations=10", "progress=false", f"device={device}",
                 f"out_dir={out}"])
-        fake.reset()
+        target.reset()
         pipeline.run(cfg)
         tables[device] = read_records(out / "records")
         if device != "cpu":
-            assert fake.total() > 0, "explain.py did not run on the fake device"
-    want, got = tables["cpu"], tables[str(DEVICE)]
+            assert target.ran(), f"explain.py did not run on {device}"
+    want, got = tables["cpu"], tables[str(target.device)]
     assert got["event_id"].tolist() == want["event_id"].tolist()
     assert got["explanation"].tolist() == want["explanation"].tolist()
     for column in ("original_logit", "final_logit"):
