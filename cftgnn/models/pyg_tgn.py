@@ -22,10 +22,20 @@ time encoder (``cftgnn.models.TGN``: ``t(query) - t(edge)`` with frozen frequenc
 query time is not read at all; ``LastAggregator`` picks a node's last message by timestamp
 (ties by scatter order), TGN by event id. The explainers therefore reach this model through
 the generic per-set replay (``cftgnn.replay.generic``).
+
+On CUDA, PyG's loader sorts a batch's events by node with an unstable sort and writes them
+with indexed stores that may collide, and the memory's aggregation picks among messages in
+scatter order: left as they are, the logits there parted from the CPU's by up to 8.5e-2 on
+the test stream (an H100, ``scripts/gpu/diagnose_pyg_tgn.py``). The wrapper runs PyG's modules
+there with a stable sort and torch's deterministic algorithms (``_as_on_the_cpu``), which gives
+the CPU's logits within 7.2e-7.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +62,33 @@ from cftgnn.models.protocol import (
 )
 
 MessageStore = dict[int, tuple[Tensor, Tensor, Tensor, Tensor]]
+
+
+def _stable_sort(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    return torch.sort(self, *args, **{**kwargs, "stable": True})
+
+
+@contextmanager
+def _as_on_the_cpu(device: torch.device) -> Iterator[None]:
+    """Within it, on CUDA, ``Tensor.sort`` is stable and torch's deterministic algorithms are
+    on (warnings only, silenced), so that PyG's loader and memory order a batch's events as
+    they do on the CPU (see the module docstring); elsewhere nothing changes. Both are
+    restored on leaving."""
+    if device.type != "cuda":
+        yield
+        return
+    sort = torch.Tensor.sort
+    was, warn_only = (torch.are_deterministic_algorithms_enabled(),
+                      torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.Tensor.sort = _stable_sort  # type: ignore[method-assign,assignment]
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings():  # an op without a deterministic kernel says so
+            warnings.simplefilter("ignore", UserWarning)
+            yield
+    finally:
+        torch.Tensor.sort = sort  # type: ignore[method-assign]
+        torch.use_deterministic_algorithms(was, warn_only=warn_only)
 
 
 class GraphAttentionEmbedding(nn.Module):
@@ -317,7 +354,7 @@ class PyGTGN(nn.Module):
             return
         mask = as_removed_mask(removed_mask, self.stream.num_events)
         lo, hi = self._local(start_id), self._local(end_id)
-        with torch.no_grad():
+        with torch.no_grad(), _as_on_the_cpu(self.device):
             for _, group in kept_batches(self._ids, lo, hi, mask, self.batch_size):
                 ev = torch.as_tensor(group, device=self.device)  # [K] stream positions
                 src, dst = self._src[ev], self._dst[ev]
@@ -350,10 +387,11 @@ class PyGTGN(nn.Module):
             return torch.zeros(0, device=dev)
         if int(nodes.min()) < 0 or int(nodes.max()) >= self.num_nodes:
             raise ValueError(f"node ids must be in [0, {self.num_nodes})")
-        n_id, edge_index, e_id = self.loader(nodes.unique())  # n_id sorted, e_id loader ids
-        ev = self._inserted[e_id]  # stream positions of the neighbour events
-        x, last_update = self.memory(n_id)
-        z = self.gnn(x, last_update, edge_index, self._t[ev], self._feat[ev])  # [M, d]
+        with _as_on_the_cpu(dev):
+            n_id, edge_index, e_id = self.loader(nodes.unique())  # n_id sorted, loader ids
+            ev = self._inserted[e_id]  # stream positions of the neighbour events
+            x, last_update = self.memory(n_id)
+            z = self.gnn(x, last_update, edge_index, self._t[ev], self._feat[ev])  # [M, d]
         rows_s, rows_d = torch.searchsorted(n_id, s), torch.searchsorted(n_id, d)
         out: Tensor = self.link_pred(z[rows_s], z[rows_d])
         return out.reshape(-1)
