@@ -24,6 +24,21 @@ def _python(code: str, **env: str) -> list[str]:
     return out.stdout.split()
 
 
+#: A fresh interpreter's toy TGN replay (``engine``, event 399 of a 400-event stream), for
+#: the tests that must start numba themselves.
+_TOY = """
+import sys, itertools, numpy as np, torch
+from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.models.tgn import TGN
+from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn import jit
+stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
+torch.manual_seed(0)
+model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
+            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
+engine = ReplayEngine(model, stream)"""
+
+
 def test_few_sets_run_the_twins_until_numba_has_started(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(jit, "ENABLED", True)
     monkeypatch.setattr(jit, "_numba", None)  # not started
@@ -44,17 +59,7 @@ def test_few_sets_run_the_twins_until_numba_has_started(monkeypatch: pytest.Monk
 def test_a_replay_of_few_sets_leaves_numba_unloaded_and_one_of_many_starts_it():
     """The 1M-event run of docs/benchmarks.md makes calls of 1 and 10 sets only: numba's
     0.1 GiB stays out of it; an exhaustive chunk starts numba, with the same logits."""
-    code = """
-import sys, itertools, numpy as np, torch
-from cftgnn.data.synthetic import make_synthetic_stream
-from cftgnn.models.tgn import TGN
-from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn import jit
-stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
-torch.manual_seed(0)
-model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
-            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
-engine = ReplayEngine(model, stream)
+    code = _TOY + """
 replay = EventReplay(engine, 399, m_max=16)
 cand = replay.candidates.ids.tolist()
 pairs = [frozenset(c) for c in itertools.combinations(cand, 2)][:jit.MIN_SETS]
@@ -73,17 +78,8 @@ print('numba' in sys.modules, jit.started(), np.array_equal(twins, compiled))
 def test_a_numba_that_will_not_import_runs_the_twins_with_one_warning():
     """The GPU machine's image has a numba of its own: were it broken (built for another
     NumPy, say), a replay of many sets warns once and runs the twins, with their logits."""
-    code = """
-import sys, itertools, warnings, numpy as np, torch
-from cftgnn.data.synthetic import make_synthetic_stream
-from cftgnn.models.tgn import TGN
-from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn import jit
-stream = make_synthetic_stream(40, 400, seed=11, feat_dim=1)
-torch.manual_seed(0)
-model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=16, time_dim=8, embedding_dim=16,
-            num_layers=1, num_heads=2, num_neighbors=5, batch_size=20)
-engine = ReplayEngine(model, stream)
+    code = _TOY + """
+import warnings
 cand = EventReplay(engine, 399, m_max=16).candidates.ids.tolist()
 pairs = [frozenset(c) for c in itertools.combinations(cand, 2)][:jit.MIN_SETS]
 jit.ENABLED = False
