@@ -52,6 +52,33 @@ def test_zero_tolerance_compares_bit_for_bit():
     assert memory_equal(rec, idx, rec, idx, 0.0).tolist() == [True, True, True]
 
 
+@pytest.mark.parametrize("rows", [3, 200])  # one pass of few rows, two passes of many
+@pytest.mark.parametrize("compiled", [False, True])
+def test_every_cpu_path_of_the_exact_comparison_gives_the_same_booleans(rows, compiled,
+                                                                        monkeypatch):
+    """The compiled loop, NumPy's gather (few rows, no numba: a single call's search) and
+    torch's (many rows, no numba) answer alike, host or tensor indices, -0.0 unlike 0.0."""
+    from cftgnn import jit
+
+    if compiled and not jit.ENABLED:
+        pytest.skip("numba is not installed (or CFTGNN_JIT=0) here")
+    monkeypatch.setattr(jit, "ENABLED", compiled)
+    gen = torch.Generator().manual_seed(rows)
+    rec = torch.randint(-2, 3, (50, 6), generator=gen).float() / 4  # many equal values
+    rec[rec == 0] = -0.0 if rows == 3 else 0.0
+    src = torch.randint(0, 50, (40,), generator=gen)  # mem's row i is rec's row src[i]...
+    mem = rec[src].clone()
+    mem[torch.arange(40) % 3 == 0, 0] = 0.0  # ...but a third of them part by a sign bit
+    rt = torch.randint(0, 40, (rows,), generator=gen)
+    lt = torch.randint(0, 50, (rows,), generator=gen)
+    lt[: (rows + 1) // 2] = src[rt[: (rows + 1) // 2]]  # half compared with their own row
+    rt[0], lt[0] = 1, src[1]  # one pair equal for certain
+    want = (mem[rt].view(torch.int32) == rec[lt].view(torch.int32)).all(dim=1).numpy()
+    assert want.any() and not want.all()
+    for r, l_ in ((rt, lt), (rt.numpy(), lt.numpy())):
+        np.testing.assert_array_equal(memory_equal(mem, r, rec, l_, 0.0), want)
+
+
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_zero_tolerance_is_the_exact_path(num_layers):
     # a stream where exact pruning retires rows: τ = 0 must give the very same logits

@@ -58,11 +58,19 @@ def memory_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tens
     Returns:
         ``bool [R]``, on the host.
     """
-    if tolerance == 0.0 and host_loops(mem.device):  # a compiled loop, no rows copied
-        r_np, l_np = (i.numpy() if isinstance(i, Tensor) else i for i in (rt, lt))
+    if tolerance == 0.0 and mem.device.type == "cpu" and (
+            host_loops(mem.device) or len(rt) <= ONE_PASS_ROWS):
+        r_np, l_np = (i.numpy() if isinstance(i, Tensor) else np.asarray(i) for i in (rt, lt))
         table, at = ((recorded.table, recorded.ptr.numpy()[l_np])
                      if isinstance(recorded, SharedRows) else (recorded, l_np))
-        return _equal_rows(bits(mem).numpy(), r_np, bits(table).numpy(), at)
+        if host_loops(mem.device):  # a compiled loop, no rows copied
+            return _equal_rows(bits(mem).numpy(), r_np, bits(table).numpy(), at)
+        # few rows, no numba (a single call's search): NumPy's gather and comparison, the
+        # same booleans as torch's below at a tenth of its fixed cost (no index upload, no
+        # tensors made: about 0.9 ms of a 9 ms Wikipedia · TGN single call, profiled)
+        equal: npt.NDArray[np.bool_] = (bits(mem).numpy()[r_np]
+                                        == bits(table).numpy()[at]).all(axis=1)
+        return equal
     if not isinstance(rt, Tensor) or not isinstance(lt, Tensor):  # one upload for both
         rt, lt = torch.as_tensor(np.stack([np.asarray(rt), np.asarray(lt)]), device=mem.device)
 
