@@ -10,9 +10,9 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
-from cftgnn.replay.tgn import row_steps
+from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
-from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, unique_inverse
+from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, split_pairs, unique_inverse
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -72,7 +72,7 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
+def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
     rowmap = _rowmap(seed)
     num_p, num_c = rowmap.shape
     rng = np.random.default_rng(seed + 200)
@@ -94,6 +94,9 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
     recv = rng.integers(0, num_nodes, 12)
     differs = rng.random(10) < 0.6
     pp, jj, key = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    monkeypatch.setattr(rows_kernels, "FEW_REVIVED", 1)  # the first lists overflow: go on
+    again = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    assert all(np.array_equal(a, b) for a, b in zip((pp, jj, key), again, strict=True))
     want_rows = []
     for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
         for q in range(num_p):
@@ -152,6 +155,31 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
     monkeypatch.setattr(row_steps, "FEW_PAIRS", 3)  # the first lists overflow: run again
     again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
                         loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_pairs_are_the_held_or_removing_entries_with_a_key(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    rowmap = _rowmap(seed, 29, 8, 10)
+    num_p = rowmap.shape[0]
+    cols = np.sort(rng.choice(8, 5, replace=False))
+    rem = rng.random((num_p, 6)) < 0.2
+    last = rng.integers(0, 6, len(cols))
+    width = 1 + seed % 2  # one word of removals, or two
+    words = rng.integers(0, 2**63, (num_p, width), dtype=np.uint64) & np.uint64(0b1011)
+    masks = rng.integers(0, 2**63, (len(cols), width), dtype=np.uint64) & np.uint64(0b0110)
+    want = []
+    for j, c in enumerate(cols):  # column by column, sets ascending
+        for q in range(num_p):
+            key = words[q] & masks[j]
+            if (rowmap[q, c] >= 0 or rem[q, last[j]]) and key.any():
+                want.append((q, j, *key.tolist()))
+    got = split_pairs(rowmap, cols, rem, last, words, masks)
+    assert got[0].dtype == got[1].dtype == np.int64 and got[2].dtype == np.uint64
+    assert [(q, j, *k) for q, j, k in zip(*(a.tolist() for a in got), strict=True)] == want
+    monkeypatch.setattr(row_steps, "FEW_SPLIT", 2)  # the first lists overflow: go on
+    again = split_pairs(rowmap, cols, rem, last, words, masks)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 

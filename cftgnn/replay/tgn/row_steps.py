@@ -24,8 +24,13 @@ from cftgnn.replay.tgn.rows_kernels import (
 )
 
 IntArray = npt.NDArray[np.int64]
+Words = npt.NDArray[np.uint64]
 
-#: The pairs ``mixed_pairs``' compiled loop makes room for at first (more: it runs again).
+#: The pairs ``split_pairs``' compiled loop makes room for at first (more: as ``FEW_PAIRS``).
+FEW_SPLIT = 8192
+
+#: The pairs ``mixed_pairs``' compiled loop makes room for at first (more: it goes on with
+#: lists 16 times longer, from where it stopped).
 FEW_PAIRS = 256
 
 
@@ -75,25 +80,93 @@ def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pe
 
 
 @jit.compiled
+def _split_pairs(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
+                 rem: npt.NDArray[np.bool_], last: IntArray, words: Words, masks: Words,
+                 at: int, bound: int) -> tuple[IntArray, IntArray, Words, int]:
+    """``split_pairs`` in one pass over the columns from entry ``at`` (``j * num_p + p``),
+    each hit's key made and tested where it is read, up to ``bound`` pairs (the last value:
+    the entry to go on from, ``len(cols) * num_p`` when all were)."""
+    width = words.shape[1]
+    out_p = np.empty(bound, dtype=np.int64)
+    out_j = np.empty(bound, dtype=np.int64)
+    out_k = np.empty((bound, width), dtype=np.uint64)
+    m = 0
+    first = at // num_p
+    for j in range(first, len(cols)):
+        base = cols[j] * num_p
+        k = last[j]
+        for p in range(at - first * num_p if j == first else 0, num_p):
+            if view[base + p] < 0 and not rem[p, k]:
+                continue
+            some = False
+            for w in range(width):
+                some |= (words[p, w] & masks[j, w]) != 0
+            if not some:
+                continue
+            if m == bound:
+                return out_p, out_j, out_k, j * num_p + p
+            for w in range(width):
+                out_k[m, w] = words[p, w] & masks[j, w]
+            out_p[m], out_j[m] = p, j
+            m += 1
+    return out_p[:m].copy(), out_j[:m].copy(), out_k[:m].copy(), len(cols) * num_p
+
+
+def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[np.bool_],
+                last: IntArray, words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
+    """The (set, node) pairs ``RowTable.split`` (with pruning) gives the rows of their new
+    keys: the entries of ``rowmap[:, cols]`` that hold a row or whose set removes the
+    node's last event of the batch (``rem[:, last] [P, k]``), whose key (the set's removals
+    ``words [P, W]`` in the node's dependency set ``masks [k, W]``) is not empty.
+
+    Returns:
+        ``(pp, jj, key)``: each pair's set and index into ``cols``, ``int64``, and its key,
+        ``uint64 [Q, W]``, in the order of ``column_hits`` (column by column, sets
+        ascending).
+    """
+    if jit.ENABLED:  # one pass, the keys tested where they are read (few lists, as below)
+        args = (column_view(rowmap), rowmap.shape[0], _i64(cols), rem, _i64(last), words,
+                masks)
+        end = len(cols) * rowmap.shape[0]
+        bound = min(FEW_SPLIT, end)
+        *part, at = _split_pairs(*args, 0, bound)
+        parts = [part]
+        while at < end:
+            bound = min(16 * bound, end - at)
+            *part, at = _split_pairs(*args, at, bound)
+            parts.append(part)
+        if len(parts) == 1:
+            pp, jj, key = part
+            return pp, jj, key
+        pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return pp, jj, key
+    pp, jj, _ = column_hits(rowmap, cols, also=rem[:, last])
+    key = words[pp] & masks[jj]
+    nonempty = key.any(axis=1)
+    return pp[nonempty], jj[nonempty], key[nonempty]
+
+
+@jit.compiled
 def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
                  is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                  mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                  inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
-                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, bound: int
-                 ) -> tuple[IntArray, IntArray, IntArray, IntArray, bool]:
-    """``mixed_pairs`` in one pass over the columns: each hit's message (``_last_kept``, the
-    node's last event at once where no set removes it) and sender row (``_sender_rows``)
-    found where it is read; the pairs that move (few: most batches move none) are listed,
-    with their values, as they are found, up to ``bound`` of them (the last value: whether
+                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, at: int,
+                 bound: int) -> tuple[IntArray, IntArray, IntArray, IntArray, int]:
+    """``mixed_pairs`` in one pass over the columns from entry ``at`` (``j * num_p + p``):
+    each hit's message (``_last_kept``, the node's last event at once where no set removes
+    it) and sender row (``_sender_rows``) found where it is read; the pairs that move (few:
+    most batches move none) are listed, with their values, as they are found, up to
+    ``bound`` of them (the last value: the entry to go on from, ``len(cols) * num_p`` when
     all were)."""
     out_p = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     out_e = np.empty(bound, dtype=np.int64)
     out_s = np.empty(bound, dtype=np.int64)
     m = 0
-    for j in range(len(cols)):
+    for j in range(at // num_p, len(cols)):
         base = cols[j] * num_p
-        for p in range(num_p):
+        for p in range(at - j * num_p if j == at // num_p else 0, num_p):
             r = view[base + p]
             if r < 0 or not is_m[r]:
                 continue
@@ -114,10 +187,11 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
                 sender = -1 if c < 0 else view[c * num_p + p]
             if e != row_pend[r] or sender != mine[r]:
                 if m == bound:
-                    return out_p, out_r, out_e, out_s, False
+                    return out_p, out_r, out_e, out_s, j * num_p + p
                 out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
                 m += 1
-    return out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(), True
+    return (out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(),
+            len(cols) * num_p)
 
 
 def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
@@ -140,14 +214,24 @@ def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray
         ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
     """
     if jit.ENABLED:
-        # lists of a few pairs first (most batches move none), of every entry if they overflow:
-        # lists of every entry at once (megabytes a call) slowed the steps around this one
+        # lists of a few pairs first (most batches move none), 16 times longer at each
+        # overflow, the scan going on from where it stopped: lists of every entry at once
+        # (megabytes a call) slowed the steps around this one, and scanning again from the
+        # start cost a second pass
         args = (column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m, row_n,
                 row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
-        *out, done = _mixed_pairs(*args, min(FEW_PAIRS, len(cols) * rowmap.shape[0]))
-        if not done:
-            *out, done = _mixed_pairs(*args, len(cols) * rowmap.shape[0])
-        pp, rr, pend, sender = out
+        end = len(cols) * rowmap.shape[0]
+        bound = min(FEW_PAIRS, end)
+        *part, at = _mixed_pairs(*args, 0, bound)
+        if at == end:
+            pp, rr, pend, sender = part
+            return pp, rr, pend, sender
+        parts = [part]
+        while at < end:
+            bound = min(16 * bound, end - at)
+            *part, at = _mixed_pairs(*args, at, bound)
+            parts.append(part)
+        pp, rr, pend, sender = (np.concatenate(column) for column in zip(*parts, strict=True))
         return pp, rr, pend, sender
     pp, _, rr = column_hits(rowmap, cols, member=is_m)
     n = row_n[rr]
@@ -271,4 +355,5 @@ def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]
     return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
-__all__ = ["FEW_PAIRS", "merge_groups", "mixed_pairs", "new_pending", "unique_inverse"]
+__all__ = ["FEW_PAIRS", "FEW_SPLIT", "merge_groups", "mixed_pairs", "new_pending",
+           "split_pairs", "unique_inverse"]

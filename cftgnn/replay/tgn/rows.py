@@ -28,9 +28,14 @@ from cftgnn.replay.tgn.compare import (
     rows_equal,
 )
 from cftgnn.replay.tgn.record import SharedRows
-from cftgnn.replay.tgn.row_steps import merge_groups, mixed_pairs, new_pending, unique_inverse
+from cftgnn.replay.tgn.row_steps import (
+    merge_groups,
+    mixed_pairs,
+    new_pending,
+    split_pairs,
+    unique_inverse,
+)
 from cftgnn.replay.tgn.rows_kernels import (
-    column_hits,
     column_view,
     groups,
     lookup,
@@ -132,30 +137,37 @@ class RowTable:
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
         return lookup(self.rowmap, self.columns, p, n)
 
-    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
-            lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none); returns their
-        ids (``rowmap`` is left to the caller, which knows every set using them)."""
-        k = len(rep)
-        need = self.size + k
+    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
+            mem: Tensor | SharedRows | None, lu: npt.NDArray[np.float64],
+            at: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none) holding memory
+        ``mem [k, d]``, or with ``at`` the rows ``at`` of ``mem`` (``None``: of this table),
+        gathered straight into place; returns their ids (``rowmap`` is left to the caller,
+        which knows every set using them)."""
+        begin, need = self.size, self.size + len(rep)
         if need > len(self.pend):  # grow, copying only the rows in use
-            cap, used = max(need, 2 * len(self.pend)), self.size
+            cap = max(need, 2 * len(self.pend))
             grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
-            grown_mem[:used] = self.mem[:used]
+            grown_mem[:begin] = self.mem[:begin]
             self.mem = grown_mem
-            self.lu = np.resize(self.lu, cap)
-            self.pend = np.resize(self.pend, cap)
-            self.rep = np.resize(self.rep, cap)
-            self.n = np.resize(self.n, cap)
-            self.alive = np.resize(self.alive, cap)
-            self.mixed = np.resize(self.mixed, cap)
-        rows = np.arange(self.size, need, dtype=np.int64)
-        self.mem[self.size:need] = mem  # the new rows are consecutive: a slice, no upload
-        self.lu[rows] = lu
-        self.pend[rows] = -1
-        self.rep[rows], self.n[rows] = rep, n
-        self.alive[rows] = True
-        self.mixed[rows] = False
+            for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
+                setattr(self, name, np.resize(getattr(self, name), cap))
+        rows = np.arange(begin, need, dtype=np.int64)
+        out = self.mem[begin:need]  # the new rows are consecutive: a slice, no upload
+        if at is None:
+            assert mem is not None
+            out[:] = mem
+        else:  # one gather into place (no gathered copy to copy again)
+            index = torch.as_tensor(at, device=out.device)
+            if mem is None:  # this table's rows, all below the new ones
+                torch.index_select(self.mem[:begin], 0, index, out=out)
+            elif isinstance(mem, SharedRows):
+                torch.index_select(mem.table, 0, mem.ptr.index_select(0, index), out=out)
+            else:
+                torch.index_select(mem, 0, index, out=out)
+        self.lu[begin:need], self.pend[begin:need] = lu, -1
+        self.rep[begin:need], self.n[begin:need] = rep, n
+        self.alive[begin:need], self.mixed[begin:need] = True, False
         self.size = need
         return rows
 
@@ -190,13 +202,10 @@ class RowTable:
         kt = torch.as_tensor(keep, device=self.mem.device)
         cap = max(256, 2 * len(keep))
         mem = self.mem.new_empty(cap, self.mem.shape[1])
-        mem[:len(keep)] = self.mem[kt]
+        torch.index_select(self.mem, 0, kt, out=mem[:len(keep)])  # no gathered copy
         self.mem = mem
-        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
-            old = getattr(self, name)
-            new = np.empty(cap, dtype=old.dtype)
-            new[:len(keep)] = old[keep]
-            setattr(self, name, new)
+        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):  # the rows kept, then room
+            setattr(self, name, np.resize(getattr(self, name)[keep], cap))
         self.size = len(keep)
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
@@ -301,12 +310,8 @@ class RowTable:
             pp, jj = np.nonzero(sig.any(axis=2))
             sg = sig[pp, jj]  # [Q, W]
         else:  # only pairs holding a row, or removing the node's pending message, can need one
-            lk = loc[nodes]
-            last = rec.inc_k[rec.inc_end[lk] - 1]
-            pp, jj, _ = column_hits(self.rowmap, cols, also=rem[:, last])
-            sg = words[pp] & masks[jj]
-            nonempty = sg.any(axis=1)
-            pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
+            last = rec.inc_k[rec.inc_end[loc[nodes]] - 1]
+            pp, jj, sg = split_pairs(self.rowmap, cols, rem, last, words, masks)
         if len(pp) == 0:
             return
         # the keys of each node, by node, then key
@@ -326,18 +331,17 @@ class RowTable:
             last = rec.inc_k[rec.inc_end[lf] - 1]  # index of the node's last event of the batch
             fresh = fresh[~unperturbed | rem[g_p[fresh], last]]
         if len(fresh):
-            dev = self.mem.device
             old = g_old[fresh]
             copy = old >= 0
             lo_ = loc[g_n[fresh]]
             assert (lo_ >= 0).all(), "a node whose dependencies grow has an event in the batch"
-            mem, lu = rec.mem_post[torch.as_tensor(lo_, device=dev)], rec.lu_post[lo_]
-            if copy.any():
-                ci = np.flatnonzero(copy)
-                mem[torch.as_tensor(ci, device=dev)] = self.mem[torch.as_tensor(old[ci],
-                                                                                device=dev)]
-                lu[ci] = self.lu[old[ci]]
-            g_row[fresh] = self.add(g_p[fresh], g_n[fresh], mem, lu)
+            lu = rec.lu_post[lo_]
+            lu[copy] = self.lu[old[copy]]
+            g_row[fresh] = self.add(g_p[fresh], g_n[fresh], rec.mem_post, lu, at=lo_)
+            if copy.any():  # copies of rows held before: their memory over the recorded one
+                dev = self.mem.device
+                self.mem.index_copy_(0, torch.as_tensor(g_row[fresh[copy]], device=dev),
+                                     self.mem[torch.as_tensor(old[copy], device=dev)])
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
@@ -395,9 +399,7 @@ class RowTable:
         if not len(pp):
             return 0
         heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
-        dev = self.mem.device
-        new = self.add(pp[heads], self.n[rr[heads]],
-                       self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
+        new = self.add(pp[heads], self.n[rr[heads]], None, self.lu[rr[heads]], at=rr[heads])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
@@ -588,9 +590,7 @@ class RowTable:
             return
         heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
         lo_ = v[jj[heads]]
-        dev = self.mem.device
-        new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
-                       rec.lu_post[lo_])
+        new = self.add(pp[heads], n[jj[heads]], rec.mem_post, rec.lu_post[lo_], at=lo_)
         self.pend[new] = pend[jj[heads]]
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)

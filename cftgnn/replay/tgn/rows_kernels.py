@@ -42,6 +42,10 @@ from cftgnn.models.tgn import other_endpoint
 
 IntArray = npt.NDArray[np.int64]
 
+#: The pairs ``revive_pairs``' compiled loop makes room for at first (more: it goes on with
+#: lists 16 times longer, from where it stopped).
+FEW_REVIVED = 8192
+
 
 def column_view(rowmap: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
     """The flat view of a column-major row map ``[P, C]``: entry ``(p, c)`` at ``c * P + p``
@@ -173,38 +177,35 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 @jit.compiled
 def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
                  sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
-                 count: IntArray, by_sender: IntArray, n: IntArray
-                 ) -> tuple[IntArray, IntArray, IntArray]:
-    """``revive_pairs`` compiled: each sender's column scanned for rows of ``differs`` (the
-    hits of ``column_hits`` with ``member``, in its order, kept as their positions), then
-    each hit's receivers looked up. (Lists are allocated to their bounds, never grown in a
-    loop: a list reassigned in the loop costs numba reference counting at every step.)"""
-    hits = np.empty(len(sender_cols) * num_p, dtype=np.int64)
-    h = 0
-    bound = 0
-    for u in range(len(sender_cols)):
-        base = sender_cols[u] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0 and differs[r]:
-                hits[h] = u * num_p + p
-                h += 1
-                bound += count[u]
+                 count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
+                 ) -> tuple[IntArray, IntArray, IntArray, int]:
+    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + p``) of the senders'
+    columns: each sender's column scanned for rows of ``differs`` (the hits of
+    ``column_hits`` with ``member``, in its order) and each hit's receivers looked up
+    where it is found, up to ``bound`` pairs (the last value: the entry to go on from,
+    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold any one sender's
+    receivers). (Lists are allocated to a bound, never grown in a loop: a list reassigned
+    in the loop costs numba reference counting at every step.)"""
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     m = 0
-    for k in range(h):
-        u = hits[k] // num_p
-        p = hits[k] - u * num_p
-        r = view[sender_cols[u] * num_p + p]
-        for i in range(start[u], start[u] + count[u]):
-            j = by_sender[i]
-            c = columns[n[j]]  # _row_at, written out
-            if c < 0 or view[c * num_p + p] < 0:
-                out_p[m], out_j[m], out_r[m] = p, j, r
-                m += 1
-    return out_p[:m], out_j[:m], out_r[:m]
+    first = at // num_p
+    for u in range(first, len(sender_cols)):
+        base = sender_cols[u] * num_p
+        for p in range(at - first * num_p if u == first else 0, num_p):
+            r = view[base + p]
+            if r < 0 or not differs[r]:
+                continue
+            if m + count[u] > bound:
+                return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
+            for i in range(start[u], start[u] + count[u]):
+                j = by_sender[i]
+                c = columns[n[j]]  # _row_at, written out
+                if c < 0 or view[c * num_p + p] < 0:
+                    out_p[m], out_j[m], out_r[m] = p, j, r
+                    m += 1
+    return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
 
 
 def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
@@ -226,8 +227,23 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
     if jit.ENABLED:
-        return _revive_scan(column_view(rowmap), rowmap.shape[0], columns,
-                            _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
+        # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
+        # going on from where it stopped (lists of megabytes at once slow the steps around)
+        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(columns[senders]),
+                differs, start, count, by_sender, _i64(n))
+        end = len(senders) * rowmap.shape[0]
+        bound = max(FEW_REVIVED, int(count.max(initial=0)))
+        *part, at = _revive_scan(*args, 0, bound)
+        if at == end:
+            pp, jj, key = part
+            return pp, jj, key
+        parts = [part]
+        while at < end:
+            bound *= 16
+            *part, at = _revive_scan(*args, at, bound)
+            parts.append(part)
+        pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return pp, jj, key
     pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
     if not len(pp):
         return pp, uu, rr
