@@ -20,6 +20,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     last_kept,
     lookup,
     map_at,
+    move_rows,
     referenced,
     remap_columns,
     revive_pairs,
@@ -181,6 +182,16 @@ def test_split_pairs_are_the_held_or_removing_entries_with_a_key(seed, monkeypat
     monkeypatch.setattr(row_steps, "FEW_SPLIT", 2)  # the first lists overflow: go on
     again = split_pairs(rowmap, cols, rem, last, words, masks)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_move_rows_moves_the_rows_kept_down_in_place(seed):
+    rng = np.random.default_rng(seed)
+    mem = torch.randn(40, 5)
+    keep = np.sort(rng.choice(40, int(rng.integers(0, 41)), replace=False))
+    want, storage = mem[torch.as_tensor(keep)].clone(), mem.data_ptr()
+    move_rows(mem, keep)
+    assert torch.equal(mem[:len(keep)], want) and mem.data_ptr() == storage
 
 
 def _batch(rng: np.random.Generator, counts: tuple[int, ...]):

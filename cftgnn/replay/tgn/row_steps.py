@@ -129,21 +129,21 @@ def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[
                 masks)
         end = len(cols) * rowmap.shape[0]
         bound = min(FEW_SPLIT, end)
-        *part, at = _split_pairs(*args, 0, bound)
-        parts = [part]
+        pp, jj, key, at = _split_pairs(*args, 0, bound)
+        parts = [(pp, jj, key)]
         while at < end:
             bound = min(16 * bound, end - at)
-            *part, at = _split_pairs(*args, at, bound)
-            parts.append(part)
+            pp, jj, key, at = _split_pairs(*args, at, bound)
+            parts.append((pp, jj, key))
         if len(parts) == 1:
-            pp, jj, key = part
             return pp, jj, key
-        pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
-        return pp, jj, key
-    pp, jj, _ = column_hits(rowmap, cols, also=rem[:, last])
-    key = words[pp] & masks[jj]
-    nonempty = key.any(axis=1)
-    return pp[nonempty], jj[nonempty], key[nonempty]
+        return (np.concatenate([part[0] for part in parts]),
+                np.concatenate([part[1] for part in parts]),
+                np.concatenate([part[2] for part in parts]))
+    hp, hj, _ = column_hits(rowmap, cols, also=rem[:, last])
+    keys: Words = np.bitwise_and(words[hp], masks[hj])
+    nonempty = keys.any(axis=1)
+    return hp[nonempty], hj[nonempty], keys[nonempty]
 
 
 @jit.compiled

@@ -35,6 +35,7 @@ from cftgnn.replay.tgn.row_steps import (
     split_pairs,
     unique_inverse,
 )
+from cftgnn.replay.tgn.row_store import RowStore
 from cftgnn.replay.tgn.rows_kernels import (
     column_view,
     groups,
@@ -52,7 +53,7 @@ from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
 
 
-class RowTable:
+class RowTable(RowStore):
     """The perturbed state rows of a cone replay, each shared by the sets that agree on its
     node's past, and the operations of a batch on them.
 
@@ -113,6 +114,7 @@ class RowTable:
         alive: Whether a row is live (not retired), ``bool [capacity]``.
         mixed: Whether a row may hold sets of several keys, ``bool [capacity]``.
         size: Rows allocated (live or retired, until ``compact``).
+        capacity: Rows counted as held (``nbytes``; ``RowStore``).
     """
 
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
@@ -120,56 +122,12 @@ class RowTable:
         self.columns = columns
         # column-major: the steps read whole columns (every set's row of a few nodes)
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
-        cap = 256
-        self.mem = torch.empty(cap, dim, device=device)
-        self.lu = np.empty(cap, dtype=np.float64)
-        self.pend = np.full(cap, -1, dtype=np.int64)
-        self.rep = np.empty(cap, dtype=np.int64)
-        self.n = np.empty(cap, dtype=np.int64)
-        self.alive = np.zeros(cap, dtype=bool)
-        self.mixed = np.zeros(cap, dtype=bool)
-        self.size = 0
-        # bytes per allocated row (``nbytes``): its memory and the six per-row arrays
-        self._row_bytes = dim * self.mem.element_size() + 8 * 4 + 2
+        super().__init__(dim, device)
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
         return lookup(self.rowmap, self.columns, p, n)
-
-    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
-            mem: Tensor | SharedRows | None, lu: npt.NDArray[np.float64],
-            at: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
-        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none) holding memory
-        ``mem [k, d]``, or with ``at`` the rows ``at`` of ``mem`` (``None``: of this table),
-        gathered straight into place; returns their ids (``rowmap`` is left to the caller,
-        which knows every set using them)."""
-        begin, need = self.size, self.size + len(rep)
-        if need > len(self.pend):  # grow, copying only the rows in use
-            cap = max(need, 2 * len(self.pend))
-            grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
-            grown_mem[:begin] = self.mem[:begin]
-            self.mem = grown_mem
-            for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
-                setattr(self, name, np.resize(getattr(self, name), cap))
-        rows = np.arange(begin, need, dtype=np.int64)
-        out = self.mem[begin:need]  # the new rows are consecutive: a slice, no upload
-        if at is None:
-            assert mem is not None
-            out[:] = mem
-        else:  # one gather into place (no gathered copy to copy again)
-            index = torch.as_tensor(at, device=out.device)
-            if mem is None:  # this table's rows, all below the new ones
-                torch.index_select(self.mem[:begin], 0, index, out=out)
-            elif isinstance(mem, SharedRows):
-                torch.index_select(mem.table, 0, mem.ptr.index_select(0, index), out=out)
-            else:
-                torch.index_select(mem, 0, index, out=out)
-        self.lu[begin:need], self.pend[begin:need] = lu, -1
-        self.rep[begin:need], self.n[begin:need] = rep, n
-        self.alive[begin:need], self.mixed[begin:need] = True, False
-        self.size = need
-        return rows
 
     def drop(self, dead: npt.NDArray[np.int64]) -> None:
         """Retire rows ``dead``: every set using one reads the recorded state again."""
@@ -182,8 +140,8 @@ class RowTable:
         self.pend[dead] = -1
 
     def nbytes(self) -> int:
-        """Bytes held: the row map and every allocated row."""
-        return int(self.rowmap.nbytes) + len(self.pend) * self._row_bytes
+        """Bytes held: the row map and the rows' capacity (``RowStore.rows_nbytes``)."""
+        return int(self.rowmap.nbytes) + self.rows_nbytes()
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
@@ -199,14 +157,7 @@ class RowTable:
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
         remap_columns(self.rowmap, cols, new_id)
-        kt = torch.as_tensor(keep, device=self.mem.device)
-        cap = max(256, 2 * len(keep))
-        mem = self.mem.new_empty(cap, self.mem.shape[1])
-        torch.index_select(self.mem, 0, kt, out=mem[:len(keep)])  # no gathered copy
-        self.mem = mem
-        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):  # the rows kept, then room
-            setattr(self, name, np.resize(getattr(self, name)[keep], cap))
-        self.size = len(keep)
+        self.keep_only(keep, force)  # new buffers with force, else in place
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
                      recorded: Tensor, recorded_row: npt.NDArray[np.int64]

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import torch
+from torch import Tensor
 
 from cftgnn import jit
 from cftgnn.arrays import SMALL
@@ -430,10 +432,29 @@ def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
     column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
 
 
+@jit.compiled
+def _move_rows(rows: npt.NDArray[Any], keep: IntArray) -> None:
+    for i in range(len(keep)):
+        k = keep[i]
+        if k != i:
+            for c in range(rows.shape[1]):
+                rows[i, c] = rows[k, c]
+
+
+def move_rows(mem: Tensor, keep: IntArray) -> None:
+    """``mem[:len(keep)] = mem[keep]`` in place, for ``keep`` ascending with
+    ``keep[i] >= i`` (a compaction's rows kept: each row moves down over rows already
+    moved or dropped), without a gathered copy (on the CPU: a compiled loop)."""
+    if mem.device.type == "cpu" and jit.ENABLED:
+        _move_rows(mem.numpy(), _i64(keep))
+        return
+    mem[:len(keep)] = mem[torch.as_tensor(keep, device=mem.device)]
+
+
 def _i64(a: npt.NDArray[np.integer]) -> IntArray:
     """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
     return np.asarray(a, dtype=np.int64)
 
 
-__all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
+__all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at", "move_rows",
            "referenced", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
