@@ -62,7 +62,7 @@ class RowStore:
         if need > self.capacity:  # grow; the buffers too where they are shorter
             self.capacity = max(need, 2 * self.capacity)
             if self.capacity > len(self.pend):
-                self._hold(self.capacity, np.arange(begin))
+                self._hold(self.capacity)
         out = self.mem[begin:need]  # the new rows are consecutive: a slice, no upload
         if at is None:
             assert isinstance(mem, Tensor)
@@ -99,14 +99,19 @@ class RowStore:
                 row[:len(keep)] = row[keep]
         self.size = len(keep)
 
-    def _hold(self, cap: int, keep: npt.NDArray[np.int64]) -> None:
-        """New buffers of ``cap`` rows, the rows ``keep`` (ascending) copied to the first."""
+    def _hold(self, cap: int, keep: npt.NDArray[np.int64] | None = None) -> None:
+        """New buffers of ``cap`` rows, the rows ``keep`` (ascending; None: the ``size``
+        rows in use, one copy of a slice) copied to the first."""
         mem = self.mem.new_empty(cap, self.mem.shape[1])
-        torch.index_select(self.mem, 0, torch.as_tensor(keep, device=mem.device),
-                           out=mem[:len(keep)])  # one gather into place
+        if keep is None:
+            mem[:self.size] = self.mem[:self.size]
+        else:  # one gather into place
+            torch.index_select(self.mem, 0, torch.as_tensor(keep, device=mem.device),
+                               out=mem[:len(keep)])
         self.mem = mem
         for name in ("lu", "pend", "rep", "n", "alive", "mixed"):  # the rows kept, then room
-            setattr(self, name, np.resize(getattr(self, name)[keep], cap))
+            row = getattr(self, name)
+            setattr(self, name, np.resize(row[:self.size] if keep is None else row[keep], cap))
 
 
 __all__ = ["RowStore"]
