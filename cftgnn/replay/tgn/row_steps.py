@@ -164,26 +164,35 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
     out_e = np.empty(bound, dtype=np.int64)
     out_s = np.empty(bound, dtype=np.int64)
     m = 0
+    # what a hit reads that is the same for every set of its row, kept from the last hit
+    # (a column's sets of one row often come one after another): the row, its node and
+    # position, and whether its message is the node's last event whatever the set removes
+    # (``fixed``: then that event and its sender's column)
+    prev, node, pos, fixed, e_row, c_row = -1, 0, 0, False, -1, -1
     for j in range(at // num_p, len(cols)):
         base = cols[j] * num_p
         for p in range(at - j * num_p if j == at // num_p else 0, num_p):
             r = view[base + p]
             if r < 0 or not is_m[r]:
                 continue
-            node = row_n[r]
-            pos = loc[node]
-            last = inc_end[pos] - 1
-            e = -1
-            if not touched[inc_k[last]]:
-                e = events[inc_k[last]]
-            else:
-                for i in range(last, inc_start[pos] - 1, -1):
+            if r != prev:
+                prev, node = r, row_n[r]
+                pos = loc[node]
+                fixed = not touched[inc_k[inc_end[pos] - 1]]
+                if fixed:
+                    e_row = events[inc_k[inc_end[pos] - 1]]
+                    c_row = columns[dst[e_row] if src[e_row] == node else src[e_row]]
+            e, c = e_row, c_row
+            if not fixed:
+                e = -1
+                for i in range(inc_end[pos] - 1, inc_start[pos] - 1, -1):
                     if not rem[p, inc_k[i]]:
                         e = events[inc_k[i]]
                         break
+                if e >= 0:
+                    c = columns[dst[e] if src[e] == node else src[e]]
             sender = -2
             if e >= 0:  # _row_at, written out
-                c = columns[dst[e] if src[e] == node else src[e]]
                 sender = -1 if c < 0 else view[c * num_p + p]
             if e != row_pend[r] or sender != mine[r]:
                 if m == bound:
