@@ -289,7 +289,7 @@ def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
 def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``groups`` by an open-addressing hash table of the rows (linear probing), each row
     compared whole with its slot's group's first row: a collision costs a probe, never a
-    wrong group."""
+    wrong group; a row equal to the row before it is in that row's group at once."""
     m, k = key.shape
     cap = 2
     while cap < 2 * m:
@@ -300,6 +300,15 @@ def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     inverse = np.empty(m, dtype=np.int64)
     count = 0
     for i in range(m):
+        if i > 0:  # a row equal to the one before is in its group (no hashing: the steps'
+            same = True  # keys come in runs, sets of one key one after another)
+            for c in range(k):
+                if key[i - 1, c] != key[i, c]:
+                    same = False
+                    break
+            if same:
+                inverse[i] = inverse[i - 1]
+                continue
         h = np.uint64(0x9E3779B97F4A7C15)
         for c in range(k):  # a multiply-xorshift mix of the columns' bits
             h = (h ^ np.uint64(key[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
