@@ -343,8 +343,9 @@ class RowTable(RowStore):
         mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
         if touched is None:
             touched = np.asarray(rem.any(axis=0), dtype=bool)
+        cols = self.columns[node[m]]  # their columns, distinct and ascending (marked)
         pp, rr, pend, sender = mixed_pairs(
-            self.rowmap, self.columns, np.unique(self.columns[node[m]]), is_m, self.n,
+            self.rowmap, self.columns, np.flatnonzero(np.bincount(cols)), is_m, self.n,
             self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
             touched, src, dst)
         if not len(pp):
@@ -522,7 +523,8 @@ class RowTable(RowStore):
         # the receivers of the nodes holding such a row (binary search in the receivers by
         # sender, in the order of ``v``): those whose pending message one of them sends
         by_sender, at = receivers
-        nodes = unique(self.n[rows])
+        held = self.n[rows]  # their nodes, distinct and ascending (many: marked, not sorted)
+        nodes = unique(held) if len(held) <= SMALL else np.flatnonzero(np.bincount(held))
         lo = np.searchsorted(by_sender, nodes)
         hi = np.searchsorted(by_sender, nodes, side="right")
         if not (hi > lo).any():
