@@ -17,6 +17,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
     groups,
+    key_groups,
     last_kept,
     lookup,
     map_at,
@@ -257,6 +258,22 @@ def test_sorted_groups_are_the_runs_of_a_stable_lexsort(seed):
     want_group = np.empty(m, dtype=np.int64)
     want_group[order] = np.cumsum(head) - 1
     assert np.array_equal(heads, order[head]) and np.array_equal(group, want_group)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_key_groups_are_sorted_groups_in_the_order_of_the_columns(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(0, 400))
+    key = rng.integers(-3, 4, size=(m, 3)) * np.array([1, 2**62, 7])
+    key[:, 1] |= rng.integers(0, 2, m) << 63  # negative as int64, large as uint64
+    key = np.repeat(key, rng.integers(1, 4, m), axis=0)  # runs of equal rows
+    for unsigned_from in (None, 1):
+        columns = [key[:, c].view(np.uint64) if unsigned_from and c >= unsigned_from
+                   else key[:, c] for c in range(3)]
+        want = sorted_groups(key, tuple(columns[::-1]))
+        got = key_groups(key, unsigned_from)
+        assert all(g.dtype == np.int64 and np.array_equal(g, w)
+                   for g, w in zip(got, want, strict=True))
 
 
 def test_loops_compile_uncached_where_numba_finds_no_writable_cache():

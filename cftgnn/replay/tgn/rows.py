@@ -39,13 +39,13 @@ from cftgnn.replay.tgn.row_store import RowStore
 from cftgnn.replay.tgn.rows_kernels import (
     column_view,
     groups,
+    key_groups,
     lookup,
     map_at,
     referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
-    sorted_groups,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
@@ -266,7 +266,7 @@ class RowTable(RowStore):
         if len(pp) == 0:
             return
         # the keys of each node, by node, then key
-        heads, group = sorted_groups(np.column_stack([jj, sg.view(np.int64)]), (*sg.T[::-1], jj))
+        heads, group = key_groups(np.column_stack([jj, sg.view(np.int64)]), unsigned_from=1)
         g_p, g_n = pp[heads], nodes[jj[heads]]
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
@@ -350,7 +350,7 @@ class RowTable(RowStore):
             touched, src, dst)
         if not len(pp):
             return 0
-        heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
+        heads, group = key_groups(np.column_stack([rr, pend, sender]))
         new = self.add(pp[heads], self.n[rr[heads]], None, self.lu[rr[heads]], at=rr[heads])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
@@ -541,7 +541,7 @@ class RowTable(RowStore):
                                    n)
         if not len(pp):
             return
-        heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
+        heads, group = key_groups(np.column_stack([jj, key]))
         lo_ = v[jj[heads]]
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post, rec.lu_post[lo_], at=lo_)
         self.pend[new] = pend[jj[heads]]

@@ -386,6 +386,41 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
     return first[order], rank[inverse]
 
 
+@jit.compiled
+def _key_groups(key: npt.NDArray[np.int64], unsigned_from: int) -> tuple[IntArray, IntArray]:
+    first, inverse = _groups(key)
+    count = len(first)
+    order = np.arange(count)
+    values = np.empty(count, dtype=np.int64)
+    for c in range(key.shape[1] - 1, -1, -1):  # stable sorts, the last column's first
+        for i in range(count):
+            values[i] = key[first[order[i]], c]
+            if c >= unsigned_from:  # as uint64: the sign bit flipped keeps their order
+                values[i] ^= np.int64(-9223372036854775808)
+        order = order[np.argsort(values, kind="mergesort")]
+    rank = np.empty(count, dtype=np.int64)
+    for i in range(count):
+        rank[order[i]] = i
+    group = np.empty(len(inverse), dtype=np.int64)
+    for m in range(len(inverse)):
+        group[m] = rank[inverse[m]]
+    return first[order], group
+
+
+def key_groups(key: npt.NDArray[np.int64], unsigned_from: int | None = None
+               ) -> tuple[IntArray, IntArray]:
+    """``sorted_groups`` of the rows of ``key [M, k]`` in the order of their columns (the
+    first primary; those from ``unsigned_from`` on compared as ``uint64``): the steps'
+    groupings, each in one compiled call (hashing, then the groups' first rows sorted) where
+    there are more than a few rows, else ``sorted_groups`` itself (the same answer)."""
+    k = key.shape[1]
+    at = k if unsigned_from is None else unsigned_from
+    if jit.ENABLED and len(key) > SMALL:
+        return _key_groups(np.ascontiguousarray(key, dtype=np.int64), at)
+    columns = [key[:, c].view(np.uint64) if c >= at else key[:, c] for c in range(k)]
+    return sorted_groups(key, tuple(columns[::-1]))
+
+
 def _increasing(values: npt.NDArray[Any]) -> bool:
     """Whether ``values`` strictly increase (checked in Python for a few, else by NumPy)."""
     if len(values) <= SMALL:
@@ -465,5 +500,6 @@ def _i64(a: npt.NDArray[np.integer]) -> IntArray:
     return np.asarray(a, dtype=np.int64)
 
 
-__all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at", "move_rows",
-           "referenced", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
+__all__ = ["column_hits", "column_view", "groups", "key_groups", "last_kept", "lookup", "map_at",
+           "move_rows", "referenced", "remap_columns", "revive_pairs", "sender_rows",
+           "sorted_groups"]
