@@ -12,7 +12,13 @@ from cftgnn import jit
 from cftgnn.arrays import distinct_rows
 from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
-from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, split_pairs, unique_inverse
+from cftgnn.replay.tgn.row_steps import (
+    mixed_pairs,
+    new_pending,
+    revive_receivers,
+    split_pairs,
+    unique_inverse,
+)
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -28,6 +34,8 @@ from cftgnn.replay.tgn.rows_kernels import (
     sender_rows,
     sorted_groups,
 )
+from cftgnn.replay.tgn.trajectory import BatchRecord
+from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 
 
 @pytest.fixture(params=[True, False], ids=["numba", "numpy"], autouse=True)
@@ -193,6 +201,37 @@ def test_move_rows_moves_the_rows_kept_down_in_place(seed):
     want, storage = mem[torch.as_tensor(keep)].clone(), mem.data_ptr()
     move_rows(mem, keep)
     assert torch.equal(mem[:len(keep)], want) and mem.data_ptr() == storage
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_revive_receivers_are_the_receivers_of_the_senders_holding_a_differing_row(seed):
+    rng = np.random.default_rng(seed)
+    num_nodes, size = 12, 30
+    events = np.sort(rng.choice(300, 10, replace=False))
+    src, dst = np.zeros(300, dtype=np.int64), np.zeros(300, dtype=np.int64)
+    src[events], dst[events] = rng.integers(0, num_nodes, 10), rng.integers(0, num_nodes, 10)
+    nodes = np.unique(np.concatenate([src[events], dst[events], rng.integers(0, num_nodes, 3)]))
+    inc = [np.flatnonzero((src[events] == v) | (dst[events] == v)) for v in nodes]
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    empty = torch.zeros(len(nodes), 2)
+    rec = BatchRecord(events, nodes, empty, empty, np.zeros(len(nodes)),
+                      np.concatenate(inc).astype(np.int64), inc_end - [len(i) for i in inc],
+                      inc_end)
+    need = np.full(num_nodes, 10)
+    receivers = trajectory_receivers(rec, 0, need, np.arange(num_nodes), src, dst)
+    row_n = rng.integers(0, num_nodes, size + 5)  # a longer buffer than the rows in use
+    differs = np.append(rng.random(size) < 0.2 * (seed % 4), False)
+    got = revive_receivers(differs, row_n, num_nodes, receivers, rec, src, dst)
+    holding = set(row_n[:size][differs[:-1]].tolist())
+    pend = rec.recorded_pending()
+    o = np.where(src[np.maximum(pend, 0)] == nodes, dst[np.maximum(pend, 0)],
+                 src[np.maximum(pend, 0)])
+    v = np.array([j for j in receivers[1] if o[j] in holding], dtype=np.int64)
+    v.sort()
+    senders = np.unique(o[v])
+    want = (v, nodes[v], pend[v], senders, np.searchsorted(senders, o[v]))
+    assert all(g.dtype == np.int64 and np.array_equal(g, w)
+               for g, w in zip(got, want, strict=True))
 
 
 def _batch(rng: np.random.Generator, counts: tuple[int, ...]):

@@ -14,6 +14,8 @@ import numpy.typing as npt
 
 from cftgnn import jit
 from cftgnn.arrays import SMALL, unique
+from cftgnn.data.index import concat_ranges
+from cftgnn.models.tgn import other_endpoint
 from cftgnn.replay.tgn.rows_kernels import (
     _groups,
     _i64,
@@ -22,6 +24,7 @@ from cftgnn.replay.tgn.rows_kernels import (
     last_kept,
     sender_rows,
 )
+from cftgnn.replay.tgn.trajectory import BatchRecord
 
 IntArray = npt.NDArray[np.int64]
 Words = npt.NDArray[np.uint64]
@@ -330,6 +333,75 @@ def merge_groups(r: IntArray, row_n: IntArray, mem_bits: npt.NDArray[np.integer]
 
 
 @jit.compiled
+def _revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes: int,
+                      by_sender: IntArray, at: IntArray, rec_nodes: IntArray,
+                      events: IntArray, inc_k: IntArray, inc_start: IntArray,
+                      inc_end: IntArray, src: IntArray, dst: IntArray
+                      ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    held = np.zeros(num_nodes, dtype=np.bool_)  # the nodes of the rows that differ
+    for q in range(len(differs) - 1):
+        if differs[q]:
+            held[row_n[q]] = True
+    count = 0
+    for i in range(len(by_sender)):
+        count += held[by_sender[i]]
+    v = np.empty(count, dtype=np.int64)  # the receivers of those senders, ascending
+    count = 0
+    for i in range(len(by_sender)):
+        if held[by_sender[i]]:
+            v[count] = at[i]
+            count += 1
+    v.sort()
+    n = np.empty(count, dtype=np.int64)
+    pend = np.empty(count, dtype=np.int64)
+    o = np.empty(count, dtype=np.int64)
+    for i in range(count):  # BatchRecord.pending_at, then models.tgn.other_endpoint
+        n[i] = rec_nodes[v[i]]
+        end = inc_end[v[i]]
+        pend[i] = events[inc_k[end - 1]] if end > inc_start[v[i]] else -1
+        e = pend[i]
+        o[i] = dst[e] if src[e] == n[i] else src[e]
+    senders = np.unique(o)
+    return v, n, pend, senders, np.searchsorted(senders, o)
+
+
+def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes: int,
+                     receivers: tuple[IntArray, IntArray], rec: BatchRecord, src: IntArray,
+                     dst: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """``RowTable.revive``'s receivers: of the batch's receivers (``receivers``: their
+    senders ascending and positions ``v`` in ``rec.nodes``,
+    ``cftgnn.replay.tgn.trajectory.receivers``), those whose sender holds a row of
+    ``differs`` (``bool``, by row; the last entry stands for ``-1``; ``row_n`` the rows'
+    nodes, below ``num_nodes``).
+
+    Returns:
+        ``(v, n, pend, senders, of)``: the receivers' positions ``v`` (ascending), nodes and
+        recorded pending events, ``int64``, and their distinct senders (ascending) and each
+        receiver's among them; all empty where there are none.
+    """
+    if jit.ENABLED:  # in one compiled call, the nodes marked rather than sorted
+        return _revive_receivers(differs, row_n, num_nodes, receivers[0], receivers[1],
+                                 _i64(rec.nodes), rec.events, rec.inc_k, rec.inc_start,
+                                 rec.inc_end, src, dst)
+    none = np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(differs[:-1])
+    if not len(rows):
+        return none, none, none, none, none
+    by_sender, at = receivers
+    held = row_n[rows]  # their nodes, distinct and ascending (many: marked, not sorted)
+    nodes = unique(held) if len(held) <= SMALL else np.flatnonzero(np.bincount(held))
+    lo = np.searchsorted(by_sender, nodes)
+    hi = np.searchsorted(by_sender, nodes, side="right")
+    if not (hi > lo).any():
+        return none, none, none, none, none
+    v = np.sort(at[concat_ranges(lo, hi)])
+    n = rec.nodes[v]
+    pend = rec.pending_at(v)
+    senders, of = unique(other_endpoint(src, dst, pend, n), return_inverse=True)
+    return v, n, pend, senders, of.reshape(-1)
+
+
+@jit.compiled
 def _unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
     seen = np.zeros(hi - lo, dtype=np.int64)  # by value: 1 where present, then its rank + 1
     for v in key:
@@ -365,4 +437,4 @@ def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]
 
 
 __all__ = ["FEW_PAIRS", "FEW_SPLIT", "merge_groups", "mixed_pairs", "new_pending",
-           "split_pairs", "unique_inverse"]
+           "revive_receivers", "split_pairs", "unique_inverse"]

@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from cftgnn.arrays import SMALL, unique
-from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
@@ -32,6 +31,7 @@ from cftgnn.replay.tgn.row_steps import (
     merge_groups,
     mixed_pairs,
     new_pending,
+    revive_receivers,
     split_pairs,
     unique_inverse,
 )
@@ -517,24 +517,11 @@ class RowTable(RowStore):
         size = self.size
         differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
         differs[:size] = self.alive[:size] & checked & ~mem_eq
-        rows = np.flatnonzero(differs[:size])
-        if not len(rows):
+        # the receivers of the nodes holding such a row, their pending messages and senders
+        v, n, pend, senders, of = revive_receivers(differs, self.n, len(self.columns),
+                                                   receivers, rec, src, dst)
+        if not len(v):
             return
-        # the receivers of the nodes holding such a row (binary search in the receivers by
-        # sender, in the order of ``v``): those whose pending message one of them sends
-        by_sender, at = receivers
-        held = self.n[rows]  # their nodes, distinct and ascending (many: marked, not sorted)
-        nodes = unique(held) if len(held) <= SMALL else np.flatnonzero(np.bincount(held))
-        lo = np.searchsorted(by_sender, nodes)
-        hi = np.searchsorted(by_sender, nodes, side="right")
-        if not (hi > lo).any():
-            return
-        v = np.sort(at[concat_ranges(lo, hi)])
-        n = rec.nodes[v]
-        pend = rec.pending_at(v)
-        o = other_endpoint(src, dst, pend, n)
-        # the sets under which each sender differs, then the receivers of each such sender
-        senders, of = unique(o, return_inverse=True)
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
         pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
