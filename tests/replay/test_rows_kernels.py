@@ -14,6 +14,7 @@ from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
 from cftgnn.replay.tgn.row_steps import (
     mixed_pairs,
+    mixed_rows,
     new_pending,
     revive_receivers,
     split_pairs,
@@ -232,6 +233,32 @@ def test_revive_receivers_are_the_receivers_of_the_senders_holding_a_differing_r
     want = (v, nodes[v], pend[v], senders, np.searchsorted(senders, o[v]))
     assert all(g.dtype == np.int64 and np.array_equal(g, w)
                for g, w in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mixed_rows_are_the_live_read_mixed_rows_with_a_new_message(seed):
+    rng = np.random.default_rng(seed)
+    num_p, num_c, num_nodes, size = 9, 6, 10, 25
+    rowmap = _rowmap(seed, num_p, num_c, size)
+    columns = np.full(num_nodes, -1, dtype=np.int64)
+    columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
+    row_n = np.flatnonzero(columns >= 0)[rng.integers(0, num_c, size + 4)]
+    mixed, alive = rng.random(size + 4) < 0.6, rng.random(size + 4) < 0.8
+    read = rng.random(num_nodes) < 0.8
+    loc = np.where(rng.random(num_nodes) < 0.8, rng.permutation(num_nodes), -1)
+    inc_start = rng.integers(0, 3, num_nodes)
+    inc_end = inc_start + rng.integers(0, 2, num_nodes)  # some without an event
+    rep = rng.integers(0, num_p, size + 4)
+    src, dst = rng.integers(0, num_nodes, 40), rng.integers(0, num_nodes, 40)
+    row_pend = rng.integers(-1, 40, size + 4)
+    is_m, mine, cols = mixed_rows(rowmap, columns, mixed, alive, row_n, size, read, loc,
+                                  inc_start, inc_end, rep, row_pend, src, dst)
+    want = [q for q in range(size) if mixed[q] and alive[q] and read[row_n[q]]
+            and loc[row_n[q]] >= 0 and inc_end[loc[row_n[q]]] > inc_start[loc[row_n[q]]]]
+    assert np.flatnonzero(is_m).tolist() == want and len(is_m) == size + 1
+    assert np.array_equal(mine[want], sender_rows(rowmap, columns, rep[want], row_pend[want],
+                                                  row_n[want], src, dst))
+    assert cols.dtype == np.int64 and cols.tolist() == sorted(set(columns[row_n[want]]))
 
 
 def _batch(rng: np.random.Generator, counts: tuple[int, ...]):

@@ -206,6 +206,68 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
             len(cols) * num_p)
 
 
+@jit.compiled
+def _mixed_rows(mixed: npt.NDArray[np.bool_], alive: npt.NDArray[np.bool_], row_n: IntArray,
+                size: int, read: npt.NDArray[np.bool_], loc: IntArray, inc_start: IntArray,
+                inc_end: IntArray, rep: IntArray, row_pend: IntArray,
+                view: npt.NDArray[np.int32], num_p: int, num_columns: int, columns: IntArray,
+                src: IntArray, dst: IntArray
+                ) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
+    is_m = np.zeros(size + 1, dtype=np.bool_)
+    mine = np.empty(size, dtype=np.int64)
+    held = np.zeros(num_columns, dtype=np.bool_)  # by column
+    count = 0
+    for q in range(size):
+        node = row_n[q]
+        if not (mixed[q] and alive[q] and read[node]) or loc[node] < 0:
+            continue
+        if inc_end[loc[node]] <= inc_start[loc[node]]:
+            continue
+        is_m[q] = True
+        e = row_pend[q]  # sender_rows, written out
+        mine[q] = -2
+        if e >= 0:
+            c = columns[dst[e] if src[e] == node else src[e]]
+            mine[q] = -1 if c < 0 else view[c * num_p + rep[q]]
+        count += not held[columns[node]]
+        held[columns[node]] = True
+    cols = np.empty(count, dtype=np.int64)
+    count = 0
+    for c in range(len(held)):
+        if held[c]:
+            cols[count] = c
+            count += 1
+    return is_m, mine, cols
+
+
+def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDArray[np.bool_],
+               alive: npt.NDArray[np.bool_], row_n: IntArray, size: int,
+               read: npt.NDArray[np.bool_], loc: IntArray, inc_start: IntArray,
+               inc_end: IntArray, rep: IntArray, row_pend: IntArray, src: IntArray,
+               dst: IntArray) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
+    """The rows ``RowTable.split_mixed`` splits (``mixed_pairs``' ``is_m``): the live mixed
+    rows ``q < size`` whose node's later state is read (``read``, by node) and has a new
+    message in the batch (position ``loc``, incidences ``inc_start:inc_end``); each such
+    row's own sender row (``mine``, as ``sender_rows`` gives it for its representative
+    ``rep`` and pending event ``row_pend``; other entries unset), and their nodes'
+    columns, distinct and ascending (empty where there is no such row).
+    """
+    if jit.ENABLED:  # one compiled pass over the rows
+        return _mixed_rows(mixed, alive, row_n, size, read, loc, inc_start, inc_end, rep,
+                           row_pend, column_view(rowmap), rowmap.shape[0], rowmap.shape[1],
+                           columns, src, dst)
+    node = row_n[:size]
+    m = np.flatnonzero(mixed[:size] & alive[:size] & read[node] & (loc[node] >= 0))
+    lk = loc[node[m]]
+    m = m[inc_end[lk] > inc_start[lk]]  # a new message in this batch
+    is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
+    is_m[m] = True
+    mine = np.empty(size, dtype=np.int64)
+    mine[m] = sender_rows(rowmap, columns, rep[m], row_pend[m], row_n[m], src, dst)
+    cols = columns[node[m]]  # their columns, distinct and ascending (marked)
+    return is_m, mine, np.flatnonzero(np.bincount(cols))
+
+
 def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
                 is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
@@ -436,5 +498,5 @@ def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]
     return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
-__all__ = ["FEW_PAIRS", "FEW_SPLIT", "merge_groups", "mixed_pairs", "new_pending",
-           "revive_receivers", "split_pairs", "unique_inverse"]
+__all__ = ["FEW_PAIRS", "FEW_SPLIT", "merge_groups", "mixed_pairs", "mixed_rows",
+           "new_pending", "revive_receivers", "split_pairs", "unique_inverse"]

@@ -30,6 +30,7 @@ from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     merge_groups,
     mixed_pairs,
+    mixed_rows,
     new_pending,
     revive_receivers,
     split_pairs,
@@ -325,29 +326,20 @@ class RowTable(RowStore):
         removes, or more (``rem.any(axis=0)`` when not given); a set's message is the node's
         last event at once where that is not touched.
         """
-        size = self.size
-        node = self.n[:size]
-        m = np.flatnonzero(self.mixed[:size] & self.alive[:size] & read[node] & (loc[node] >= 0))
-        if not len(m):
+        # the rows to split, each one's own sender row, and their columns
+        is_m, mine, cols = mixed_rows(self.rowmap, self.columns, self.mixed, self.alive, self.n,
+                                      self.size, read, loc, rec.inc_start, rec.inc_end,
+                                      self.rep, self.pend, src, dst)
+        if not len(cols):
             return 0
-        lk = loc[node[m]]
-        m = m[rec.inc_end[lk] > rec.inc_start[lk]]  # a new message in this batch
-        if not len(m):
-            return 0
-        is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
-        is_m[m] = True
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
         # the row keeps the message new_pending gave it (its representative set's); of every
         # (set, row) pair of the mixed rows, those whose message (the last event the set
         # keeps) or its sender's row differs from that move to rows of their own
-        mine = np.empty(size, dtype=np.int64)
-        mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
-        if touched is None:
-            touched = np.asarray(rem.any(axis=0), dtype=bool)
-        cols = self.columns[node[m]]  # their columns, distinct and ascending (marked)
         pp, rr, pend, sender = mixed_pairs(
-            self.rowmap, self.columns, np.flatnonzero(np.bincount(cols)), is_m, self.n,
-            self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
-            touched, src, dst)
+            self.rowmap, self.columns, cols, is_m, self.n, self.pend, mine, loc, rec.events,
+            rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
         if not len(pp):
             return 0
         heads, group = key_groups(np.column_stack([rr, pend, sender]))
