@@ -12,9 +12,10 @@ row, a receiver) and breaks ties by a stable sort, so within a group the order i
 both, and the result is the same bit for bit; ``np.flatnonzero`` with a division is several
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
-The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``,
-``remap_columns``, ``referenced``) are loops compiled by numba (``cftgnn.jit``), each with a
-NumPy twin that runs where numba is absent (``jit.ENABLED``) and gives the same integers;
+The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``, ``key_groups``,
+``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba
+(``cftgnn.jit``), each with a NumPy twin that runs where numba is absent (``jit.ENABLED``)
+and gives the same integers;
 ``cftgnn.replay.tgn.row_steps`` holds the loops of whole steps built on them.
 ``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
 ``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
@@ -24,8 +25,9 @@ the order of ``column_hits``. Two things made such a loop 2-4x slower than
 function with arrays in its innermost loop (numba counts the arrays' references at every
 call, even inlined), and a list grown inside the loop (the same, at every step); so the
 lookup is written out there and the lists are allocated to their bounds, or to a few
-entries first (``row_steps.mixed_pairs``: lists of megabytes a call slowed the steps
-around it).
+entries first (``row_steps.mixed_pairs``, ``row_steps.split_pairs``, ``revive_pairs``: lists
+of megabytes a call slowed the steps around it), a loop that fills them going on from where
+it stopped, with longer lists, rather than scanning again.
 """
 
 from __future__ import annotations
