@@ -20,6 +20,7 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.replay.batched import batched_logits
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.tgn import TGNReplayOptions
+from cftgnn.replay.tgn import rows as rows_module
 from cftgnn.replay.tgn.compare import probe_columns
 from cftgnn.replay.tgn.cone import cone_replay
 from cftgnn.replay.tgn.rows import RowTable
@@ -120,8 +121,11 @@ def test_merge_proves_rows_equal_on_every_coordinate_not_only_the_probed_ones():
     assert rows.alive[:4].tolist() == [True, False, True, True]
 
 
+@pytest.mark.parametrize("force", [True, False], ids=["new buffers", "in place"])
 @pytest.mark.parametrize("seed", range(6))
-def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed):
+def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed, force,
+                                                                            monkeypatch):
+    monkeypatch.setattr(rows_module, "_COMPACT_MIN_ROWS", 0)  # a compaction of a few rows
     rng = np.random.default_rng(seed)
     num_p, dim = 9, 3
     columns = np.array([0, -1, 1, 2, -1, 3, 4, 5])  # two nodes without a column
@@ -137,7 +141,7 @@ def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed
         users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
         if len(users):
             rows.rep[r] = users[0]
-    rows.drop(rng.choice(rows.size, 6, replace=False))  # retired: their sets read -1 again
+    rows.drop(rng.choice(rows.size, 12, replace=False))  # retired: their sets read -1 again
     rows.check()
     mem, lu, n_, rep_ = (rows.mem.clone(), rows.lu.copy(), rows.n.copy(), rows.rep.copy())
     before = rows.rowmap.copy()
@@ -149,9 +153,15 @@ def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed
     new_id = np.full(size, -1, dtype=np.int32)
     new_id[keep] = np.arange(len(keep), dtype=np.int32)
     want = np.where(before >= 0, new_id[np.maximum(before, 0)], -1)
-    rows.compact(force=True)
+    buffers, storage = len(rows.pend), rows.mem.data_ptr()
+    rows.compact(force=force)
     rows.check()
     assert rows.size == len(keep) and np.array_equal(rows.rowmap, want)
+    # the capacity counted is twice the rows kept either way (what the budget reads); new
+    # buffers of it with force, else the same buffers, the rows moved down in them
+    assert rows.capacity == 256 and rows.nbytes() == rows.rowmap.nbytes + 256 * (4 * dim + 34)
+    assert (len(rows.pend), rows.mem.shape[0]) == ((256, 256) if force else (buffers, buffers))
+    assert (rows.mem.data_ptr() == storage) is not force
     assert rows.rowmap.flags.f_contiguous
     assert torch.equal(rows.mem[:len(keep)], mem[keep])
     assert np.array_equal(rows.lu[:len(keep)], lu[keep])

@@ -10,22 +10,33 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
-from cftgnn.replay.tgn import row_steps
+from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
-from cftgnn.replay.tgn.row_steps import mixed_pairs, new_pending, unique_inverse
+from cftgnn.replay.tgn.row_steps import (
+    mixed_pairs,
+    mixed_rows,
+    new_pending,
+    revive_receivers,
+    split_pairs,
+    unique_inverse,
+)
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
     groups,
+    key_groups,
     last_kept,
     lookup,
     map_at,
+    move_rows,
     referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
     sorted_groups,
 )
+from cftgnn.replay.tgn.trajectory import BatchRecord
+from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 
 
 @pytest.fixture(params=[True, False], ids=["numba", "numpy"], autouse=True)
@@ -72,7 +83,7 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
+def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
     rowmap = _rowmap(seed)
     num_p, num_c = rowmap.shape
     rng = np.random.default_rng(seed + 200)
@@ -94,6 +105,9 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed):
     recv = rng.integers(0, num_nodes, 12)
     differs = rng.random(10) < 0.6
     pp, jj, key = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    monkeypatch.setattr(rows_kernels, "FEW_REVIVED", 1)  # the first lists overflow: go on
+    again = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    assert all(np.array_equal(a, b) for a, b in zip((pp, jj, key), again, strict=True))
     want_rows = []
     for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
         for q in range(num_p):
@@ -155,6 +169,98 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_split_pairs_are_the_held_or_removing_entries_with_a_key(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    rowmap = _rowmap(seed, 29, 8, 10)
+    num_p = rowmap.shape[0]
+    cols = np.sort(rng.choice(8, 5, replace=False))
+    rem = rng.random((num_p, 6)) < 0.2
+    last = rng.integers(0, 6, len(cols))
+    width = 1 + seed % 2  # one word of removals, or two
+    words = rng.integers(0, 2**63, (num_p, width), dtype=np.uint64) & np.uint64(0b1011)
+    masks = rng.integers(0, 2**63, (len(cols), width), dtype=np.uint64) & np.uint64(0b0110)
+    want = []
+    for j, c in enumerate(cols):  # column by column, sets ascending
+        for q in range(num_p):
+            key = words[q] & masks[j]
+            if (rowmap[q, c] >= 0 or rem[q, last[j]]) and key.any():
+                want.append((q, j, *key.tolist()))
+    got = split_pairs(rowmap, cols, rem, last, words, masks)
+    assert got[0].dtype == got[1].dtype == np.int64 and got[2].dtype == np.uint64
+    assert [(q, j, *k) for q, j, k in zip(*(a.tolist() for a in got), strict=True)] == want
+    monkeypatch.setattr(row_steps, "FEW_SPLIT", 2)  # the first lists overflow: go on
+    again = split_pairs(rowmap, cols, rem, last, words, masks)
+    assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_move_rows_moves_the_rows_kept_down_in_place(seed):
+    rng = np.random.default_rng(seed)
+    mem = torch.randn(40, 5)
+    keep = np.sort(rng.choice(40, int(rng.integers(0, 41)), replace=False))
+    want, storage = mem[torch.as_tensor(keep)].clone(), mem.data_ptr()
+    move_rows(mem, keep)
+    assert torch.equal(mem[:len(keep)], want) and mem.data_ptr() == storage
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_revive_receivers_are_the_receivers_of_the_senders_holding_a_differing_row(seed):
+    rng = np.random.default_rng(seed)
+    num_nodes, size = 12, 30
+    events = np.sort(rng.choice(300, 10, replace=False))
+    src, dst = np.zeros(300, dtype=np.int64), np.zeros(300, dtype=np.int64)
+    src[events], dst[events] = rng.integers(0, num_nodes, 10), rng.integers(0, num_nodes, 10)
+    nodes = np.unique(np.concatenate([src[events], dst[events], rng.integers(0, num_nodes, 3)]))
+    inc = [np.flatnonzero((src[events] == v) | (dst[events] == v)) for v in nodes]
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    empty = torch.zeros(len(nodes), 2)
+    rec = BatchRecord(events, nodes, empty, empty, np.zeros(len(nodes)),
+                      np.concatenate(inc).astype(np.int64), inc_end - [len(i) for i in inc],
+                      inc_end)
+    need = np.full(num_nodes, 10)
+    receivers = trajectory_receivers(rec, 0, need, np.arange(num_nodes), src, dst)
+    row_n = rng.integers(0, num_nodes, size + 5)  # a longer buffer than the rows in use
+    differs = np.append(rng.random(size) < 0.2 * (seed % 4), False)
+    got = revive_receivers(differs, row_n, num_nodes, receivers, rec, src, dst)
+    holding = set(row_n[:size][differs[:-1]].tolist())
+    pend = rec.recorded_pending()
+    o = np.where(src[np.maximum(pend, 0)] == nodes, dst[np.maximum(pend, 0)],
+                 src[np.maximum(pend, 0)])
+    v = np.array([j for j in receivers[1] if o[j] in holding], dtype=np.int64)
+    v.sort()
+    senders = np.unique(o[v])
+    want = (v, nodes[v], pend[v], senders, np.searchsorted(senders, o[v]))
+    assert all(g.dtype == np.int64 and np.array_equal(g, w)
+               for g, w in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mixed_rows_are_the_live_read_mixed_rows_with_a_new_message(seed):
+    rng = np.random.default_rng(seed)
+    num_p, num_c, num_nodes, size = 9, 6, 10, 25
+    rowmap = _rowmap(seed, num_p, num_c, size)
+    columns = np.full(num_nodes, -1, dtype=np.int64)
+    columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
+    row_n = np.flatnonzero(columns >= 0)[rng.integers(0, num_c, size + 4)]
+    mixed, alive = rng.random(size + 4) < 0.6, rng.random(size + 4) < 0.8
+    read = rng.random(num_nodes) < 0.8
+    loc = np.where(rng.random(num_nodes) < 0.8, rng.permutation(num_nodes), -1)
+    inc_start = rng.integers(0, 3, num_nodes)
+    inc_end = inc_start + rng.integers(0, 2, num_nodes)  # some without an event
+    rep = rng.integers(0, num_p, size + 4)
+    src, dst = rng.integers(0, num_nodes, 40), rng.integers(0, num_nodes, 40)
+    row_pend = rng.integers(-1, 40, size + 4)
+    is_m, mine, cols = mixed_rows(rowmap, columns, mixed, alive, row_n, size, read, loc,
+                                  inc_start, inc_end, rep, row_pend, src, dst)
+    want = [q for q in range(size) if mixed[q] and alive[q] and read[row_n[q]]
+            and loc[row_n[q]] >= 0 and inc_end[loc[row_n[q]]] > inc_start[loc[row_n[q]]]]
+    assert np.flatnonzero(is_m).tolist() == want and len(is_m) == size + 1
+    assert np.array_equal(mine[want], sender_rows(rowmap, columns, rep[want], row_pend[want],
+                                                  row_n[want], src, dst))
+    assert cols.dtype == np.int64 and cols.tolist() == sorted(set(columns[row_n[want]]))
+
+
 def _batch(rng: np.random.Generator, counts: tuple[int, ...]):
     """A batch of 12 events: ``(events, inc_k, inc_start, inc_end, rem)``, node ``v``'s
     events ``inc_k[inc_start[v]:inc_end[v]]`` (``counts[v]`` of them), 6 sets' removals."""
@@ -193,6 +299,7 @@ def test_column_view_refuses_a_row_major_map():
 def test_groups_partition_rows_as_distinct_rows_with_the_same_first_rows(seed):
     rng = np.random.default_rng(seed)
     key = rng.integers(-2, 3, size=(60, 4)) * np.array([1, 10**12, -(2**40), 1])
+    key = np.repeat(key, rng.integers(1, 4, len(key)), axis=0)  # runs of equal rows
     first, inverse = groups(key)
     want_first, want_inverse = distinct_rows(key)
     assert np.array_equal(first[inverse], want_first[want_inverse])  # same first row per row
@@ -217,6 +324,22 @@ def test_sorted_groups_are_the_runs_of_a_stable_lexsort(seed):
     want_group = np.empty(m, dtype=np.int64)
     want_group[order] = np.cumsum(head) - 1
     assert np.array_equal(heads, order[head]) and np.array_equal(group, want_group)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_key_groups_are_sorted_groups_in_the_order_of_the_columns(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(0, 400))
+    key = rng.integers(-3, 4, size=(m, 3)) * np.array([1, 2**62, 7])
+    key[:, 1] |= rng.integers(0, 2, m) << 63  # negative as int64, large as uint64
+    key = np.repeat(key, rng.integers(1, 4, m), axis=0)  # runs of equal rows
+    for unsigned_from in (None, 1):
+        columns = [key[:, c].view(np.uint64) if unsigned_from and c >= unsigned_from
+                   else key[:, c] for c in range(3)]
+        want = sorted_groups(key, tuple(columns[::-1]))
+        got = key_groups(key, unsigned_from)
+        assert all(g.dtype == np.int64 and np.array_equal(g, w)
+                   for g, w in zip(got, want, strict=True))
 
 
 def test_loops_compile_uncached_where_numba_finds_no_writable_cache():

@@ -213,6 +213,7 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
     first = int(sets.events[0])
     removing = _removing(traj, sets.events)
     loc = np.full(num_nodes, -1, dtype=np.int64)
+    nothing = np.zeros(0, dtype=bool)  # the removals of batches no set removes from
     settled: _Settled | None = None  # the live rows, while only quiet batches pass
     counts = ConeStats(calls=1, sets=sets.num_sets)
     clock = counts if stats is not None else None  # where the memory updates' time goes
@@ -250,9 +251,13 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
             made = rows.size
             if removes:  # [P, K], and which of the batch's events some set removes [K]
                 rem, touched = sets.columns(rec.events), _removed(sets.events, rec.events)
-            else:  # no set removes an event of the batch: none (the same arrays, cheaper)
-                rem = np.zeros((sets.num_sets, len(rec.events)), dtype=bool)
-                touched = np.zeros(len(rec.events), dtype=bool)
+            else:  # no set removes an event of the batch: none (the same arrays, cheaper:
+                # the first entries of one all-false buffer of the call, which no step writes)
+                if len(nothing) < sets.num_sets * len(rec.events):
+                    nothing = np.zeros(2 * sets.num_sets * len(rec.events), dtype=bool)
+                rem = nothing[:sets.num_sets * len(rec.events)].reshape(sets.num_sets,
+                                                                       len(rec.events))
+                touched = nothing[:len(rec.events)]
             rows.split(rec, loc, words, dn, dm, rem if prune else None)
             counts.rows_made += rows.size - made
             read = deps.need > x
@@ -276,6 +281,7 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
             loc[rec.nodes] = -1
             if dep is not None:
                 rows.check(words, dep, prune)
+                assert not nothing.any(), "a step wrote to the removals of a batch"
         out = _final_inputs(model, rows, traj, deps, src, dst, clock)
     if stats is not None:
         read = (deps.columns >= 0) & (deps.need >= len(traj.batches))

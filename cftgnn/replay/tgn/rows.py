@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from cftgnn.arrays import SMALL, unique
-from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
@@ -28,18 +27,26 @@ from cftgnn.replay.tgn.compare import (
     rows_equal,
 )
 from cftgnn.replay.tgn.record import SharedRows
-from cftgnn.replay.tgn.row_steps import merge_groups, mixed_pairs, new_pending, unique_inverse
+from cftgnn.replay.tgn.row_steps import (
+    merge_groups,
+    mixed_pairs,
+    mixed_rows,
+    new_pending,
+    revive_receivers,
+    split_pairs,
+    unique_inverse,
+)
+from cftgnn.replay.tgn.row_store import RowStore
 from cftgnn.replay.tgn.rows_kernels import (
-    column_hits,
     column_view,
     groups,
+    key_groups,
     lookup,
     map_at,
     referenced,
     remap_columns,
     revive_pairs,
     sender_rows,
-    sorted_groups,
 )
 from cftgnn.replay.tgn.trajectory import BatchRecord, Words
 from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
@@ -47,7 +54,7 @@ from cftgnn.replay.tgn.trajectory import receivers as trajectory_receivers
 _COMPACT_MIN_ROWS = 4096  # fewer rows are never worth a compaction pass
 
 
-class RowTable:
+class RowTable(RowStore):
     """The perturbed state rows of a cone replay, each shared by the sets that agree on its
     node's past, and the operations of a batch on them.
 
@@ -108,6 +115,7 @@ class RowTable:
         alive: Whether a row is live (not retired), ``bool [capacity]``.
         mixed: Whether a row may hold sets of several keys, ``bool [capacity]``.
         size: Rows allocated (live or retired, until ``compact``).
+        capacity: Rows counted as held (``nbytes``; ``RowStore``).
     """
 
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
@@ -115,49 +123,12 @@ class RowTable:
         self.columns = columns
         # column-major: the steps read whole columns (every set's row of a few nodes)
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
-        cap = 256
-        self.mem = torch.empty(cap, dim, device=device)
-        self.lu = np.empty(cap, dtype=np.float64)
-        self.pend = np.full(cap, -1, dtype=np.int64)
-        self.rep = np.empty(cap, dtype=np.int64)
-        self.n = np.empty(cap, dtype=np.int64)
-        self.alive = np.zeros(cap, dtype=bool)
-        self.mixed = np.zeros(cap, dtype=bool)
-        self.size = 0
-        # bytes per allocated row (``nbytes``): its memory and the six per-row arrays
-        self._row_bytes = dim * self.mem.element_size() + 8 * 4 + 2
+        super().__init__(dim, device)
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
         return lookup(self.rowmap, self.columns, p, n)
-
-    def add(self, rep: npt.NDArray[np.int64], n: npt.NDArray[np.int64], mem: Tensor,
-            lu: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        """Allocate rows of nodes ``n`` used by sets ``rep`` (pending none); returns their
-        ids (``rowmap`` is left to the caller, which knows every set using them)."""
-        k = len(rep)
-        need = self.size + k
-        if need > len(self.pend):  # grow, copying only the rows in use
-            cap, used = max(need, 2 * len(self.pend)), self.size
-            grown_mem = self.mem.new_empty(cap, self.mem.shape[1])
-            grown_mem[:used] = self.mem[:used]
-            self.mem = grown_mem
-            self.lu = np.resize(self.lu, cap)
-            self.pend = np.resize(self.pend, cap)
-            self.rep = np.resize(self.rep, cap)
-            self.n = np.resize(self.n, cap)
-            self.alive = np.resize(self.alive, cap)
-            self.mixed = np.resize(self.mixed, cap)
-        rows = np.arange(self.size, need, dtype=np.int64)
-        self.mem[self.size:need] = mem  # the new rows are consecutive: a slice, no upload
-        self.lu[rows] = lu
-        self.pend[rows] = -1
-        self.rep[rows], self.n[rows] = rep, n
-        self.alive[rows] = True
-        self.mixed[rows] = False
-        self.size = need
-        return rows
 
     def drop(self, dead: npt.NDArray[np.int64]) -> None:
         """Retire rows ``dead``: every set using one reads the recorded state again."""
@@ -170,8 +141,8 @@ class RowTable:
         self.pend[dead] = -1
 
     def nbytes(self) -> int:
-        """Bytes held: the row map and every allocated row."""
-        return int(self.rowmap.nbytes) + len(self.pend) * self._row_bytes
+        """Bytes held: the row map and the rows' capacity (``RowStore.rows_nbytes``)."""
+        return int(self.rowmap.nbytes) + self.rows_nbytes()
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
@@ -187,17 +158,7 @@ class RowTable:
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
         remap_columns(self.rowmap, cols, new_id)
-        kt = torch.as_tensor(keep, device=self.mem.device)
-        cap = max(256, 2 * len(keep))
-        mem = self.mem.new_empty(cap, self.mem.shape[1])
-        mem[:len(keep)] = self.mem[kt]
-        self.mem = mem
-        for name in ("lu", "pend", "rep", "n", "alive", "mixed"):
-            old = getattr(self, name)
-            new = np.empty(cap, dtype=old.dtype)
-            new[:len(keep)] = old[keep]
-            setattr(self, name, new)
-        self.size = len(keep)
+        self.keep_only(keep, force)  # new buffers with force, else in place
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
                      recorded: Tensor, recorded_row: npt.NDArray[np.int64]
@@ -301,16 +262,12 @@ class RowTable:
             pp, jj = np.nonzero(sig.any(axis=2))
             sg = sig[pp, jj]  # [Q, W]
         else:  # only pairs holding a row, or removing the node's pending message, can need one
-            lk = loc[nodes]
-            last = rec.inc_k[rec.inc_end[lk] - 1]
-            pp, jj, _ = column_hits(self.rowmap, cols, also=rem[:, last])
-            sg = words[pp] & masks[jj]
-            nonempty = sg.any(axis=1)
-            pp, jj, sg = pp[nonempty], jj[nonempty], sg[nonempty]
+            last = rec.inc_k[rec.inc_end[loc[nodes]] - 1]
+            pp, jj, sg = split_pairs(self.rowmap, cols, rem, last, words, masks)
         if len(pp) == 0:
             return
         # the keys of each node, by node, then key
-        heads, group = sorted_groups(np.column_stack([jj, sg.view(np.int64)]), (*sg.T[::-1], jj))
+        heads, group = key_groups(np.column_stack([jj, sg.view(np.int64)]), unsigned_from=1)
         g_p, g_n = pp[heads], nodes[jj[heads]]
         g_old = self.lookup(g_p, g_n)
         g_row = np.full(len(heads), -1, dtype=np.int64)
@@ -326,18 +283,17 @@ class RowTable:
             last = rec.inc_k[rec.inc_end[lf] - 1]  # index of the node's last event of the batch
             fresh = fresh[~unperturbed | rem[g_p[fresh], last]]
         if len(fresh):
-            dev = self.mem.device
             old = g_old[fresh]
             copy = old >= 0
             lo_ = loc[g_n[fresh]]
             assert (lo_ >= 0).all(), "a node whose dependencies grow has an event in the batch"
-            mem, lu = rec.mem_post[torch.as_tensor(lo_, device=dev)], rec.lu_post[lo_]
-            if copy.any():
-                ci = np.flatnonzero(copy)
-                mem[torch.as_tensor(ci, device=dev)] = self.mem[torch.as_tensor(old[ci],
-                                                                                device=dev)]
-                lu[ci] = self.lu[old[ci]]
-            g_row[fresh] = self.add(g_p[fresh], g_n[fresh], mem, lu)
+            lu = rec.lu_post[lo_]
+            lu[copy] = self.lu[old[copy]]
+            g_row[fresh] = self.add(g_p[fresh], g_n[fresh], rec.mem_post, lu, at=lo_)
+            if copy.any():  # copies of rows held before: their memory over the recorded one
+                dev = self.mem.device
+                self.mem.index_copy_(0, torch.as_tensor(g_row[fresh[copy]], device=dev),
+                                     self.mem[torch.as_tensor(old[copy], device=dev)])
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
@@ -370,34 +326,24 @@ class RowTable:
         removes, or more (``rem.any(axis=0)`` when not given); a set's message is the node's
         last event at once where that is not touched.
         """
-        size = self.size
-        node = self.n[:size]
-        m = np.flatnonzero(self.mixed[:size] & self.alive[:size] & read[node] & (loc[node] >= 0))
-        if not len(m):
+        # the rows to split, each one's own sender row, and their columns
+        is_m, mine, cols = mixed_rows(self.rowmap, self.columns, self.mixed, self.alive, self.n,
+                                      self.size, read, loc, rec.inc_start, rec.inc_end,
+                                      self.rep, self.pend, src, dst)
+        if not len(cols):
             return 0
-        lk = loc[node[m]]
-        m = m[rec.inc_end[lk] > rec.inc_start[lk]]  # a new message in this batch
-        if not len(m):
-            return 0
-        is_m = np.zeros(size + 1, dtype=bool)  # the last entry stands for -1 (no row)
-        is_m[m] = True
+        if touched is None:
+            touched = np.asarray(rem.any(axis=0), dtype=bool)
         # the row keeps the message new_pending gave it (its representative set's); of every
         # (set, row) pair of the mixed rows, those whose message (the last event the set
         # keeps) or its sender's row differs from that move to rows of their own
-        mine = np.empty(size, dtype=np.int64)
-        mine[m] = self.sender_rows(self.rep[m], self.pend[m], self.n[m], src, dst)
-        if touched is None:
-            touched = np.asarray(rem.any(axis=0), dtype=bool)
         pp, rr, pend, sender = mixed_pairs(
-            self.rowmap, self.columns, np.unique(self.columns[node[m]]), is_m, self.n,
-            self.pend, mine, loc, rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem,
-            touched, src, dst)
+            self.rowmap, self.columns, cols, is_m, self.n, self.pend, mine, loc, rec.events,
+            rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
         if not len(pp):
             return 0
-        heads, group = sorted_groups(np.column_stack([rr, pend, sender]), (sender, pend, rr))
-        dev = self.mem.device
-        new = self.add(pp[heads], self.n[rr[heads]],
-                       self.mem[torch.as_tensor(rr[heads], device=dev)], self.lu[rr[heads]])
+        heads, group = key_groups(np.column_stack([rr, pend, sender]))
+        new = self.add(pp[heads], self.n[rr[heads]], None, self.lu[rr[heads]], at=rr[heads])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
@@ -563,34 +509,20 @@ class RowTable:
         size = self.size
         differs = np.zeros(size + 1, dtype=bool)  # index -1 (no row) reads the last entry
         differs[:size] = self.alive[:size] & checked & ~mem_eq
-        rows = np.flatnonzero(differs[:size])
-        if not len(rows):
+        # the receivers of the nodes holding such a row, their pending messages and senders
+        v, n, pend, senders, of = revive_receivers(differs, self.n, len(self.columns),
+                                                   receivers, rec, src, dst)
+        if not len(v):
             return
-        # the receivers of the nodes holding such a row (binary search in the receivers by
-        # sender, in the order of ``v``): those whose pending message one of them sends
-        by_sender, at = receivers
-        nodes = unique(self.n[rows])
-        lo = np.searchsorted(by_sender, nodes)
-        hi = np.searchsorted(by_sender, nodes, side="right")
-        if not (hi > lo).any():
-            return
-        v = np.sort(at[concat_ranges(lo, hi)])
-        n = rec.nodes[v]
-        pend = rec.pending_at(v)
-        o = other_endpoint(src, dst, pend, n)
-        # the sets under which each sender differs, then the receivers of each such sender
-        senders, of = unique(o, return_inverse=True)
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
         pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
                                    n)
         if not len(pp):
             return
-        heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
+        heads, group = key_groups(np.column_stack([jj, key]))
         lo_ = v[jj[heads]]
-        dev = self.mem.device
-        new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_, device=dev)],
-                       rec.lu_post[lo_])
+        new = self.add(pp[heads], n[jj[heads]], rec.mem_post, rec.lu_post[lo_], at=lo_)
         self.pend[new] = pend[jj[heads]]
         column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)

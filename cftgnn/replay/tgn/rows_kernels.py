@@ -12,9 +12,10 @@ row, a receiver) and breaks ties by a stable sort, so within a group the order i
 both, and the result is the same bit for bit; ``np.flatnonzero`` with a division is several
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
-The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``,
-``remap_columns``, ``referenced``) are loops compiled by numba (``cftgnn.jit``), each with a
-NumPy twin that runs where numba is absent (``jit.ENABLED``) and gives the same integers;
+The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``, ``key_groups``,
+``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba
+(``cftgnn.jit``), each with a NumPy twin that runs where numba is absent (``jit.ENABLED``)
+and gives the same integers;
 ``cftgnn.replay.tgn.row_steps`` holds the loops of whole steps built on them.
 ``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
 ``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
@@ -24,8 +25,9 @@ the order of ``column_hits``. Two things made such a loop 2-4x slower than
 function with arrays in its innermost loop (numba counts the arrays' references at every
 call, even inlined), and a list grown inside the loop (the same, at every step); so the
 lookup is written out there and the lists are allocated to their bounds, or to a few
-entries first (``row_steps.mixed_pairs``: lists of megabytes a call slowed the steps
-around it).
+entries first (``row_steps.mixed_pairs``, ``row_steps.split_pairs``, ``revive_pairs``: lists
+of megabytes a call slowed the steps around it), a loop that fills them going on from where
+it stopped, with longer lists, rather than scanning again.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import torch
+from torch import Tensor
 
 from cftgnn import jit
 from cftgnn.arrays import SMALL
@@ -41,6 +45,10 @@ from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
 
 IntArray = npt.NDArray[np.int64]
+
+#: The pairs ``revive_pairs``' compiled loop makes room for at first (more: it goes on with
+#: lists 16 times longer, from where it stopped).
+FEW_REVIVED = 8192
 
 
 def column_view(rowmap: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
@@ -173,38 +181,35 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 @jit.compiled
 def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
                  sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
-                 count: IntArray, by_sender: IntArray, n: IntArray
-                 ) -> tuple[IntArray, IntArray, IntArray]:
-    """``revive_pairs`` compiled: each sender's column scanned for rows of ``differs`` (the
-    hits of ``column_hits`` with ``member``, in its order, kept as their positions), then
-    each hit's receivers looked up. (Lists are allocated to their bounds, never grown in a
-    loop: a list reassigned in the loop costs numba reference counting at every step.)"""
-    hits = np.empty(len(sender_cols) * num_p, dtype=np.int64)
-    h = 0
-    bound = 0
-    for u in range(len(sender_cols)):
-        base = sender_cols[u] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0 and differs[r]:
-                hits[h] = u * num_p + p
-                h += 1
-                bound += count[u]
+                 count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
+                 ) -> tuple[IntArray, IntArray, IntArray, int]:
+    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + p``) of the senders'
+    columns: each sender's column scanned for rows of ``differs`` (the hits of
+    ``column_hits`` with ``member``, in its order) and each hit's receivers looked up
+    where it is found, up to ``bound`` pairs (the last value: the entry to go on from,
+    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold any one sender's
+    receivers). (Lists are allocated to a bound, never grown in a loop: a list reassigned
+    in the loop costs numba reference counting at every step.)"""
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
     m = 0
-    for k in range(h):
-        u = hits[k] // num_p
-        p = hits[k] - u * num_p
-        r = view[sender_cols[u] * num_p + p]
-        for i in range(start[u], start[u] + count[u]):
-            j = by_sender[i]
-            c = columns[n[j]]  # _row_at, written out
-            if c < 0 or view[c * num_p + p] < 0:
-                out_p[m], out_j[m], out_r[m] = p, j, r
-                m += 1
-    return out_p[:m], out_j[:m], out_r[:m]
+    first = at // num_p
+    for u in range(first, len(sender_cols)):
+        base = sender_cols[u] * num_p
+        for p in range(at - first * num_p if u == first else 0, num_p):
+            r = view[base + p]
+            if r < 0 or not differs[r]:
+                continue
+            if m + count[u] > bound:
+                return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
+            for i in range(start[u], start[u] + count[u]):
+                j = by_sender[i]
+                c = columns[n[j]]  # _row_at, written out
+                if c < 0 or view[c * num_p + p] < 0:
+                    out_p[m], out_j[m], out_r[m] = p, j, r
+                    m += 1
+    return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
 
 
 def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
@@ -226,8 +231,23 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
     if jit.ENABLED:
-        return _revive_scan(column_view(rowmap), rowmap.shape[0], columns,
-                            _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
+        # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
+        # going on from where it stopped (lists of megabytes at once slow the steps around)
+        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(columns[senders]),
+                differs, start, count, by_sender, _i64(n))
+        end = len(senders) * rowmap.shape[0]
+        bound = max(FEW_REVIVED, int(count.max(initial=0)))
+        *part, at = _revive_scan(*args, 0, bound)
+        if at == end:
+            pp, jj, key = part
+            return pp, jj, key
+        parts = [part]
+        while at < end:
+            bound *= 16
+            *part, at = _revive_scan(*args, at, bound)
+            parts.append(part)
+        pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return pp, jj, key
     pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
     if not len(pp):
         return pp, uu, rr
@@ -271,7 +291,7 @@ def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
 def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``groups`` by an open-addressing hash table of the rows (linear probing), each row
     compared whole with its slot's group's first row: a collision costs a probe, never a
-    wrong group."""
+    wrong group; a row equal to the row before it is in that row's group at once."""
     m, k = key.shape
     cap = 2
     while cap < 2 * m:
@@ -282,6 +302,15 @@ def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     inverse = np.empty(m, dtype=np.int64)
     count = 0
     for i in range(m):
+        if i > 0:  # a row equal to the one before is in its group (no hashing: the steps'
+            same = True  # keys come in runs, sets of one key one after another)
+            for c in range(k):
+                if key[i - 1, c] != key[i, c]:
+                    same = False
+                    break
+            if same:
+                inverse[i] = inverse[i - 1]
+                continue
         h = np.uint64(0x9E3779B97F4A7C15)
         for c in range(k):  # a multiply-xorshift mix of the columns' bits
             h = (h ^ np.uint64(key[i, c])) * np.uint64(0xBF58476D1CE4E5B9)
@@ -359,6 +388,41 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
     return first[order], rank[inverse]
 
 
+@jit.compiled
+def _key_groups(key: npt.NDArray[np.int64], unsigned_from: int) -> tuple[IntArray, IntArray]:
+    first, inverse = _groups(key)
+    count = len(first)
+    order = np.arange(count)
+    values = np.empty(count, dtype=np.int64)
+    for c in range(key.shape[1] - 1, -1, -1):  # stable sorts, the last column's first
+        for i in range(count):
+            values[i] = key[first[order[i]], c]
+            if c >= unsigned_from:  # as uint64: the sign bit flipped keeps their order
+                values[i] ^= np.int64(-9223372036854775808)
+        order = order[np.argsort(values, kind="mergesort")]
+    rank = np.empty(count, dtype=np.int64)
+    for i in range(count):
+        rank[order[i]] = i
+    group = np.empty(len(inverse), dtype=np.int64)
+    for m in range(len(inverse)):
+        group[m] = rank[inverse[m]]
+    return first[order], group
+
+
+def key_groups(key: npt.NDArray[np.int64], unsigned_from: int | None = None
+               ) -> tuple[IntArray, IntArray]:
+    """``sorted_groups`` of the rows of ``key [M, k]`` in the order of their columns (the
+    first primary; those from ``unsigned_from`` on compared as ``uint64``): the steps'
+    groupings, each in one compiled call (hashing, then the groups' first rows sorted) where
+    there are more than a few rows, else ``sorted_groups`` itself (the same answer)."""
+    k = key.shape[1]
+    at = k if unsigned_from is None else unsigned_from
+    if jit.ENABLED and len(key) > SMALL:
+        return _key_groups(np.ascontiguousarray(key, dtype=np.int64), at)
+    columns = [key[:, c].view(np.uint64) if c >= at else key[:, c] for c in range(k)]
+    return sorted_groups(key, tuple(columns[::-1]))
+
+
 def _increasing(values: npt.NDArray[Any]) -> bool:
     """Whether ``values`` strictly increase (checked in Python for a few, else by NumPy)."""
     if len(values) <= SMALL:
@@ -414,10 +478,30 @@ def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
     column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
 
 
+@jit.compiled
+def _move_rows(rows: npt.NDArray[Any], keep: IntArray) -> None:
+    for i in range(len(keep)):
+        k = keep[i]
+        if k != i:
+            for c in range(rows.shape[1]):
+                rows[i, c] = rows[k, c]
+
+
+def move_rows(mem: Tensor, keep: IntArray) -> None:
+    """``mem[:len(keep)] = mem[keep]`` in place, for ``keep`` ascending with
+    ``keep[i] >= i`` (a compaction's rows kept: each row moves down over rows already
+    moved or dropped), without a gathered copy (on the CPU: a compiled loop)."""
+    if mem.device.type == "cpu" and jit.ENABLED:
+        _move_rows(mem.numpy(), _i64(keep))
+        return
+    mem[:len(keep)] = mem[torch.as_tensor(keep, device=mem.device)]
+
+
 def _i64(a: npt.NDArray[np.integer]) -> IntArray:
     """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
     return np.asarray(a, dtype=np.int64)
 
 
-__all__ = ["column_hits", "column_view", "groups", "last_kept", "lookup", "map_at",
-           "referenced", "remap_columns", "revive_pairs", "sender_rows", "sorted_groups"]
+__all__ = ["column_hits", "column_view", "groups", "key_groups", "last_kept", "lookup", "map_at",
+           "move_rows", "referenced", "remap_columns", "revive_pairs", "sender_rows",
+           "sorted_groups"]
