@@ -69,6 +69,9 @@ except ConfigError as problem:  # raised by ``start``, not by an import
 #: Whether the compiled loops run (numba is installed and ``CFTGNN_JIT`` is not off); tests
 #: set it false to run the twins.
 ENABLED = _SWITCH and importlib.util.find_spec("numba") is not None
+#: ``ENABLED`` as it was at import: whether ``compiled`` hands its loops to numba, whatever
+#: ``for_sets`` or a test makes of ``ENABLED`` while a module is being imported.
+_AVAILABLE = ENABLED
 
 #: A cone replay of fewer sets runs the twins while numba has not started in the process
 #: (``for_sets``): measured on 10 Wikipedia · TGN events (docs/benchmarks.md), the compiled
@@ -112,10 +115,13 @@ def compiled(f: F) -> F:
     """``f``, compiled by numba (``nopython``, cached on disk, releasing the GIL) when it is
     first called, or ``f`` unchanged without numba (then its callers run their twins, see
     the module docstring)."""
-    if not ENABLED:
+    if not _AVAILABLE:
         return f
-    lazy = _Lazy(f)
-    _lazy.append(lazy)
+    with _lock:
+        if _numba is not None:  # a module imported after numba's start: compiled now
+            return _njit(_numba, f)  # type: ignore[return-value]
+        lazy = _Lazy(f)
+        _lazy.append(lazy)
     return lazy  # type: ignore[return-value]
 
 

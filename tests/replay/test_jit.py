@@ -151,3 +151,21 @@ def test_a_mistyped_jit_switch_is_one_error_line_before_any_work(
         "error: environment variable CFTGNN_JIT must be one of 1, true, yes, on, 0, false, "
         "no, off, got 'of'"]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_a_module_imported_after_numbas_start_gets_compiled_loops():
+    """A module of compiled loops first imported once numba has started used to keep its
+    lazy wrappers (found by a helper): its loops would have run as plain Python. Also while
+    a small replay runs the twins (``for_sets`` sets ``ENABLED`` false): the loops are still
+    handed to numba."""
+    code = ("from cftgnn import jit; jit.start(); "
+            "from cftgnn.replay.tgn import rows_kernels as rk; "
+            "print(type(rk._groups).__name__)")
+    assert _python(code) == ["CPUDispatcher"]
+    code = ("from cftgnn import jit\n"
+            "with jit.for_sets(1):\n"
+            "    from cftgnn.replay.tgn import rows_kernels as rk\n"
+            "print(type(rk._groups).__name__)\n"
+            "jit.start(); print(type(rk._groups).__name__)")
+    assert _python(code) == ["_Lazy", "CPUDispatcher"]
