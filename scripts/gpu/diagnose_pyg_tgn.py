@@ -43,8 +43,7 @@ def variant(name: str) -> Iterator[None]:
     if name != "wrapper":
         pyg_tgn._as_on_the_cpu = lambda device: contextlib.nullcontext()  # type: ignore
     if name in ("stable-sort", "both"):
-        torch.Tensor.sort = lambda self, *a, **k: torch.sort(  # type: ignore[method-assign]
-            self, *a, **{**k, "stable": True})
+        torch.Tensor.sort = pyg_tgn._stable_sort  # type: ignore[method-assign,assignment]
     torch.use_deterministic_algorithms(name in ("deterministic", "both"), warn_only=True)
     try:
         yield
