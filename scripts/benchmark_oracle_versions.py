@@ -378,12 +378,23 @@ def main() -> None:
     for tree in (args.a, args.b):
         if not (tree / "cftgnn" / "__init__.py").is_file():
             parser.error(f"{tree} holds no cftgnn package")
+    # this checkout's helpers (the parent runs neither tree's code), whichever cftgnn is
+    # installed, or none: checked before the run, not found missing after it
+    sys.path.insert(0, str(HERE.parents[1]))
+    from cftgnn.errors import ConfigError
+    from cftgnn.files import atomic_write, check_can_write
+
+    try:
+        if args.out is not None:
+            check_can_write(args.out, "--out", file=True)
+        if args.profile is not None:
+            check_can_write(args.profile, "--profile")
+    except ConfigError as exc:
+        parser.error(str(exc))
     res = run(args)
     text = json.dumps(res, indent=2)
     print(text)
     if args.out is not None:
-        from cftgnn.files import atomic_write  # this checkout's: the parent runs no tree's code
-
         atomic_write(args.out, (text + "\n").encode())
 
 

@@ -67,3 +67,28 @@ def test_a_bad_device_of_the_gpu_benchmark_is_refused_at_the_start(devices: str,
     assert "hydra" in imported  # the import log was read
     assert "torch_geometric" not in imported and "cftgnn.benchmarks.gpu" not in imported
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--out", "{file}/result.json"],
+     "error: --out '{file}/result.json' cannot be written ({file} is not a folder); choose a "
+     "writable file"),
+    (["--out", "{tmp}"], "error: --out '{tmp}' cannot be written (it is a folder; name a file); "
+                         "choose a writable file"),
+    (["--profile", "{file}/prof"],
+     "error: --profile '{file}/prof' cannot be written ({file} is not a folder); choose a "
+     "writable folder"),
+])
+def test_the_versions_benchmark_checks_its_outputs_before_it_runs(
+        args: list[str], message: str, tmp_path: Path) -> None:
+    """``benchmark_oracle_versions.py`` (not a Hydra script) refuses an output it could not
+    write before it starts a worker (it used to find out after the whole run)."""
+    file = tmp_path / "a_file"
+    file.write_text("")
+    fill = {"file": str(file), "tmp": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_oracle_versions.py"),
+                           str(ROOT), str(ROOT), *[a.format(**fill) for a in args]],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [message.format(**fill)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing written
