@@ -29,6 +29,8 @@ from cftgnn.models.layers import LinkDecoder, TemporalAttentionEmbedding, make_t
 from cftgnn.models.state import State
 
 _GRU_CHUNK = 1024  # rows per GRU step: its [chunk, 6d] intermediates stay in cache
+#: Rows per product of the other endpoints' memories on the CPU (``_linear_in_chunks``).
+_PRODUCT_CHUNK = 1024
 
 
 def other_endpoint(src: Any, dst: Any, ev: Any, node: Any) -> Any:
@@ -50,6 +52,30 @@ def _in_order(index: IntArray, rows: int) -> bool:
     if rows <= SMALL:  # few: in Python (several times cheaper than a NumPy call)
         return bool(index.tolist() == list(range(rows)))
     return bool(np.array_equal(index, np.arange(rows)))
+
+
+def _linear_in_chunks(x: Tensor, weight: Tensor) -> Tensor:
+    """``F.linear(x, weight)`` (no bias), ``[R, out]``; on the CPU, for more than
+    ``_PRODUCT_CHUNK`` rows, computed in nearly equal chunks of at most that many rows
+    written into one result, so that each product's output stays in cache (the far-back
+    tail's updates have tens of thousands of other endpoints; issue 44).
+
+    Bit for bit ``F.linear``'s: a row's product does not depend on the rows computed beside
+    it, except in a product of 1 to 3 rows (MKL's small-matrix path; measured on this
+    project's machine), which chunks of more than ``_PRODUCT_CHUNK / 2`` rows never are
+    (a fixed chunk size would leave such a remainder; ``tests/replay/test_cone_small_paths.py``
+    compares the bits).
+    """
+    rows = len(x)
+    if rows <= _PRODUCT_CHUNK or x.device.type != "cpu":
+        return F.linear(x, weight)
+    parts = -(-rows // _PRODUCT_CHUNK)
+    size = -(-rows // parts)
+    out = x.new_empty((rows, weight.shape[0]))
+    wt = weight.t()
+    for lo in range(0, rows, size):
+        torch.mm(x[lo:lo + size], wt, out=out[lo:lo + size])
+    return out
 
 
 def last_message_per_node(src: Tensor, dst: Tensor, events: Tensor,
@@ -137,6 +163,7 @@ class TGN(TemporalModel):
                            self.msg_time_enc(dt))  # [M, 2d + F + T]
         return self.gru(msg, mem_self), t
 
+    @torch.no_grad()
     def message_update_shared(self, ev: IntArray, mem_self: Tensor,
                               lu_self: npt.NDArray[np.float64], mem_other: Tensor,
                               other_of: IntArray) -> Tensor:
@@ -148,7 +175,9 @@ class TGN(TemporalModel):
         projected once per distinct row of ``mem_other`` and the edge features and time
         encoding once per distinct ``(event, last update)``, so that only the row's own memory
         (and the hidden projection) is multiplied per row. The gates are the GRU cell's
-        (``r, z, n`` as in ``torch.nn.GRUCell``), evaluated in cache-sized chunks.
+        (``r, z, n`` as in ``torch.nn.GRUCell``), evaluated in cache-sized chunks, their
+        intermediates updated in place: an inference path, without gradients (training and
+        the gradient-based explainers go through ``message_update``).
 
         Args:
             ev: Pending event of each row, ``int64 [M]``.
@@ -168,7 +197,7 @@ class TGN(TemporalModel):
         if self._feat.shape[1]:  # edge features first (none: the encoding as it is)
             rest = torch.cat([self._feat[torch.as_tensor(ev[first], device=dev)], rest], dim=-1)
         y_rest = F.linear(rest, w_rest, b_ih)  # [T, 3d]
-        y_other = F.linear(mem_other, w_other)  # [O, 3d]
+        y_other = _linear_in_chunks(mem_other, w_other)  # [O, 3d]
         # each row's rows of both, unless they are the rows in order (a single call's few
         # rows mostly): adding a row gathered or the row itself gives the same sums
         o_t = r_t = None
@@ -186,14 +215,19 @@ class TGN(TemporalModel):
             hi = min(lo + _GRU_CHUNK, len(ev))
             h = mem_self[lo:hi]
             x = F.linear(h, w_self)  # [c, 6d]
+            # the GRU cell's gates, the intermediates updated in place (fewer passes over
+            # memory; the same operations on the same operands: sums and products commute
+            # bit for bit, and 1 - z is (-z) + 1)
             gi = x[:, :3 * d] + (y_other[lo:hi] if o_t is None
                                  else y_other.index_select(0, o_t[lo:hi]))
-            gi = gi + (y_rest[lo:hi] if r_t is None else y_rest.index_select(0, r_t[lo:hi]))
-            gh = x[:, 3 * d:] + b_hh
-            r = torch.sigmoid(gi[:, :d] + gh[:, :d])
-            z = torch.sigmoid(gi[:, d:2 * d] + gh[:, d:2 * d])
-            n = torch.tanh(gi[:, 2 * d:] + r * gh[:, 2 * d:])
-            new = (1 - z) * n + z * h
+            gi += y_rest[lo:hi] if r_t is None else y_rest.index_select(0, r_t[lo:hi])
+            gh = x[:, 3 * d:]
+            gh += b_hh  # x is this chunk's own
+            r = torch.sigmoid_(gi[:, :d] + gh[:, :d])
+            z = torch.sigmoid_(gi[:, d:2 * d] + gh[:, d:2 * d])
+            n = torch.tanh_(r.mul_(gh[:, 2 * d:]).add_(gi[:, 2 * d:]))
+            zh = z * h
+            new = z.neg_().add_(1).mul_(n).add_(zh)
             if out is None:  # one chunk: its result is the whole
                 return new
             out[lo:hi] = new
@@ -203,16 +237,15 @@ class TGN(TemporalModel):
     def _gru_row_weights(self) -> tuple[Tensor, Tensor, Tensor]:
         """``[W_ih[:, :d]; W_hh]`` (``[6d, d]``), the GRU weights ``message_update_shared``
         multiplies each row's own memory by, and the views ``W_ih[:, d:2d]`` (the other
-        endpoint's memory) and ``W_ih[:, 2d:]`` (edge features and time encoding). Without
-        gradients they are made once and kept until a weight is replaced or changed (in
-        place: its version counter; its data swapped, as ``Module.to`` does: its address):
+        endpoint's memory) and ``W_ih[:, 2d:]`` (edge features and time encoding). Made
+        once (the update runs without gradients) and kept until a weight is replaced or
+        changed (in place: its version counter; its data swapped, as ``Module.to`` does: its
+        address):
         the causal-cone replay calls the update once per batch, and the copy cost as much as
         the small products of a single call's rows (issue 44). The same values, so the same
         logits."""
         gru, d = self.gru, self.memory_dim
         w_ih, w_hh = gru.weight_ih, gru.weight_hh
-        if torch.is_grad_enabled():
-            return torch.cat([w_ih[:, :d], w_hh]), w_ih[:, d:2 * d], w_ih[:, 2 * d:]
         key = (w_ih._version, w_hh._version, w_ih.data_ptr(), w_hh.data_ptr())
         cached = getattr(self, "_row_weights", None)
         if cached is None or cached[0] is not w_ih or cached[1] is not w_hh or cached[2] != key:

@@ -271,3 +271,28 @@ def test_receivers_are_the_nodes_a_sender_reaches():
     assert np.sort(at[concat_ranges(lo, hi)]).tolist() == [
         v for v in want if int(other_endpoint(src, dst, pend[v], nodes[v])) in set(picked.tolist())]
     assert np.array_equal(rec.pending_at(np.arange(len(nodes))), pend)
+
+
+@pytest.mark.parametrize("dim", [16, 100])
+def test_gru_update_of_many_other_endpoints_is_bitwise(dim):
+    """More distinct other endpoints than ``_PRODUCT_CHUNK``: their product is computed in
+    nearly equal chunks (``_linear_in_chunks``), with the bits of one product, including
+    the counts that a fixed chunk size would leave a remainder of 1 to 3 rows for (the
+    small-matrix path, whose bits differ)."""
+    stream = make_synthetic_stream(20, 300, seed=1, feat_dim=2)
+    torch.manual_seed(0)
+    model = TGN(stream.num_nodes, stream.feat_dim, memory_dim=dim, time_dim=8,
+                embedding_dim=8, num_layers=1, num_heads=1, num_neighbors=3, batch_size=20)
+    model.attach(stream)
+    rng = np.random.default_rng(dim)
+    chunk = tgn_module._PRODUCT_CHUNK
+    for o in (chunk + 1, chunk + 3, 2 * chunk + 1, 3 * chunk - 2):
+        m = o + 7
+        ev = rng.integers(100, 200, m)
+        lu = stream.t[ev] - rng.integers(1, 50, m)
+        mem_self, mem_other = torch.randn(m, dim), torch.randn(o, dim)
+        of = np.concatenate([rng.permutation(o), rng.integers(0, o, 7)])
+        with torch.no_grad():
+            got = model.message_update_shared(ev, mem_self, lu, mem_other, of)
+            want = _update_as_it_was(model, ev, mem_self, lu, mem_other, of, 1024)
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32)), o
