@@ -10,7 +10,9 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
+from cftgnn.replay.tgn import occupancy as occupancy_module
 from cftgnn.replay.tgn import row_steps, rows_kernels
+from cftgnn.replay.tgn.occupancy import lowest_bit, occupancy, set_bits, write_entries
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
 from cftgnn.replay.tgn.row_steps import (
     mixed_pairs,
@@ -55,9 +57,11 @@ def _rowmap(seed: int, num_p: int = 37, num_c: int = 11, size: int = 9) -> np.nd
     return np.asfortranarray(dense.astype(np.int32))
 
 
+@pytest.mark.parametrize("num_p", [37, 130], ids=["one word", "three words"])
 @pytest.mark.parametrize("seed", range(5))
-def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
-    rowmap = _rowmap(seed)
+def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed, num_p):
+    rowmap = _rowmap(seed, num_p)
+    occupied = occupancy(rowmap)
     rng = np.random.default_rng(seed + 100)
     cols = np.sort(rng.choice(rowmap.shape[1], size=5, replace=False))
     member = rng.random(9) < 0.5
@@ -71,20 +75,56 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
         assert np.array_equal(rr, sub[want_p, want_j])
     want_used = np.zeros(12, dtype=bool)  # rows 9..11: in no entry
     want_used[sub[sub >= 0]] = True
-    assert np.array_equal(referenced(rowmap, cols, 12), want_used)
+    assert np.array_equal(referenced(rowmap, occupied, cols, 12), want_used)
     table = rng.integers(-1, 9, size=9).astype(np.int32)
     want = rowmap.copy()
     want[:, cols] = np.where(sub >= 0, table[np.maximum(sub, 0)], -1)
-    remap_columns(rowmap, cols, table)  # in place, through the column view
+    remap_columns(rowmap, occupied, cols, table)  # in place, through the column view
     assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
+    assert np.array_equal(occupied, occupancy(rowmap))  # the bits of the entries cleared
     view = column_view(rowmap)
     view[map_at(rowmap.shape[0], np.array([0]), cols[:1])] = -1  # the view writes to the map
     assert rowmap[0, cols[0]] == -1
 
 
+@pytest.mark.parametrize("num_p", [1, 37, 64, 130], ids=lambda p: f"{p} sets")
+@pytest.mark.parametrize("seed", range(4))
+def test_occupancy_bits_follow_every_write_of_the_map(seed, num_p):
+    rng = np.random.default_rng(seed)
+    rowmap = _rowmap(seed, num_p, 9, 6)
+    occupied = occupancy(rowmap)
+    assert occupied.shape == (9, (num_p + 63) // 64) and occupied.dtype == np.uint64
+    for c in range(9):  # bit p % 64 of word p // 64 of column c, exactly the entries held
+        for q in range(num_p):
+            bit = (int(occupied[c, q // 64]) >> (q % 64)) & 1
+            assert bit == (rowmap[q, c] >= 0)
+    cols = np.sort(rng.choice(9, 4, replace=False))
+    pp, jj = set_bits(occupied, cols, num_p)  # column by column, sets ascending
+    want_j, want_p = np.nonzero(rowmap[:, cols].T >= 0)
+    assert np.array_equal(pp, want_p) and np.array_equal(jj, want_j)
+    for _ in range(3):  # writes of rows and of -1 (distinct pairs), bits with them
+        flat = rng.choice(num_p * 9, min(20, num_p * 9), replace=False)
+        p, c = flat % num_p, flat // num_p
+        values = rng.integers(-1, 6, len(flat))
+        want = rowmap.copy()
+        want[p, c] = values
+        write_entries(rowmap, occupied, p, c, values)
+        assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
+        assert np.array_equal(occupied, occupancy(rowmap))
+
+
+def test_lowest_bit_is_the_index_of_the_lowest_set_bit():
+    assert sorted(occupancy_module._LOWEST.tolist()) == list(range(64))  # a permutation
+    for i in range(64):
+        for above in (0, 1 << 63, (1 << 64) - 1):
+            word = np.uint64(((above >> (i + 1)) << (i + 1) if i < 63 else 0) | (1 << i))
+            assert lowest_bit(word) == i
+
+
+@pytest.mark.parametrize("num_p", [37, 130], ids=["one word", "three words"])
 @pytest.mark.parametrize("seed", range(5))
-def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
-    rowmap = _rowmap(seed)
+def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, num_p, monkeypatch):
+    rowmap = _rowmap(seed, num_p)
     num_p, num_c = rowmap.shape
     rng = np.random.default_rng(seed + 200)
     num_nodes = 15
@@ -104,9 +144,10 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
     of = rng.integers(0, len(senders), 12)
     recv = rng.integers(0, num_nodes, 12)
     differs = rng.random(10) < 0.6
-    pp, jj, key = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    occupied = occupancy(rowmap)
+    pp, jj, key = revive_pairs(rowmap, occupied, columns, differs, senders, of, recv)
     monkeypatch.setattr(rows_kernels, "FEW_REVIVED", 1)  # the first lists overflow: go on
-    again = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    again = revive_pairs(rowmap, occupied, columns, differs, senders, of, recv)
     assert all(np.array_equal(a, b) for a, b in zip((pp, jj, key), again, strict=True))
     want_rows = []
     for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
@@ -122,7 +163,7 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
 def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(
         seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    num_p, num_c, size, num_nodes = 23, 7, 12, 10
+    num_p, num_c, size, num_nodes = (23 if seed % 2 else 150), 7, 12, 10  # 1 or 3 words
     rowmap = _rowmap(seed, num_p, num_c, size)
     columns = np.full(num_nodes, -1, dtype=np.int64)
     columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
@@ -159,13 +200,15 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
             if e != row_pend[r] or sender != mine[r]:
                 want.append((q, r, e, sender))
     has = np.array([len(inc[loc[row_n[r]]]) > 0 for r in range(size)] + [False])
-    got = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
-                      loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    got = mixed_pairs(rowmap, occupancy(rowmap), columns, np.arange(num_c), is_m & has, row_n,
+                      row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
+                      src, dst)
     assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
     assert all(a.dtype == np.int64 for a in got)
     monkeypatch.setattr(row_steps, "FEW_PAIRS", 3)  # the first lists overflow: run again
-    again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
-                        loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    again = mixed_pairs(rowmap, occupancy(rowmap), columns, np.arange(num_c), is_m & has,
+                        row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem,
+                        touched, src, dst)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 

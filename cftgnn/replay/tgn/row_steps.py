@@ -18,6 +18,7 @@ from cftgnn import jit
 from cftgnn.arrays import SMALL, unique
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
+from cftgnn.replay.tgn.occupancy import Bits, lowest_bit
 from cftgnn.replay.tgn.rows_kernels import (
     _groups,
     _i64,
@@ -152,8 +153,8 @@ def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[
 
 
 @jit.compiled
-def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
-                 is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, columns: IntArray,
+                 cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                  mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                  inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
                  touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, at: int,
@@ -174,36 +175,44 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
     # position, and whether its message is the node's last event whatever the set removes
     # (``fixed``: then that event and its sender's column)
     prev, node, pos, fixed, e_row, c_row = -1, 0, 0, False, -1, -1
-    for j in range(at // num_p, len(cols)):
+    first = at // num_p
+    for j in range(first, len(cols)):
         base = cols[j] * num_p
-        for p in range(at - j * num_p if j == at // num_p else 0, num_p):
-            r = view[base + p]
-            if r < 0 or not is_m[r]:
-                continue
-            if r != prev:
-                prev, node = r, row_n[r]
-                pos = loc[node]
-                fixed = not touched[inc_k[inc_end[pos] - 1]]
-                if fixed:
-                    e_row = events[inc_k[inc_end[pos] - 1]]
-                    c_row = columns[dst[e_row] if src[e_row] == node else src[e_row]]
-            e, c = e_row, c_row
-            if not fixed:
-                e = -1
-                for i in range(inc_end[pos] - 1, inc_start[pos] - 1, -1):
-                    if not rem[p, inc_k[i]]:
-                        e = events[inc_k[i]]
-                        break
-                if e >= 0:
-                    c = columns[dst[e] if src[e] == node else src[e]]
-            sender = -2
-            if e >= 0:  # _row_at, written out
-                sender = -1 if c < 0 else view[c * num_p + p]
-            if e != row_pend[r] or sender != mine[r]:
-                if m == bound:
-                    return out_p, out_r, out_e, out_s, j * num_p + p
-                out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
-                m += 1
+        begin = at - first * num_p if j == first else 0
+        for w in range(begin >> 6, occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            if w == begin >> 6:
+                word &= ~np.uint64(0) << np.uint64(begin & 63)
+            while word != np.uint64(0):
+                p = (w << 6) + lowest_bit(word)
+                word &= word - np.uint64(1)
+                r = view[base + p]
+                if not is_m[r]:
+                    continue
+                if r != prev:
+                    prev, node = r, row_n[r]
+                    pos = loc[node]
+                    fixed = not touched[inc_k[inc_end[pos] - 1]]
+                    if fixed:
+                        e_row = events[inc_k[inc_end[pos] - 1]]
+                        c_row = columns[dst[e_row] if src[e_row] == node else src[e_row]]
+                e, c = e_row, c_row
+                if not fixed:
+                    e = -1
+                    for i in range(inc_end[pos] - 1, inc_start[pos] - 1, -1):
+                        if not rem[p, inc_k[i]]:
+                            e = events[inc_k[i]]
+                            break
+                    if e >= 0:
+                        c = columns[dst[e] if src[e] == node else src[e]]
+                sender = -2
+                if e >= 0:  # _row_at, written out
+                    sender = -1 if c < 0 else view[c * num_p + p]
+                if e != row_pend[r] or sender != mine[r]:
+                    if m == bound:
+                        return out_p, out_r, out_e, out_s, j * num_p + p
+                    out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
+                    m += 1
     return (out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(),
             len(cols) * num_p)
 
@@ -270,8 +279,8 @@ def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDAr
     return is_m, mine, np.flatnonzero(np.bincount(cols))
 
 
-def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
-                is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+def mixed_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
+                cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                 inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
@@ -288,14 +297,17 @@ def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray
     Returns:
         ``(pp, rr, pend, sender)``: each moved pair's set, row, message and sender row,
         ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
+        The compiled loop visits only the entries ``occupied`` marks (the entries holding a
+        row, ``cftgnn.replay.tgn.occupancy``), the twin reads every entry of the columns.
     """
     if jit.ENABLED:
         # lists of a few pairs first (most batches move none), 16 times longer at each
         # overflow, the scan going on from where it stopped: lists of every entry at once
         # (megabytes a call) slowed the steps around this one, and scanning again from the
         # start cost a second pass
-        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m, row_n,
-                row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+        args = (column_view(rowmap), rowmap.shape[0], occupied, columns, _i64(cols), is_m,
+                row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
+                src, dst)
         end = len(cols) * rowmap.shape[0]
         bound = min(FEW_PAIRS, end)
         *part, at = _mixed_pairs(*args, 0, bound)

@@ -26,6 +26,7 @@ from cftgnn.replay.tgn.compare import (
     probed_bits,
     rows_equal,
 )
+from cftgnn.replay.tgn.occupancy import occupancy, words_for, write_entries
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     merge_groups,
@@ -42,7 +43,6 @@ from cftgnn.replay.tgn.rows_kernels import (
     groups,
     key_groups,
     lookup,
-    map_at,
     referenced,
     remap_columns,
     revive_pairs,
@@ -123,7 +123,16 @@ class RowTable(RowStore):
         self.columns = columns
         # column-major: the steps read whole columns (every set's row of a few nodes)
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
+        # which entries hold a row, a bit each (``cftgnn.replay.tgn.occupancy``)
+        self.occupied = np.zeros((num_columns, words_for(num_p)), dtype=np.uint64)
         super().__init__(dim, device)
+
+    def write(self, p: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
+              rows: npt.NDArray[np.integer]) -> None:
+        """``rowmap[p[m], c[m]] = rows[m]`` (distinct pairs; ``-1``: the recorded state), the
+        bits of ``occupied`` with it: every write of an entry goes through here or
+        ``rows_kernels.remap_columns``."""
+        write_entries(self.rowmap, self.occupied, p, c, rows)
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
@@ -136,13 +145,15 @@ class RowTable(RowStore):
             return
         table = np.arange(self.size, dtype=np.int32)  # every row stays, but the dead
         table[dead] = -1
-        remap_columns(self.rowmap, np.unique(self.columns[self.n[dead]]), table)
+        remap_columns(self.rowmap, self.occupied, np.unique(self.columns[self.n[dead]]),
+                      table)
         self.alive[dead] = False
         self.pend[dead] = -1
 
     def nbytes(self) -> int:
-        """Bytes held: the row map and the rows' capacity (``RowStore.rows_nbytes``)."""
-        return int(self.rowmap.nbytes) + self.rows_nbytes()
+        """Bytes held: the row map, its occupancy bitmap and the rows' capacity
+        (``RowStore.rows_nbytes``)."""
+        return int(self.rowmap.nbytes) + int(self.occupied.nbytes) + self.rows_nbytes()
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
@@ -154,10 +165,11 @@ class RowTable(RowStore):
         # only the columns of live rows' nodes hold rows (every entry is -1 or a live row of
         # its column's node): the rest of the map is not read
         cols = np.unique(self.columns[self.n[np.flatnonzero(self.alive[:size])]])
-        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, cols, size))
+        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, self.occupied,
+                                                             cols, size))
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        remap_columns(self.rowmap, cols, new_id)
+        remap_columns(self.rowmap, self.occupied, cols, new_id)
         self.keep_only(keep, force)  # new buffers with force, else in place
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
@@ -208,6 +220,8 @@ class RowTable(RowStore):
             assert len(getattr(self, name)) >= size, name
         assert self.mem.shape[0] >= size and self.rowmap.dtype == np.int32
         assert self.rowmap.flags.f_contiguous, "the row map is not column-major"
+        assert np.array_equal(self.occupied, occupancy(self.rowmap)), (
+            "the occupancy bitmap does not mark exactly the entries holding a row")
         pp, cc = np.nonzero(self.rowmap >= 0)
         rr = self.rowmap[pp, cc].astype(np.int64)
         assert (rr < size).all(), "a set's row index points past the table"
@@ -294,7 +308,7 @@ class RowTable(RowStore):
                 dev = self.mem.device
                 self.mem.index_copy_(0, torch.as_tensor(g_row[fresh[copy]], device=dev),
                                      self.mem[torch.as_tensor(old[copy], device=dev)])
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
+        self.write(pp, cols[jj], g_row[group])
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -338,16 +352,15 @@ class RowTable(RowStore):
         # (set, row) pair of the mixed rows, those whose message (the last event the set
         # keeps) or its sender's row differs from that move to rows of their own
         pp, rr, pend, sender = mixed_pairs(
-            self.rowmap, self.columns, cols, is_m, self.n, self.pend, mine, loc, rec.events,
-            rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
+            self.rowmap, self.occupied, self.columns, cols, is_m, self.n, self.pend, mine, loc,
+            rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
         if not len(pp):
             return 0
         heads, group = key_groups(np.column_stack([rr, pend, sender]))
         new = self.add(pp[heads], self.n[rr[heads]], None, self.lu[rr[heads]], at=rr[heads])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
-            new[group])
+        self.write(pp, self.columns[self.n[rr]], new[group])
         return len(new)
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
@@ -491,7 +504,7 @@ class RowTable(RowStore):
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int32)
         remap[r[moved]] = target[moved]
-        remap_columns(self.rowmap, np.unique(self.columns[n[moved]]), remap)
+        remap_columns(self.rowmap, self.occupied, np.unique(self.columns[n[moved]]), remap)
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
@@ -516,15 +529,15 @@ class RowTable(RowStore):
             return
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
-        pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
-                                   n)
+        pp, jj, key = revive_pairs(self.rowmap, self.occupied, self.columns, differs, senders,
+                                   of.reshape(-1), n)
         if not len(pp):
             return
         heads, group = key_groups(np.column_stack([jj, key]))
         lo_ = v[jj[heads]]
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post, rec.lu_post[lo_], at=lo_)
         self.pend[new] = pend[jj[heads]]
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
+        self.write(pp, self.columns[n[jj]], new[group])
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 
 

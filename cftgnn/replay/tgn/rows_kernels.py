@@ -43,6 +43,7 @@ from cftgnn import jit
 from cftgnn.arrays import SMALL
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
+from cftgnn.replay.tgn.occupancy import Bits, lowest_bit, set_columns
 
 IntArray = npt.NDArray[np.int64]
 
@@ -179,7 +180,7 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 
 
 @jit.compiled
-def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
+def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, columns: IntArray,
                  sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
                  count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
                  ) -> tuple[IntArray, IntArray, IntArray, int]:
@@ -197,27 +198,36 @@ def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
     first = at // num_p
     for u in range(first, len(sender_cols)):
         base = sender_cols[u] * num_p
-        for p in range(at - first * num_p if u == first else 0, num_p):
-            r = view[base + p]
-            if r < 0 or not differs[r]:
-                continue
-            if m + count[u] > bound:
-                return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
-            for i in range(start[u], start[u] + count[u]):
-                j = by_sender[i]
-                c = columns[n[j]]  # _row_at, written out
-                if c < 0 or view[c * num_p + p] < 0:
-                    out_p[m], out_j[m], out_r[m] = p, j, r
-                    m += 1
+        begin = at - first * num_p if u == first else 0
+        for w in range(begin >> 6, occupied.shape[1]):  # the entries holding a row only
+            word = occupied[sender_cols[u], w]
+            if w == begin >> 6:
+                word &= ~np.uint64(0) << np.uint64(begin & 63)
+            while word != np.uint64(0):
+                p = (w << 6) + lowest_bit(word)
+                word &= word - np.uint64(1)
+                r = view[base + p]
+                if not differs[r]:
+                    continue
+                if m + count[u] > bound:
+                    return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
+                for i in range(start[u], start[u] + count[u]):
+                    j = by_sender[i]
+                    c = columns[n[j]]  # _row_at, written out
+                    if c < 0 or view[c * num_p + p] < 0:
+                        out_p[m], out_j[m], out_r[m] = p, j, r
+                        m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
 
 
-def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
                  differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
                  n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
     """The pairs ``RowTable.revive`` gives rows: receiver ``j`` (node ``n[j]``, whose pending
     message comes from sender ``senders[of[j]]``) under set ``p`` where the sender holds a
-    row of ``differs`` (``bool``, by row) and the receiver holds none.
+    row of ``differs`` (``bool``, by row) and the receiver holds none. (The compiled loop
+    visits only the entries of the senders' columns that ``occupied`` marks,
+    ``cftgnn.replay.tgn.occupancy``; the twins read every entry.)
 
     Returns:
         ``(pp, jj, key)``: the set, the receiver and the sender's row under the set,
@@ -233,8 +243,8 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     if jit.ENABLED:
         # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
         # going on from where it stopped (lists of megabytes at once slow the steps around)
-        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(columns[senders]),
-                differs, start, count, by_sender, _i64(n))
+        args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
+                _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
         end = len(senders) * rowmap.shape[0]
         bound = max(FEW_REVIVED, int(count.max(initial=0)))
         *part, at = _revive_scan(*args, 0, bound)
@@ -432,50 +442,61 @@ def _increasing(values: npt.NDArray[Any]) -> bool:
 
 
 @jit.compiled
-def _referenced(view: npt.NDArray[np.int32], num_p: int, cols: IntArray, size: int
-                ) -> npt.NDArray[np.bool_]:
+def _referenced(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
+                size: int) -> npt.NDArray[np.bool_]:
     out = np.zeros(size, dtype=np.bool_)
     for j in range(len(cols)):
         base = cols[j] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0:
-                out[r] = True
+        for w in range(occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            while word != np.uint64(0):
+                out[view[base + (w << 6) + lowest_bit(word)]] = True
+                word &= word - np.uint64(1)
     return out
 
 
-def referenced(rowmap: npt.NDArray[np.int32], cols: IntArray, size: int
+def referenced(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray, size: int
                ) -> npt.NDArray[np.bool_]:
     """Which of rows ``0..size-1`` some entry of ``rowmap[:, cols]`` holds, ``bool [size]``
-    (one pass over the columns' memory)."""
+    (compiled: the entries ``occupied`` marks, ``cftgnn.replay.tgn.occupancy``)."""
     if jit.ENABLED:
-        return _referenced(column_view(rowmap), rowmap.shape[0], _i64(cols), size)
+        return _referenced(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), size)
     out = np.zeros(size, dtype=bool)
     out[column_hits(rowmap, cols)[2]] = True
     return out
 
 
 @jit.compiled
-def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
+def _remap(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
         base = cols[j] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0:
-                view[base + p] = table[r]
+        for w in range(occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            left = word
+            while word != np.uint64(0):
+                b = lowest_bit(word)
+                low = word & (np.uint64(0) - word)
+                word ^= low
+                r = table[view[base + (w << 6) + b]]
+                view[base + (w << 6) + b] = r
+                if r < 0:  # the recorded state again: no row held
+                    left ^= low
+            occupied[cols[j], w] = left
 
 
-def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
+def remap_columns(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
                   table: npt.NDArray[np.int32]) -> None:
     """Rewrite in place every entry of ``rowmap[:, cols]`` that holds a row ``r`` to
-    ``table[r]`` (``-1``: the recorded state again), one pass over the columns' contiguous
-    memory (a compiled loop: no list of the entries is made)."""
+    ``table[r]`` (``-1``: the recorded state again, its bit of ``occupied`` cleared), a
+    compiled loop over the entries ``occupied`` marks (``cftgnn.replay.tgn.occupancy``; no
+    list of the entries is made)."""
     if jit.ENABLED:
-        _remap(column_view(rowmap), rowmap.shape[0], _i64(cols), table)
+        _remap(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), table)
         return
     pp, jj, rr = column_hits(rowmap, cols)
     column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
+    set_columns(rowmap, occupied, cols)
 
 
 @jit.compiled
