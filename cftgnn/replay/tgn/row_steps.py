@@ -86,12 +86,15 @@ def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pe
 
 
 @jit.compiled
-def _split_pairs(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
-                 rem: npt.NDArray[np.bool_], last: IntArray, words: Words, masks: Words,
-                 at: int, bound: int) -> tuple[IntArray, IntArray, Words, int]:
+def _split_pairs(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
+                 rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_], last: IntArray,
+                 words: Words, masks: Words, at: int, bound: int
+                 ) -> tuple[IntArray, IntArray, Words, int]:
     """``split_pairs`` in one pass over the columns from entry ``at`` (``j * num_p + p``),
     each hit's key made and tested where it is read, up to ``bound`` pairs (the last value:
-    the entry to go on from, ``len(cols) * num_p`` when all were)."""
+    the entry to go on from, ``len(cols) * num_p`` when all were). The entries visited are
+    those ``occupied`` marks, and, where some set removes the column's event (``touched``),
+    those whose set removes it, 64 sets at a time, in the order of the sets."""
     width = words.shape[1]
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
@@ -99,31 +102,43 @@ def _split_pairs(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
     m = 0
     first = at // num_p
     for j in range(first, len(cols)):
-        base = cols[j] * num_p
         k = last[j]
-        for p in range(at - first * num_p if j == first else 0, num_p):
-            if view[base + p] < 0 and not rem[p, k]:
-                continue
-            some = False
-            for w in range(width):
-                some |= (words[p, w] & masks[j, w]) != 0
-            if not some:
-                continue
-            if m == bound:
-                return out_p, out_j, out_k, j * num_p + p
-            for w in range(width):
-                out_k[m, w] = words[p, w] & masks[j, w]
-            out_p[m], out_j[m] = p, j
-            m += 1
+        begin = at - first * num_p if j == first else 0
+        for v in range(begin >> 6, occupied.shape[1]):
+            word = occupied[cols[j], v]  # the entries holding a row, and the removing sets
+            if touched[k]:
+                for b in range(min(64, num_p - (v << 6))):
+                    if rem[(v << 6) + b, k]:
+                        word |= np.uint64(1) << np.uint64(b)
+            if v == begin >> 6:
+                word &= ~np.uint64(0) << np.uint64(begin & 63)
+            while word != np.uint64(0):
+                p = (v << 6) + lowest_bit(word)
+                word &= word - np.uint64(1)
+                some = False
+                for w in range(width):
+                    some |= (words[p, w] & masks[j, w]) != 0
+                if not some:
+                    continue
+                if m == bound:
+                    return out_p, out_j, out_k, j * num_p + p
+                for w in range(width):
+                    out_k[m, w] = words[p, w] & masks[j, w]
+                out_p[m], out_j[m] = p, j
+                m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_k[:m].copy(), len(cols) * num_p
 
 
-def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[np.bool_],
-                last: IntArray, words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
+def split_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
+                rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_], last: IntArray,
+                words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
     """The (set, node) pairs ``RowTable.split`` (with pruning) gives the rows of their new
     keys: the entries of ``rowmap[:, cols]`` that hold a row or whose set removes the
     node's last event of the batch (``rem[:, last] [P, k]``), whose key (the set's removals
     ``words [P, W]`` in the node's dependency set ``masks [k, W]``) is not empty.
+    ``touched`` (``bool [K]``): which of the batch's events some set removes, or more
+    (``rem.any(axis=0)``); the compiled loop reads the removals of those columns only, and
+    of the rest the entries ``occupied`` marks (``cftgnn.replay.tgn.occupancy``).
 
     Returns:
         ``(pp, jj, key)``: each pair's set and index into ``cols``, ``int64``, and its key,
@@ -131,8 +146,8 @@ def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[
         ascending).
     """
     if jit.ENABLED:  # one pass, the keys tested where they are read (few lists, as below)
-        args = (column_view(rowmap), rowmap.shape[0], _i64(cols), rem, _i64(last), words,
-                masks)
+        args = (column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), rem, touched,
+                _i64(last), words, masks)
         end = len(cols) * rowmap.shape[0]
         bound = min(FEW_SPLIT, end)
         pp, jj, key, at = _split_pairs(*args, 0, bound)

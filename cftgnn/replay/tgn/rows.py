@@ -253,7 +253,8 @@ class RowTable(RowStore):
 
     def split(self, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
               nodes: npt.NDArray[np.int64], masks: Words,
-              rem: npt.NDArray[np.bool_] | None = None) -> None:
+              rem: npt.NDArray[np.bool_] | None = None,
+              touched: npt.NDArray[np.bool_] | None = None) -> None:
         """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
         batch the row of its new key ``(node, set ∩ D(node))``.
 
@@ -266,7 +267,8 @@ class RowTable(RowStore):
         With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
         pair gets a row only when its set removes the node's recorded pending message of this
         batch: otherwise its state after the batch is the recorded one unless its pending
-        message's sender differs, and ``prune`` gives it a row then.
+        message's sender differs, and ``prune`` gives it a row then. ``touched`` as for
+        ``split_mixed``.
         """
         if len(nodes) == 0:
             return
@@ -277,7 +279,10 @@ class RowTable(RowStore):
             sg = sig[pp, jj]  # [Q, W]
         else:  # only pairs holding a row, or removing the node's pending message, can need one
             last = rec.inc_k[rec.inc_end[loc[nodes]] - 1]
-            pp, jj, sg = split_pairs(self.rowmap, cols, rem, last, words, masks)
+            if touched is None:
+                touched = np.asarray(rem.any(axis=0), dtype=bool)
+            pp, jj, sg = split_pairs(self.rowmap, self.occupied, cols, rem, touched, last, words,
+                                     masks)
         if len(pp) == 0:
             return
         # the keys of each node, by node, then key
