@@ -20,9 +20,7 @@ from cftgnn.replay.tgn import cone, rows_kernels, trajectory
 from cftgnn.replay.tgn.occupancy import occupancy
 from cftgnn.replay.tgn.rows import RowTable
 from cftgnn.replay.tgn.rows_kernels import (
-    column_view,
     groups,
-    map_at,
     revive_pairs,
     sorted_groups,
 )

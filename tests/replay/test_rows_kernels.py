@@ -12,8 +12,10 @@ from cftgnn import jit
 from cftgnn.arrays import distinct_rows
 from cftgnn.replay.tgn import occupancy as occupancy_module
 from cftgnn.replay.tgn import row_steps, rows_kernels
-from cftgnn.replay.tgn.occupancy import lowest_bit, occupancy, set_bits, write_entries
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
+from cftgnn.replay.tgn.occupancy import lowest_bit, occupancy, set_bits, write_entries
+from cftgnn.replay.tgn.prune_steps import prune_candidates
+from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     mixed_pairs,
     mixed_rows,
@@ -450,3 +452,59 @@ def test_new_pending_gives_live_read_rows_their_representatives_last_kept_event(
     new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start, inc_end,
                 rem, touched)
     assert np.array_equal(pend, want) and (pend != want).sum() == 0
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared rows", "tensor"])
+@pytest.mark.parametrize("seed", range(4))
+def test_prune_candidates_are_the_rows_compared_with_the_recording(seed, shared):
+    rng = np.random.default_rng(seed)
+    size, num_nodes, dim, x = 40, 12, 6, 3
+    alive = rng.random(size + 5) < 0.8  # longer than size: the rows past it are not read
+    row_n = rng.integers(0, num_nodes, size + 5)
+    need = rng.integers(1, 6, num_nodes)  # stale below x, the pending read above it
+    nodes = np.sort(rng.choice(num_nodes, 7, replace=False))  # the batch's nodes
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[nodes] = np.arange(7)
+    recorded = torch.randn(7, dim)
+    mem = recorded[rng.integers(0, 7, size + 5)].clone()
+    mem[rng.random(size + 5) < 0.3, rng.integers(0, dim)] += 1.0  # differs on one coordinate
+    for q in range(size):  # about half the rows of the batch's nodes equal their recording
+        if loc[row_n[q]] >= 0 and rng.random() < 0.5:
+            mem[q] = recorded[loc[row_n[q]]]
+    lu_post = rng.choice([1.0, 2.0], 7)
+    lu = rng.choice([1.0, 2.0], size + 5)
+    events = np.array([10, 11, 12, 13], dtype=np.int64)
+    inc = [rng.choice(4, int(rng.integers(0, 3)), replace=False) for _ in range(7)]
+    inc_k = np.concatenate([np.sort(i) for i in inc]).astype(np.int64)
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    inc_start = inc_end - np.array([len(i) for i in inc])
+    pend = rng.choice([-1, 10, 11, 12, 13], size + 5)
+    if shared:  # the recording's rows in a shared table, in another order
+        order = rng.permutation(7)
+        table = torch.cat([torch.randn(2, dim), recorded[order]])
+        ptr = torch.as_tensor(2 + np.argsort(order))
+        mem_post = SharedRows(table, ptr)
+    else:
+        mem_post = recorded
+    rec = BatchRecord(events, nodes, recorded, mem_post, lu_post, inc_k, inc_start, inc_end)
+    got = prune_candidates(mem, alive, row_n, lu, pend, size, rec, loc, need, x, 0.0)
+    stale, r = [], []
+    for q in range(size):
+        if alive[q] and need[row_n[q]] < x:
+            stale.append(q)
+        elif alive[q] and loc[row_n[q]] >= 0:
+            r.append(q)
+    lc = loc[row_n[r]]
+    equal = [bool((mem[q].view(torch.int32) == recorded[p].view(torch.int32)).all())
+             for q, p in zip(r, lc, strict=True)]
+    theirs = [int(events[inc[p][inc[p].argmax()]]) if len(inc[p]) else -1 for p in lc]
+    reads = need[row_n[r]] > x
+    assert got.stale.tolist() == stale and got.r.tolist() == r and got.lc.tolist() == lc.tolist()
+    assert np.flatnonzero(got.checked).tolist() == r
+    assert np.flatnonzero(got.mem_eq).tolist() == [q for q, e in zip(r, equal, strict=True) if e]
+    assert got.same.tolist() == [e and lu[q] == lu_post[p]
+                                 for q, p, e in zip(r, lc, equal, strict=True)]
+    assert got.theirs.tolist() == theirs and got.reads_pending.tolist() == reads.tolist()
+    assert got.pend_ok.tolist() == [pend[q] == t or not rd
+                                    for q, t, rd in zip(r, theirs, reads, strict=True)]
+    assert len(stale) > 0 and 0 < sum(equal) < len(r)  # every kind of row was there

@@ -72,12 +72,12 @@ def write_entries(rowmap: npt.NDArray[np.int32], occupied: Bits, p: IntArray, c:
     entries' bits of ``occupied`` set where the value is a row (``>= 0``), cleared where it
     is ``-1``."""
     if jit.ENABLED:
+        assert rowmap.flags.f_contiguous, "the row map must be column-major (order='F')"
         _write(rowmap.T.reshape(-1), rowmap.shape[0], occupied, np.asarray(p, dtype=np.int64),
                np.asarray(c, dtype=np.int64), np.asarray(values, dtype=np.int64))
         return
-    view = rowmap.T.reshape(-1)
-    assert np.shares_memory(view, rowmap), "the row map must be column-major (order='F')"
-    view[c * rowmap.shape[0] + p] = values
+    assert rowmap.flags.f_contiguous, "the row map must be column-major (order='F')"
+    rowmap.T.reshape(-1)[c * rowmap.shape[0] + p] = values
     set_columns(rowmap, occupied, np.unique(c))
 
 

@@ -21,12 +21,12 @@ from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
     host_loops,
-    memory_equal,
     probe_columns,
     probed_bits,
     rows_equal,
 )
 from cftgnn.replay.tgn.occupancy import occupancy, words_for, write_entries
+from cftgnn.replay.tgn.prune_steps import prune_candidates
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     merge_groups,
@@ -397,26 +397,16 @@ class RowTable(RowStore):
         a sender can reach (``cftgnn.replay.tgn.trajectory.receivers``, made here when
         None; the cone replay passes them kept per batch, ``Dependencies.receivers``).
         """
-        size = self.size
-        live = np.flatnonzero(self.alive[:size])
-        if not len(live):  # no perturbed row: nothing to retire, merge or revive
-            return 0
-        node = self.n[live]
-        stale = need[node] < x  # never read again
-        where = loc[node]
-        check = (where >= 0) & ~stale
-        r, n, lc = live[check], node[check], where[check]
-        mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
-        checked = np.zeros(size, dtype=bool)
-        if len(r):
-            mem_eq[r] = memory_equal(self.mem, r, rec.mem_post, lc, tolerance)
-            checked[r] = True
+        if not self.alive[:self.size].any():  # no perturbed row: nothing to retire, merge
+            return 0  # or revive
+        # the live rows never read again, and the others' comparisons with the recording
+        stale, r, _, mem_eq, checked, same, theirs, reads_pending, pend_ok = prune_candidates(
+            self.mem, self.alive, self.n, self.lu, self.pend, self.size, rec, loc, need, x,
+            tolerance)
+        n = self.n[r]
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
-            same = mem_eq[r] & (self.lu[r] == rec.lu_post[lc])
-            mine, theirs = self.pend[r], rec.pending_at(lc)
-            reads_pending = need[n] > x  # the next batch applies the pending message
-            pend_ok = (mine == theirs) | ~reads_pending
+            mine = self.pend[r]
             alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
             if alt.any():  # another event carrying the same message?
                 a = np.flatnonzero(alt)
@@ -437,7 +427,7 @@ class RowTable(RowStore):
                 ok = (ro < 0) | (checked[np.maximum(ro, 0)] & mem_eq[np.maximum(ro, 0)])
                 same[sends[~ok]] = False
             retire[cand] = same[cand]
-        dead = np.concatenate([live[stale], r[retire]])
+        dead = np.concatenate([stale, r[retire]])
         self.drop(dead)
         merged = self.merge(r[~retire], need, x, mem_eq, checked, src, dst)
         if receivers is None:
