@@ -152,13 +152,16 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, num_p, monkeypatc
     again = revive_pairs(rowmap, occupied, columns, differs, senders, of, recv)
     assert all(np.array_equal(a, b) for a, b in zip((pp, jj, key), again, strict=True))
     want_rows = []
-    for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
-        for q in range(num_p):
-            r = rowmap[q, columns[s_]]
-            if r >= 0 and differs[r]:
-                want_rows += [(q, j, r) for j in np.flatnonzero(of == u)
-                              if columns[recv[j]] < 0 or rowmap[q, columns[recv[j]]] < 0]
+    for u, s_ in enumerate(senders):  # sender by sender, 64 sets at a time, receivers by
+        for w in range(0, num_p, 64):  # index, sets ascending
+            for j in np.flatnonzero(of == u):
+                for q in range(w, min(w + 64, num_p)):
+                    r = rowmap[q, columns[s_]]
+                    if r >= 0 and differs[r] and (columns[recv[j]] < 0
+                                                  or rowmap[q, columns[recv[j]]] < 0):
+                        want_rows.append((q, j, r))
     assert [tuple(t) for t in np.stack([pp, jj, key], axis=1)] == want_rows
+    assert len(want_rows) > 5  # pairs were found
 
 
 @pytest.mark.parametrize("seed", range(8))

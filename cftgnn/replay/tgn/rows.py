@@ -85,6 +85,10 @@ class RowTable(RowStore):
       ``rowmap[rep[r], columns[n[r]]] == r`` (a live row no set uses any more may remain
       until ``compact`` frees it; it is never read);
     * retired rows hold no pending event (``pend[r] == -1`` where not ``alive``);
+    * ``occupied`` marks exactly the entries of ``rowmap`` that hold a row (bit ``p % 64`` of
+      word ``[c, p // 64]``: ``rowmap[p, c] >= 0``; ``cftgnn.replay.tgn.occupancy``): every
+      write of the map goes through ``write`` or ``rows_kernels.remap_columns``, which keep
+      it, and the compiled scans visit only its set bits;
     * a row that is not ``mixed`` holds the sets of one key: all of them agree on the
       removals of its node's dependency set (``words[p] & D(n)``) at the end of a batch;
       without pruning, moreover, a pair holds a row exactly when that key is not empty
@@ -107,6 +111,8 @@ class RowTable(RowStore):
 
     Attributes:
         rowmap: Row of each (set, column), ``-1`` for the recorded state, ``int32 [P, C]``.
+        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, ceil(P / 64)]``
+            (counted by ``nbytes``).
         mem: Rows' memory, ``[capacity, d]`` (the first ``size`` in use).
         lu: Rows' last-update times, ``float64 [capacity]``.
         pend: Rows' pending events, ``-1`` for none, ``int64 [capacity]``.

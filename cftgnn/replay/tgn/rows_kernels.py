@@ -27,7 +27,11 @@ call, even inlined), and a list grown inside the loop (the same, at every step);
 lookup is written out there and the lists are allocated to their bounds, or to a few
 entries first (``row_steps.mixed_pairs``, ``row_steps.split_pairs``, ``revive_pairs``: lists
 of megabytes a call slowed the steps around it), a loop that fills them going on from where
-it stopped, with longer lists, rather than scanning again.
+it stopped, with longer lists, rather than scanning again. The compiled scans of whole
+columns (those two, ``row_steps.split_pairs``, ``referenced``, ``remap_columns``) visit
+only the entries the table's occupancy bitmap marks (``cftgnn.replay.tgn.occupancy``: a bit
+per entry, set exactly where it holds a row), in the same order, rather than every entry of
+the columns; their twins read every entry.
 """
 
 from __future__ import annotations
@@ -184,13 +188,16 @@ def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, column
                  sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
                  count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
                  ) -> tuple[IntArray, IntArray, IntArray, int]:
-    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + p``) of the senders'
-    columns: each sender's column scanned for rows of ``differs`` (the hits of
-    ``column_hits`` with ``member``, in its order) and each hit's receivers looked up
-    where it is found, up to ``bound`` pairs (the last value: the entry to go on from,
-    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold any one sender's
-    receivers). (Lists are allocated to a bound, never grown in a loop: a list reassigned
-    in the loop costs numba reference counting at every step.)"""
+    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + 64 w``, the start of a
+    word) of the senders' columns, 64 sets at a time: for each receiver of the sender, the
+    sets where the sender holds a row and the receiver none (the two columns' words of
+    ``occupied``, the receiver's cleared from the sender's), then those whose sender row is
+    one of ``differs``, up to ``bound`` pairs (the last value: the entry to go on from,
+    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold 64 sets of any one
+    sender's receivers). Only the pairs made are read in the map: the sets whose receiver
+    holds a row already (most) are never looked at one by one. (Lists are allocated to a
+    bound, never grown in a loop: a list reassigned in the loop costs numba reference
+    counting at every step.)"""
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
@@ -198,23 +205,23 @@ def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, column
     first = at // num_p
     for u in range(first, len(sender_cols)):
         base = sender_cols[u] * num_p
-        begin = at - first * num_p if u == first else 0
-        for w in range(begin >> 6, occupied.shape[1]):  # the entries holding a row only
-            word = occupied[sender_cols[u], w]
-            if w == begin >> 6:
-                word &= ~np.uint64(0) << np.uint64(begin & 63)
-            while word != np.uint64(0):
-                p = (w << 6) + lowest_bit(word)
-                word &= word - np.uint64(1)
-                r = view[base + p]
-                if not differs[r]:
-                    continue
-                if m + count[u] > bound:
-                    return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
-                for i in range(start[u], start[u] + count[u]):
-                    j = by_sender[i]
-                    c = columns[n[j]]  # _row_at, written out
-                    if c < 0 or view[c * num_p + p] < 0:
+        for w in range((at - first * num_p) >> 6 if u == first else 0, occupied.shape[1]):
+            held = occupied[sender_cols[u], w]
+            if held == np.uint64(0):
+                continue
+            if m + 64 * count[u] > bound:
+                return out_p[:m], out_j[:m], out_r[:m], u * num_p + (w << 6)
+            for i in range(start[u], start[u] + count[u]):
+                j = by_sender[i]
+                c = columns[n[j]]
+                word = held  # the receiver holds no row (or has no column)
+                if c >= 0:
+                    word &= ~occupied[c, w]
+                while word != np.uint64(0):
+                    p = (w << 6) + lowest_bit(word)
+                    word &= word - np.uint64(1)
+                    r = view[base + p]
+                    if differs[r]:
                         out_p[m], out_j[m], out_r[m] = p, j, r
                         m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
@@ -231,9 +238,11 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArra
 
     Returns:
         ``(pp, jj, key)``: the set, the receiver and the sender's row under the set,
-        ``int64``, in the order of ``column_hits`` over the senders' columns (sender by
-        sender, sets ascending), each hit followed by its sender's receivers in the order of
-        ``j``.
+        ``int64``, sender by sender, then by 64 sets (``p // 64`` ascending), then receiver
+        by receiver in the order of ``j``, sets ascending: so the pairs of one receiver are
+        in the order of their sets, which is all its caller's grouping by (receiver, sender
+        row) reads (``key_groups``: each group's first pair, the smallest set, and the
+        groups in the order of their keys).
     """
     if rowmap.shape[0] == 1 and len(of) <= SMALL:  # one set, a few receivers: in Python
         return _one_set_pairs(rowmap, columns, differs, senders, of, n)
@@ -246,7 +255,7 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArra
         args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
                 _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
         end = len(senders) * rowmap.shape[0]
-        bound = max(FEW_REVIVED, int(count.max(initial=0)))
+        bound = max(FEW_REVIVED, 64 * int(count.max(initial=0)))
         *part, at = _revive_scan(*args, 0, bound)
         if at == end:
             pp, jj, key = part
@@ -265,7 +274,9 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArra
     pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
-    return pp[unrowed], jj[unrowed], rr[unrowed]
+    pp, jj, rr = pp[unrowed], jj[unrowed], rr[unrowed]
+    order = np.lexsort((pp, jj, pp >> 6, of[jj]))  # the compiled loop's order (above)
+    return pp[order], jj[order], rr[order]
 
 
 def _one_set_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
