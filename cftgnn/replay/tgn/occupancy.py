@@ -83,16 +83,17 @@ def write_entries(rowmap: npt.NDArray[np.int32], occupied: Bits, p: IntArray, c:
 
 @jit.compiled
 def lowest_bit(word: np.uint64) -> int:
-    """Index of the lowest set bit of a word that is not 0 (compiled: ``set_bits``'
-    loops write it out, ``(word & -word) * _MAGIC >> 58`` looked up in ``_LOWEST``)."""
-    low = word & (np.uint64(0) - word)
+    """Index of the lowest set bit of a word that is not 0: the lowest bit alone times
+    ``_MAGIC`` (modulo 2**64), its top 6 bits looked up in ``_LOWEST`` (the compiled scans
+    call it for every entry they visit)."""
+    low = word & ~(word - np.uint64(1))
     return int(_LOWEST[(low * _MAGIC) >> np.uint64(58)])
 
 
 def set_bits(occupied: Bits, cols: IntArray, num_p: int) -> tuple[IntArray, IntArray]:
     """The set bits of columns ``cols`` in the order of the scans (column by column, sets
-    ascending): ``(pp, jj)``, each one's set and index into ``cols`` (for tests and the
-    twins; the compiled scans iterate the words themselves)."""
+    ascending): ``(pp, jj)``, each one's set and index into ``cols`` (what the compiled
+    scans visit, for the tests; the scans iterate the words themselves)."""
     block = occupied[cols]  # [k, W]
     bits = np.unpackbits(block.astype("<u8").view(np.uint8), axis=1, bitorder="little")
     jj, pp = np.nonzero(bits[:, :num_p])
