@@ -318,7 +318,8 @@ class RowTable(RowStore):
             if copy.any():  # copies of rows held before: their memory over the recorded one
                 dev = self.mem.device
                 self.mem.index_copy_(0, torch.as_tensor(g_row[fresh[copy]], device=dev),
-                                     self.mem[torch.as_tensor(old[copy], device=dev)])
+                                     self.mem.index_select(
+                                         0, torch.as_tensor(old[copy], device=dev)))
         self.write(pp, cols[jj], g_row[group])
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
