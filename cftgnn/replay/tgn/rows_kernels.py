@@ -189,18 +189,19 @@ def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, column
                  count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
                  ) -> tuple[IntArray, IntArray, IntArray, int]:
     """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + 64 w``, the start of a
-    word) of the senders' columns, 64 sets at a time: for each receiver of the sender, the
-    sets where the sender holds a row and the receiver none (the two columns' words of
-    ``occupied``, the receiver's cleared from the sender's), then those whose sender row is
-    one of ``differs``, up to ``bound`` pairs (the last value: the entry to go on from,
+    word) of the senders' columns, 64 sets at a time, by the words of ``occupied``: the
+    sets where the sender holds a row and some receiver of it none, of those the sets whose
+    sender row is one of ``differs`` (each read once), then for each receiver the sets of
+    those where it holds no row (the sets whose receivers all hold a row already, most, are
+    never read one by one, and where the sender's rows mostly do not differ each is read
+    once, not once per receiver), up to ``bound`` pairs (the last value: the entry to go on from,
     ``len(sender_cols) * num_p`` when all were; ``bound`` must hold 64 sets of any one
-    sender's receivers). Only the pairs made are read in the map: the sets whose receiver
-    holds a row already (most) are never looked at one by one. (Lists are allocated to a
-    bound, never grown in a loop: a list reassigned in the loop costs numba reference
-    counting at every step.)"""
+    sender's receivers). (Lists are allocated to a bound, never grown in a loop: a list
+    reassigned in the loop costs numba reference counting at every step.)"""
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
+    rows = np.empty(64, dtype=np.int64)  # the sender's rows of the word's sets
     m = 0
     first = at // num_p
     for u in range(first, len(sender_cols)):
@@ -209,21 +210,33 @@ def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, column
             held = occupied[sender_cols[u], w]
             if held == np.uint64(0):
                 continue
+            word = np.uint64(0)  # the sets where some receiver holds no row
+            for i in range(start[u], start[u] + count[u]):
+                c = columns[n[by_sender[i]]]
+                word |= held & ~occupied[c, w] if c >= 0 else held
+            differ = np.uint64(0)  # of those, the sets whose sender row is one of differs
+            while word != np.uint64(0):
+                b = lowest_bit(word)
+                word &= word - np.uint64(1)
+                r = view[base + (w << 6) + b]
+                if differs[r]:
+                    rows[b] = r
+                    differ |= np.uint64(1) << np.uint64(b)
+            if differ == np.uint64(0):
+                continue
             if m + 64 * count[u] > bound:
                 return out_p[:m], out_j[:m], out_r[:m], u * num_p + (w << 6)
             for i in range(start[u], start[u] + count[u]):
                 j = by_sender[i]
                 c = columns[n[j]]
-                word = held  # the receiver holds no row (or has no column)
+                word = differ  # of those, the sets where the receiver holds no row
                 if c >= 0:
                     word &= ~occupied[c, w]
                 while word != np.uint64(0):
-                    p = (w << 6) + lowest_bit(word)
+                    b = lowest_bit(word)
                     word &= word - np.uint64(1)
-                    r = view[base + p]
-                    if differs[r]:
-                        out_p[m], out_j[m], out_r[m] = p, j, r
-                        m += 1
+                    out_p[m], out_j[m], out_r[m] = (w << 6) + b, j, rows[b]
+                    m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
 
 
