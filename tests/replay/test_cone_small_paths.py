@@ -17,11 +17,10 @@ from cftgnn.models import TGN
 from cftgnn.models import tgn as tgn_module
 from cftgnn.models.tgn import other_endpoint
 from cftgnn.replay.tgn import cone, rows_kernels, trajectory
+from cftgnn.replay.tgn.occupancy import occupancy
 from cftgnn.replay.tgn.rows import RowTable
 from cftgnn.replay.tgn.rows_kernels import (
-    column_view,
     groups,
-    map_at,
     revive_pairs,
     sorted_groups,
 )
@@ -150,10 +149,11 @@ def test_one_sets_revive_pairs_are_the_general_paths(monkeypatch, seed):
         senders = np.unique(rng.integers(0, 12, int(rng.integers(1, 4))))
         k = int(rng.integers(1, arrays.SMALL + 1))
         of, n = rng.integers(0, len(senders), k), rng.integers(0, 12, k)
-        got = revive_pairs(rowmap, columns, differs, senders, of, n)
+        occupied = occupancy(rowmap)
+        got = revive_pairs(rowmap, occupied, columns, differs, senders, of, n)
         with monkeypatch.context() as m:
             m.setattr(rows_kernels, "SMALL", -1)  # the scans and the compiled loop
-            want = revive_pairs(rowmap, columns, differs, senders, of, n)
+            want = revive_pairs(rowmap, occupied, columns, differs, senders, of, n)
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype == np.int64 and np.array_equal(g, w)
         found += len(want[0])
@@ -192,7 +192,8 @@ def _revive_as_it_was(self, rec, receivers_, mem_eq, checked, src, dst):
     if not len(v):
         return
     senders, of = np.unique(o, return_inverse=True)
-    pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1), n)
+    pp, jj, key = revive_pairs(self.rowmap, self.occupied, self.columns, differs, senders,
+                               of.reshape(-1), n)
     if not len(pp):
         return
     heads, group = sorted_groups(np.column_stack([jj, key]), (key, jj))
@@ -200,7 +201,7 @@ def _revive_as_it_was(self, rec, receivers_, mem_eq, checked, src, dst):
     new = self.add(pp[heads], n[jj[heads]], rec.mem_post[torch.as_tensor(lo_)],
                    rec.lu_post[lo_])
     self.pend[new] = rec_pend[lo_]
-    column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
+    self.write(pp, self.columns[n[jj]], new[group])
     self.mixed[new[np.bincount(group) > 1]] = True
 
 

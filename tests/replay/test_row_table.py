@@ -60,7 +60,7 @@ def table() -> RowTable:
     """Two sets, three nodes (columns 0, 1, 2): set 0 holds row 0 of node 1, set 1 row 1."""
     rows = RowTable(2, np.array([0, 1, 2]), 3, 4, torch.device("cpu"))
     made = rows.add(np.array([0, 1]), np.array([1, 1]), torch.ones(2, 4), np.zeros(2))
-    rows.rowmap[[0, 1], 1] = made
+    rows.write(np.array([0, 1]), np.array([1, 1]), made)
     return rows
 
 
@@ -82,13 +82,15 @@ def test_check_catches_each_broken_invariant():
     with pytest.raises(AssertionError, match="representative"):
         broken.check()
     broken = table()
-    broken.rowmap[1, 1] = 0  # both sets on row 0, whose keys differ; row 1 unused
+    broken.write(np.array([1]), np.array([1]), np.array([0]))  # both sets on row 0, whose
+    # keys differ; row 1 unused
     with pytest.raises(AssertionError, match="several keys"):
         broken.check(words, dep)
     broken.mixed[0] = True  # a mixed row may hold several keys
     broken.check(words, dep)
     broken = table()
-    broken.rowmap[1, 1] = -1  # set 1's key is not empty: without pruning it holds a row
+    broken.write(np.array([1]), np.array([1]), np.array([-1]))  # set 1's key is not empty:
+    # without pruning it holds a row
     broken.check(words, dep, pruned=True)
     with pytest.raises(AssertionError, match="without pruning"):
         broken.check(words, dep, pruned=False)
@@ -96,6 +98,10 @@ def test_check_catches_each_broken_invariant():
     broken.drop(np.array([1]))
     broken.pend[1] = 5
     with pytest.raises(AssertionError, match="pending event"):
+        broken.check()
+    broken = table()
+    broken.rowmap[1, 1] = -1  # written around ``write``: its bit still says it holds a row
+    with pytest.raises(AssertionError, match="occupancy bitmap"):
         broken.check()
     broken = table()
     broken.rowmap = np.ascontiguousarray(broken.rowmap)  # row-major: the scans would misread
@@ -112,7 +118,7 @@ def test_merge_proves_rows_equal_on_every_coordinate_not_only_the_probed_ones():
     mem[2, 3] = mem[2, 3] + 1.0  # row 2 differs only where nothing is probed,
     mem[3, 4] = mem[3, 4] + 1.0  # row 3 on a probed coordinate
     made = rows.add(np.arange(4), np.ones(4, dtype=np.int64), mem, np.zeros(4))
-    rows.rowmap[np.arange(4), 1] = made
+    rows.write(np.arange(4), np.ones(4, dtype=np.int64), made)
     none = np.zeros(rows.size, dtype=bool)
     merged = rows.merge(made, np.zeros(3, dtype=np.int64), 0, none, none,
                         np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64))
@@ -136,7 +142,7 @@ def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed
         made = rows.add(rep, n, torch.randn(5, dim), rng.random(5))
         for r, node, p in zip(made, n, rep, strict=True):
             sets = np.union1d(p, rng.choice(num_p, 3))
-            rows.rowmap[sets, columns[node]] = r
+            rows.write(sets, np.full(len(sets), columns[node]), np.full(len(sets), r))
     for r in range(rows.size):  # a later row may have taken its sets: a set still using it
         users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
         if len(users):
@@ -159,7 +165,9 @@ def test_compact_renumbers_the_rows_in_use_as_a_scan_of_the_whole_map_would(seed
     assert rows.size == len(keep) and np.array_equal(rows.rowmap, want)
     # the capacity counted is twice the rows kept either way (what the budget reads); new
     # buffers of it with force, else the same buffers, the rows moved down in them
-    assert rows.capacity == 256 and rows.nbytes() == rows.rowmap.nbytes + 256 * (4 * dim + 34)
+    assert rows.capacity == 256 and rows.nbytes() == (rows.rowmap.nbytes + rows.occupied.nbytes
+                                                      + 256 * (4 * dim + 34))
+    assert rows.occupied.nbytes == 6 * 8  # a word per column (9 sets)
     assert (len(rows.pend), rows.mem.shape[0]) == ((256, 256) if force else (buffers, buffers))
     assert (rows.mem.data_ptr() == storage) is not force
     assert rows.rowmap.flags.f_contiguous
@@ -187,7 +195,8 @@ def test_merge_compiled_and_numpy_give_the_same_table(seed, monkeypatch):
     src, dst = rng.integers(0, nodes, 30), rng.integers(0, nodes, 30)
     rows.pend[made] = rng.choice([-1, 3, 7, 11], 24)
     for r in made:  # each row's sets: its representative and a few more
-        rows.rowmap[np.union1d(rows.rep[r], rng.choice(num_p, 2)), columns[rows.n[r]]] = r
+        sets = np.union1d(rows.rep[r], rng.choice(num_p, 2))
+        rows.write(sets, np.full(len(sets), columns[rows.n[r]]), np.full(len(sets), r))
     for r in made:  # a later row may have taken a set: a set still using it
         users = np.flatnonzero(rows.rowmap[:, columns[rows.n[r]]] == r)
         if len(users):

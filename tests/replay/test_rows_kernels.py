@@ -10,8 +10,12 @@ import torch
 
 from cftgnn import jit
 from cftgnn.arrays import distinct_rows
+from cftgnn.replay.tgn import occupancy as occupancy_module
 from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
+from cftgnn.replay.tgn.occupancy import lowest_bit, occupancy, set_bits, write_entries
+from cftgnn.replay.tgn.prune_steps import prune_candidates
+from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     mixed_pairs,
     mixed_rows,
@@ -55,9 +59,11 @@ def _rowmap(seed: int, num_p: int = 37, num_c: int = 11, size: int = 9) -> np.nd
     return np.asfortranarray(dense.astype(np.int32))
 
 
+@pytest.mark.parametrize("num_p", [37, 130], ids=["one word", "three words"])
 @pytest.mark.parametrize("seed", range(5))
-def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
-    rowmap = _rowmap(seed)
+def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed, num_p):
+    rowmap = _rowmap(seed, num_p)
+    occupied = occupancy(rowmap)
     rng = np.random.default_rng(seed + 100)
     cols = np.sort(rng.choice(rowmap.shape[1], size=5, replace=False))
     member = rng.random(9) < 0.5
@@ -71,20 +77,57 @@ def test_column_scans_find_the_entries_of_np_nonzero_column_by_column(seed):
         assert np.array_equal(rr, sub[want_p, want_j])
     want_used = np.zeros(12, dtype=bool)  # rows 9..11: in no entry
     want_used[sub[sub >= 0]] = True
-    assert np.array_equal(referenced(rowmap, cols, 12), want_used)
+    assert np.array_equal(referenced(rowmap, occupied, cols, 12), want_used)
     table = rng.integers(-1, 9, size=9).astype(np.int32)
     want = rowmap.copy()
     want[:, cols] = np.where(sub >= 0, table[np.maximum(sub, 0)], -1)
-    remap_columns(rowmap, cols, table)  # in place, through the column view
+    remap_columns(rowmap, occupied, cols, table)  # in place, through the column view
     assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
+    assert np.array_equal(occupied, occupancy(rowmap))  # the bits of the entries cleared
     view = column_view(rowmap)
     view[map_at(rowmap.shape[0], np.array([0]), cols[:1])] = -1  # the view writes to the map
     assert rowmap[0, cols[0]] == -1
 
 
+@pytest.mark.parametrize("num_p", [1, 37, 64, 130], ids=lambda p: f"{p} sets")
+@pytest.mark.parametrize("seed", range(4))
+def test_occupancy_bits_follow_every_write_of_the_map(seed, num_p):
+    rng = np.random.default_rng(seed)
+    rowmap = _rowmap(seed, num_p, 9, 6)
+    occupied = occupancy(rowmap)
+    assert occupied.shape == (9, (num_p + 63) // 64) and occupied.dtype == np.uint64
+    for c in range(9):  # bit p % 64 of word p // 64 of column c, exactly the entries held
+        for q in range(num_p):
+            bit = (int(occupied[c, q // 64]) >> (q % 64)) & 1
+            assert bit == (rowmap[q, c] >= 0)
+    cols = np.sort(rng.choice(9, 4, replace=False))
+    pp, jj = set_bits(occupied, cols, num_p)  # column by column, sets ascending
+    want_j, want_p = np.nonzero(rowmap[:, cols].T >= 0)
+    assert np.array_equal(pp, want_p) and np.array_equal(jj, want_j)
+    for _ in range(3):  # writes of rows and of -1 (distinct pairs), bits with them
+        flat = rng.choice(num_p * 9, min(20, num_p * 9), replace=False)
+        p, c = flat % num_p, flat // num_p
+        values = rng.integers(-1, 6, len(flat))
+        want = rowmap.copy()
+        want[p, c] = values
+        write_entries(rowmap, occupied, p, c, values)
+        assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
+        assert np.array_equal(occupied, occupancy(rowmap))
+
+
+def test_lowest_bit_is_the_index_of_the_lowest_set_bit():
+    assert sorted(occupancy_module._LOWEST.tolist()) == list(range(64))  # a permutation
+    for i in range(64):
+        for above in (0, 1 << 63, (1 << 64) - 1):
+            word = np.uint64(((above >> (i + 1)) << (i + 1) if i < 63 else 0) | (1 << i))
+            with np.errstate(over="ignore"):  # (the product is meant modulo 2**64)
+                assert lowest_bit(word) == i
+
+
+@pytest.mark.parametrize("num_p", [37, 130], ids=["one word", "three words"])
 @pytest.mark.parametrize("seed", range(5))
-def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
-    rowmap = _rowmap(seed)
+def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, num_p, monkeypatch):
+    rowmap = _rowmap(seed, num_p)
     num_p, num_c = rowmap.shape
     rng = np.random.default_rng(seed + 200)
     num_nodes = 15
@@ -104,25 +147,29 @@ def test_row_lookups_read_the_map_as_fancy_indexing_does(seed, monkeypatch):
     of = rng.integers(0, len(senders), 12)
     recv = rng.integers(0, num_nodes, 12)
     differs = rng.random(10) < 0.6
-    pp, jj, key = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    occupied = occupancy(rowmap)
+    pp, jj, key = revive_pairs(rowmap, occupied, columns, differs, senders, of, recv)
     monkeypatch.setattr(rows_kernels, "FEW_REVIVED", 1)  # the first lists overflow: go on
-    again = revive_pairs(rowmap, columns, differs, senders, of, recv)
+    again = revive_pairs(rowmap, occupied, columns, differs, senders, of, recv)
     assert all(np.array_equal(a, b) for a, b in zip((pp, jj, key), again, strict=True))
     want_rows = []
-    for u, s_ in enumerate(senders):  # sender by sender, sets ascending, receivers by index
-        for q in range(num_p):
-            r = rowmap[q, columns[s_]]
-            if r >= 0 and differs[r]:
-                want_rows += [(q, j, r) for j in np.flatnonzero(of == u)
-                              if columns[recv[j]] < 0 or rowmap[q, columns[recv[j]]] < 0]
+    for u, s_ in enumerate(senders):  # sender by sender, 64 sets at a time, receivers by
+        for w in range(0, num_p, 64):  # index, sets ascending
+            for j in np.flatnonzero(of == u):
+                for q in range(w, min(w + 64, num_p)):
+                    r = rowmap[q, columns[s_]]
+                    if r >= 0 and differs[r] and (columns[recv[j]] < 0
+                                                  or rowmap[q, columns[recv[j]]] < 0):
+                        want_rows.append((q, j, r))
     assert [tuple(t) for t in np.stack([pp, jj, key], axis=1)] == want_rows
+    assert len(want_rows) > 5  # pairs were found
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_rows(
         seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    num_p, num_c, size, num_nodes = 23, 7, 12, 10
+    num_p, num_c, size, num_nodes = (23 if seed % 2 else 150), 7, 12, 10  # 1 or 3 words
     rowmap = _rowmap(seed, num_p, num_c, size)
     columns = np.full(num_nodes, -1, dtype=np.int64)
     columns[rng.choice(num_nodes, num_c, replace=False)] = np.arange(num_c)
@@ -159,23 +206,27 @@ def test_mixed_pairs_are_the_pairs_whose_message_or_sender_differs_from_their_ro
             if e != row_pend[r] or sender != mine[r]:
                 want.append((q, r, e, sender))
     has = np.array([len(inc[loc[row_n[r]]]) > 0 for r in range(size)] + [False])
-    got = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
-                      loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    got = mixed_pairs(rowmap, occupancy(rowmap), columns, np.arange(num_c), is_m & has, row_n,
+                      row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
+                      src, dst)
     assert [tuple(t) for t in np.stack(got, axis=1).tolist()] == want
     assert all(a.dtype == np.int64 for a in got)
     monkeypatch.setattr(row_steps, "FEW_PAIRS", 3)  # the first lists overflow: run again
-    again = mixed_pairs(rowmap, columns, np.arange(num_c), is_m & has, row_n, row_pend, mine,
-                        loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+    again = mixed_pairs(rowmap, occupancy(rowmap), columns, np.arange(num_c), is_m & has,
+                        row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem,
+                        touched, src, dst)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_split_pairs_are_the_held_or_removing_entries_with_a_key(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    rowmap = _rowmap(seed, 29, 8, 10)
+    rowmap = _rowmap(seed, 29 if seed % 2 else 140, 8, 10)  # one word per column, or three
     num_p = rowmap.shape[0]
     cols = np.sort(rng.choice(8, 5, replace=False))
     rem = rng.random((num_p, 6)) < 0.2
+    rem[:, 5] = False  # an event no set removes (touched or not: the same pairs)
+    touched = rem.any(axis=0) | ((np.arange(6) == 5) & (seed % 3 == 0))
     last = rng.integers(0, 6, len(cols))
     width = 1 + seed % 2  # one word of removals, or two
     words = rng.integers(0, 2**63, (num_p, width), dtype=np.uint64) & np.uint64(0b1011)
@@ -186,11 +237,12 @@ def test_split_pairs_are_the_held_or_removing_entries_with_a_key(seed, monkeypat
             key = words[q] & masks[j]
             if (rowmap[q, c] >= 0 or rem[q, last[j]]) and key.any():
                 want.append((q, j, *key.tolist()))
-    got = split_pairs(rowmap, cols, rem, last, words, masks)
+    occupied = occupancy(rowmap)
+    got = split_pairs(rowmap, occupied, cols, rem, touched, last, words, masks)
     assert got[0].dtype == got[1].dtype == np.int64 and got[2].dtype == np.uint64
     assert [(q, j, *k) for q, j, k in zip(*(a.tolist() for a in got), strict=True)] == want
     monkeypatch.setattr(row_steps, "FEW_SPLIT", 2)  # the first lists overflow: go on
-    again = split_pairs(rowmap, cols, rem, last, words, masks)
+    again = split_pairs(rowmap, occupied, cols, rem, touched, last, words, masks)
     assert all(np.array_equal(a, b) for a, b in zip(got, again, strict=True))
 
 
@@ -404,3 +456,59 @@ def test_new_pending_gives_live_read_rows_their_representatives_last_kept_event(
     new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start, inc_end,
                 rem, touched)
     assert np.array_equal(pend, want) and (pend != want).sum() == 0
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared rows", "tensor"])
+@pytest.mark.parametrize("seed", range(4))
+def test_prune_candidates_are_the_rows_compared_with_the_recording(seed, shared):
+    rng = np.random.default_rng(seed)
+    size, num_nodes, dim, x = 40, 12, 6, 3
+    alive = rng.random(size + 5) < 0.8  # longer than size: the rows past it are not read
+    row_n = rng.integers(0, num_nodes, size + 5)
+    need = rng.integers(1, 6, num_nodes)  # stale below x, the pending read above it
+    nodes = np.sort(rng.choice(num_nodes, 7, replace=False))  # the batch's nodes
+    loc = np.full(num_nodes, -1, dtype=np.int64)
+    loc[nodes] = np.arange(7)
+    recorded = torch.randn(7, dim)
+    mem = recorded[rng.integers(0, 7, size + 5)].clone()
+    mem[rng.random(size + 5) < 0.3, rng.integers(0, dim)] += 1.0  # differs on one coordinate
+    for q in range(size):  # about half the rows of the batch's nodes equal their recording
+        if loc[row_n[q]] >= 0 and rng.random() < 0.5:
+            mem[q] = recorded[loc[row_n[q]]]
+    lu_post = rng.choice([1.0, 2.0], 7)
+    lu = rng.choice([1.0, 2.0], size + 5)
+    events = np.array([10, 11, 12, 13], dtype=np.int64)
+    inc = [rng.choice(4, int(rng.integers(0, 3)), replace=False) for _ in range(7)]
+    inc_k = np.concatenate([np.sort(i) for i in inc]).astype(np.int64)
+    inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
+    inc_start = inc_end - np.array([len(i) for i in inc])
+    pend = rng.choice([-1, 10, 11, 12, 13], size + 5)
+    if shared:  # the recording's rows in a shared table, in another order
+        order = rng.permutation(7)
+        table = torch.cat([torch.randn(2, dim), recorded[order]])
+        ptr = torch.as_tensor(2 + np.argsort(order))
+        mem_post = SharedRows(table, ptr)
+    else:
+        mem_post = recorded
+    rec = BatchRecord(events, nodes, recorded, mem_post, lu_post, inc_k, inc_start, inc_end)
+    got = prune_candidates(mem, alive, row_n, lu, pend, size, rec, loc, need, x, 0.0)
+    stale, r = [], []
+    for q in range(size):
+        if alive[q] and need[row_n[q]] < x:
+            stale.append(q)
+        elif alive[q] and loc[row_n[q]] >= 0:
+            r.append(q)
+    lc = loc[row_n[r]]
+    equal = [bool((mem[q].view(torch.int32) == recorded[p].view(torch.int32)).all())
+             for q, p in zip(r, lc, strict=True)]
+    theirs = [int(events[inc[p][inc[p].argmax()]]) if len(inc[p]) else -1 for p in lc]
+    reads = need[row_n[r]] > x
+    assert got.stale.tolist() == stale and got.r.tolist() == r and got.lc.tolist() == lc.tolist()
+    assert np.flatnonzero(got.checked).tolist() == r
+    assert np.flatnonzero(got.mem_eq).tolist() == [q for q, e in zip(r, equal, strict=True) if e]
+    assert got.same.tolist() == [e and lu[q] == lu_post[p]
+                                 for q, p, e in zip(r, lc, equal, strict=True)]
+    assert got.theirs.tolist() == theirs and got.reads_pending.tolist() == reads.tolist()
+    assert got.pend_ok.tolist() == [pend[q] == t or not rd
+                                    for q, t, rd in zip(r, theirs, reads, strict=True)]
+    assert len(stale) > 0 and 0 < sum(equal) < len(r)  # every kind of row was there

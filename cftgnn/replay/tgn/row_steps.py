@@ -18,6 +18,7 @@ from cftgnn import jit
 from cftgnn.arrays import SMALL, unique
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
+from cftgnn.replay.tgn.occupancy import Bits, lowest_bit
 from cftgnn.replay.tgn.rows_kernels import (
     _groups,
     _i64,
@@ -85,12 +86,15 @@ def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pe
 
 
 @jit.compiled
-def _split_pairs(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
-                 rem: npt.NDArray[np.bool_], last: IntArray, words: Words, masks: Words,
-                 at: int, bound: int) -> tuple[IntArray, IntArray, Words, int]:
+def _split_pairs(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
+                 rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_], last: IntArray,
+                 words: Words, masks: Words, at: int, bound: int
+                 ) -> tuple[IntArray, IntArray, Words, int]:
     """``split_pairs`` in one pass over the columns from entry ``at`` (``j * num_p + p``),
     each hit's key made and tested where it is read, up to ``bound`` pairs (the last value:
-    the entry to go on from, ``len(cols) * num_p`` when all were)."""
+    the entry to go on from, ``len(cols) * num_p`` when all were). The entries visited are
+    those ``occupied`` marks, and, where some set removes the column's event (``touched``),
+    those whose set removes it, 64 sets at a time, in the order of the sets."""
     width = words.shape[1]
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
@@ -98,31 +102,43 @@ def _split_pairs(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
     m = 0
     first = at // num_p
     for j in range(first, len(cols)):
-        base = cols[j] * num_p
         k = last[j]
-        for p in range(at - first * num_p if j == first else 0, num_p):
-            if view[base + p] < 0 and not rem[p, k]:
-                continue
-            some = False
-            for w in range(width):
-                some |= (words[p, w] & masks[j, w]) != 0
-            if not some:
-                continue
-            if m == bound:
-                return out_p, out_j, out_k, j * num_p + p
-            for w in range(width):
-                out_k[m, w] = words[p, w] & masks[j, w]
-            out_p[m], out_j[m] = p, j
-            m += 1
+        begin = at - first * num_p if j == first else 0
+        for v in range(begin >> 6, occupied.shape[1]):
+            word = occupied[cols[j], v]  # the entries holding a row, and the removing sets
+            if touched[k]:
+                for b in range(min(64, num_p - (v << 6))):
+                    if rem[(v << 6) + b, k]:
+                        word |= np.uint64(1) << np.uint64(b)
+            if v == begin >> 6:
+                word &= ~np.uint64(0) << np.uint64(begin & 63)
+            while word != np.uint64(0):
+                p = (v << 6) + lowest_bit(word)
+                word &= word - np.uint64(1)
+                some = False
+                for w in range(width):
+                    some |= (words[p, w] & masks[j, w]) != 0
+                if not some:
+                    continue
+                if m == bound:
+                    return out_p, out_j, out_k, j * num_p + p
+                for w in range(width):
+                    out_k[m, w] = words[p, w] & masks[j, w]
+                out_p[m], out_j[m] = p, j
+                m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_k[:m].copy(), len(cols) * num_p
 
 
-def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[np.bool_],
-                last: IntArray, words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
+def split_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
+                rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_], last: IntArray,
+                words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
     """The (set, node) pairs ``RowTable.split`` (with pruning) gives the rows of their new
     keys: the entries of ``rowmap[:, cols]`` that hold a row or whose set removes the
     node's last event of the batch (``rem[:, last] [P, k]``), whose key (the set's removals
     ``words [P, W]`` in the node's dependency set ``masks [k, W]``) is not empty.
+    ``touched`` (``bool [K]``): which of the batch's events some set removes, or more
+    (``rem.any(axis=0)``); the compiled loop reads the removals of those columns only, and
+    of the rest the entries ``occupied`` marks (``cftgnn.replay.tgn.occupancy``).
 
     Returns:
         ``(pp, jj, key)``: each pair's set and index into ``cols``, ``int64``, and its key,
@@ -130,8 +146,8 @@ def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[
         ascending).
     """
     if jit.ENABLED:  # one pass, the keys tested where they are read (few lists, as below)
-        args = (column_view(rowmap), rowmap.shape[0], _i64(cols), rem, _i64(last), words,
-                masks)
+        args = (column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), rem, touched,
+                _i64(last), words, masks)
         end = len(cols) * rowmap.shape[0]
         bound = min(FEW_SPLIT, end)
         pp, jj, key, at = _split_pairs(*args, 0, bound)
@@ -152,8 +168,8 @@ def split_pairs(rowmap: npt.NDArray[np.int32], cols: IntArray, rem: npt.NDArray[
 
 
 @jit.compiled
-def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, cols: IntArray,
-                 is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, columns: IntArray,
+                 cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                  mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                  inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
                  touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray, at: int,
@@ -174,36 +190,44 @@ def _mixed_pairs(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, col
     # position, and whether its message is the node's last event whatever the set removes
     # (``fixed``: then that event and its sender's column)
     prev, node, pos, fixed, e_row, c_row = -1, 0, 0, False, -1, -1
-    for j in range(at // num_p, len(cols)):
+    first = at // num_p
+    for j in range(first, len(cols)):
         base = cols[j] * num_p
-        for p in range(at - j * num_p if j == at // num_p else 0, num_p):
-            r = view[base + p]
-            if r < 0 or not is_m[r]:
-                continue
-            if r != prev:
-                prev, node = r, row_n[r]
-                pos = loc[node]
-                fixed = not touched[inc_k[inc_end[pos] - 1]]
-                if fixed:
-                    e_row = events[inc_k[inc_end[pos] - 1]]
-                    c_row = columns[dst[e_row] if src[e_row] == node else src[e_row]]
-            e, c = e_row, c_row
-            if not fixed:
-                e = -1
-                for i in range(inc_end[pos] - 1, inc_start[pos] - 1, -1):
-                    if not rem[p, inc_k[i]]:
-                        e = events[inc_k[i]]
-                        break
-                if e >= 0:
-                    c = columns[dst[e] if src[e] == node else src[e]]
-            sender = -2
-            if e >= 0:  # _row_at, written out
-                sender = -1 if c < 0 else view[c * num_p + p]
-            if e != row_pend[r] or sender != mine[r]:
-                if m == bound:
-                    return out_p, out_r, out_e, out_s, j * num_p + p
-                out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
-                m += 1
+        begin = at - first * num_p if j == first else 0
+        for w in range(begin >> 6, occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            if w == begin >> 6:
+                word &= ~np.uint64(0) << np.uint64(begin & 63)
+            while word != np.uint64(0):
+                p = (w << 6) + lowest_bit(word)
+                word &= word - np.uint64(1)
+                r = view[base + p]
+                if not is_m[r]:
+                    continue
+                if r != prev:
+                    prev, node = r, row_n[r]
+                    pos = loc[node]
+                    fixed = not touched[inc_k[inc_end[pos] - 1]]
+                    if fixed:
+                        e_row = events[inc_k[inc_end[pos] - 1]]
+                        c_row = columns[dst[e_row] if src[e_row] == node else src[e_row]]
+                e, c = e_row, c_row
+                if not fixed:
+                    e = -1
+                    for i in range(inc_end[pos] - 1, inc_start[pos] - 1, -1):
+                        if not rem[p, inc_k[i]]:
+                            e = events[inc_k[i]]
+                            break
+                    if e >= 0:
+                        c = columns[dst[e] if src[e] == node else src[e]]
+                sender = -2
+                if e >= 0:  # _row_at, written out
+                    sender = -1 if c < 0 else view[c * num_p + p]
+                if e != row_pend[r] or sender != mine[r]:
+                    if m == bound:
+                        return out_p, out_r, out_e, out_s, j * num_p + p
+                    out_p[m], out_r[m], out_e[m], out_s[m] = p, r, e, sender
+                    m += 1
     return (out_p[:m].copy(), out_r[:m].copy(), out_e[:m].copy(), out_s[:m].copy(),
             len(cols) * num_p)
 
@@ -270,8 +294,8 @@ def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDAr
     return is_m, mine, np.flatnonzero(np.bincount(cols))
 
 
-def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray,
-                is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
+def mixed_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
+                cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
                 inc_start: IntArray, inc_end: IntArray, rem: npt.NDArray[np.bool_],
                 touched: npt.NDArray[np.bool_], src: IntArray, dst: IntArray
@@ -288,14 +312,17 @@ def mixed_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray, cols: IntArray
     Returns:
         ``(pp, rr, pend, sender)``: each moved pair's set, row, message and sender row,
         ``int64``, in the order of ``column_hits`` (column by column, sets ascending).
+        The compiled loop visits only the entries ``occupied`` marks (the entries holding a
+        row, ``cftgnn.replay.tgn.occupancy``), the twin reads every entry of the columns.
     """
     if jit.ENABLED:
         # lists of a few pairs first (most batches move none), 16 times longer at each
         # overflow, the scan going on from where it stopped: lists of every entry at once
         # (megabytes a call) slowed the steps around this one, and scanning again from the
         # start cost a second pass
-        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(cols), is_m, row_n,
-                row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched, src, dst)
+        args = (column_view(rowmap), rowmap.shape[0], occupied, columns, _i64(cols), is_m,
+                row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
+                src, dst)
         end = len(cols) * rowmap.shape[0]
         bound = min(FEW_PAIRS, end)
         *part, at = _mixed_pairs(*args, 0, bound)

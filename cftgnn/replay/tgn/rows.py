@@ -21,11 +21,12 @@ from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import (
     bits,
     host_loops,
-    memory_equal,
     probe_columns,
     probed_bits,
     rows_equal,
 )
+from cftgnn.replay.tgn.occupancy import occupancy, words_for, write_entries
+from cftgnn.replay.tgn.prune_steps import prune_candidates
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
     merge_groups,
@@ -42,7 +43,6 @@ from cftgnn.replay.tgn.rows_kernels import (
     groups,
     key_groups,
     lookup,
-    map_at,
     referenced,
     remap_columns,
     revive_pairs,
@@ -85,6 +85,10 @@ class RowTable(RowStore):
       ``rowmap[rep[r], columns[n[r]]] == r`` (a live row no set uses any more may remain
       until ``compact`` frees it; it is never read);
     * retired rows hold no pending event (``pend[r] == -1`` where not ``alive``);
+    * ``occupied`` marks exactly the entries of ``rowmap`` that hold a row (bit ``p % 64`` of
+      word ``[c, p // 64]``: ``rowmap[p, c] >= 0``; ``cftgnn.replay.tgn.occupancy``): every
+      write of the map goes through ``write`` or ``rows_kernels.remap_columns``, which keep
+      it, and the compiled scans visit only its set bits;
     * a row that is not ``mixed`` holds the sets of one key: all of them agree on the
       removals of its node's dependency set (``words[p] & D(n)``) at the end of a batch;
       without pruning, moreover, a pair holds a row exactly when that key is not empty
@@ -107,6 +111,8 @@ class RowTable(RowStore):
 
     Attributes:
         rowmap: Row of each (set, column), ``-1`` for the recorded state, ``int32 [P, C]``.
+        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, ceil(P / 64)]``
+            (counted by ``nbytes``).
         mem: Rows' memory, ``[capacity, d]`` (the first ``size`` in use).
         lu: Rows' last-update times, ``float64 [capacity]``.
         pend: Rows' pending events, ``-1`` for none, ``int64 [capacity]``.
@@ -123,7 +129,16 @@ class RowTable(RowStore):
         self.columns = columns
         # column-major: the steps read whole columns (every set's row of a few nodes)
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
+        # which entries hold a row, a bit each (``cftgnn.replay.tgn.occupancy``)
+        self.occupied = np.zeros((num_columns, words_for(num_p)), dtype=np.uint64)
         super().__init__(dim, device)
+
+    def write(self, p: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
+              rows: npt.NDArray[np.integer]) -> None:
+        """``rowmap[p[m], c[m]] = rows[m]`` (distinct pairs; ``-1``: the recorded state), the
+        bits of ``occupied`` with it: every write of an entry goes through here or
+        ``rows_kernels.remap_columns``."""
+        write_entries(self.rowmap, self.occupied, p, c, rows)
 
     def lookup(self, p: npt.NDArray[np.int64], n: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
@@ -136,13 +151,15 @@ class RowTable(RowStore):
             return
         table = np.arange(self.size, dtype=np.int32)  # every row stays, but the dead
         table[dead] = -1
-        remap_columns(self.rowmap, np.unique(self.columns[self.n[dead]]), table)
+        remap_columns(self.rowmap, self.occupied, np.unique(self.columns[self.n[dead]]),
+                      table)
         self.alive[dead] = False
         self.pend[dead] = -1
 
     def nbytes(self) -> int:
-        """Bytes held: the row map and the rows' capacity (``RowStore.rows_nbytes``)."""
-        return int(self.rowmap.nbytes) + self.rows_nbytes()
+        """Bytes held: the row map, its occupancy bitmap and the rows' capacity
+        (``RowStore.rows_nbytes``)."""
+        return int(self.rowmap.nbytes) + int(self.occupied.nbytes) + self.rows_nbytes()
 
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
@@ -154,10 +171,11 @@ class RowTable(RowStore):
         # only the columns of live rows' nodes hold rows (every entry is -1 or a live row of
         # its column's node): the rest of the map is not read
         cols = np.unique(self.columns[self.n[np.flatnonzero(self.alive[:size])]])
-        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, cols, size))
+        keep = np.flatnonzero(self.alive[:size] & referenced(self.rowmap, self.occupied,
+                                                             cols, size))
         new_id = np.full(size, -1, dtype=np.int32)
         new_id[keep] = np.arange(len(keep), dtype=np.int32)
-        remap_columns(self.rowmap, cols, new_id)
+        remap_columns(self.rowmap, self.occupied, cols, new_id)
         self.keep_only(keep, force)  # new buffers with force, else in place
 
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
@@ -208,6 +226,8 @@ class RowTable(RowStore):
             assert len(getattr(self, name)) >= size, name
         assert self.mem.shape[0] >= size and self.rowmap.dtype == np.int32
         assert self.rowmap.flags.f_contiguous, "the row map is not column-major"
+        assert np.array_equal(self.occupied, occupancy(self.rowmap)), (
+            "the occupancy bitmap does not mark exactly the entries holding a row")
         pp, cc = np.nonzero(self.rowmap >= 0)
         rr = self.rowmap[pp, cc].astype(np.int64)
         assert (rr < size).all(), "a set's row index points past the table"
@@ -239,7 +259,8 @@ class RowTable(RowStore):
 
     def split(self, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
               nodes: npt.NDArray[np.int64], masks: Words,
-              rem: npt.NDArray[np.bool_] | None = None) -> None:
+              rem: npt.NDArray[np.bool_] | None = None,
+              touched: npt.NDArray[np.bool_] | None = None) -> None:
         """Step 2 of a batch: give every ``(set, node)`` pair whose dependency set grew in this
         batch the row of its new key ``(node, set ∩ D(node))``.
 
@@ -252,7 +273,8 @@ class RowTable(RowStore):
         With pruning (``rem``, the removals of the batch's events, ``[P, K]``), an unperturbed
         pair gets a row only when its set removes the node's recorded pending message of this
         batch: otherwise its state after the batch is the recorded one unless its pending
-        message's sender differs, and ``prune`` gives it a row then.
+        message's sender differs, and ``prune`` gives it a row then. ``touched`` as for
+        ``split_mixed``.
         """
         if len(nodes) == 0:
             return
@@ -263,7 +285,10 @@ class RowTable(RowStore):
             sg = sig[pp, jj]  # [Q, W]
         else:  # only pairs holding a row, or removing the node's pending message, can need one
             last = rec.inc_k[rec.inc_end[loc[nodes]] - 1]
-            pp, jj, sg = split_pairs(self.rowmap, cols, rem, last, words, masks)
+            if touched is None:
+                touched = np.asarray(rem.any(axis=0), dtype=bool)
+            pp, jj, sg = split_pairs(self.rowmap, self.occupied, cols, rem, touched, last, words,
+                                     masks)
         if len(pp) == 0:
             return
         # the keys of each node, by node, then key
@@ -293,8 +318,9 @@ class RowTable(RowStore):
             if copy.any():  # copies of rows held before: their memory over the recorded one
                 dev = self.mem.device
                 self.mem.index_copy_(0, torch.as_tensor(g_row[fresh[copy]], device=dev),
-                                     self.mem[torch.as_tensor(old[copy], device=dev)])
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, cols[jj])] = g_row[group]
+                                     self.mem.index_select(
+                                         0, torch.as_tensor(old[copy], device=dev)))
+        self.write(pp, cols[jj], g_row[group])
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -338,16 +364,15 @@ class RowTable(RowStore):
         # (set, row) pair of the mixed rows, those whose message (the last event the set
         # keeps) or its sender's row differs from that move to rows of their own
         pp, rr, pend, sender = mixed_pairs(
-            self.rowmap, self.columns, cols, is_m, self.n, self.pend, mine, loc, rec.events,
-            rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
+            self.rowmap, self.occupied, self.columns, cols, is_m, self.n, self.pend, mine, loc,
+            rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
         if not len(pp):
             return 0
         heads, group = key_groups(np.column_stack([rr, pend, sender]))
         new = self.add(pp[heads], self.n[rr[heads]], None, self.lu[rr[heads]], at=rr[heads])
         self.pend[new] = pend[heads]
         self.mixed[new] = True
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[self.n[rr]])] = (
-            new[group])
+        self.write(pp, self.columns[self.n[rr]], new[group])
         return len(new)
 
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
@@ -379,26 +404,16 @@ class RowTable(RowStore):
         a sender can reach (``cftgnn.replay.tgn.trajectory.receivers``, made here when
         None; the cone replay passes them kept per batch, ``Dependencies.receivers``).
         """
-        size = self.size
-        live = np.flatnonzero(self.alive[:size])
-        if not len(live):  # no perturbed row: nothing to retire, merge or revive
-            return 0
-        node = self.n[live]
-        stale = need[node] < x  # never read again
-        where = loc[node]
-        check = (where >= 0) & ~stale
-        r, n, lc = live[check], node[check], where[check]
-        mem_eq = np.zeros(size, dtype=bool)  # rows whose memory is the recorded one
-        checked = np.zeros(size, dtype=bool)
-        if len(r):
-            mem_eq[r] = memory_equal(self.mem, r, rec.mem_post, lc, tolerance)
-            checked[r] = True
+        if not self.alive[:self.size].any():  # no perturbed row: nothing to retire, merge
+            return 0  # or revive
+        # the live rows never read again, and the others' comparisons with the recording
+        stale, r, _, mem_eq, checked, same, theirs, reads_pending, pend_ok = prune_candidates(
+            self.mem, self.alive, self.n, self.lu, self.pend, self.size, rec, loc, need, x,
+            tolerance)
+        n = self.n[r]
         retire = np.zeros(len(r), dtype=bool)
         if len(r):
-            same = mem_eq[r] & (self.lu[r] == rec.lu_post[lc])
-            mine, theirs = self.pend[r], rec.pending_at(lc)
-            reads_pending = need[n] > x  # the next batch applies the pending message
-            pend_ok = (mine == theirs) | ~reads_pending
+            mine = self.pend[r]
             alt = same & ~pend_ok & (mine >= 0) & (theirs >= 0)
             if alt.any():  # another event carrying the same message?
                 a = np.flatnonzero(alt)
@@ -419,7 +434,7 @@ class RowTable(RowStore):
                 ok = (ro < 0) | (checked[np.maximum(ro, 0)] & mem_eq[np.maximum(ro, 0)])
                 same[sends[~ok]] = False
             retire[cand] = same[cand]
-        dead = np.concatenate([live[stale], r[retire]])
+        dead = np.concatenate([stale, r[retire]])
         self.drop(dead)
         merged = self.merge(r[~retire], need, x, mem_eq, checked, src, dst)
         if receivers is None:
@@ -491,7 +506,7 @@ class RowTable(RowStore):
         moved = np.flatnonzero(target != r)
         remap = np.arange(size, dtype=np.int32)
         remap[r[moved]] = target[moved]
-        remap_columns(self.rowmap, np.unique(self.columns[n[moved]]), remap)
+        remap_columns(self.rowmap, self.occupied, np.unique(self.columns[n[moved]]), remap)
         gone = r[moved]
         self.mixed[target[moved]] = True  # sets of several keys, equal states (see RowTable)
         self.alive[gone] = False
@@ -516,15 +531,15 @@ class RowTable(RowStore):
             return
         # (set, receiver) pairs without a row whose sender's row under the set differs, and
         # that row
-        pp, jj, key = revive_pairs(self.rowmap, self.columns, differs, senders, of.reshape(-1),
-                                   n)
+        pp, jj, key = revive_pairs(self.rowmap, self.occupied, self.columns, differs, senders,
+                                   of.reshape(-1), n)
         if not len(pp):
             return
         heads, group = key_groups(np.column_stack([jj, key]))
         lo_ = v[jj[heads]]
         new = self.add(pp[heads], n[jj[heads]], rec.mem_post, rec.lu_post[lo_], at=lo_)
         self.pend[new] = pend[jj[heads]]
-        column_view(self.rowmap)[map_at(len(self.rowmap), pp, self.columns[n[jj]])] = new[group]
+        self.write(pp, self.columns[n[jj]], new[group])
         self.mixed[new[np.bincount(group) > 1]] = True  # sets of several keys (see RowTable)
 
 

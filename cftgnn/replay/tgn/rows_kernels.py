@@ -27,7 +27,11 @@ call, even inlined), and a list grown inside the loop (the same, at every step);
 lookup is written out there and the lists are allocated to their bounds, or to a few
 entries first (``row_steps.mixed_pairs``, ``row_steps.split_pairs``, ``revive_pairs``: lists
 of megabytes a call slowed the steps around it), a loop that fills them going on from where
-it stopped, with longer lists, rather than scanning again.
+it stopped, with longer lists, rather than scanning again. The compiled scans of whole
+columns (those two, ``row_steps.split_pairs``, ``referenced``, ``remap_columns``) visit
+only the entries the table's occupancy bitmap marks (``cftgnn.replay.tgn.occupancy``: a bit
+per entry, set exactly where it holds a row), in the same order, rather than every entry of
+the columns; their twins read every entry.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from cftgnn import jit
 from cftgnn.arrays import SMALL
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
+from cftgnn.replay.tgn.occupancy import Bits, lowest_bit, set_columns
 
 IntArray = npt.NDArray[np.int64]
 
@@ -54,9 +59,9 @@ FEW_REVIVED = 8192
 def column_view(rowmap: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
     """The flat view of a column-major row map ``[P, C]``: entry ``(p, c)`` at ``c * P + p``
     (writes go to the map)."""
-    flat = rowmap.T.reshape(-1)
-    assert np.shares_memory(flat, rowmap), "the row map must be column-major (order='F')"
-    return flat
+    # (the flag, not ``np.shares_memory``: a few microseconds a call, thousands of calls)
+    assert rowmap.flags.f_contiguous, "the row map must be column-major (order='F')"
+    return rowmap.T.reshape(-1)
 
 
 def column_hits(rowmap: npt.NDArray[np.int32], cols: npt.NDArray[np.int64],
@@ -179,51 +184,78 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
 
 
 @jit.compiled
-def _revive_scan(view: npt.NDArray[np.int32], num_p: int, columns: IntArray,
+def _revive_scan(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, columns: IntArray,
                  sender_cols: IntArray, differs: npt.NDArray[np.bool_], start: IntArray,
                  count: IntArray, by_sender: IntArray, n: IntArray, at: int, bound: int
                  ) -> tuple[IntArray, IntArray, IntArray, int]:
-    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + p``) of the senders'
-    columns: each sender's column scanned for rows of ``differs`` (the hits of
-    ``column_hits`` with ``member``, in its order) and each hit's receivers looked up
-    where it is found, up to ``bound`` pairs (the last value: the entry to go on from,
-    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold any one sender's
-    receivers). (Lists are allocated to a bound, never grown in a loop: a list reassigned
-    in the loop costs numba reference counting at every step.)"""
+    """``revive_pairs`` compiled, from entry ``at`` (``u * num_p + 64 w``, the start of a
+    word) of the senders' columns, 64 sets at a time, by the words of ``occupied``: the
+    sets where the sender holds a row and some receiver of it none, of those the sets whose
+    sender row is one of ``differs`` (each read once), then for each receiver the sets of
+    those where it holds no row (the sets whose receivers all hold a row already, most, are
+    never read one by one, and where the sender's rows mostly do not differ each is read
+    once, not once per receiver), up to ``bound`` pairs (the last value: the entry to go on from,
+    ``len(sender_cols) * num_p`` when all were; ``bound`` must hold 64 sets of any one
+    sender's receivers). (Lists are allocated to a bound, never grown in a loop: a list
+    reassigned in the loop costs numba reference counting at every step.)"""
     out_p = np.empty(bound, dtype=np.int64)
     out_j = np.empty(bound, dtype=np.int64)
     out_r = np.empty(bound, dtype=np.int64)
+    rows = np.empty(64, dtype=np.int64)  # the sender's rows of the word's sets
     m = 0
     first = at // num_p
     for u in range(first, len(sender_cols)):
         base = sender_cols[u] * num_p
-        for p in range(at - first * num_p if u == first else 0, num_p):
-            r = view[base + p]
-            if r < 0 or not differs[r]:
+        for w in range((at - first * num_p) >> 6 if u == first else 0, occupied.shape[1]):
+            held = occupied[sender_cols[u], w]
+            if held == np.uint64(0):
                 continue
-            if m + count[u] > bound:
-                return out_p[:m], out_j[:m], out_r[:m], u * num_p + p
+            word = np.uint64(0)  # the sets where some receiver holds no row
+            for i in range(start[u], start[u] + count[u]):
+                c = columns[n[by_sender[i]]]
+                word |= held & ~occupied[c, w] if c >= 0 else held
+            differ = np.uint64(0)  # of those, the sets whose sender row is one of differs
+            while word != np.uint64(0):
+                b = lowest_bit(word)
+                word &= word - np.uint64(1)
+                r = view[base + (w << 6) + b]
+                if differs[r]:
+                    rows[b] = r
+                    differ |= np.uint64(1) << np.uint64(b)
+            if differ == np.uint64(0):
+                continue
+            if m + 64 * count[u] > bound:
+                return out_p[:m], out_j[:m], out_r[:m], u * num_p + (w << 6)
             for i in range(start[u], start[u] + count[u]):
                 j = by_sender[i]
-                c = columns[n[j]]  # _row_at, written out
-                if c < 0 or view[c * num_p + p] < 0:
-                    out_p[m], out_j[m], out_r[m] = p, j, r
+                c = columns[n[j]]
+                word = differ  # of those, the sets where the receiver holds no row
+                if c >= 0:
+                    word &= ~occupied[c, w]
+                while word != np.uint64(0):
+                    b = lowest_bit(word)
+                    word &= word - np.uint64(1)
+                    out_p[m], out_j[m], out_r[m] = (w << 6) + b, j, rows[b]
                     m += 1
     return out_p[:m].copy(), out_j[:m].copy(), out_r[:m].copy(), len(sender_cols) * num_p
 
 
-def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
+def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
                  differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
                  n: IntArray) -> tuple[IntArray, IntArray, IntArray]:
     """The pairs ``RowTable.revive`` gives rows: receiver ``j`` (node ``n[j]``, whose pending
     message comes from sender ``senders[of[j]]``) under set ``p`` where the sender holds a
-    row of ``differs`` (``bool``, by row) and the receiver holds none.
+    row of ``differs`` (``bool``, by row) and the receiver holds none. (The compiled loop
+    visits only the entries of the senders' columns that ``occupied`` marks,
+    ``cftgnn.replay.tgn.occupancy``; the twins read every entry.)
 
     Returns:
         ``(pp, jj, key)``: the set, the receiver and the sender's row under the set,
-        ``int64``, in the order of ``column_hits`` over the senders' columns (sender by
-        sender, sets ascending), each hit followed by its sender's receivers in the order of
-        ``j``.
+        ``int64``, sender by sender, then by 64 sets (``p // 64`` ascending), then receiver
+        by receiver in the order of ``j``, sets ascending: so the pairs of one receiver are
+        in the order of their sets, which is all its caller's grouping by (receiver, sender
+        row) reads (``key_groups``: each group's first pair, the smallest set, and the
+        groups in the order of their keys).
     """
     if rowmap.shape[0] == 1 and len(of) <= SMALL:  # one set, a few receivers: in Python
         return _one_set_pairs(rowmap, columns, differs, senders, of, n)
@@ -233,10 +265,10 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     if jit.ENABLED:
         # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
         # going on from where it stopped (lists of megabytes at once slow the steps around)
-        args = (column_view(rowmap), rowmap.shape[0], columns, _i64(columns[senders]),
-                differs, start, count, by_sender, _i64(n))
+        args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
+                _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
         end = len(senders) * rowmap.shape[0]
-        bound = max(FEW_REVIVED, int(count.max(initial=0)))
+        bound = max(FEW_REVIVED, 64 * int(count.max(initial=0)))
         *part, at = _revive_scan(*args, 0, bound)
         if at == end:
             pp, jj, key = part
@@ -255,7 +287,9 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
     pp, rr = np.repeat(pp, reps), np.repeat(rr, reps)
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
-    return pp[unrowed], jj[unrowed], rr[unrowed]
+    pp, jj, rr = pp[unrowed], jj[unrowed], rr[unrowed]
+    order = np.lexsort((pp, jj, pp >> 6, of[jj]))  # the compiled loop's order (above)
+    return pp[order], jj[order], rr[order]
 
 
 def _one_set_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
@@ -432,50 +466,61 @@ def _increasing(values: npt.NDArray[Any]) -> bool:
 
 
 @jit.compiled
-def _referenced(view: npt.NDArray[np.int32], num_p: int, cols: IntArray, size: int
-                ) -> npt.NDArray[np.bool_]:
+def _referenced(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
+                size: int) -> npt.NDArray[np.bool_]:
     out = np.zeros(size, dtype=np.bool_)
     for j in range(len(cols)):
         base = cols[j] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0:
-                out[r] = True
+        for w in range(occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            while word != np.uint64(0):
+                out[view[base + (w << 6) + lowest_bit(word)]] = True
+                word &= word - np.uint64(1)
     return out
 
 
-def referenced(rowmap: npt.NDArray[np.int32], cols: IntArray, size: int
+def referenced(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray, size: int
                ) -> npt.NDArray[np.bool_]:
     """Which of rows ``0..size-1`` some entry of ``rowmap[:, cols]`` holds, ``bool [size]``
-    (one pass over the columns' memory)."""
+    (compiled: the entries ``occupied`` marks, ``cftgnn.replay.tgn.occupancy``)."""
     if jit.ENABLED:
-        return _referenced(column_view(rowmap), rowmap.shape[0], _i64(cols), size)
+        return _referenced(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), size)
     out = np.zeros(size, dtype=bool)
     out[column_hits(rowmap, cols)[2]] = True
     return out
 
 
 @jit.compiled
-def _remap(view: npt.NDArray[np.int32], num_p: int, cols: IntArray,
+def _remap(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArray,
            table: npt.NDArray[np.int32]) -> None:
     for j in range(len(cols)):
         base = cols[j] * num_p
-        for p in range(num_p):
-            r = view[base + p]
-            if r >= 0:
-                view[base + p] = table[r]
+        for w in range(occupied.shape[1]):  # the entries holding a row only
+            word = occupied[cols[j], w]
+            left = word
+            while word != np.uint64(0):
+                b = lowest_bit(word)
+                low = word & (np.uint64(0) - word)
+                word ^= low
+                r = table[view[base + (w << 6) + b]]
+                view[base + (w << 6) + b] = r
+                if r < 0:  # the recorded state again: no row held
+                    left ^= low
+            occupied[cols[j], w] = left
 
 
-def remap_columns(rowmap: npt.NDArray[np.int32], cols: IntArray,
+def remap_columns(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
                   table: npt.NDArray[np.int32]) -> None:
     """Rewrite in place every entry of ``rowmap[:, cols]`` that holds a row ``r`` to
-    ``table[r]`` (``-1``: the recorded state again), one pass over the columns' contiguous
-    memory (a compiled loop: no list of the entries is made)."""
+    ``table[r]`` (``-1``: the recorded state again, its bit of ``occupied`` cleared), a
+    compiled loop over the entries ``occupied`` marks (``cftgnn.replay.tgn.occupancy``; no
+    list of the entries is made)."""
     if jit.ENABLED:
-        _remap(column_view(rowmap), rowmap.shape[0], _i64(cols), table)
+        _remap(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), table)
         return
     pp, jj, rr = column_hits(rowmap, cols)
     column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
+    set_columns(rowmap, occupied, cols)
 
 
 @jit.compiled
