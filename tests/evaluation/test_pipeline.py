@@ -366,3 +366,42 @@ def test_jobs_of_one_sweep_share_one_tracking_group(tmp_path):
         assert pipeline.tracking_group(single) is None
     finally:
         hc.cfg = None
+
+
+def _toy_engine(kind: str):
+    from cftgnn.data.synthetic import make_synthetic_stream
+    from cftgnn.models.tgat import TGAT
+    from cftgnn.models.tgn import TGN
+    from cftgnn.oracle.engine import ReplayEngine
+
+    stream = make_synthetic_stream(20, 200, seed=1, feat_dim=1)
+    model = (TGN(stream.num_nodes, stream.feat_dim, memory_dim=8, time_dim=4, embedding_dim=8,
+                 num_layers=1, num_heads=1, num_neighbors=3, batch_size=20) if kind == "tgn"
+             else TGAT(stream.num_nodes, stream.feat_dim, time_dim=4, embedding_dim=8,
+                       num_layers=1, num_heads=1, num_neighbors=3))
+    return ReplayEngine(model, stream)
+
+
+@pytest.mark.parametrize(("kind", "mode", "choice", "events", "starts"), [
+    ("tgn", "exact", None, 3, True),
+    ("tgn", "approximate", None, 3, False),
+    ("tgn", "auto", "exact", 3, True),
+    ("tgn", "auto", "approximate", 3, False),
+    ("tgn", "exact", None, 0, False),  # nothing left to explain (a resumed run)
+    ("tgat", "exact", None, 3, False),  # no compiled loops in its replay
+])
+def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kind, mode,
+                                                                choice, events, starts):
+    """An exact search's hundreds of small exact calls would run the loops' NumPy twins
+    until numba started (``jit.for_sets``): the pipeline starts it before the events."""
+    from cftgnn import jit
+    from cftgnn.oracle.auto_mode import ModeChoice
+    from cftgnn.oracle.oracle import OracleMode
+
+    calls: list[int] = []
+    monkeypatch.setattr(jit, "warm_up", lambda: calls.append(1))
+    picked = None if choice is None else ModeChoice(OracleMode(choice), 1.0, 1.5, 0)
+    todo = pd.DataFrame({"event_id": list(range(100, 100 + events))})
+    pipeline._start_compiled_loops(OmegaConf.create({"mode": mode}), _toy_engine(kind), picked,
+                                   todo)
+    assert calls == ([1] if starts else [])
