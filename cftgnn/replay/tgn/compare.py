@@ -134,17 +134,23 @@ def _gather(m: npt.NDArray[np.integer], rows: npt.NDArray[np.int64],
 
 
 @jit.compiled
+def _same_row(x: npt.NDArray[np.integer], i: int, y: npt.NDArray[np.integer], j: int) -> bool:
+    """Whether rows ``x[i]`` and ``y[j]`` hold the same bits, read until their first
+    differing coordinate (the bitwise comparison of the compiled loops: ``_equal_rows``,
+    ``prune_steps``)."""
+    for c in range(x.shape[1]):  # noqa: SIM110  (a plain loop: numba compiles no all(...))
+        if x[i, c] != y[j, c]:
+            return False
+    return True
+
+
+@jit.compiled
 def _equal_rows(x: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
                 y: npt.NDArray[np.integer], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits, each pair read until its first
-    differing coordinate."""
+    """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits (``_same_row``)."""
     out = np.empty(len(a), dtype=np.bool_)
     for i in range(len(a)):
-        out[i] = True
-        for c in range(x.shape[1]):
-            if x[a[i], c] != y[b[i], c]:
-                out[i] = False
-                break
+        out[i] = _same_row(x, a[i], y, b[i])
     return out
 
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from torch import Tensor
 
 from cftgnn import jit
-from cftgnn.replay.tgn.compare import bits, host_loops, memory_equal
+from cftgnn.replay.tgn.compare import _same_row, bits, host_loops, memory_equal
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord
 
@@ -85,12 +85,7 @@ def _candidates(alive: BoolArray, row_n: IntArray, size: int, need: IntArray, x:
         if pos < 0:
             continue
         r[i], lc[i] = q, pos
-        equal = True  # compare.memory_equal, bitwise: until the first differing coordinate
-        at = ptr[pos]
-        for c in range(mem.shape[1]):
-            if mem[q, c] != table[at, c]:
-                equal = False
-                break
+        equal = _same_row(mem, q, table, ptr[pos])  # compare.memory_equal, bitwise
         mem_eq[q] = equal
         checked[q] = True
         same[i] = equal and lu[q] == lu_post[pos]
