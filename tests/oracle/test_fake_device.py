@@ -28,7 +28,13 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 from testsupport.devices import device_or_skip
-from testsupport.fakedevice import DEVICE, Crossings, FakeDeviceTensor, fake_device
+from testsupport.fakedevice import (
+    DEVICE,
+    Crossings,
+    FakeDeviceTensor,
+    fake_device,
+    package_path,
+)
 from testsupport.models import dygformer, graphmixer, tgat, tgn1, tgn2
 
 from cftgnn.data import EventStream, make_synthetic_stream
@@ -123,6 +129,18 @@ def _sets(cand: np.ndarray, seed: int = 0) -> list[frozenset[int]]:
 
 
 # ------------------------------------------------------------------ the device itself
+@pytest.mark.parametrize("clone", ["/home/u/cftgnn", "/tmp/a b/cftgnn/tests/cftgnn", "/w/main"])
+def test_crossing_sites_are_named_from_the_package_folder_whatever_the_clone_is_called(clone):
+    # ``git clone`` names the folder cftgnn: the package is then at .../cftgnn/cftgnn/, and a
+    # path cut at the first "/cftgnn/" read "cftgnn/models/tgn.py" (the design notes' keys
+    # read "models/tgn.py"); a clone under a "tests" folder counted nothing at all
+    package = f"{clone}/cftgnn"
+    assert package_path(f"{package}/models/tgn.py", package) == "models/tgn.py"
+    assert package_path(f"{package}/replay/tgn/rows.py", package) == "replay/tgn/rows.py"
+    assert package_path(f"{clone}/tests/oracle/test_fake_device.py", package) is None
+    assert package_path(f"{clone}/cftgnn_extra/x.py", package) is None
+
+
 def test_the_fake_device_refuses_what_a_gpu_refuses_and_counts_crossings(fake):
     x = torch.arange(6.0).to(fake.device)  # upload
     assert isinstance(x, FakeDeviceTensor) and x.device == DEVICE

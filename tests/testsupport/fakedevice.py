@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -54,6 +56,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
+
+import cftgnn
 
 #: The device type borrowed: ``lazy`` has the device guard autograd needs in every torch
 #: build and is never used by cftgnn (torch's lazy backend is not initialised by it).
@@ -77,13 +81,30 @@ INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
 DEVICE = torch.device(NAME, 0)
 
 
+#: The folder of the ``cftgnn`` package that runs (whatever the checkout's folder is called).
+PACKAGE = os.path.dirname(os.path.realpath(cftgnn.__file__))
+
+
+@functools.cache
+def package_path(filename: str, package: str = PACKAGE) -> str | None:
+    """``filename`` relative to the package folder (``models/tgn.py``), or None outside it.
+
+    Cut at the package's own folder, not at the first ``/cftgnn/`` of the path: a clone named
+    ``cftgnn`` (``git clone``'s default) holds the package at ``…/cftgnn/cftgnn/``.
+    """
+    path = os.path.realpath(filename)
+    if os.path.commonpath([path, package]) != package:
+        return None
+    return os.path.relpath(path, package).replace(os.sep, "/")
+
+
 def _site() -> str:
     """The innermost ``cftgnn`` frame of the current stack (``path:line (function)``)."""
     frame = sys._getframe(2)
     while frame is not None:
-        name = frame.f_code.co_filename
-        if "/cftgnn/" in name and "/tests/" not in name:
-            return f"{name.split('/cftgnn/')[-1]}:{frame.f_lineno} ({frame.f_code.co_name})"
+        name = package_path(frame.f_code.co_filename)
+        if name is not None:
+            return f"{name}:{frame.f_lineno} ({frame.f_code.co_name})"
         frame = frame.f_back
     return "(outside cftgnn)"
 
