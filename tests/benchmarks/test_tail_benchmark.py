@@ -75,9 +75,12 @@ def test_tolerance_pruning_is_compared_with_the_exact_replay_side_by_side():
     res = benchmark_tail(model, stream, events, max_size=2, m_max=12, compare_top=1,
                          progress=False, prune_tolerance=1e-4)
     assert res["summary"]["prune_tolerance"] == 1e-4 and res["pruning"] == []
-    # the per-event table is the exact replay's, whatever the tolerance
-    assert ([(r["event_id"], r["explanation"], r["final_logit"]) for r in res["events"]]
-            == [(r["event_id"], r["explanation"], r["final_logit"]) for r in exact["events"]])
+    # the per-event table is the exact replay's, whatever the tolerance; its rows are ranked
+    # by each run's own seconds (costliest first), so two runs may list them in either order
+    def answers(run):
+        return sorted((r["event_id"], r["explanation"], r["final_logit"]) for r in run["events"])
+
+    assert answers(res) == answers(exact) and len(answers(res)) == len(events)
     (row,) = res["tolerance"]
     # the costliest event by this run's seconds (which of the two it is depends on the load)
     assert row["event_id"] == max(res["events"], key=lambda r: r["seconds"])["event_id"]
