@@ -166,7 +166,7 @@ def test_the_counters_say_what_the_dense_replay_computed(stream):
                                 dense_replay(model, traj, sets, stats), None)
     deps = traj.deps
     assert deps is not None
-    plan = DensePlan(model, traj, deps, sets.events)
+    plan = DensePlan(model, traj, deps, sets)
     assert stats.calls == 1 and stats.sets == sets.num_sets == len(logits)
     assert stats.row_updates == sets.num_sets * plan.row_updates > 0
     assert stats.replay_s > 0 and stats.peak_bytes > 0

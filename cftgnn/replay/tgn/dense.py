@@ -102,7 +102,7 @@ class _Uploads:
     def __init__(self) -> None:
         self.arrays: list[IntArray] = []
 
-    def add(self, array: npt.NDArray[np.integer]) -> int:
+    def add(self, array: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> int:
         self.arrays.append(np.ascontiguousarray(array, dtype=np.int64))
         return len(self.arrays) - 1
 
@@ -132,12 +132,18 @@ class DensePlan:
         nodes: Per batch, its nodes (``BatchRecord.nodes``) on the device, or None where
             the batch has nothing to do.
         lu_post: Per batch with columns born, their recorded last-update times, or None.
+        removals: Which of the sets' removable events each set removes, ``bool [P, U]``.
+        columns_t, born_t: ``Dependencies.columns`` and ``born`` on the device.
+        final_nodes: The nodes whose final input the prediction reads and that hold a
+            column, ``int64 [F]``; ``final_cols_t``, ``final_nodes_t``: their columns and
+            them on the device.
         row_updates: Rows the replay sends through the GRU per set (the plan's, known before
             any value).
     """
 
     def __init__(self, model: TGN, traj: Trajectory, deps: Dependencies,
-                 removable: IntArray) -> None:
+                 sets: RemovalSets) -> None:
+        removable = sets.events
         batches = traj.batches
         dev = traj.final_input.device
         num = len(batches)
@@ -190,7 +196,15 @@ class DensePlan:
             pending.append(pen)
             busy = app is not None or new[-1] is not None or pen is not None
             nodes.append(up.add(rec.nodes) if busy else None)
+        # the tables every step reads, and the columns the prediction reads at the end
+        self.final_nodes = np.flatnonzero((cols >= 0) & (need >= num))
+        tables = (up.add(cols), up.add(born), up.add(np.stack([cols[self.final_nodes],
+                                                                self.final_nodes])))
+        removals = up.add(sets.table)
         sent = up.send(dev)
+        self.removals = sent[removals].bool()  # [P, U]
+        self.columns_t, self.born_t, final = (sent[i] for i in tables)
+        self.final_cols_t, self.final_nodes_t = final.unbind(0)
         self.apply = [None if a is None else _Apply(*(sent[i] for i in a)) for a in apply]
         self.new = [None if a is None else (sent[a[0]], sent[a[1]]) for a in new]
         self.pending = [None if a is None else _Pending(*(sent[i] for i in a))
@@ -242,17 +256,16 @@ def dense_replay(model: TGN, traj: Trajectory, sets: RemovalSets,
     need_bytes = num_p * dense_nbytes_per_set(num_c, d, traj.final_input.element_size())
     if max_bytes is not None and num_p > 1 and need_bytes > max_bytes:
         raise ConeBudgetExceeded(f"{need_bytes} bytes of dense rows for {num_p} sets")
-    plan = DensePlan(model, traj, deps, sets.events)
+    plan = DensePlan(model, traj, deps, sets)
     dev = traj.final_input.device
     mem = torch.zeros(num_p, num_c, d, dtype=dtype, device=dev)
     lu = torch.zeros(num_p, num_c, dtype=torch.float64, device=dev)
     pend = torch.full((num_p, num_c), -1, dtype=torch.int64, device=dev)
     # which of the sets' removable events each set removes, [P, U + 1] (the last: none)
     table = torch.zeros(num_p, len(sets.events) + 1, dtype=torch.bool, device=dev)
-    table[:, :-1] = torch.as_tensor(sets.table, device=dev)
+    table[:, :-1] = plan.removals
     state = _DenseState(mem, lu, pend, torch.arange(num_p, device=dev)[:, None],
-                        model._src, model._dst, torch.as_tensor(deps.columns, device=dev),
-                        torch.as_tensor(plan.born, device=dev))
+                        model._src, model._dst, plan.columns_t, plan.born_t)
     loc = torch.full((model.num_nodes,), -1, dtype=torch.int64, device=dev)
     with torch.no_grad():
         for x, rec in enumerate(traj.batches):
@@ -275,7 +288,7 @@ def dense_replay(model: TGN, traj: Trajectory, sets: RemovalSets,
                 kept = (pen.events >= 0)[None] & ~removed
                 pend[:, pen.cols] = torch.where(kept, pen.events[None], -1).amax(dim=2)
             loc[nodes] = -1
-        out = _final_inputs(model, traj, deps, sets, state)
+        out = _final_inputs(model, traj, deps, sets, plan, state)
     if stats is not None and began is not None:
         stats.calls += 1
         stats.sets += num_p
@@ -348,21 +361,20 @@ def _apply(model: TGN, rec: BatchRecord, app: _Apply, state: _DenseState, loc: T
 
 
 def _final_inputs(model: TGN, traj: Trajectory, deps: Dependencies, sets: RemovalSets,
-                  state: _DenseState) -> NodeInputs:
+                  plan: DensePlan, state: _DenseState) -> NodeInputs:
     """The node inputs at the end: the pending messages applied to the columns the
     prediction reads, under every set whose removals can reach them (the others read the
     recorded input)."""
     final = len(traj.batches)
     mem, lu, pend = state.mem, state.lu, state.pend
     num_p, num_c, d = mem.shape
-    nodes = np.flatnonzero((deps.columns >= 0) & (deps.need >= final))
+    nodes = plan.final_nodes
     cols = deps.columns[nodes]
     out_columns = np.where(deps.columns >= 0, -2, deps.columns)
     if not len(cols):
         return NodeInputs(traj.final_input, traj.final_input[:0], None, out_columns)
     out_columns[nodes] = cols
-    dev = mem.device
-    cols_t, nodes_t = (torch.as_tensor(np.stack([cols, nodes]), device=dev)).unbind(0)
+    cols_t, nodes_t = plan.final_cols_t, plan.final_nodes_t
     ev = pend[:, cols_t]  # [P, F]
     has = ev >= 0
     safe = torch.where(has, ev, 0)
