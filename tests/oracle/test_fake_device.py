@@ -113,14 +113,19 @@ def _model(stream: EventStream, name: str) -> TemporalModel:
 
 def _engines(stream: EventStream, name: str, device: torch.device = DEVICE, **kwargs: object
              ) -> tuple[ReplayEngine, ReplayEngine]:
-    """The CPU engine of a model and one of its copy on ``device`` (the fake one by default)."""
+    """The CPU engine of a model and one of its copy on ``device`` (the fake one by default),
+    both running the same form of TGN's exact cone replay."""
     model = _model(stream, name)
     moved = copy.deepcopy(model).to(device)
     if device == DEVICE:
         assert isinstance(next(moved.parameters()), FakeDeviceTensor)
     else:
         assert next(moved.parameters()).device.type == device.type
-    return ReplayEngine(model, stream, **kwargs), ReplayEngine(moved, stream, **kwargs)
+    cpu, other = ReplayEngine(model, stream, **kwargs), ReplayEngine(moved, stream, **kwargs)
+    if isinstance(cpu.replay, TGNReplay):  # the form of the cone replay the device takes
+        # (``cone=auto``: the dense replay), so that the fake device's bits are the CPU's
+        cpu.replay.options.cone = Cone.DENSE
+    return cpu, other
 
 
 def _sets(cand: np.ndarray, seed: int = 0) -> list[frozenset[int]]:

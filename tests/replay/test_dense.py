@@ -6,6 +6,7 @@ passes, its memory budget, and the option's values."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,24 @@ def test_the_option_and_its_default():
     assert not TGNReplayOptions(cone="rows").dense_on(torch.device("cuda"))
     with pytest.raises(ValueError, match="cone must be one of auto, rows, dense, got 'gpu'"):
         TGNReplayOptions(cone="gpu")
+
+
+@pytest.mark.dataset
+def test_the_uci_tail_events_equal_the_row_tables_logits(real_data_dir, tmp_path):
+    # the row table's logits of 300 sets of each tail event, stored bitwise
+    # (tests/replay/data/cone_reference_uci.npz): the dense replay's of every fifth within 1e-6
+    from testsupport import cone_reference
+
+    from cftgnn.data import load_uci
+
+    stored = np.load(cone_reference.UCI_REFERENCE)
+    stream = load_uci(data_dir=real_data_dir, cache_dir=tmp_path, download=False)
+    ckpt = Path(__file__).resolve().parents[2] / "checkpoints" / "tgn_uci.pt"
+    eng = ReplayEngine.from_checkpoint(ckpt, stream)
+    assert isinstance(eng.replay, TGNReplay)
+    eng.replay.options.cone = Cone.DENSE
+    for event in cone_reference.UCI_EVENTS:
+        replay = EventReplay(eng, event)
+        sets = cone_reference._tail_sets(replay, cone_reference.UCI_SETS)[::5]  # 60 of them
+        np.testing.assert_allclose(replay.exact(sets), stored[f"event_{event}"][::5],
+                                   atol=ROWS, rtol=0, err_msg=str(event))
