@@ -51,7 +51,7 @@ from cftgnn.oracle.auto_mode import pick_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.training.resolve import resolve_device, resolve_model
 
-#: The targets of issue 45 for the GPU side: (pair, figure) -> (kind, value).
+#: The GPU side's targets (benchmarks.md, "The GPU table"): (pair, figure) -> (kind, value).
 TARGETS: dict[tuple[str, str], tuple[str, float]] = {
     ("wikipedia-tgn", "exact_ms"): ("speedup", 5.0),
     ("wikipedia-tgn", "batch_ms"): ("speedup", 5.0),

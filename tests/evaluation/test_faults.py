@@ -1,4 +1,4 @@
-"""Fault injection: nothing a user or a crash can do leaves a run unusable (issue 25).
+"""Fault injection: nothing a user or a crash can do leaves a run unusable.
 
 Each case asserts what the user sees (one ``error:`` / ``warning:`` line, no traceback), the
 exit status, and that every record complete before the fault is still there, byte for byte.

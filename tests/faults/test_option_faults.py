@@ -1,6 +1,6 @@
 """Bad options of the Hydra entry points end in one ``error:`` line and exit status 2 within a
 second: checked on the composed config before torch_geometric (or torch) loads and before
-Hydra makes a run directory (issues 39 and 40)."""
+Hydra makes a run directory."""
 
 from __future__ import annotations
 

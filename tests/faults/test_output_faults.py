@@ -1,4 +1,4 @@
-"""Faults on the newer surfaces (issue 39): synthetic sizes, streams too small to train on,
+"""Faults on the newer surfaces (2026-11-26): synthetic sizes, streams too small to train on,
 read-only outputs, bad arguments of the argparse scripts, a pickled PGExplainer file.
 
 Each case asserts what the user sees: one ``error:`` line, exit status 2, no traceback, and

@@ -1,4 +1,4 @@
-"""Device discipline on the CPU (issue 45, item 1): the oracles, every model kind, the memory
+"""Device discipline on the CPU: the oracles, every model kind, the memory
 budget's spilled segments, the explainers and ``explain.py`` run on a foreign device
 (``testsupport.fakedevice``: it computes on the CPU, refuses ``.numpy()`` and mixing with CPU
 tensors, and counts host<->device crossings) and give the CPU's logits (1e-5; in fact bit for
@@ -6,7 +6,7 @@ bit, since the fake device computes with the CPU's kernels).
 
 The same tests run on a real CUDA device (their ``cuda`` variants, marked ``gpu``: deselected
 by default, run by ``scripts/gpu/check.sh``; no crossings are counted there), so every path of
-item 1 is checked on the GPU machine too (issue 45, item 2).
+these is checked on the GPU machine too.
 
 ``test_the_crossings_per_history_batch_are_the_design_notes`` measures the crossings of one
 TGN exact single call and one batch of 16 sets per history batch, by kind and code site, and

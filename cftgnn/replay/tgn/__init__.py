@@ -101,7 +101,7 @@ class TGNReplayOptions:
             for bit and is exact. ``τ > 0`` (opt-in, **not exact**): a perturbed memory
             within ``τ`` of the recorded one in every coordinate counts as the recorded one
             (the last-update time and pending message are still compared exactly), which
-            removes most of the cone work of far-back removals on long histories (issue 27;
+            removes most of the cone work of far-back removals on long histories (docs/quality.md;
             "Tolerance pruning" in ``cftgnn.replay.tgn.cone``). The logits then differ from
             a fresh replay by an amount that is not soundly bounded, so nothing computed
             with it is a proof: it is for measurements (``scripts/benchmark_tail.py
