@@ -203,3 +203,22 @@ def test_the_uci_tail_events_equal_the_row_tables_logits(real_data_dir, tmp_path
         sets = cone_reference._tail_sets(replay, cone_reference.UCI_SETS)[::5]  # 60 of them
         np.testing.assert_allclose(replay.exact(sets), stored[f"event_{event}"][::5],
                                    atol=ROWS, rtol=0, err_msg=str(event))
+
+
+def test_the_work_counts_of_the_three_forms(stream):
+    from cftgnn.benchmarks.dense_work import replay_work
+
+    model = tgn(stream, 1)
+    replay = EventReplay(engine(model, stream, "rows"), 899, m_max=16)
+    traj = replay._plan.trajectory  # type: ignore[attr-defined]
+    sets = RemovalSets.from_sets(small_sets(replay.candidates.ids.tolist(), 2))
+    work = replay_work(model, traj, sets)
+    dense, rows = ConeStats(), ConeStats()
+    with eval_mode(model):
+        dense_replay(model, traj, sets, dense)
+        cone_replay(model, traj, sets, prune=False, stats=rows)
+    assert work["sets"] == sets.num_sets and work["batches"] == len(traj.batches)
+    assert work["dense"] == dense.row_updates  # every set, every column a batch applies
+    # the unshared cone and the row table (one row per key; a key whose pending message
+    # the set removes is not updated, so the row table makes at most that many)
+    assert 0 < rows.row_updates <= work["keyed"] < work["cone"] < work["dense"]

@@ -137,8 +137,8 @@ class DensePlan:
         final_nodes: The nodes whose final input the prediction reads and that hold a
             column, ``int64 [F]``; ``final_cols_t``, ``final_nodes_t``: their columns and
             them on the device.
-        row_updates: Rows the replay sends through the GRU per set (the plan's, known before
-            any value).
+        row_updates: Rows the replay sends through the GRU per set, the final inputs' included
+            (the plan's, known before any value).
     """
 
     def __init__(self, model: TGN, traj: Trajectory, deps: Dependencies,
@@ -198,6 +198,7 @@ class DensePlan:
             nodes.append(up.add(rec.nodes) if busy else None)
         # the tables every step reads, and the columns the prediction reads at the end
         self.final_nodes = np.flatnonzero((cols >= 0) & (need >= num))
+        self.row_updates += len(self.final_nodes)  # the final inputs' messages, every column
         tables = (up.add(cols), up.add(born), up.add(np.stack([cols[self.final_nodes],
                                                                 self.final_nodes])))
         removals = up.add(sets.table)
