@@ -42,7 +42,8 @@ def replay_work(model: TGN, traj: Trajectory, sets: RemovalSets) -> dict[str, in
                 key = words & mask  # [P, W]: each set's removals the node's state depends on
                 hit = key.any(axis=1)
                 cone += int(hit.sum())
-                keyed += len(np.unique(key[hit], axis=0))
+                keys = key[hit]
+                keyed += len(np.unique(keys[:, 0] if keys.shape[1] == 1 else keys, axis=0))
         if x < len(traj.batches):
             dep[deps.columns[deps.nodes[x]]] = deps.masks[x]
     return {"sets": sets.num_sets, "batches": len(traj.batches), "columns": deps.num_columns,

@@ -222,3 +222,25 @@ def test_the_work_counts_of_the_three_forms(stream):
     # the unshared cone and the row table (one row per key; a key whose pending message
     # the set removes is not updated, so the row table makes at most that many)
     assert 0 < rows.row_updates <= work["keyed"] < work["cone"] < work["dense"]
+
+
+@pytest.mark.dataset
+def test_the_work_script_counts_a_uci_event_and_refuses_a_bad_one(real_data_dir):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "CFTGNN_DATA_DIR": str(real_data_dir)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(root / "scripts" / "gpu" / "dense_work.py"),
+                               "--dataset", "uci", *args], capture_output=True, text=True,
+                              env=env, timeout=600)
+
+    ok = run("--event", "56484", "--max-size", "1")
+    assert ok.returncode == 0, ok.stderr
+    assert "uci · TGN event 56484, sets of at most 1 of 64 candidates: 64 sets" in ok.stdout
+    bad = run("--event", "56484", "--max-size", "4")  # refused before anything loads
+    assert bad.returncode == 2 and "error:" in bad.stderr and "--max-size" in bad.stderr
+    assert "Traceback" not in bad.stderr
