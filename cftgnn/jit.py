@@ -58,7 +58,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``for_sets`` its small replays start none); the twins give the same logits, slower.
 #: Unset, empty, ``1``, ``true``, ``yes`` or ``on`` leave them on; any other value is an
 #: error (``ConfigError`` at the first compiled call; the scripts refuse it before they
-#: start, ``cftgnn.cli.main_guard``).
+#: start, ``cftgnn.cli.friendly_errors``).
 ENV = JIT_ENV
 
 try:
