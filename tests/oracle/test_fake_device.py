@@ -190,24 +190,33 @@ def test_the_oracles_of_every_model_on_the_fake_device_equal_the_cpu(stream, nam
     assert target.ran()  # it ran on the device: the logits came back at least
 
 
-def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, target, monkeypatch):
+@pytest.mark.parametrize("cone", [Cone.AUTO, Cone.ROWS])
+def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, target, monkeypatch,
+                                                                cone):
     # the local replay serves short histories (the approximate oracle) of one set, the cone
-    # replay long ones and several sets: both paths, counted to be sure they ran
+    # replay long ones and several sets: both paths, counted to be sure they ran (on a device
+    # the cone replay is the dense one unless the row table is asked for)
     from cftgnn.replay import tgn
 
     ran: Counter[str] = Counter()
-    for path in ("local_replay", "cone_replay"):
+    for path in ("local_replay", "cone_replay", "dense_replay"):
         real = getattr(tgn, path)
         monkeypatch.setattr(tgn, path, lambda *a, _f=real, _p=path, **k: (
             ran.update([_p]), _f(*a, **k))[1])
     cpu, other = _engines(stream, "tgn1", target.device)
+    if cone is Cone.ROWS:
+        for eng in (cpu, other):
+            assert isinstance(eng.replay, TGNReplay)
+            eng.replay.options.cone = Cone.ROWS
     ref, got = EventReplay(cpu, EVENT, m_max=10), EventReplay(other, EVENT, m_max=10)
     many = _sets(ref.candidates.ids)  # more than local_max_sets (1): the cone replay
     for mode in ("exact", "approximate"):
         for sets in (many[1:2], many):
             np.testing.assert_allclose(getattr(got, mode)(sets), getattr(ref, mode)(sets),
                                        atol=ATOL, err_msg=mode)
-    assert ran["local_replay"] >= 1 and ran["cone_replay"] >= 2, ran
+    cone_path = "cone_replay" if cone is Cone.ROWS else "dense_replay"
+    assert ran["local_replay"] >= 1 and ran[cone_path] >= 2, ran
+    assert not ran["dense_replay" if cone is Cone.ROWS else "cone_replay"], ran
 
 
 def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, target,
