@@ -73,7 +73,13 @@ from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, 
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.showcase import describe_record, pick_shown, why_shown
-from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, group_note, summarize
+from cftgnn.evaluation.summaries import (
+    SUMMARY_COLUMNS,
+    format_summary,
+    group_note,
+    sort_groups,
+    summarize,
+)
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import (
@@ -872,13 +878,14 @@ class Robustness:
 
 
 def summary_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Summary per prediction group plus an ``all`` row."""
+    """Summary per prediction group plus an ``all`` row, in ``GROUP_ORDER``
+    (``correct incorrect all``)."""
     if records.empty:
         return summarize(records).assign(group="all")[["group", *SUMMARY_COLUMNS]]
     table = summarize(records, by=["group"])
     if len(table) > 1:
         table = pd.concat([table, summarize(records).assign(group="all")], ignore_index=True)
-    return table
+    return sort_groups(table)
 
 
 def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:
