@@ -488,7 +488,7 @@ def _start_compiled_loops(cfg: DictConfig, engine: ReplayEngine, mode: ModeChoic
     """
     search = mode.mode if mode is not None else str(cfg.mode)
     if search == OracleMode.EXACT and not todo.empty and isinstance(engine.replay, TGNReplay):
-        jit.warm_up()
+        jit.warm_up(notice=print)
 
 
 def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,

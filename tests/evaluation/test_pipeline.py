@@ -440,7 +440,8 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
     from cftgnn.oracle.oracle import OracleMode
 
     calls: list[int] = []
-    monkeypatch.setattr(jit, "warm_up", lambda: calls.append(1))
+    # with a notice: the run says so when numba's cache is cold (tests/replay/test_jit.py)
+    monkeypatch.setattr(jit, "warm_up", lambda notice=None: calls.append(int(notice is print)))
     picked = None if choice is None else ModeChoice(OracleMode(choice), 1.0, 1.5, 0)
     todo = pd.DataFrame({"event_id": list(range(100, 100 + events))})
     pipeline._start_compiled_loops(OmegaConf.create({"mode": mode}), _toy_engine(kind), picked,
