@@ -28,6 +28,9 @@ ALLOWED_PRIVATE: set[tuple[str, str]] = {
     # torch's in-place version counter of a tensor (autograd's own check of saved tensors),
     # which keys TGN's cached GRU weights (models/tgn.py, _gru_row_weights)
     ("cftgnn.models.tgn", "_version"),
+    # numba (0.68) has no public way to ask whether its on-disk cache holds a compiled loop:
+    # jit.cache_is_cold reads a dispatcher's cache index (guarded; the notice of a cold cache)
+    ("cftgnn.jit", "_cache"), ("cftgnn.jit", "_cache_file"), ("cftgnn.jit", "_load_index"),
 }
 
 
