@@ -189,6 +189,12 @@ class TemporalModel(nn.Module, ABC):
         """Edge features of the attached events on the model's device, ``[E, F]``."""
         return self._feat
 
+    @property
+    def endpoints(self) -> tuple[Tensor, Tensor]:
+        """Source and destination of every attached event on the model's device,
+        ``int64 [E]`` each."""
+        return self._src, self._dst
+
     # ------------------------------------------------------------- state verbs
     @property
     def state(self) -> State:

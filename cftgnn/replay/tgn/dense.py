@@ -266,7 +266,7 @@ def dense_replay(model: TGN, traj: Trajectory, sets: RemovalSets,
     table = torch.zeros(num_p, len(sets.events) + 1, dtype=torch.bool, device=dev)
     table[:, :-1] = plan.removals
     state = _DenseState(mem, lu, pend, torch.arange(num_p, device=dev)[:, None],
-                        model._src, model._dst, plan.columns_t, plan.born_t)
+                        *model.endpoints, plan.columns_t, plan.born_t)
     loc = torch.full((model.num_nodes,), -1, dtype=torch.int64, device=dev)
     with torch.no_grad():
         for x, rec in enumerate(traj.batches):
