@@ -23,6 +23,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+import cftgnn
 from cftgnn.cli import ArgumentParser, friendly_errors
 from cftgnn.files import check_can_write
 
@@ -36,9 +37,13 @@ def sync_sites(fn, device: torch.device) -> tuple[collections.Counter[str], obje
         return sites, fn()
 
     def record(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        frames = [f for f in traceback.extract_stack()[:-1] if "/cftgnn/" in f.filename]
-        where = (f"{frames[-1].filename.split('/cftgnn/')[-1]}:{frames[-1].lineno} "
-                 f"({frames[-1].name})") if frames else f"{filename}:{lineno}"
+        # the package's own frames, named from its folder (a clone named cftgnn holds it at
+        # .../cftgnn/cftgnn/: cutting at the first "/cftgnn/" would keep "cftgnn/models/...")
+        package = Path(cftgnn.__file__).resolve().parent
+        frames = [f for f in traceback.extract_stack()[:-1]
+                  if Path(f.filename).resolve().is_relative_to(package)]
+        where = (f"{Path(frames[-1].filename).resolve().relative_to(package).as_posix()}:"
+                 f"{frames[-1].lineno} ({frames[-1].name})") if frames else f"{filename}:{lineno}"
         sites[where] += 1
 
     torch.cuda.set_sync_debug_mode("warn")
