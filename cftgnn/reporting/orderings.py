@@ -183,9 +183,11 @@ def event_values(records: pd.DataFrame, protocol: str, metric: int) -> npt.NDArr
 
 
 def has_curves(records: pd.DataFrame, protocol: str) -> bool:
-    """Whether any of ``records`` holds a curve of ``protocol`` (what its tables read)."""
+    """Whether any of ``records`` holds a curve of ``protocol`` (what its tables read): a
+    record without one has an empty curve (or, in older records, none)."""
     column = _CURVE_COLUMN[protocol]
-    return column in records.columns and bool(records[column].notna().any())
+    return column in records.columns and any(
+        hasattr(curve, "__len__") and len(curve) > 0 for curve in records[column])
 
 
 def unserved(records: pd.DataFrame, protocols: Sequence[str]) -> dict[str, list[str]]:
