@@ -374,9 +374,10 @@ def _load_state(path: Path, options: dict[str, Any], epochs: int,
     try:
         state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001  (whatever a cut-short or foreign file raises)
+        why = unreadable_reason(path, exc)  # read before the file is moved
         moved = set_aside(path)
-        warn(f"training state {path} is unreadable: it {unreadable_reason(path, exc)}; "
-             f"moved to {moved.name}, training starts again from epoch 0")
+        warn(f"training state {path} is unreadable: it {why}; moved to {moved.name}, "
+             "training starts again from epoch 0")
         return None
     try:
         if (state_format is not None and "mlp" in state and "optimizer" in state
