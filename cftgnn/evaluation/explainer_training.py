@@ -76,7 +76,8 @@ from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import probed_models_text
-from cftgnn.training.loop import Split, library_versions
+from cftgnn.training.kinds import unreadable_reason
+from cftgnn.training.loop import EPOCHS_FROM, Split, epoch_entries, library_versions
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 #: The resumable state in the run directory.
@@ -372,6 +373,13 @@ def _load_state(path: Path, options: dict[str, Any], epochs: int,
         return None
     try:
         state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001  (whatever a cut-short or foreign file raises)
+        why = unreadable_reason(path, exc)  # read before the file is moved
+        moved = set_aside(path)
+        warn(f"training state {path} is unreadable: it {why}; moved to {moved.name}, "
+             "training starts again from epoch 0")
+        return None
+    try:
         if (state_format is not None and "mlp" in state and "optimizer" in state
                 and state.get("format") != state_format):
             raise ConfigError(f"{path} holds a PGExplainer training of an earlier format (another "
@@ -559,13 +567,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if val > best["aufsc_keep"]:  # NaN never wins
                 best = {"epoch": epoch, "aufsc_keep": val,
                         "mlp": {k: v.clone() for k, v in mlp.state_dict().items()}}
-            history.append({"epoch": epoch, "loss": loss_sum / max(used, 1), "events": used,
-                            "skipped": len(left_out), "val_aufsc_keep": val,
+            history.append({"epoch": epoch + EPOCHS_FROM, "loss": loss_sum / max(used, 1),
+                            "events": used, "skipped": len(left_out), "val_aufsc_keep": val,
                             "val_events": scored, "seconds": took})
             tracker.log_progress(epoch + 1, {"train/loss": history[-1]["loss"],
                                              "val/aufsc_keep": val})
             print(f"epoch {epoch + 1}: loss {history[-1]['loss']:.4f}, validation AUFSC (kept) "
-                  f"{val:.4f} on {scored} events, best epoch {int(best['epoch']) + 1}",
+                  f"{val:.4f} on {scored} events, best epoch {int(best['epoch']) + EPOCHS_FROM}",
                   flush=True)
             with atomic_output(state_file) as f:  # complete or the last one
                 torch.save({"mlp": mlp.state_dict(), "optimizer": optimizer.state_dict(),
@@ -577,21 +585,21 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             mlp.load_state_dict(best["mlp"])
         card = card_of(setup.fingerprint, training_events=sum(int(h["events"]) for h in history),
                        events_per_epoch=n_train, epochs=int(cfg.epochs),
-                       best_epoch=int(best["epoch"]),  # -1: no validation event scored
+                       **epoch_entries(history, int(best["epoch"])),  # None: none scored
                        val_aufsc_keep=(float(best["aufsc_keep"]) if int(best["epoch"]) >= 0
                                        else None),
                        validation_event_ids=[int(e) for e in val_events],
                        skipped_events=skipped_records(skipped),
                        skipped_validation_events=skipped_records(val_skipped),
                        reference_budget=REFERENCE_BUDGET, note=cfg.get("note"),
-                       training_seconds=seconds, history=history, options=options,
+                       training_seconds=seconds, options=options,
                        torch_threads=torch.get_num_threads(), versions=library_versions())
         pt, js = save_scorer(setup.destination, mlp, card, kind)
         tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
                              else float("nan"), "train/seconds": seconds,
                              "val/best_aufsc_keep": float(best["aufsc_keep"])
                              if int(best["epoch"]) >= 0 else float("nan")})
-    print(f"saved {pt} and {js} (epoch {int(best['epoch']) + 1} of {int(cfg.epochs)}, "
+    print(f"saved {pt} and {js} (epoch {card['best_epoch'] or 'none'} of {int(cfg.epochs)}, "
           f"{seconds:.0f} s of training)")
     return card
 

@@ -23,6 +23,8 @@ the resumable state and its checks) and
 5. writes ``tempme_<model>_<dataset>.pt`` (the best epoch's encoder) and its ``.json`` card
    (training and validation events, epochs, the best epoch, seconds, loss history, the stream
    checksum and the model checkpoint's SHA-256) into the run directory, or ``out_dir``.
+   Epochs are numbered from 1 in the card and the log alike
+   (``cftgnn.training.loop.EPOCHS_FROM``).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from cftgnn.files import atomic_output
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.tracking import Tracker, tracking
-from cftgnn.training.loop import library_versions
+from cftgnn.training.loop import EPOCHS_FROM, epoch_entries, library_versions
 
 #: The options that decide what a TempME training computes (a resumed run must match them).
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size", "k",
@@ -291,7 +293,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if not np.isfinite(val) or val < best["val_loss"] or best["epoch"] < 0:
                 best = {"epoch": epoch, "val_loss": val,
                         "state": copy.deepcopy(encoder.state_dict())}
-            history.append({"epoch": epoch, "loss": loss, "val_loss": val,
+            history.append({"epoch": epoch + EPOCHS_FROM, "loss": loss, "val_loss": val,
                             "events": len(train_events), "seconds": took})
             tracker.log_progress(epoch + 1, {"train/loss": loss, "val/loss": val})
             with atomic_output(state_file) as f:
@@ -308,16 +310,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                            validation_event_ids=[int(e) for e in val_ids],
                            skipped_events=skipped_records(train_skipped),
                            skipped_validation_events=skipped_records(val_skipped),
-                           epochs=int(cfg.epochs), best_epoch=int(best["epoch"]),
+                           epochs=int(cfg.epochs), **epoch_entries(history, int(best["epoch"])),
                            best_val_loss=float(best["val_loss"]), training_seconds=seconds,
-                           history=history, options=options, prior=prior.tolist(),
+                           options=options, prior=prior.tolist(),
                            torch_threads=torch.get_num_threads(), versions=library_versions())
         pt, js = save_tempme(destination, TrainedTempME(encoder, walk["n_walks"],
                                                         walk["degree"], card))
         tracker.log_summary({"train/final_loss": history[-1]["loss"] if history
                              else float("nan"), "train/seconds": seconds})
     print(f"saved {pt} and {js} ({seconds:.0f} s of training, best epoch "
-          f"{int(best['epoch']) + 1})")
+          f"{card['best_epoch']})")
     return card
 
 

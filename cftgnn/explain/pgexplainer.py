@@ -50,10 +50,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
-import re
-import warnings
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,16 +58,16 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from cftgnn.errors import ConfigError, ExplainerError
+from cftgnn.errors import ConfigError, ExplainerError, short_reason
 from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.explain.pgexplainer_params import PGExplainerParams
 from cftgnn.explain.trained import check_trained_card, load_once
-from cftgnn.files import atomic_output, atomic_write, file_sha256
+from cftgnn.files import atomic_output, atomic_write
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.training.checkpoint import CheckpointError
+from cftgnn.training.kinds import PGEXPLAINER, CheckpointError, read_checkpoint, tensors_sha256
 
 #: The reference's hidden width (``PGExplainerExt``: ``Linear(D, 128)``).
 HIDDEN = 128
@@ -201,18 +197,19 @@ def card_of(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any]:
 def save_scorer(path: str | os.PathLike[str], mlp: EdgeScorer, card: dict[str, Any],
                 features: str = "probe") -> tuple[Path, Path]:
     """Write ``path`` (``.pt``: the MLP's weights, its shape, its input kind, ``FORMAT`` and
-    the card) and the card as ``.json`` next to it (with the ``.pt``'s SHA-256 and the
-    format); returns both paths."""
+    the card) and the card as ``.json`` next to it (with the SHA-256 of the MLP's tensors,
+    ``tensors_sha256``, and the format); returns both paths."""
     pt = Path(path)
     pt.parent.mkdir(parents=True, exist_ok=True)
     card = {**card, "format": FORMAT, "features": features}
-    blob = {"state_dict": {k: v.detach().cpu() for k, v in mlp.state_dict().items()},
+    tensors = {k: v.detach().cpu() for k, v in mlp.state_dict().items()}
+    blob = {"state_dict": tensors,
             "input_dim": mlp.input_dim, "hidden": mlp.hidden, "card": card,
             "format": FORMAT, "features": features}
     with atomic_output(pt) as f:  # complete or absent, also on a full disk
         torch.save(blob, f)
     js = pt.with_suffix(".json")
-    atomic_write(js, (json.dumps({**card, "weights_sha256": file_sha256(pt)}, indent=2)
+    atomic_write(js, (json.dumps({**card, "weights_sha256": tensors_sha256(tensors)}, indent=2)
                       + "\n").encode())
     return pt, js
 
@@ -235,37 +232,25 @@ def load_scorer(path: str | os.PathLike[str]) -> TrainedScorer:
     never run, and no other way of loading is offered).
 
     Raises:
-        CheckpointError: When the file does not load as one, or is of an earlier format
-            than ``FORMAT`` (one line, naming it and how to retrain).
+        CheckpointError: When the file does not read (truncated, not a torch file), is a
+            checkpoint of another kind (a TempME, a model: ``CheckpointKindError``, naming
+            the option that takes it), or is a PGExplainer of an earlier format than
+            ``FORMAT`` (saying how to retrain it); one line naming the file.
     """
     file = Path(path)
-    not_one = f"{file} is not a PGExplainer checkpoint of this project"
+    blob = read_checkpoint(file, PGEXPLAINER)
+    if blob.get("format") != FORMAT:
+        raise CheckpointError(old_format(file, blob.get("format"), blob.get("card")))
     try:
-        with warnings.catch_warnings():  # torch's notes on loading are no news here
-            warnings.simplefilter("ignore")
-            blob = torch.load(file, map_location="cpu", weights_only=True)
-        if isinstance(blob, dict) and "state_dict" in blob and blob.get("format") != FORMAT:
-            raise CheckpointError(old_format(file, blob.get("format"), blob.get("card")))
         features = str(blob["features"])
         if features not in FEATURES:
             raise ValueError(f"unknown features {features!r}")
         mlp = EdgeScorer(int(blob["input_dim"]), int(blob["hidden"]))
         mlp.load_state_dict(blob["state_dict"])
         card = dict(blob["card"])
-    except CheckpointError:
-        raise
-    except pickle.UnpicklingError as err:
-        found = re.search(r"GLOBAL (\S+)", str(err))
-        why = (f"it holds a pickled Python object ({found.group(1)}), which safe "
-               "weights-only loading refuses; nothing in it was run" if found
-               else "not a torch file, or cut short")
-        raise CheckpointError(f"{not_one} ({why}); train one with "
-                              "scripts/train_explainer.py") from None
-    except (OSError, RuntimeError, KeyError, TypeError, ValueError, EOFError,
-            AttributeError, IndexError, zipfile.BadZipFile) as err:
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
-        raise CheckpointError(f"{not_one} ({type(err).__name__}: {reason}); train one with "
-                              "scripts/train_explainer.py") from None
+    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CheckpointError(f"PGExplainer checkpoint {file} does not rebuild its MLP "
+                              f"({short_reason(err)}); {PGEXPLAINER.writer}") from None
     mlp.eval()
     return TrainedScorer(mlp, card, str(file), features)
 

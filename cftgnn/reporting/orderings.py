@@ -15,7 +15,10 @@ the published rows they correspond to (``run_label``), and compares orderings:
   stated with how sure it is.
 
 ``python scripts/orderings.py RUN_OR_SWEEP_DIR [...]`` prints the comparison
-(docs/results/reproduction.md).
+(docs/results/reproduction.md). A protocol's tables need its curves in the records
+(``explain.py protocol=…``, or ``rescore.py`` afterwards): a (dataset, model) whose runs hold
+none of a protocol's curves gets no table of it, and one ``warning:`` line says which protocol
+is missing and how to get it; when no run serves any table, one ``error:`` line (exit 2).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from cftgnn.errors import ConfigError, warn
 from cftgnn.evaluation.curves import aufsc_keep, best_fid
 
 #: Our metric of each protocol for the published tables' two columns: (Best-FID, AUFSC)
@@ -178,6 +182,36 @@ def event_values(records: pd.DataFrame, protocol: str, metric: int) -> npt.NDArr
                        for i, curve in enumerate(records[column])], dtype=np.float64)
 
 
+def has_curves(records: pd.DataFrame, protocol: str) -> bool:
+    """Whether any of ``records`` holds a curve of ``protocol`` (what its tables read): a
+    record without one has an empty curve (or, in older records, none)."""
+    column = _CURVE_COLUMN[protocol]
+    return column in records.columns and any(
+        hasattr(curve, "__len__") and len(curve) > 0 for curve in records[column])
+
+
+def unserved(records: pd.DataFrame, protocols: Sequence[str]) -> dict[str, list[str]]:
+    """Per protocol, the (dataset, model) pairs of ``records`` (as ``dataset · model``) none of
+    whose runs holds its curves, so that ``orderings_markdown`` leaves its tables out; a
+    protocol every pair serves is not a key."""
+    out: dict[str, list[str]] = {}
+    for pair in sorted(set(records["pair"])):
+        group = records[records["pair"] == pair]
+        for protocol in protocols:
+            if not has_curves(group, protocol):
+                out.setdefault(protocol, []).append(f"{pair[0]} · {pair[1]}")
+    return out
+
+
+def how_to_get(protocol: str) -> str:
+    """How a run gets ``protocol``'s curves, for messages."""
+    again = (" (T-GNNExplainer's own runs only by explaining again: its protocol reads the "
+             "coalitions its search scored)" if protocol == "tgnnexplainer" else "")
+    return (f"explain with protocol={protocol} or protocol=all (and curves other than none), or "
+            f"add it to finished runs with `python scripts/rescore.py RUN --protocol "
+            f"{protocol}`{again}")
+
+
 def metric_value(records: pd.DataFrame, protocol: str, metric: int) -> float:
     """Best-FID (``metric`` 0) or AUFSC (1) of explained records under a protocol
     (``PROTOCOL_METRICS``), as ``summarize`` computes it (events without a curve left out)."""
@@ -293,7 +327,8 @@ def orderings_markdown(records: pd.DataFrame, protocols: Sequence[str] = ("tgnne
     shared explainers with Kendall's τ, and the bootstrap share of draws in which each of our
     explainers beats the next one in our ordering. Every explainer of a pair is scored on the
     events all of them explained (runs over other samples or shards only add their common
-    events), and the heading says how many.
+    events), and the heading says how many. A protocol whose curves no run of a pair holds
+    gets no table for that pair (``unserved``).
 
     Args:
         records: ``labelled_records``.
@@ -317,6 +352,8 @@ def orderings_markdown(records: pd.DataFrame, protocols: Sequence[str] = ("tgnne
         group = group[group["event_id"].isin(shared)]
         by_label = {str(label): group[group["label"] == label] for label in labels}
         for protocol in protocols:
+            if not has_curves(group, protocol):
+                continue
             lines.append(f"### {dataset} · {model}, protocol {protocol} ({len(shared)} events "
                          "explained by every explainer)")
             for metric, title in enumerate(("Best-FID", "AUFSC")):
@@ -359,7 +396,19 @@ def main(argv: Sequence[str] | None = None) -> str:
         parser.error(f"--boot must be >= 0, got {args.boot}")
     if args.out:
         check_can_write(args.out, "--out", file=True)
-    text = orderings_markdown(labelled_records(args.paths), args.protocol, args.boot, args.seed)
+    records = labelled_records(args.paths)
+    missing = unserved(records, args.protocol)
+    pairs = sorted({f"{p[0]} · {p[1]}" for p in set(records["pair"])})
+    if all(missing.get(protocol) == pairs for protocol in args.protocol):
+        needed = " or ".join(args.protocol)
+        raise ConfigError(f"no run below {', '.join(args.paths)} holds the curves of protocol "
+                          f"{needed} that the tables need; "
+                          + "; ".join(how_to_get(p) for p in args.protocol))
+    for protocol, left_out in missing.items():
+        warn(f"no {protocol} tables for {', '.join(left_out)}: no run of "
+             f"{'it' if len(left_out) == 1 else 'them'} holds the curves of protocol "
+             f"{protocol}; {how_to_get(protocol)}")
+    text = orderings_markdown(records, args.protocol, args.boot, args.seed)
     print(text, end="")
     if args.out:
         atomic_write(args.out, text.encode())
@@ -367,6 +416,6 @@ def main(argv: Sequence[str] | None = None) -> str:
 
 
 __all__ = ["PROTOCOL_METRICS", "PUBLISHED", "PublishedTable", "bootstrap_wins",
-           "comparison_rows", "event_values", "labelled_records", "main", "metric_value",
-           "ordering", "orderings_markdown", "pair_label", "rank_agreement", "run_label",
-           "shared_ordering"]
+           "comparison_rows", "event_values", "has_curves", "how_to_get", "labelled_records",
+           "main", "metric_value", "ordering", "orderings_markdown", "pair_label",
+           "rank_agreement", "run_label", "shared_ordering", "unserved"]

@@ -3,11 +3,13 @@
 The ``.pt`` file holds only tensors, strings and numbers, so it loads with
 ``torch.load(..., weights_only=True)``. Loading checks that the stream is the one the model was
 trained for (dataset name, node count, edge feature size) and, when asked, that the model is of
-the expected kind, and refuses otherwise. The card records the SHA-256 of its ``.pt`` file
-(``weights_sha256``), so a card that no longer describes its weights can be told
-(``card_mismatch``). A file that does not load as such a checkpoint (cut short, random
-bytes, a pickle holding code: ``weights_only`` loading never runs it) is refused with one line
-naming the file and the reason (``CheckpointError``).
+the expected kind, and refuses otherwise. The card records the SHA-256 of the checkpoint's
+tensors (``weights_sha256``, ``cftgnn.training.kinds.tensors_sha256``: names, dtypes, shapes
+and values, not the file's bytes), so a card that no longer describes its weights can be told
+(``card_mismatch``) and two trainings to the same weights have the same one. A file that does
+not load as a model checkpoint (truncated, random bytes, a pickle holding code: ``weights_only``
+loading never runs it, a trained explainer's checkpoint) is refused with one line naming the
+file, what it is and the option that takes it (``cftgnn.training.kinds.read_checkpoint``).
 
 Checkpoint files are named after the model kind, the ``model=`` option that builds the model
 (``model_kind``: ``pyg_tgn`` for ``PyGTGN``): ``<kind>_<dataset><suffix>.pt``
@@ -19,10 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
-import re
-import warnings
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,19 +36,17 @@ from cftgnn.files import atomic_output, atomic_write, file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.protocol import offers_soft_removal
 from cftgnn.models.pyg_tgn import PyGTGN
+from cftgnn.training.kinds import (
+    MODEL,
+    CheckpointError,
+    CheckpointKindError,
+    CheckpointMismatchError,
+    read_checkpoint,
+    tensors_sha256,
+)
 
 if TYPE_CHECKING:
     from torch_geometric.nn import TGNMemory
-
-
-class CheckpointMismatchError(CftgnnError, ValueError):
-    """A checkpoint was trained on a different stream than the one it is loaded for, or holds
-    another kind of model than the one asked for."""
-
-
-class CheckpointError(CftgnnError, ValueError):
-    """A file does not load as a checkpoint of this project (cut short, not a checkpoint,
-    a pickle that weights-only loading refuses)."""
 
 
 def stream_checksum(stream: EventStream) -> str:
@@ -96,9 +92,9 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
                     card: dict[str, Any] | None = None) -> tuple[Path, Path]:
     """Write the weights (``path``) and the model card (same name, ``.json``).
 
-    The card holds the model config, the stream fingerprint, the SHA-256 of the written
-    ``.pt`` (``weights_sha256``) and ``card``'s entries. Existing files are replaced; callers
-    decide whether that is allowed (``cftgnn.training.loop`` refuses without
+    The card holds the model config, the stream fingerprint, the SHA-256 of the saved
+    tensors (``weights_sha256``: ``tensors_sha256``) and ``card``'s entries. Existing files
+    are replaced; callers decide whether that is allowed (``cftgnn.training.loop`` refuses without
     ``overwrite=true``).
 
     Args:
@@ -118,7 +114,7 @@ def save_checkpoint(model: TemporalModel, stream: EventStream, path: str | os.Pa
         torch.save({"state_dict": state_dict, "config": model.config(), "dataset": fingerprint},
                    f)
     full_card = {"model": model.config(), "dataset": fingerprint,
-                 "weights_sha256": file_sha256(pt), **(card or {})}
+                 "weights_sha256": tensors_sha256(state_dict), **(card or {})}
     js = pt.with_suffix(".json")
     atomic_write(js, (json.dumps(full_card, indent=2, sort_keys=False, default=str)
                       + "\n").encode())
@@ -242,19 +238,19 @@ def load_checkpoint(path: str | os.PathLike[str], stream: EventStream,
             whose checksum matches (the same file renamed) is then accepted.
 
     Raises:
-        CheckpointMismatchError: If the file is not a cftgnn checkpoint (e.g. the state
-            dicts of PyG modules), if the checkpoint holds another model class than
-            ``expect_target``, or if its dataset name, node count or edge feature size differs
-            from the stream's; the message names both.
+        CheckpointError: If the file does not read (truncated, not a torch file).
+        CheckpointMismatchError: If the file is not a model checkpoint (a trained explainer's,
+            the state dicts of PyG modules: ``CheckpointKindError``), if the checkpoint holds
+            another model class than ``expect_target``, or if its dataset name, node count or
+            edge feature size differs from the stream's; the message names both.
     """
-    ckpt = _read(Path(path))
-    if not (isinstance(ckpt, dict) and {"state_dict", "config", "dataset"} <= ckpt.keys()
-            and isinstance(ckpt["config"], dict) and "_target_" in ckpt["config"]
+    ckpt = read_checkpoint(path, MODEL)
+    if not (isinstance(ckpt["config"], dict) and "_target_" in ckpt["config"]
             and isinstance(ckpt["dataset"], dict)
             and {"name", "num_nodes", "feat_dim"} <= ckpt["dataset"].keys()):
-        raise CheckpointMismatchError(
-            f"{str(path)!r} is not a cftgnn checkpoint (no state_dict, config and dataset "
-            "entries); write a TGN trained with PyG's modules with "
+        raise CheckpointKindError(
+            f"{path} is not a cftgnn checkpoint (its config or dataset entry is not a model "
+            "checkpoint's); write a TGN trained with PyG's modules with "
             "cftgnn.training.checkpoint.save_pyg_tgn")
     if expect_target is not None:
         check_model_kind(path, str(ckpt["config"]["_target_"]), expect_target)
@@ -309,32 +305,10 @@ def check_stream(path: str | os.PathLike[str], ds: dict[str, Any], stream: Event
             "save_pyg_tgn with this stream)")
 
 
-def _read(path: Path) -> Any:
-    """``torch.load`` with ``weights_only=True`` (a pickle's code is never run), each failure
-    as one ``CheckpointError`` line naming the file and why."""
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} is not a file")
-    if path.stat().st_size == 0:
-        raise CheckpointError(f"checkpoint {str(path)!r} is empty")
-    try:
-        with warnings.catch_warnings():  # torch's note on the pickle protocol is no news
-            warnings.simplefilter("ignore")
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        found = re.search(r"unsupported GLOBAL (\S+)", str(exc))
-        why = (f"it names {found.group(1)}, which safe (weights-only) loading refuses; "
-               "nothing in it was run" if found
-               else "not a torch checkpoint (its pickle does not load safely)")
-        raise CheckpointError(f"checkpoint {str(path)!r} cannot be loaded: {why}") from None
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile,
-            UnicodeDecodeError, AttributeError, KeyError, IndexError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(". ")[0]
-        raise CheckpointError(f"checkpoint {str(path)!r} cannot be loaded: cut short or not a "
-                              f"torch checkpoint ({first[:160]})") from None
-
-
 def card_mismatch(path: str | os.PathLike[str]) -> str | None:
-    """A one-line warning when a checkpoint's bytes differ from the checksum its card records.
+    """A one-line warning when a checkpoint's tensors differ from the checksum its card records
+    (``weights_sha256``: ``tensors_sha256``; a card written before 2026-12-01 recorded the
+    file's SHA-256, which is accepted too).
 
     Args:
         path: The ``.pt`` file; its card is the ``.json`` of the same name.
@@ -351,7 +325,13 @@ def card_mismatch(path: str | os.PathLike[str]) -> str | None:
         recorded = json.loads(card_path.read_text()).get("weights_sha256")
     except (json.JSONDecodeError, AttributeError):
         return f"{card_path} is not a readable model card; its metrics may not describe {pt}"
-    if not recorded or recorded == file_sha256(pt):
+    if not recorded:
+        return None
+    try:
+        tensors = read_checkpoint(pt, MODEL)["state_dict"]
+    except CheckpointError:  # the loader says what is wrong with the file
+        return None
+    if recorded in (tensors_sha256(tensors), file_sha256(pt)):
         return None
     return (f"{pt} does not match the checksum its card {card_path.name} records: the card's "
             "metrics and training settings describe other weights")

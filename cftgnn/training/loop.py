@@ -256,6 +256,26 @@ def evaluate_test(model: TemporalModel, split: Split, seed: int,
             "inductive": link_metrics(pos[inductive], neg[inductive])}
 
 
+#: How cards and logs number epochs: the first is epoch 1 (a card's ``best_epoch`` and each
+#: ``history`` entry's ``epoch``, every training log line). Cards say it
+#: (``epochs_numbered_from``); cards written before 2026-12-01 counted from 0 and lack the key.
+EPOCHS_FROM = 1
+
+
+def epoch_entries(history: list[dict[str, Any]], best: int) -> dict[str, Any]:
+    """A trained explainer's card entries about its epochs: ``best_epoch`` (None when none
+    was selected, ``best`` < 0), the ``history`` with each entry's ``epoch`` numbered from
+    ``EPOCHS_FROM`` by its place, and ``epochs_numbered_from``.
+
+    Args:
+        history: One entry per trained epoch, in order.
+        best: The selected epoch's place in ``history`` (from 0), or -1 for none.
+    """
+    return {"best_epoch": best + EPOCHS_FROM if best >= 0 else None,
+            "epochs_numbered_from": EPOCHS_FROM,
+            "history": [{**h, "epoch": i + EPOCHS_FROM} for i, h in enumerate(history)]}
+
+
 def library_versions() -> dict[str, str]:
     """Versions of the libraries a checkpoint depends on."""
     out = {}
@@ -272,7 +292,8 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
     """Train with early stopping on validation AP and keep the best weights.
 
     Returns:
-        A history with per-epoch loss and validation metrics, the best epoch and its val AP.
+        A history with per-epoch loss and validation metrics, the best epoch and its val AP;
+        epochs are numbered from 1 (``EPOCHS_FROM``), as the log says them.
 
     Raises:
         TrainingError: When an epoch's loss or validation AP is not a number (the weights
@@ -287,22 +308,22 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
                            progress=progress)
         pos, neg, _ = score_range(model, split.train_end, split.val_end, seed=seed + 1)
         val = link_metrics(pos, neg)
-        history.append({"epoch": epoch, "loss": loss, "val_ap": val["ap"],
+        history.append({"epoch": epoch + EPOCHS_FROM, "loss": loss, "val_ap": val["ap"],
                         "val_auc": val["auc"], "seconds": time.perf_counter() - t0})
-        log.info("epoch %d loss %.4f val AP %.4f AUC %.4f (%.0f s)", epoch, loss, val["ap"],
-                 val["auc"], history[-1]["seconds"])
+        log.info("epoch %d loss %.4f val AP %.4f AUC %.4f (%.0f s)", epoch + EPOCHS_FROM, loss,
+                 val["ap"], val["auc"], history[-1]["seconds"])
         if not (math.isfinite(loss) and math.isfinite(val["ap"])):
             raise TrainingError(
-                f"epoch {epoch}: the training loss is {loss:.4g} and the validation AP "
-                f"{val['ap']:.4g}, not numbers (diverged weights: try a smaller lr); no "
-                "checkpoint was written")
+                f"epoch {epoch + EPOCHS_FROM}: the training loss is {loss:.4g} and the "
+                f"validation AP {val['ap']:.4g}, not numbers (diverged weights: try a "
+                "smaller lr); no checkpoint was written")
         if val["ap"] > best_ap:
             best_ap, best_epoch = val["ap"], epoch
             best_state = copy.deepcopy(model.state_dict())
         elif epoch - best_epoch >= patience:
             break
     model.load_state_dict(best_state)
-    return {"history": history, "best_epoch": best_epoch, "best_val_ap": best_ap}
+    return {"history": history, "best_epoch": best_epoch + EPOCHS_FROM, "best_val_ap": best_ap}
 
 
 def output_dir(cfg: DictConfig) -> Path:
@@ -382,6 +403,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "eval_seed": int(cfg.seed) + 2,
         "epochs_run": len(fitted["history"]),
         "best_epoch": fitted["best_epoch"],
+        "epochs_numbered_from": EPOCHS_FROM,
         "history": fitted["history"],
         "training_seconds": train_seconds,
         "torch_threads": torch.get_num_threads(),

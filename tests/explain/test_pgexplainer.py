@@ -43,6 +43,7 @@ from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.testing import AdditiveBackend, make_candidates
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
+from cftgnn.training.kinds import weights_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -215,7 +216,7 @@ def test_a_trained_explainer_round_trips_through_its_checkpoint(tmp_path) -> Non
     assert loaded.card == card | {"format": FORMAT, "features": "probe"}
     assert loaded.features == "probe"
     written = json.loads(js.read_text())
-    assert written["weights_sha256"] == file_sha256(pt)
+    assert written["weights_sha256"] == weights_sha256(pt)
     assert written["training_events"] == 64 and written["model_weights_sha256"] == "w" * 64
     oracle, _ = planted_oracle(5)
     direct = PGExplainer(scorer=TrainedScorer(mlp, card, features="probe")).scores(oracle)
@@ -254,7 +255,8 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
         PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="not a PGExplainer checkpoint of this project"):
+    with pytest.raises(CheckpointError, match=f"^PGExplainer checkpoint {bad} is not a torch "
+                       "checkpoint: it is neither a torch archive nor a pickle; "):
         load_scorer(bad)
 
 
@@ -295,16 +297,16 @@ def trained(tmp_path_factory) -> dict[str, Path]:
 
 def test_train_explainer_resumes_and_writes_a_card(trained) -> None:
     card = json.loads(trained["pg"].with_suffix(".json").read_text())
-    assert [h["epoch"] for h in card["history"]] == [0, 1]  # the second run resumed
+    assert [h["epoch"] for h in card["history"]] == [1, 2]  # the second run resumed
     assert card["model"] == "tgat" and card["dataset"] == "synthetic"
     assert card["model_weights_sha256"] == file_sha256(trained["model"])
     assert 0 < card["training_events"] <= 24 and card["epochs"] == 2
     assert card["events_per_epoch"] == 12 and card["format"] == FORMAT
-    assert card["weights_sha256"] == file_sha256(trained["pg"])
+    assert card["weights_sha256"] == weights_sha256(trained["pg"])
     # the epoch written is the one of best validation AUFSC (kept), scored after each epoch
     vals = [h["val_aufsc_keep"] for h in card["history"]]
     assert all(h["val_events"] > 0 for h in card["history"]) and all(np.isfinite(vals))
-    assert card["best_epoch"] == int(np.argmax(vals)) and card["val_aufsc_keep"] == max(vals)
+    assert card["best_epoch"] == int(np.argmax(vals)) + 1 and card["val_aufsc_keep"] == max(vals)
     state = torch.load(trained["root"] / "run" / "state.pt", weights_only=True)
     written = load_scorer(trained["pg"]).mlp.state_dict()
     assert all(torch.equal(written[k], v) for k, v in state["best"]["mlp"].items())

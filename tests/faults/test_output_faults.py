@@ -186,7 +186,7 @@ def test_a_nan_loss_saves_no_checkpoint(tmp_path: Path, capsys: pytest.CaptureFi
     monkeypatch.setattr(loop, "train_epoch", lambda *a, **k: real(*a, **k) * float("nan"))
     cfg = config("train", *TINY_TRAIN, f"out_dir={tmp_path}")
     message = refused(capsys, loop.run, cfg)
-    assert "epoch 0: the training loss is nan" in message and "no checkpoint" in message
+    assert "epoch 1: the training loss is nan" in message and "no checkpoint" in message
     assert not list(tmp_path.glob("*.pt")) and not list(tmp_path.glob("*.json"))
 
 
@@ -402,6 +402,88 @@ def test_a_pickled_pgexplainer_file_is_one_line_without_torch_advice(tmp_path: P
         with pytest.raises(CheckpointError) as exc:
             load_scorer(path)
     message = str(exc.value)
-    assert f"{path} is not a PGExplainer checkpoint of this project" in message
-    assert "pickled Python object (fractions.Fraction)" in message
+    assert message.startswith(f"PGExplainer checkpoint {path} holds a pickled Python object "
+                              "(fractions.Fraction), which safe weights-only loading refuses; "
+                              "nothing in it was run; ")
     assert "weights_only" not in message and "\n" not in message and "\x1b" not in message
+
+
+# ---- checkpoints of another kind, and truncated checkpoints --------------------------------
+
+#: The committed checkpoints the cases pass where another kind is read (read only).
+GIVEN = {"pg": ROOT / "checkpoints" / "pgexplainer_tgn_uci.pt",
+         "tm": ROOT / "checkpoints" / "tempme_tgn_uci.pt",
+         "model": ROOT / "checkpoints" / "tgn_uci.pt"}
+#: A tiny explain.py run (fresh TGAT weights unless the case names a checkpoint).
+TINY_EXPLAIN = ["debug=default", "model=tgat", "checkpoint=null", "n_events=1",
+                "progress=false", "picture=false"]
+#: A tiny train_explainer.py run (the case names the model checkpoint).
+TINY_EXPLAINER = ["dataset=synthetic", "dataset.num_nodes=30", "dataset.num_events=300",
+                  "model=tgat", "n_train_events=4", "n_val_events=2", "epochs=1",
+                  "progress=false"]
+#: (script's config, options with {pg}, {tm}, {model} and {cut_pg}, {cut_model} (truncated
+#: copies), the line's start): each is one ``error:`` line, before any event or epoch.
+CHECKPOINT_CASES = [
+    ("explain", ["explainer=pgexplainer", "explainer.checkpoint={tm}"],
+     "error: {tm} is a TempME checkpoint, not a PGExplainer checkpoint: pass it as "
+     "explainer=tempme explainer.checkpoint={tm}; explainer=pgexplainer (and T-GNNExplainer's "
+     "pgexplainer and mlp navigators) reads a PGExplainer checkpoint"),
+    ("explain", ["explainer=tgnnexplainer", "explainer.navigator=mlp",
+                 "explainer.checkpoint={tm}"],
+     "error: {tm} is a TempME checkpoint, not a PGExplainer checkpoint: pass it as "
+     "explainer=tempme explainer.checkpoint={tm}; "),
+    ("explain", ["explainer=tgnnexplainer", "explainer.checkpoint={model}"],
+     "error: {model} is a model checkpoint, not a PGExplainer checkpoint: pass it as "
+     "checkpoint={model}; "),
+    ("explain", ["explainer=tempme", "explainer.checkpoint={pg}"],
+     "error: {pg} is a PGExplainer checkpoint, not a TempME checkpoint: pass it as "
+     "explainer=pgexplainer explainer.checkpoint={pg} (or as T-GNNExplainer's navigator, "
+     "explainer=tgnnexplainer explainer.checkpoint={pg}); explainer=tempme reads a TempME "
+     "checkpoint"),
+    ("explain", ["checkpoint={tm}"],
+     "error: {tm} is a TempME checkpoint, not a model checkpoint: pass it as explainer=tempme "
+     "explainer.checkpoint={tm}; checkpoint= (the model) reads a model checkpoint"),
+    ("explain", ["explainer=pgexplainer", "explainer.checkpoint={cut_pg}"],
+     "error: PGExplainer checkpoint {cut_pg} is truncated: it begins as a torch checkpoint "
+     "but its archive ends early (an interrupted copy or download, or a full disk); "),
+    ("explain", ["checkpoint={cut_model}"],
+     "error: model checkpoint {cut_model} is truncated: it begins as a torch checkpoint but "
+     "its archive ends early"),
+    ("train_explainer", ["checkpoint={pg}"],
+     "error: {pg} is a PGExplainer checkpoint, not a model checkpoint: pass it as "
+     "explainer=pgexplainer explainer.checkpoint={pg}"),
+    ("train_explainer", ["explainer=tempme", "checkpoint={cut_model}"],
+     "error: model checkpoint {cut_model} is truncated: "),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "words"), CHECKPOINT_CASES,
+                         ids=[f"{n}:{' '.join(a)}" for n, a, _ in CHECKPOINT_CASES])
+def test_a_checkpoint_of_another_kind_or_truncated_is_one_line_naming_it(
+        name: str, args: list[str], words: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A TempME given as a PGExplainer was "a PGExplainer checkpoint of format 1 … add
+    out_dir=checkpoints overwrite=true to replace it", which overwrote the committed one; a
+    truncated one ended in torch's message cut mid-sentence."""
+    from cftgnn.evaluation import explainer_training, tempme_training
+
+    files = {k: str(v) for k, v in GIVEN.items()}
+    for key, source in (("cut_pg", GIVEN["pg"]), ("cut_model", GIVEN["model"])):
+        cut = tmp_path / f"cut_{source.name}"
+        cut.write_bytes(source.read_bytes()[: source.stat().st_size // 2])
+        files[key] = str(cut)
+    before = {p: p.read_bytes() for p in GIVEN.values()}
+    options = [a.format(**files) for a in args]
+    if name == "explain":
+        cfg = config("explain", *TINY_EXPLAIN, *options, f"out_dir={tmp_path / 'out'}")
+        main: Callable[..., Any] = pipeline.run
+    else:
+        cfg = config("train_explainer", *TINY_EXPLAINER, *options,
+                     f"+run_dir={tmp_path / 'run'}")
+        main = tempme_training.run if "explainer=tempme" in args else explainer_training.run
+    message = refused(capsys, main, cfg)
+    assert message.startswith(words.format(**files)), message
+    assert "overwrite" not in message and "format 1" not in message
+    assert not (tmp_path / "out" / "records").exists()
+    assert not list((tmp_path / "run").glob("*.pt"))  # no state, no trained explainer
+    assert {p: p.read_bytes() for p in GIVEN.values()} == before

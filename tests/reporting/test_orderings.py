@@ -151,6 +151,43 @@ def test_explainers_are_compared_on_the_events_all_of_them_explained(runs):
     assert f"| ATTN | {o.metric_value(attention, 'common', 0):.3f} |" in text
 
 
+@pytest.fixture(scope="module")
+def common_runs(tmp_path_factory) -> Path:
+    """Two runs scored under the common protocol only (``explain.py``'s default)."""
+    root = tmp_path_factory.mktemp("orderings_common")
+    for explainer in ("attention", "random"):
+        with initialize_config_dir(str(CONF), version_base="1.3"):
+            cfg = compose("explain", overrides=[*TINY[:-1], "protocol=common",
+                                                f"explainer={explainer}",
+                                                f"out_dir={root / explainer}"])
+        pipeline.run(cfg)
+    return root
+
+
+def test_a_protocol_no_run_holds_is_one_warning_line_and_no_table(common_runs, capsys):
+    """Runs without T-GNNExplainer's protocol printed its tables full of '–', saying nothing."""
+    text = o.main([str(common_runs), "--boot", "0"])
+    warned = capsys.readouterr().err
+    assert warned == (
+        "warning: no tgnnexplainer tables for synthetic · tgat: no run of it holds the curves "
+        "of protocol tgnnexplainer; explain with protocol=tgnnexplainer or protocol=all (and "
+        "curves other than none), or add it to finished runs with `python scripts/rescore.py "
+        "RUN --protocol tgnnexplainer` (T-GNNExplainer's own runs only by explaining again: "
+        "its protocol reads the coalitions its search scored)\n")
+    assert "protocol tgnnexplainer" not in text and "–" not in text
+    assert "### synthetic · tgat, protocol common (6 events explained by every" in text
+
+
+def test_no_run_serving_any_table_is_one_error_line(common_runs):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "orderings.py"),
+                           str(common_runs), "--protocol", "tgnnexplainer"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        f"error: no run below {common_runs} holds the curves of protocol tgnnexplainer that the "
+        "tables need; explain with protocol=tgnnexplainer or protocol=all"), done.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--boot", "-1"], "--boot must be >= 0, got -1"),
     (["--protocol", "bogus"], "invalid choice: 'bogus'"),

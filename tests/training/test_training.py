@@ -23,6 +23,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.models import TemporalModel
 from cftgnn.training import loop as training
 from cftgnn.training.checkpoint import file_sha256, load_checkpoint
+from cftgnn.training.kinds import weights_sha256
 from cftgnn.training.loop import Split, evaluate_test, fit, link_metrics, run, score_range
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def test_run_writes_a_checkpoint_that_reproduces_its_card(tmp_path: Path, model:
     test = on_disk["metrics"]["test"]
     assert test["transductive"]["ap"] == card["metrics"]["test"]["transductive"]["ap"]
     assert "_target_" in on_disk["model"] and len(on_disk["dataset"]["sha256"]) == 64
-    assert on_disk["weights_sha256"] == file_sha256(pt)  # the card names its weights
+    assert on_disk["weights_sha256"] == weights_sha256(pt)  # the card names its weights
     assert {"split", "epochs_run", "training_seconds", "versions"} <= set(on_disk)
     assert torch.load(pt, weights_only=True)["config"]["_target_"].startswith("cftgnn.models.")
     stream = instantiate(cfg.dataset)  # type: ignore[attr-defined]
@@ -109,7 +110,7 @@ def test_train_py_writes_into_its_own_run_directory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     pt = run_dir / "tgn_synthetic.pt"
     card = json.loads(pt.with_suffix(".json").read_text())
-    assert card["weights_sha256"] == file_sha256(pt)
+    assert card["weights_sha256"] == weights_sha256(pt)
     assert committed_files() == before
 
 
@@ -161,7 +162,7 @@ def test_an_existing_checkpoint_is_replaced_only_with_overwrite(
     card = run(tiny_cfg(tmp_path, "tgn", "overwrite=true", "seed=1"))  # type: ignore[arg-type]
     on_disk = json.loads(pt.with_suffix(".json").read_text())
     assert on_disk["train_config"]["seed"] == 1 == card["train_config"]["seed"]
-    assert on_disk["weights_sha256"] == file_sha256(pt)
+    assert on_disk["weights_sha256"] == weights_sha256(pt)
 
 
 def test_a_card_alone_is_not_replaced_either(tmp_path: Path) -> None:

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
-import warnings
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from cftgnn.errors import ConfigError, ExplainerError
+from cftgnn.errors import ConfigError, ExplainerError, short_reason
 from cftgnn.explain.attention import needs_probe
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer, FloatArray
@@ -40,10 +37,10 @@ from cftgnn.explain.tempme.model import EncoderShape, MotifEncoder, event_import
 from cftgnn.explain.tempme.params import TempMEParams
 from cftgnn.explain.tempme.walks import Walks, sample_walks, stream_index
 from cftgnn.explain.trained import check_trained_card, load_once
-from cftgnn.files import atomic_output, atomic_write, file_sha256
+from cftgnn.files import atomic_output, atomic_write
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.training.checkpoint import CheckpointError
+from cftgnn.training.kinds import TEMPME, CheckpointError, read_checkpoint, tensors_sha256
 
 #: What ``train_explainer.py explainer=tempme`` trains; the checkpoint file's prefix.
 KIND = "tempme"
@@ -75,17 +72,19 @@ def tempme_card(fingerprint: ModelFingerprint, **training: Any) -> dict[str, Any
 
 def save_tempme(path: str | os.PathLike[str], trained: TrainedTempME) -> tuple[Path, Path]:
     """Write ``path`` (``.pt``: weights, shape, walk options and card) and the card as ``.json``
-    next to it (with the ``.pt``'s SHA-256); returns both paths."""
+    next to it (with the SHA-256 of the encoder's tensors, ``tensors_sha256``); returns both
+    paths."""
     pt = Path(path)
     pt.parent.mkdir(parents=True, exist_ok=True)
     enc = trained.encoder
-    blob = {"state_dict": {k: v.detach().cpu() for k, v in enc.state_dict().items()},
+    tensors = {k: v.detach().cpu() for k, v in enc.state_dict().items()}
+    blob = {"state_dict": tensors,
             "shape": json.dumps(enc.shape.__dict__), "n_walks": int(trained.n_walks),
             "degree": int(trained.degree), "card": json.dumps(trained.card)}
     with atomic_output(pt) as f:
         torch.save(blob, f)
     js = pt.with_suffix(".json")
-    atomic_write(js, (json.dumps({**trained.card, "weights_sha256": file_sha256(pt)},
+    atomic_write(js, (json.dumps({**trained.card, "weights_sha256": tensors_sha256(tensors)},
                                  indent=2) + "\n").encode())
     return pt, js
 
@@ -94,23 +93,20 @@ def load_tempme(path: str | os.PathLike[str]) -> TrainedTempME:
     """Load a trained TempME (``weights_only=True``: a pickle's code is never run).
 
     Raises:
-        CheckpointError: When the file does not load as one (one line, naming it).
+        CheckpointError: When the file does not read (truncated, not a torch file) or is a
+            checkpoint of another kind (a PGExplainer, a model: ``CheckpointKindError``,
+            naming the option that takes it); one line naming the file.
     """
     file = Path(path)
-    not_one = f"{file} is not a TempME checkpoint of this project"
+    blob = read_checkpoint(file, TEMPME)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            blob = torch.load(file, map_location="cpu", weights_only=True)
         enc = MotifEncoder(EncoderShape(**json.loads(blob["shape"])))
         enc.load_state_dict(blob["state_dict"])
         trained = TrainedTempME(enc, int(blob["n_walks"]), int(blob["degree"]),
                                 dict(json.loads(blob["card"])), str(file))
-    except (pickle.UnpicklingError, OSError, RuntimeError, KeyError, TypeError, ValueError,
-            EOFError, AttributeError, IndexError, zipfile.BadZipFile) as err:
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
-        raise CheckpointError(f"{not_one} ({type(err).__name__}: {reason}); train one with "
-                              "scripts/train_explainer.py explainer=tempme") from None
+    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CheckpointError(f"TempME checkpoint {file} does not rebuild its encoder "
+                              f"({short_reason(err)}); {TEMPME.writer}") from None
     enc.eval()
     return trained
 
