@@ -25,7 +25,7 @@ CASES = [
     ("explain.py", ["history=bogus"], "history must be one of"),
     ("explain.py", ["curves=every"], "curves must be one of auto, none, common, all, got 'every'"),
     ("explain.py", ["protocol=bogus"], "protocol must be one of common, tgnnexplainer, tempme, "
-     "all, or a list of them"),
+     "temgx, all, or a list of them"),
     ("explain.py", ["protocol=[common,tmpme]"], "got ['common', 'tmpme']"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
