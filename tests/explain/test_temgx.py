@@ -211,3 +211,51 @@ def test_bad_options_are_refused_by_name(options, words):
     with pytest.raises(ExplainerError) as err:
         TemGXExplainer(**options)
     assert words in str(err.value)
+
+
+# --------------------------------------------------------------------------- real models
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    from cftgnn.data import make_synthetic_stream
+
+    return make_synthetic_stream(25, 400, seed=7, feat_dim=2, p_tie=0.3)
+
+
+def test_the_model_embeddings_are_the_probes_and_the_answer_is_confirmed(synthetic):
+    """On a TGN: the probe's node embeddings are the ones its PGExplainer features hold, the
+    oracle carries the engine's stream, and TemGX reads the model's embeddings."""
+    from testsupport.models import named_model
+
+    from cftgnn.oracle.engine import ReplayEngine, naive_logit
+
+    model = named_model(synthetic, "tgn2")
+    engine = ReplayEngine(model, synthetic)
+    oracle = engine.oracle(300, k=2, m_max=64, mode="exact")
+    assert oracle.stream is synthetic and oracle.probe is not None
+    ev = oracle.removable
+    z = oracle.probe.node_embeddings(synthetic.src[ev])
+    feats = oracle.probe.features().numpy()
+    np.testing.assert_allclose(z, feats[:, :z.shape[1]], atol=1e-6)
+    result = TemGXExplainer(time_window=1e9).explain(oracle)
+    (trace,) = result.trace
+    assert trace["embeddings"] == "model" and 0 < len(result.explanation) <= 5
+    assert set(result.explanation) <= set(ev.tolist())
+    assert result.final_logit == pytest.approx(
+        naive_logit(model, synthetic, 300, sorted(result.explanation)), abs=1e-5)
+    fallback = TemGXExplainer(time_window=1e9, embeddings="fallback").explain(
+        engine.oracle(300, k=2, m_max=64, mode="exact"))
+    assert fallback.trace[0]["embeddings"] == "fallback"
+
+
+def test_a_model_without_node_embeddings_falls_back(synthetic):
+    from cftgnn.models import PyGTGN
+    from cftgnn.oracle.engine import ReplayEngine
+
+    model = PyGTGN(synthetic.num_nodes, synthetic.feat_dim, memory_dim=8, time_dim=8,
+                   embedding_dim=8, batch_size=20)
+    oracle = ReplayEngine(model, synthetic).oracle(300, k=2, m_max=32, mode="exact")
+    assert oracle.probe is None and oracle.stream is synthetic
+    result = TemGXExplainer(time_window=1e9).explain(oracle)
+    assert result.trace[0]["embeddings"] == "fallback"
