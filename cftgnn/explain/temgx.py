@@ -365,8 +365,9 @@ class TemGXExplainer(Explainer):
     """TemGX: candidates, influence, Select-Verify (see the module docstring).
 
     Its answer is the picked set ``S`` (at most ``k`` events, at most the oracle's
-    ``max_size``); its ranking is ``S`` in the order picked, then the rest of its candidates
-    in ``influence_order``, then the other removable events, most recent first. The one
+    ``max_size``: its first picks); its ranking is ``S`` in the order picked, then the rest
+    of its candidates (the random cap's, before the influence cap) in ``influence_order``, as
+    the benchmark's adapter ranks them, then the other removable events, most recent first. The one
     exact call of the search is the verification, ``R \\ S`` (the run's ``keep_logit``
     reads it from the cache); the trace's one entry holds the candidate count, the time
     scale and window, where the embeddings came from and the verification's verdict.
@@ -398,10 +399,11 @@ class TemGXExplainer(Explainer):
         influence = np.empty(0)
         if pool:
             influence, source = self._influence(oracle, stream, setup, pool)
-            if len(pool) > p.influence_cap:
-                keep = influence_order(influence)[:p.influence_cap]
-                pool = [pool[j] for j in keep]
-                influence = influence[keep]
+        ranked_pool, ranked_influence = pool, influence  # the adapter ranks all of them
+        if len(pool) > p.influence_cap:
+            keep = influence_order(influence)[:p.influence_cap]
+            pool = [pool[j] for j in keep]
+            influence = influence[keep]
         picked = [pool[j] for j in select(influence, p.k, p.preselect_min)]
         picked = picked[:oracle.size_limit()]
         trace: dict[str, Any] = {"candidates": n_pool, "time_scale": setup.scale.value,
@@ -410,7 +412,7 @@ class TemGXExplainer(Explainer):
         if picked and budget.proceed(0, cost=1):
             keep_logit = oracle.exact(frozenset(removable - set(picked)))
             trace["verified"] = verified(oracle.original_logit, keep_logit, p.threshold)
-        ranking = self._ranking(oracle, picked, pool, influence)
+        ranking = self._ranking(oracle, picked, ranked_pool, ranked_influence)
         m = len(ranking)
         return SearchOutcome(explanation=tuple(picked), iterations=1, found=False,
                              trace=(trace,), ranking=ranking,

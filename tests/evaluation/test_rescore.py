@@ -34,6 +34,7 @@ ADDED = {
                "tempme_neg_curve_logits"),
     "tgnnexplainer": ("tgnnexplainer_curve_logits",),
     "common": ("fid_curve_logits", "acc_curve_logits"),
+    "temgx": ("temgx_curve_logits", "single_removal_logits"),
 }
 
 
@@ -91,6 +92,7 @@ def _same(a: object, b: object) -> bool:
     ("perturb_one", "tempme", "protocol=common"),
     ("greedy", "tempme", "protocol=common"),
     ("greedy", "tgnnexplainer", "protocol=[common,tempme]"),
+    ("perturb_one", "temgx", "protocol=common"),
     ("random", "common", "curves=none"),
     # a search scored by its coalitions: its tgnnexplainer curves are held, tempme is added
     ("tgnnexplainer explainer.navigator=perturb_one", "tempme",
@@ -102,7 +104,8 @@ def test_a_rescored_run_holds_the_direct_runs_curves(runs, tmp_path, explainer, 
     rescored = copy(before, tmp_path / "run")
     held = json.loads((before / "run.json").read_text())
     have = [] if base == "curves=none" else held.get("protocols", ["common"])
-    together = [p for p in ("common", "tgnnexplainer", "tempme") if p in {*have, protocol}]
+    together = [p for p in ("common", "tgnnexplainer", "tempme", "temgx")
+                if p in {*have, protocol}]
     direct = runs(explainer, *options, "curves=common", f"protocol=[{','.join(together)}]")
 
     assert main([str(rescored), "--protocol", protocol, "--no-progress"]) >= 1
@@ -122,7 +125,7 @@ def test_a_rescored_run_holds_the_direct_runs_curves(runs, tmp_path, explainer, 
     # the summary is written again: the added protocol's metric has a value
     summary = pd.read_csv(rescored / "summary.csv")
     metric = {"tempme": "tempme_acc_auc", "tgnnexplainer": "tgnnexplainer_best_fid",
-              "common": "best_fid"}[protocol]
+              "common": "best_fid", "temgx": "temgx_aufsc"}[protocol]
     assert np.isfinite(summary[metric].iloc[-1])
     assert summary[metric].iloc[-1] == pytest.approx(
         pd.read_csv(direct / "summary.csv")[metric].iloc[-1], abs=1e-12)

@@ -162,6 +162,14 @@ def test_select_verify_on_a_toy_oracle():
     assert result.exact_calls == 2
 
 
+def test_the_influence_cap_keeps_its_order_and_the_ranking_reads_all_candidates():
+    """influence_cap = 3 keeps events 0, 2, 1 (TemGX's order: the least influential); the
+    greedy picks 1 then 2; the ranking then lists every candidate of the random cap."""
+    result = TemGXExplainer(k=2, influence_cap=3).explain(toy_oracle({1: 0.6, 2: 0.6}))
+    assert result.explanation == (1, 2)
+    assert result.ranking == (1, 2, 0, 3, 4)
+
+
 def test_the_answer_stays_within_the_removable_events_and_max_size():
     oracle = toy_oracle({3: 2.0}, ids=(1, 2, 3))  # 0 and 4 are not candidates
     result = TemGXExplainer(k=5).explain(oracle)
