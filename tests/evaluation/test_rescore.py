@@ -88,6 +88,12 @@ def _same(a: object, b: object) -> bool:
     return _plain(a) == _plain(b)
 
 
+def _close(a: object, b: object) -> bool:
+    """Equality of two lists of logits to the oracle's exactness (1e-5)."""
+    x, y = np.asarray(_plain(a), dtype=float), np.asarray(_plain(b), dtype=float)
+    return x.shape == y.shape and np.allclose(x, y, atol=1e-5, equal_nan=True)
+
+
 @pytest.mark.parametrize("explainer, protocol, base", [
     ("perturb_one", "tempme", "protocol=common"),
     ("greedy", "tempme", "protocol=common"),
@@ -113,8 +119,11 @@ def test_a_rescored_run_holds_the_direct_runs_curves(runs, tmp_path, explainer, 
     ok = new.status == "ok"
     assert ok.any()
     assert new.event_id.tolist() == ref.event_id.tolist() == old.event_id.tolist()
-    for column in ADDED[protocol]:  # bitwise the direct run's
-        assert all(_same(a, b) for a, b in zip(new[column], ref[column], strict=True)), column
+    # bitwise the direct run's; temgx's single removals were mostly evaluated by the direct
+    # run's search (in other batches), which a rescore does not rerun: equal to 1e-5
+    equal = _close if protocol == "temgx" else _same
+    for column in ADDED[protocol]:
+        assert all(equal(a, b) for a, b in zip(new[column], ref[column], strict=True)), column
     assert [list(p) for p in new.curve_protocols[ok]] == [together] * int(ok.sum())
     assert (new.curve_time_s[ok] > old.curve_time_s[ok].fillna(0.0)).all()
     for column in set(new.columns) - {*ADDED[protocol], "curve_protocols", "curve_time_s"}:
@@ -128,7 +137,8 @@ def test_a_rescored_run_holds_the_direct_runs_curves(runs, tmp_path, explainer, 
               "common": "best_fid", "temgx": "temgx_aufsc"}[protocol]
     assert np.isfinite(summary[metric].iloc[-1])
     assert summary[metric].iloc[-1] == pytest.approx(
-        pd.read_csv(direct / "summary.csv")[metric].iloc[-1], abs=1e-12)
+        pd.read_csv(direct / "summary.csv")[metric].iloc[-1],
+        abs=1e-6 if protocol == "temgx" else 1e-12)
 
     # twice: nothing to do, no file rewritten
     files = {f: (f.stat().st_mtime_ns, f.read_bytes()) for f in rescored.rglob("*") if f.is_file()}
