@@ -12,7 +12,7 @@ import warnings
 
 # torch_geometric imports numba, when it is installed, for two helpers cftgnn never calls
 # (``torch_geometric.utils.ppr`` and ``loader.ibmb_loader``, which check for it): about 50 MB
-# of resident memory in every process (issue 44's peak RSS). It is kept out of that one
+# of resident memory in every process (in the peak RSS of long runs). It is kept out of that one
 # import, unless something imported it before; a later ``import numba`` works as usual.
 _HIDE_NUMBA = "numba" not in sys.modules
 if _HIDE_NUMBA:

@@ -15,7 +15,7 @@ IntArray = npt.NDArray[np.int64]
 #: Up to this many entries, ``distinct_rows`` and ``unique`` sort in Python rather than
 #: call ``np.unique``: the same answer, several times cheaper on the few rows of a single
 #: removal set's batch in the cone replay (a ``np.unique`` call costs 10-20 µs whatever its
-#: size, issue 44).
+#: size; measured 2026-11-27).
 SMALL = 16
 
 

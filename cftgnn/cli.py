@@ -1,14 +1,18 @@
 """Helpers shared by the entry points in ``scripts/``: friendly one-line errors.
 
-Before a Hydra script runs, ``main_guard`` checks the command line the way Hydra will read
-it (``compose_command_line``): an unknown ``group=option``, an override that does not parse
-(``n_events=[1,2``), a key the config does not have (``nevents=4``, ``+n_evnts=2``) ends in
-one ``error:`` line naming it and the nearest valid key, exit status 2, instead of Hydra's
-multi-line message; then the composed config is checked (``config_problem``: a sweep
-without ``-m``, the logger, the script's own option checks), under ``-m`` that of every job
-of the sweep (``sweep_problem``). All of it runs before the
-script's heavy modules (torch, PyG, the models) load, which its ``main`` imports itself, and
-before Hydra makes a run directory. Ctrl-C in any script ends in one line (exit status 130)
+Every script runs under ``friendly_errors``, which first checks the project's environment
+variables (``environment_problem``). Before a Hydra script runs, ``main_guard`` checks the
+command line the way Hydra will read it: a flag that is not Hydra's (``--n_events 3``) or
+``-m`` after the overrides (``flag_problem``), an unknown ``group=option``, an override
+that does not parse (``n_events=[1,2``), a key the config does not have (``nevents=4``,
+``+n_evnts=2``, ``compose_command_line``) ends in one ``error:`` line naming it and the
+nearest valid key, exit status 2, instead of Hydra's multi-line message; then the composed
+config is checked (``config_problem``: a sweep without ``-m``, the logger, the script's own
+option checks, its output options writable, ``check_outputs``), under ``-m`` that of every
+job of the sweep (``sweep_problem``). All of it runs before the script's heavy modules
+(torch, PyG, the models) load, which its ``main`` imports itself, and before Hydra makes a
+run directory; a run refused later leaves no run directory that holds only Hydra's files
+(``discard_empty_run_dir``). Ctrl-C in any script ends in one line (exit status 130)
 instead of a traceback.
 """
 
@@ -25,7 +29,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -41,8 +45,45 @@ _HYDRA_INFO_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-
                      "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
                      "--experimental-rerun")
 
+#: Hydra's flags that say how the overrides run (a sweep or one run); they go before them.
+_MODE_FLAGS = ("-m", "--multirun", "-r", "--run")
+
 #: ``[+|++]group=value[,value...]`` on the command line.
 _CHOICE = re.compile(r"^\+{0,2}([A-Za-z_]\w*)=(.*)$")
+
+
+def flag_problem(argv: Sequence[str], script: str) -> str | None:
+    """A one-line message for a command line Hydra's argument parser would refuse with its
+    usage block: a flag that is not Hydra's (``--n_events 3``: options are ``key=value``),
+    or ``-m`` (``--multirun``) written after an override with more overrides after it
+    (``n_events=2 -m sweep=shards``: ``-m`` goes first). None when Hydra takes the command
+    line, or when it asks Hydra for help or another config (left to Hydra).
+
+    Args:
+        argv: The command line.
+        script: The script's file name (``explain.py``), for the corrected command line.
+    """
+    if any(a.split("=")[0] in _HYDRA_INFO_FLAGS for a in argv):
+        return None
+    overrides = [a for a in argv if not a.startswith("-")]
+    for i, arg in enumerate(argv):
+        if arg in _MODE_FLAGS:
+            before = [a for a in argv[:i] if not a.startswith("-")]
+            after = [a for a in argv[i + 1:] if not a.startswith("-")]
+            if before and after:
+                return (f"{arg} goes first, before the overrides (options are key=value): "
+                        f"python scripts/{script} {shlex.join([arg, *overrides])}")
+        elif arg.startswith("-"):
+            key, eq, value = arg.lstrip("-").partition("=")
+            if key and not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-") \
+                    and "=" not in argv[i + 1]:
+                value = argv[i + 1]
+            given = arg if eq or not value else f"{arg} {value}"
+            write = f"write {key}={value or '...'} instead of {given!r}" if key \
+                else f"{given!r} is not one"
+            return (f"options are key=value, not flags: {write} (-m, for a sweep, goes first, "
+                    "before the overrides)")
+    return None
 
 
 def search_paths(argv: Sequence[str]) -> list[Path]:
@@ -96,7 +137,7 @@ def _unknown_choice(argv: Sequence[str], conf_dir: str | Path) -> tuple[str, boo
 
 def environment_problem() -> str | None:
     """What is wrong with the project's environment variables (``CFTGNN_JIT`` not an on/off
-    word), or None."""
+    word), or None; every script asks this first (``friendly_errors``)."""
     from cftgnn.errors import ConfigError
     from cftgnn.options import JIT_ENV, environment_switch
 
@@ -105,6 +146,51 @@ def environment_problem() -> str | None:
     except ConfigError as error:
         return str(error)
     return None
+
+
+#: The kinds of output an option names (``main_guard``'s ``writes``): one file, or a folder.
+OUTPUT_KINDS = ("file", "folder")
+
+
+def check_outputs(cfg: Any, writes: Mapping[str, str]) -> None:
+    """Check, before any work and without creating anything, that each output option of
+    ``writes`` (option -> ``"file"`` or ``"folder"``) set in ``cfg`` can be written there:
+    ``cftgnn.files.check_can_write``, which probes the nearest existing folder with a real
+    file (a read-only mount, ``/proc``, a file in the way, a full disk). Null options, and
+    values that only Hydra's own run resolves (``${hydra:...}``), are not checked.
+
+    Raises:
+        ConfigError: Naming the option, the path and the reason.
+    """
+    from omegaconf.errors import OmegaConfBaseException
+
+    from cftgnn.files import check_can_write
+    from cftgnn.options import option_value
+
+    for option, kind in writes.items():
+        if kind not in OUTPUT_KINDS:
+            raise ValueError(f"writes[{option!r}] must be one of {OUTPUT_KINDS}, got {kind!r}")
+        try:
+            value = option_value(cfg, option)
+        except OmegaConfBaseException:
+            continue
+        if value is None or value == "" or isinstance(value, list | dict | bool):
+            continue  # unset, or of a type the script's own check names
+        check_can_write(str(value), option, file=kind == "file")
+
+
+def _checking_outputs(check: Callable[[Any], None] | None,
+                      writes: Mapping[str, str] | None) -> Callable[[Any], None] | None:
+    """``check`` followed by ``check_outputs`` of ``writes`` (``check`` itself without any)."""
+    if not writes:
+        return check
+
+    def checked(cfg: Any) -> None:
+        if check is not None:
+            check(cfg)
+        check_outputs(cfg, writes)
+
+    return checked
 
 
 def _fail(message: str) -> NoReturn:
@@ -522,17 +608,21 @@ RESUME_HINT = "nothing complete was lost; rerun the same command to start again"
 def main_guard(main: Callable[[], None], conf_dir: str | Path,
                argv: Sequence[str] | None = None, config_name: str | None = None,
                on_interrupt: str = RESUME_HINT, check: Callable[[Any], None] | None = None,
-               run_dir_from: str | None = None) -> None:
+               run_dir_from: str | None = None,
+               writes: Mapping[str, str] | None = None) -> None:
     """Call a Hydra ``main`` unless the command line is one that fails: an environment
-    variable of the project's set to a value it does not take (``environment_problem``), a
-    ``group=option`` naming no config file (``unknown_choice``), a run directory that cannot
-    be made (``unwritable_run_dir``), an override that does not parse or names a key the
-    config lacks (``compose_command_line``), or a composed config that ``config_problem``
-    refuses (a sweep without ``-m``, a bad logger mode, what ``check`` refuses), under ``-m``
-    for any job of the sweep (``sweep_problem``: every combination of its values) — then one
-    line on stderr and exit status 2, before Hydra makes a run directory and before the
-    script's heavy modules load (``main`` imports them itself). Ctrl-C ends in one line,
-    ``on_interrupt``, and exit status 130.
+    variable of the project's set to a value it does not take (``environment_problem``, by
+    ``friendly_errors``, which this runs under), a flag that is not Hydra's or ``-m`` after
+    the overrides (``flag_problem``), a ``group=option`` naming no config file
+    (``unknown_choice``), a run directory that cannot be made (``unwritable_run_dir``), an
+    override that does not parse or names a key the config lacks (``compose_command_line``),
+    or a composed config that ``config_problem`` refuses (a sweep without ``-m``, a bad
+    logger mode, what ``check`` refuses, an output of
+    ``writes`` that cannot be written), under ``-m`` for any job of the sweep
+    (``sweep_problem``: every combination of its values) — then one line on stderr and exit
+    status 2, before Hydra makes a run directory and before the script's heavy modules load
+    (``main`` imports them itself). Ctrl-C ends in one line, ``on_interrupt``, and exit
+    status 130.
 
     Args:
         main: The ``@hydra.main`` function.
@@ -546,18 +636,24 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         run_dir_from: An option (``out_dir``) that, when set in a single run without
             ``hydra.run.dir``, becomes the run directory (Hydra's ``.hydra/`` goes there,
             not under ``./outputs``). Only when ``argv`` is the process's own command line.
+        writes: The script's output options, each ``"file"`` or ``"folder"`` (``{"out":
+            "file"}``): checked writable when set (``check_outputs``), so that a bad path
+            is refused before the work, not after it.
     """
     own = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
-    _ctrl_c_raises()
-    try:
+    check = _checking_outputs(check, writes)
+    with friendly_errors(on_interrupt):
         missing = [p for p in search_paths(args) if not p.is_dir()]
         name = config_name or _config_name(main)
-        found = None if missing else _unknown_choice(args, conf_dir)
+        script = Path(sys.argv[0]).name if own and sys.argv[0].endswith(".py") \
+            else f"{name}.py"
+        message = flag_problem(args, script)
+        found = None if missing or message else _unknown_choice(args, conf_dir)
         choice = found[0] if found is not None else None
         if found is not None and found[1] and name is not None:  # a swept value: its job
             choice = _job_named(found[0], args, None, conf_dir, name, check)
-        message = environment_problem() or (
+        message = message or (
             f"hydra.searchpath folder {str(missing[0])!r} does not exist" if missing
             else choice or unwritable_run_dir(args))
         cfg = None
@@ -579,18 +675,80 @@ def main_guard(main: Callable[[], None], conf_dir: str | Path,
         if follow is not None and own:
             sys.argv.append(f"hydra.run.dir={_quoted(follow)}")
         main()
-    except KeyboardInterrupt:
-        interrupted(on_interrupt)
+
+
+#: What Hydra writes into a run directory before the script's code runs: ``.hydra/`` (its
+#: ``output_subdir``) with these files, and the job's log file.
+HYDRA_FILES = frozenset({"config.yaml", "hydra.yaml", "overrides.yaml"})
+
+
+def discard_empty_run_dir() -> Path | None:
+    """Remove the run directory Hydra made for this run when it holds nothing but Hydra's
+    own files (``.hydra/`` of ``HYDRA_FILES``, the job's ``<name>.log``): a run refused
+    after Hydra made it leaves nothing behind. Then its parents that are left empty, up to
+    the folder the command ran in (``outputs/explain/<choices>/``), and a sweep directory
+    left with only Hydra's ``multirun.yaml``. Nothing is removed outside a Hydra run, where
+    Hydra wrote no ``.hydra/`` (the benchmarks' ``.``), or where anything else is found.
+
+    Returns:
+        The run directory removed, or None.
+    """
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if not HydraConfig.initialized():
+            return None
+        hydra = HydraConfig.get()
+        subdir, job = hydra.output_subdir, str(hydra.job.name)
+        run_dir = Path(str(hydra.runtime.output_dir)).absolute()
+        top = Path(str(hydra.runtime.cwd)).absolute()
+        multirun = hydra.mode == RunMode.MULTIRUN
+    except Exception:  # noqa: BLE001  (no Hydra run here, or another version's config)
+        return None
+    if subdir is None or not (run_dir / str(subdir)).is_dir() or run_dir in (top, Path("/")):
+        return None
+    own = {str(subdir), f"{job}.log"}
+    if any(entry.name not in own or (entry.is_dir() and entry.name != str(subdir))
+           for entry in run_dir.iterdir()):
+        return None
+    if any(entry.name not in HYDRA_FILES or not entry.is_file()
+           for entry in (run_dir / str(subdir)).iterdir()):
+        return None
+    try:
+        shutil.rmtree(run_dir)
+        parent = run_dir.parent
+        if multirun and [e.name for e in parent.iterdir()] == ["multirun.yaml"]:
+            (parent / "multirun.yaml").unlink()
+        while parent != top and parent.is_relative_to(top) and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    except OSError:  # another process writes there, or the folder is read-only: leave it
+        pass
+    return run_dir
+
+
+def _refuse(message: str) -> NoReturn:
+    """``_fail`` of a run refused while it runs: its empty run directory is removed first
+    (``discard_empty_run_dir``)."""
+    discard_empty_run_dir()
+    _fail(message)
 
 
 @contextmanager
 def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
-    """Inside a script's ``main``: bad input (``CftgnnError``, also when
+    """Every script runs under this (``main_guard`` too): first the project's environment
+    variables are checked (``environment_problem``: ``CFTGNN_JIT=maybe`` is refused by
+    every script, in one line); then bad input (``CftgnnError``, also when
     ``instantiate`` wrapped it) ends in one line on stderr and exit status 2 instead of a
     traceback, and so does a full disk (an ``ENOSPC``/``EDQUOT`` error behind the exception,
-    ``cftgnn.files.no_space``: the file and its disk); Ctrl-C in one line,
+    ``cftgnn.files.no_space``: the file and its disk), a Hydra run's directory removed when
+    it holds nothing but Hydra's own files (``discard_empty_run_dir``); Ctrl-C in one line,
     ``on_interrupt``, and exit status 130."""
     _ctrl_c_raises()
+    problem = environment_problem()
+    if problem is not None:
+        _refuse(problem)
     try:
         yield
     except KeyboardInterrupt:
@@ -598,13 +756,13 @@ def friendly_errors(on_interrupt: str = RESUME_HINT) -> Iterator[None]:
     except Exception as exc:
         error = user_error(exc)
         if error is not None:
-            _fail(str(error))
+            _refuse(str(error))
         from cftgnn.files import disk_full_message, no_space
 
         full = no_space(exc)
         if full is None:
             raise
-        _fail(disk_full_message(full.filename, full))
+        _refuse(disk_full_message(full.filename, full))
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -618,7 +776,8 @@ class ArgumentParser(argparse.ArgumentParser):
         _fail(f"{message} (see {self.prog} --help)")
 
 
-__all__ = ["INTERRUPTED", "RESUME_HINT", "ArgumentParser", "compose_command_line",
-           "config_problem", "default_run_dir_problem", "folder_problem", "friendly_errors",
-           "hydra_problem", "interrupted", "main_guard", "search_paths", "sweep_jobs",
-           "sweep_problem", "unknown_choice", "unwritable_run_dir"]
+__all__ = ["HYDRA_FILES", "INTERRUPTED", "OUTPUT_KINDS", "RESUME_HINT", "ArgumentParser",
+           "check_outputs", "compose_command_line", "config_problem", "default_run_dir_problem",
+           "discard_empty_run_dir", "environment_problem", "flag_problem", "folder_problem",
+           "friendly_errors", "hydra_problem", "interrupted", "main_guard", "search_paths",
+           "sweep_jobs", "sweep_problem", "unknown_choice", "unwritable_run_dir"]

@@ -73,3 +73,19 @@ def warn(message: str) -> None:
     """Print ``warning: <message>`` on stderr, the one form of a warning users see (the run
     goes on)."""
     print(f"warning: {message}", file=sys.stderr)
+
+
+def print_block(text: str) -> None:
+    """Print ``text`` (several lines) and a newline on stdout in one write, after what is
+    pending there: processes that share a terminal or a pipe (the shards of a sweep) then
+    show each other's blocks whole, never one's lines inside another's."""
+    out = sys.stdout
+    out.flush()
+    data = f"{text}\n"
+    raw = getattr(out, "buffer", None)  # the bytes under a text stream (absent when captured)
+    if raw is None:
+        out.write(data)
+    else:
+        raw.write(data.encode(out.encoding or "utf-8", errors=out.errors or "strict"))
+        raw.flush()
+    out.flush()

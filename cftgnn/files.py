@@ -275,6 +275,8 @@ def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
         return None
     if error.errno in NO_SPACE:
         return disk_full_message(existing, error, folder=True)
+    if error.errno == errno.ENOENT:  # an existing folder that takes no file (``/proc``)
+        return f"no file can be made in {existing.absolute()}: {error.strerror}"
     return error.strerror or type(error).__name__
 
 

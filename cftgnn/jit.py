@@ -27,7 +27,9 @@ each a pass of its own; the loops here fuse them (row lookups, grouping equal ro
 hashing, comparing rows until their first differing coordinate). Their cost: numba's start
 in a process (about 0.3-0.5 CPU seconds at the first compiled call, loading the kernels
 from numba's cache in ``__pycache__``), and, the first time after an install or an edit of
-the module, compiling them (a few seconds, then cached). ``warm_up`` pays the start ahead,
+the module, compiling them (a few seconds, then cached: ``explain.py`` says so in one line when
+numba's cache holds none of them, ``cache_is_cold``, and ``python -m cftgnn.evaluation.warm``
+compiles them ahead). ``warm_up`` pays the start ahead,
 once: ``cftgnn.oracle.workers.ForkedWorkers`` calls it before forking, so that its worker
 processes inherit a started numba rather than each starting it again for every event.
 """
@@ -58,7 +60,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``for_sets`` its small replays start none); the twins give the same logits, slower.
 #: Unset, empty, ``1``, ``true``, ``yes`` or ``on`` leave them on; any other value is an
 #: error (``ConfigError`` at the first compiled call; the scripts refuse it before they
-#: start, ``cftgnn.cli.main_guard``).
+#: start, ``cftgnn.cli.friendly_errors``).
 ENV = JIT_ENV
 
 try:
@@ -198,11 +200,48 @@ def _first(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return out
 
 
-def warm_up() -> None:
+#: ``_first`` itself (numba's start puts its dispatcher in its name's place).
+_PROBE = _first.python if isinstance(_first, _Lazy) else _first
+
+
+#: What ``warm_up`` says when numba's on-disk cache holds none of the compiled loops
+#: (``cache_is_cold``): the first exact run after an install pays their compilation.
+COLD_NOTICE = ("note: compiling the replay's loops with numba (the first run after an install "
+               "or an update: 10-25 s, once; cached afterwards; "
+               "`python -m cftgnn.evaluation.warm` compiles them ahead)")
+
+
+def cache_is_cold() -> bool:
+    """Whether numba's on-disk cache holds a compiled version of none of the loops (for
+    their current source; ``warm_up``'s own probe left out): their first calls compile
+    them, a few seconds in all. False before numba's start, without a loop, or where
+    numba's cache cannot be read (its internals change, no cache is writable)."""
+    loops: list[Any] = [lazy.dispatcher for lazy in _lazy if lazy.python is not _PROBE]
+    if _numba is None or not loops:
+        return False
+    try:  # numba (0.68) has no public way to ask: its index of a loop, checked against
+        # the source's stamp, holds nothing when cold, missing or stale
+        return not any(d._cache._cache_file._load_index() for d in loops if d is not None)
+    except Exception:  # a notice only: nothing said rather than a failure
+        return False
+
+
+def warm_up(notice: Callable[[str], None] | None = None) -> None:
     """Start numba in this process now (most of its first call's cost, see the module
-    docstring); nothing without numba or once started."""
-    if ENABLED:
-        _first(np.zeros(1, dtype=np.int64))
+    docstring); nothing without numba or once started.
+
+    Args:
+        notice: Handed ``COLD_NOTICE`` when numba starts here with its on-disk cache cold
+            (``cache_is_cold``), before any loop compiles (``explain.py``: ``print``).
+    """
+    if not ENABLED:
+        return
+    if notice is not None and not started():
+        start()
+        if cache_is_cold():
+            notice(COLD_NOTICE)
+    _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["ENABLED", "ENV", "MIN_SETS", "compiled", "for_sets", "start", "started", "warm_up"]
+__all__ = ["COLD_NOTICE", "ENABLED", "ENV", "MIN_SETS", "cache_is_cold", "compiled", "for_sets",
+           "start", "started", "warm_up"]

@@ -112,7 +112,7 @@ def boolean(cfg: Any, key: str) -> bool:
 
 
 #: The environment variable that turns ``cftgnn.jit``'s compiled loops off (``0``); read
-#: there, and checked by ``cftgnn.cli.main_guard`` before a script starts.
+#: there, and checked by ``cftgnn.cli.friendly_errors`` before every script starts.
 JIT_ENV = "CFTGNN_JIT"
 _SWITCH_OFF = ("0", "false", "no", "off")
 _SWITCH_ON = ("1", "true", "yes", "on")

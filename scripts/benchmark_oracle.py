@@ -26,4 +26,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, check=check_oracle_options)
+    main_guard(main, CONF, check=check_oracle_options, writes={"out": "file"})

@@ -373,29 +373,31 @@ def main() -> None:
     if args.worker is not None:
         _worker(args.worker, args.dataset, args.model)
         return
-    if args.a is None or args.b is None:
-        parser.error("two trees are needed: A (e.g. the old code's worktree) and B")
-    for tree in (args.a, args.b):
-        if not (tree / "cftgnn" / "__init__.py").is_file():
-            parser.error(f"{tree} holds no cftgnn package")
     # this checkout's helpers (the parent runs neither tree's code), whichever cftgnn is
     # installed, or none: checked before the run, not found missing after it
     sys.path.insert(0, str(HERE.parents[1]))
+    from cftgnn.cli import friendly_errors
     from cftgnn.errors import ConfigError
     from cftgnn.files import atomic_write, check_can_write
 
-    try:
+    with friendly_errors():  # the environment checked first, as by every script
+        if args.a is None or args.b is None:
+            parser.error("two trees are needed: A (e.g. the old code's worktree) and B")
+        for tree in (args.a, args.b):
+            if not (tree / "cftgnn" / "__init__.py").is_file():
+                parser.error(f"{tree} holds no cftgnn package")
+        try:
+            if args.out is not None:
+                check_can_write(args.out, "--out", file=True)
+            if args.profile is not None:
+                check_can_write(args.profile, "--profile")
+        except ConfigError as exc:
+            parser.error(str(exc))
+        res = run(args)
+        text = json.dumps(res, indent=2)
+        print(text)
         if args.out is not None:
-            check_can_write(args.out, "--out", file=True)
-        if args.profile is not None:
-            check_can_write(args.profile, "--profile")
-    except ConfigError as exc:
-        parser.error(str(exc))
-    res = run(args)
-    text = json.dumps(res, indent=2)
-    print(text)
-    if args.out is not None:
-        atomic_write(args.out, (text + "\n").encode())
+            atomic_write(args.out, (text + "\n").encode())
 
 
 if __name__ == "__main__":

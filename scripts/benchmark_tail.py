@@ -27,4 +27,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, check=check_tail_options)
+    main_guard(main, CONF, check=check_tail_options, writes={"out": "file"})

@@ -31,4 +31,4 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     main_guard(main, CONF, on_interrupt=RESUME, check=check_explain_options,
-               run_dir_from="out_dir")
+               run_dir_from="out_dir", writes={"out_dir": "folder"})

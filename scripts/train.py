@@ -34,4 +34,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_options)
+    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_options,
+               writes={"out_dir": "folder"})

@@ -37,4 +37,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_explainer_options)
+    main_guard(main, CONF, on_interrupt=RESUME, check=check_train_explainer_options,
+               writes={"out_dir": "folder"})

@@ -1,12 +1,15 @@
-"""The layout keeps its promises: no import cycles, no reads of another module's privates.
+"""The layout keeps its promises: no import cycles, no reads of another module's privates, no
+tracker numbers in what a reader sees.
 
 Read with ``ast`` over ``cftgnn/`` (nothing is imported). Imports under ``TYPE_CHECKING``
 and inside functions count: a circle hidden from the interpreter is still a circle.
+The tracker rule reads the text of ``READER_FACING`` (``cftgnn/``, ``scripts/``, ``docs/``, ...).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +28,9 @@ ALLOWED_PRIVATE: set[tuple[str, str]] = {
     # torch's in-place version counter of a tensor (autograd's own check of saved tensors),
     # which keys TGN's cached GRU weights (models/tgn.py, _gru_row_weights)
     ("cftgnn.models.tgn", "_version"),
+    # numba (0.68) has no public way to ask whether its on-disk cache holds a compiled loop:
+    # jit.cache_is_cold reads a dispatcher's cache index (guarded; the notice of a cold cache)
+    ("cftgnn.jit", "_cache"), ("cftgnn.jit", "_cache_file"), ("cftgnn.jit", "_load_index"),
 }
 
 
@@ -204,7 +210,7 @@ def test_the_checks_catch_what_they_are_for():
     assert len(MODULES) > 50 and "cftgnn.oracle.engine" in import_graph()
 
 
-#: The most lines a module of ``cftgnn/replay/`` may have (issue 44: the exact cone replay,
+#: The most lines a module of ``cftgnn/replay/`` may have (the exact cone replay,
 #: once one module of 1,139 lines, is a package whose parts a reader can hold in mind).
 REPLAY_MAX_LINES = 600
 
@@ -214,3 +220,56 @@ def test_replay_modules_are_short_enough_to_hold_in_mind():
             and (n := len(path.read_text().splitlines())) > REPLAY_MAX_LINES}
     assert long == {}
     assert "cftgnn.replay.tgn.rows" in MODULES  # the check covers the package's modules
+
+
+#: What a reader sees, where a number of this project's tracker would mean nothing to them.
+READER_FACING = ("cftgnn", "scripts", "conf", "docs", "examples", "notebooks", "README.md")
+_TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".txt", ".json", ".ipynb", ".css",
+                  ".toml", ".cfg"}
+#: "issue 41", "issues 39 and 40", "Issue #44's", "issue-41", "(#41)".
+_TRACKER_NUMBER = re.compile(r"(?i)(?:(\S+)\s+)?\bissues?[\s#-]*\d+|()\(#\d+\)")
+_URL = re.compile(r"https?://|github\.com/")
+#: Another project named just before its tracker's number ("TGB issue #116", "PyG's issue 12"):
+#: a name with a capital after its first letter, or one of these lower-case names.
+_LOWERCASE_PROJECTS = {"hydra", "numba", "torch", "pytorch", "numpy", "pandas", "pytest",
+                       "mkdocs", "ruff", "mypy", "wandb", "pip", "python", "cpython"}
+
+
+def _other_project(word: str) -> bool:
+    name = re.sub(r"['’]s$", "", word.strip("([\"'`*"))
+    return bool(re.search(r"^.+[A-Z]", name)) or name.lower() in _LOWERCASE_PROJECTS
+
+
+def tracker_numbers(text: str) -> list[str]:
+    """The lines of ``text`` citing a number of this project's own tracker."""
+    found = []
+    for line in text.splitlines():
+        if _URL.search(line):
+            continue
+        for m in _TRACKER_NUMBER.finditer(line):
+            if not _other_project(m.group(1) or ""):
+                found.append(line.strip())
+                break
+    return found
+
+
+def test_reader_facing_text_cites_no_number_of_this_projects_tracker():
+    """A reader cannot look up "issue 41": say what changed and when (a date, a format)."""
+    root = PACKAGE.parent
+    paths = [p for top in READER_FACING for p in
+             ([root / top] if (root / top).is_file() else sorted((root / top).rglob("*")))
+             if p.suffix in _TEXT_SUFFIXES and p.is_file()]
+    found = [f"{p.relative_to(root)}: {line}" for p in paths
+             for line in tracker_numbers(p.read_text(errors="replace"))]
+    assert found == []
+    assert len(paths) > 300
+
+
+def test_the_tracker_check_catches_what_it_is_for():
+    text = ("retrain it (format 2: issue 41)\nIssue 44's target\nissues 39 and 40\n"
+            "see issue-41\nfixed (#41)\nthe issue #27 run\n")
+    assert len(tracker_numbers(text)) == 6
+    others = ("TGB issue #116 is theirs\nPyG #1234\nDyGLib's issue 12\nhydra issue 2044\n"
+              "https://github.com/x/y/issues/3\nthe issue's unit\njob #1 of the sweep's 2\n"
+              "format 2 since 2026-11-26\n")
+    assert tracker_numbers(others) == []

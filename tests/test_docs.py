@@ -1,10 +1,14 @@
 """The documentation site (mkdocs.yml, docs/): it builds in strict mode (once per test session),
-its API reference covers every public name of the four user-facing packages and shows no raw
-Sphinx role, every page is in the navigation, code blocks wrap instead of being cut off, and
-every option of ``conf/`` is documented on some page."""
+its API reference covers every public name of the four user-facing packages, opens
+``cftgnn.explain`` with its entry points, shows the real defaults of the explainers' parameters
+and no raw Sphinx role, every page is in the navigation, code blocks wrap instead of being cut
+off, wide tables keep their scroll bar in view, the index's picture links to its full size, and
+every option of ``conf/`` is documented on some page. (What a browser shows: see
+``scripts/docs_screenshots.sh``.)"""
 
 from __future__ import annotations
 
+import html
 import importlib
 import importlib.util
 import re
@@ -23,7 +27,11 @@ API_PACKAGES = ("cftgnn.oracle", "cftgnn.explain", "cftgnn.evaluation", "cftgnn.
 #: A Sphinx role left in the text of a page (``:class:`` before the rendered ``<code>X</code>``):
 #: docstrings are Markdown, cross-references are written ``[``X``][cftgnn.pkg.X]``.
 RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|mod|meth|attr|data|exc|obj|const|ref):")
+#: A role as written in reStructuredText, ``:class:`X` ``: shown as it is in inline code too.
+RAW_ROLE_TEXT = re.compile(r":(?:py:)?[a-z]+:`")
 _CODE = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
+_PRE = re.compile(r"<pre\b.*?</pre>", re.S)
+_TAG = re.compile(r"<[^>]+>")
 
 
 def _hooks() -> ModuleType:
@@ -113,15 +121,22 @@ def test_every_page_is_in_the_nav() -> None:
 
 
 def raw_roles(html: str) -> list[str]:
-    """Each raw Sphinx role in a page's text (code samples left out), with its context."""
+    """Each raw Sphinx role in a page's text (code blocks left out), with its context: a role
+    before rendered code (``:class:<code>X</code>``, a docstring's ``:class:`X```), or one
+    written out with its backticks, in inline code as well (``<code>:class:`X`</code>``)."""
     text = _CODE.sub(lambda m: "<code/>" if m.group(1) == "code" else "", html)
-    return [text[max(m.start() - 60, 0): m.end() + 20] for m in RAW_ROLE.finditer(text)]
+    found = [text[max(m.start() - 60, 0): m.end() + 20] for m in RAW_ROLE.finditer(text)]
+    text = _PRE.sub("", html)
+    return found + [text[max(m.start() - 60, 0): m.end() + 20]
+                    for m in RAW_ROLE_TEXT.finditer(text)]
 
 
 def test_a_raw_role_is_found() -> None:
-    """The check of the built site can fail: a role before rendered code is found, one inside a
-    code sample is not."""
+    """The check of the built site can fail: a role before rendered code is found, and one
+    written out in inline code; one inside a code block is not, nor a role's bare name."""
     assert raw_roles('<p>see :class:<code>EventStream</code> and :func:<code>x</code></p>')
+    assert raw_roles("<p>a role such as <code>:class:`X`</code> shows as written</p>")
+    assert raw_roles("<p>see :meth:`Oracle.logit`</p>")
     assert not raw_roles('<pre><code>""":class:`EventStream`"""</code></pre><p>'
                          '<a href="#x"><code>EventStream</code></a> <code>:mod:</code></p>')
 
@@ -172,3 +187,107 @@ def test_code_blocks_wrap_instead_of_being_cut_off(site: Path) -> None:
     missing = [p.relative_to(site).as_posix() for p in pages
                if "stylesheets/extra.css" not in p.read_text()]
     assert pages and not missing, f"pages without the stylesheet: {missing}"
+
+
+def _signatures(page: str) -> list[str]:
+    """The text of every code block of an API page (signatures, attribute values)."""
+    return [html.unescape(_TAG.sub("", block)) for block in _PRE.findall(page)]
+
+
+def test_the_explain_package_lists_its_entry_points_first() -> None:
+    """``cftgnn.explain.__all__`` (the API page's order) starts with ``explain_event``, the
+    result and the explainers; the record version and the search internals come later."""
+    names = importlib.import_module("cftgnn.explain").__all__
+    explainers = [n for n in names if n.endswith("Explainer")]
+    assert names[0] == "explain_event"
+    assert names[1:4] == ["ExplanationResult", "ExplanationStatus", "Explainer"]
+    assert names[4: 3 + len(explainers)] == explainers[1:], "the explainers follow"
+    assert names[-1] == "SCHEMA_VERSION"
+
+
+def test_the_explain_api_page_opens_with_its_entry_points(site: Path) -> None:
+    """The members of ``cftgnn.explain`` appear in the order of its ``__all__`` (not by kind,
+    which put ``SCHEMA_VERSION`` first)."""
+    page = (site / "api" / "explain" / "index.html").read_text()
+    shown = re.findall(r'<h2 id="cftgnn\.explain\.(\w+)"', page)
+    assert shown[0] == "explain_event"
+    assert shown == list(importlib.import_module("cftgnn.explain").__all__)
+
+
+def test_the_api_shows_the_real_defaults_of_the_parameters(site: Path) -> None:
+    """A ``Params`` field declared with ``option(default, "…")`` shows its default, not the
+    call (docs/griffe_option.py), in the class' signature and in the field's own entry, which
+    gets the call's description."""
+    leaks = {}
+    for page in sorted((site / "api").rglob("index.html")):
+        found = [b[:200] for b in _signatures(page.read_text()) if "option(" in b]
+        if found:
+            leaks[page.relative_to(site).as_posix()] = found[:2]
+    assert not leaks, f"option(...) in rendered signatures: {leaks}"
+    page = (site / "api" / "explain" / "index.html").read_text()
+    blocks = _signatures(page)
+    signature = next(b for b in blocks if b.startswith("CFTGNNParams("))
+    assert "    it_max: int = 300,\n" in signature
+    assert "    max_time_s: float | None = None,\n" in signature
+    entry = page[page.index('id="cftgnn.explain.CFTGNNParams.it_max"'):]
+    assert "MCTS iterations" in entry[:3000]
+
+
+def _griffe_option() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cftgnn_griffe_option",
+                                                  DOCS / "griffe_option.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_option_defaults_extension_rewrites_only_option_calls(tmp_path: Path) -> None:
+    griffe = pytest.importorskip("griffe", reason="the docs extra is not installed")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(
+        "from dataclasses import dataclass, field\n"
+        "from cftgnn.explain.params import option\n\n\n"
+        "@dataclass\nclass P:\n"
+        '    a: int = option(3, "the a", low=0)\n'
+        '    b: str = option(default="x", doc="the b " "goes on")\n'
+        '    c: float = option(1.0 / 3.0, DOC)\n'
+        "    d: list[int] = field(default_factory=list)\n"
+        '    e: int = option(4, "described")\n'
+        '    """Its own docstring."""\n')
+    ext = griffe.load_extensions(_griffe_option().OptionDefaults)
+    pkg = griffe.load("pkg", search_paths=[str(tmp_path)], extensions=ext,
+                      resolve_aliases=False)
+    cls = pkg["P"]
+    values = {n: str(cls.members[n].value) for n in "abcde"}
+    assert values == {"a": "3", "b": "'x'", "c": "1.0 / 3.0",
+                      "d": "field(default_factory=list)", "e": "4"}
+    docs = {n: cls.members[n].docstring.value if cls.members[n].docstring else None
+            for n in "abcde"}
+    assert docs == {"a": "the a", "b": "the b goes on", "c": None, "d": None,
+                    "e": "Its own docstring."}
+    defaults = {p.name: str(p.default) for p in cls.members["__init__"].parameters
+                if p.name != "self"}
+    assert defaults == {"a": "3", "b": "'x'", "c": "1.0 / 3.0", "d": "list()", "e": "4"}
+
+
+def test_wide_tables_keep_their_scroll_bar_in_view() -> None:
+    """docs/stylesheets/extra.css bounds the height of the theme's table box
+    (``.md-typeset__scrollwrap``, which scrolls sideways), so a table wider than the page shows
+    its horizontal scroll bar with the table, not only under its last row."""
+    css = (DOCS / "stylesheets" / "extra.css").read_text()
+    rule = re.search(r"(?m)^\.md-typeset__scrollwrap\s*\{([^}]*)\}", css)
+    assert rule, "no .md-typeset__scrollwrap rule in extra.css"
+    assert re.search(r"max-height:\s*\d+vh", rule.group(1))
+    assert re.search(r"overflow(-x)?:\s*auto", rule.group(1))
+    header = re.search(r"\.md-typeset__scrollwrap table:not\(\[class\]\) thead th\s*\{([^}]*)\}",
+                       css)
+    assert header and "position: sticky" in header.group(1)
+    assert "stylesheets/extra.css" in _config()["extra_css"]  # type: ignore[operator]
+
+
+def test_the_index_picture_links_to_its_full_size(site: Path) -> None:
+    page = (site / "index.html").read_text()
+    picture = re.search(r'<a href="([^"]+\.png)"><img [^>]*src="([^"]+)"', page)
+    assert picture and picture.group(1) == picture.group(2), "the picture is not a link to itself"
+    assert (site / picture.group(1)).is_file()

@@ -2,7 +2,7 @@
 
 Every explainer that scores events (attention, perturb-one, PGExplainer, random;
 [``FactualExplainer``][cftgnn.explain.FactualExplainer]) does two things per explained event, timed
-apart here, in one process, on the same events of every pair (issue 26's targets, 1 thread):
+apart here, in one process, on the same events of every pair (baselines.md's targets, 1 thread):
 
 * **inference**: the explainer's own work,
   [``FactualExplainer.rank``][cftgnn.explain.FactualExplainer.rank]: its scores (the probe's

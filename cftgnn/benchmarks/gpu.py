@@ -45,13 +45,13 @@ from cftgnn.data.stream import EventStream
 from cftgnn.evaluation.pipeline import auto_ratios, build_explainer
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.run import explain_event
-from cftgnn.files import atomic_write
+from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import pick_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.training.resolve import resolve_device, resolve_model
 
-#: The targets of issue 45 for the GPU side: (pair, figure) -> (kind, value).
+#: The GPU side's targets (benchmarks.md, "The GPU table"): (pair, figure) -> (kind, value).
 TARGETS: dict[tuple[str, str], tuple[str, float]] = {
     ("wikipedia-tgn", "exact_ms"): ("speedup", 5.0),
     ("wikipedia-tgn", "batch_ms"): ("speedup", 5.0),
@@ -399,8 +399,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     devices = {str(side): resolve_device(str(name))
                for side, name in zip(("cpu", "gpu"), cfg.devices, strict=True)}
     torch.set_num_threads(int(cfg.num_threads))
-    out_dir = Path(str(cfg.out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = check_writable_dir(str(cfg.out_dir), "out_dir")
     res: dict[str, Any] = {
         "sides": list(devices), "devices": {s: str(d) for s, d in devices.items()},
         "environment": _environment(devices),

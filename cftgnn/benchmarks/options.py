@@ -21,7 +21,7 @@ from cftgnn.options import (
     number,
     option_value,
 )
-from cftgnn.training.options import device, device_name
+from cftgnn.training.options import checkpoint_file, device, device_name
 
 
 def _known(cfg: Any, group: str, name: str, option: str) -> None:
@@ -88,6 +88,7 @@ def check_oracle_options(cfg: Any) -> None:
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
     integer(cfg, "num_threads", minimum=1)
+    checkpoint_file(cfg)
     device(cfg)
 
 
@@ -150,6 +151,7 @@ def check_tail_options(cfg: Any) -> None:
     boolean(cfg, "prune_perturbations")
     number(cfg, "prune_tolerance", minimum=0.0, finite=True)
     integer(cfg, "num_workers", minimum=1)
+    checkpoint_file(cfg)
     device(cfg)
 
 
@@ -174,6 +176,7 @@ def check_gpu_options(cfg: Any) -> None:
     integer(cfg, "seed")
     check_candidate_options(cfg)
     number(cfg, "atol", minimum=0.0, finite=True)
+    checkpoint_file(cfg)
     number(cfg, "time_budget_s", minimum=0.0, strict_minimum=True, optional=True)
     sample_range = cfg.get("sample_range")
     if (sample_range is None or isinstance(sample_range, str) or len(sample_range) != 2
@@ -208,6 +211,7 @@ def check_quality_options(cfg: Any) -> None:
     integer(cfg, "max_size", minimum=1)
     check_candidate_options(cfg)
     integer(cfg, "n_events", minimum=1)
+    checkpoint_file(cfg)
     device(cfg)
 
 

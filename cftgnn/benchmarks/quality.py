@@ -44,7 +44,7 @@ from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus, explained
 from cftgnn.explain.strategies import RecentStrategy
-from cftgnn.files import atomic_output, atomic_write
+from cftgnn.files import atomic_output, atomic_write, check_writable_dir
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import OracleMode, is_flip
@@ -344,12 +344,13 @@ def run(cfg: DictConfig) -> pd.DataFrame:
     torch.set_num_threads(int(cfg.num_threads))
     stream = instantiate(cfg.dataset)
     constraints.validate(stream)
+    out = check_writable_dir(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}",
+                             "out")
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, cfg.seed)
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed))
-    out = Path(cfg.out or f"outputs/quality/{stream.name}-{model_name(cfg.model)}")
     store = RecordStore(out, _fingerprint(cfg, weights, configs))
     done = store.done()
     todo = [int(e) for e in plan["event_id"].tolist() if int(e) not in done]

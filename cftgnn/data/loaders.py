@@ -36,7 +36,7 @@ import pandas as pd
 from pandas.api.types import is_numeric_dtype
 
 from cftgnn.data.download import download as download_file
-from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
+from cftgnn.data.paths import checked_data_dir, resolve_cache_dir
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import DataFormatError, DataNotFoundError, DownloadError, short_reason, warn
 from cftgnn.files import DiskFullError, atomic_output, remove_stale_temporaries
@@ -459,7 +459,7 @@ def _load(
 ) -> EventStream:
     cache_path = resolve_cache_dir(cache_dir)
     path = locate(
-        source, resolve_data_dir(data_dir), cache_path, download=download, url=url,
+        source, checked_data_dir(data_dir), cache_path, download=download, url=url,
         progress=progress,
     )
     return load_processed(path, cache_path, use_cache, options, parse)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from cftgnn.data.loaders import check_ids, check_time, load_processed, numeric_columns, read_table
-from cftgnn.data.paths import resolve_cache_dir, resolve_data_dir
+from cftgnn.data.paths import checked_data_dir, resolve_cache_dir
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, DataFormatError, DataNotFoundError
 
@@ -344,7 +344,7 @@ def load_jodie_ml(
             "dataset=jodie_ml needs the name of the files: add dataset.name=<name> for "
             "ml_<name>.csv"
         )
-    folder = resolve_data_dir(data_dir)
+    folder = checked_data_dir(data_dir)
     looked = [folder / f"ml_{name}.csv", folder / name / f"ml_{name}.csv"]
     csv = next((p for p in looked if p.is_file()), None)
     if csv is None:

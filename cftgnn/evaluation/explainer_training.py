@@ -375,7 +375,7 @@ def _load_state(path: Path, options: dict[str, Any], epochs: int,
         if (state_format is not None and "mlp" in state and "optimizer" in state
                 and state.get("format") != state_format):
             raise ConfigError(f"{path} holds a PGExplainer training of an earlier format (another "
-                              "objective and input, before issue 41), which this version "
+                              "objective and input, before 2026-11-26), which this version "
                               "does not resume; delete it, or use another hydra.run.dir, to "
                               "train the current one from epoch 0")
         needed = _STATE_KEYS + (_PG_STATE_KEYS if state_format is not None else ())
@@ -458,7 +458,7 @@ def training_setup(cfg: DictConfig, options: dict[str, Any],
     if cfg.get("out_dir"):
         check_writable_dir(Path(str(cfg.out_dir)), "out_dir")
     remove_stale_temporaries(out)  # what a killed run was writing
-    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before issue 39
+    (out / "state.tmp").unlink(missing_ok=True)  # the temporary of versions before 2026-11-26
     state_file = out / STATE
     state = _load_state(state_file, options, int(cfg.epochs), state_format)
     device = resolve_device(str(cfg.device))

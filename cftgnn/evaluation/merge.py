@@ -10,6 +10,7 @@ which shards are missing, and writes the union as an ordinary run directory (rec
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,21 @@ from cftgnn.files import check_can_write
 
 def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:
     """Merge shard run directories into ``out``; returns the merged records.
+
+    Raises:
+        ConfigError: If the runs are not shards of one configuration, or an event is
+            recorded by two of them.
+    """
+    records, merged = combine_runs(runs)
+    store = RecordStore(out, merged, schema=RECORD_SCHEMA)
+    for rec in records.to_dict("records"):
+        store.write({str(k): v for k, v in rec.items()})
+    return records
+
+
+def combine_runs(runs: Sequence[Path]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The union of shard run directories' records, ordered by event id, and the merged
+    run's fingerprint (what ``merge_runs`` writes; a warning line names missing shards).
 
     Raises:
         ConfigError: If the runs are not shards of one configuration, or an event is
@@ -60,10 +76,31 @@ def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFram
     versions = [fp["schema_version"] for fp in prints if isinstance(fp.get("schema_version"), int)]
     if versions:
         merged["schema_version"] = max(versions)  # the newest: older rows keep their own
-    store = RecordStore(out, merged, schema=RECORD_SCHEMA)
-    for rec in records.to_dict("records"):
-        store.write({str(k): v for k, v in rec.items()})
-    return records
+    return records, merged
+
+
+def merge_command(sweep: str | os.PathLike[str]) -> str:
+    """The command that merges the shards below ``sweep`` into ``<sweep>/merged``."""
+    return f"python scripts/merge_records.py {shlex.quote(str(sweep))}"
+
+
+def sweep_summary(sweep: str | os.PathLike[str]) -> str:
+    """The summary table of every shard below ``sweep`` together (the table that
+    ``merge_records.py`` prints, without writing anything), with the command that writes
+    them as one run directory: what a ``-m sweep=shards`` sweep prints when its last shard
+    is done (``ShardsSummary``).
+
+    Raises:
+        ConfigError: The folder holds no shard, or its shards are not of one configuration.
+    """
+    merged = Path(sweep) / "merged"
+    runs = [r for r in find_runs([sweep]) if r.resolve() != merged.resolve()]
+    records, _ = combine_runs(runs)
+    table = summary_table(records)
+    return "\n".join([
+        f"all {len(runs)} shards of {sweep} together: {len(records)} records",
+        format_summary(table, index="group", hide_nan=True, meanings=True),
+        f"to write them as one run directory ({merged}): {merge_command(sweep)}"])
 
 
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
@@ -83,4 +120,5 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     return table
 
 
-__all__ = ["find_runs", "main", "merge_runs"]
+__all__ = ["combine_runs", "find_runs", "main", "merge_command", "merge_runs",
+           "sweep_summary"]

@@ -15,7 +15,7 @@ from cftgnn.explain.params import check_explainer_options, check_strategy_option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
-from cftgnn.training.options import device
+from cftgnn.training.options import checkpoint_file, device
 
 
 class PredictionGroup(str, Enum):
@@ -206,7 +206,10 @@ def check_explain_options(cfg: Any) -> None:
     boolean(cfg, "progress")
     boolean(cfg, "robustness")
     boolean(cfg, "picture")
-    text(cfg, "checkpoint", optional=True)
+    checkpoint_file(cfg)
+    if cfg.get("robustness") is True:
+        checkpoint_file(cfg, "robust.checkpoint", "robust.checkpoint=auto: the committed "
+                        "_seed1 one, robust.checkpoint=null: no model noise")
     text(cfg, "out_dir", optional=True)
     text(cfg, "group", optional=True)
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
@@ -241,6 +244,7 @@ def check_train_explainer_options(cfg: Any) -> None:
                           f"share of the training split), got {share!r}")
     boolean(cfg, "progress")
     boolean(cfg, "overwrite")
+    checkpoint_file(cfg)
     text(cfg, "out_dir", optional=True)
     if trained_explainer(cfg) == "tempme":
         check_tempme_options(cfg)

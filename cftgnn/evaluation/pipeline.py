@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from cftgnn import jit
 from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError, user_error, warn
+from cftgnn.errors import ConfigError, print_block, user_error, warn
 from cftgnn.evaluation.curves import (
     ACC_SHARES,
     FID_SHARES,
@@ -75,7 +75,13 @@ from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, 
 from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
 from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
 from cftgnn.evaluation.showcase import describe_record, pick_shown, why_shown
-from cftgnn.evaluation.summaries import SUMMARY_COLUMNS, format_summary, group_note, summarize
+from cftgnn.evaluation.summaries import (
+    SUMMARY_COLUMNS,
+    format_summary,
+    group_note,
+    sort_groups,
+    summarize,
+)
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import (
@@ -344,11 +350,11 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     plan = plan.iloc[shard::num_shards].reset_index(drop=True)
     done = store.done() & set(plan["event_id"].tolist())
     todo = plan[~plan["event_id"].isin(done)]
-    print(f"{names['dataset']} ({stream.num_events:,} events) | model {names['model']}: "
-          f"{weights} | {len(plan)} events"
-          + (f" (shard {shard}/{num_shards})" if num_shards > 1 else "")
-          + (f", {len(done)} already recorded" if done else "")
-          + f"\nrecords: {out} (to resume, {_resume_hint(cfg, out)})")
+    print_block(f"{names['dataset']} ({stream.num_events:,} events) | model {names['model']}: "
+                f"{weights} | {len(plan)} events"
+                + (f" (shard {shard}/{num_shards})" if num_shards > 1 else "")
+                + (f", {len(done)} already recorded" if done else "")
+                + f"\nrecords: {out} (to resume, {_resume_hint(cfg, out)})")
     _warn_short_groups(cfg, plan, num_shards)
     if str(cfg.get("curves")) == "auto" and curves_of(cfg, stream.num_events) is CurveSet.NONE:
         print(f"curves=auto: no curve metrics on a stream of more than "
@@ -371,18 +377,22 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
         if not records.empty:
             records = records[records["event_id"].isin(plan["event_id"])]
         records = records.reset_index(drop=True)
-        if plan.empty:
-            print("note: no event in sample.range matches the sampling options; nothing to "
-                  "explain")
         table = summary_table(records)
         write_summary(table, out)
         k = int(model.num_layers) if cfg.k is None else int(cfg.k)  # as the oracle takes it
-        show_prediction(records, stream, {**fp, "k": k}, out, draw if cfg.picture else None)
-        print(format_summary(table, index="group", hide_nan=True, meanings=True))
+        # the lines after the events as one block, so a sweep's shards print theirs whole
+        block = [f"shard {shard}/{num_shards} ({out}):"] if num_shards > 1 else []
+        if plan.empty:
+            block.append("note: no event in sample.range matches the sampling options; "
+                         "nothing to explain")
+        block += [*prediction_lines(records, stream, {**fp, "k": k}, out,
+                                    draw if cfg.picture else None),
+                  format_summary(table, index="group", hide_nan=True, meanings=True)]
         if (note := group_note(records)) is not None:
-            print(f"note: {note}")
+            block.append(f"note: {note}")
         if fallback:
-            print(f"note: {fallback}")
+            block.append(f"note: {fallback}")
+        print_block("\n".join(block))
         tracker.log_records(records)
         tracker.log_summary(summary_metrics_flat(table))
         log_curves(tracker, records)
@@ -391,23 +401,32 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
 
 def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str, Any],
                     out: Path, draw: Draw | None = None) -> None:
-    """Print the run's shown prediction in words (``cftgnn.evaluation.showcase.pick_shown``)
-    and, with ``draw``, draw its picture into ``out`` and print the path; one line when every
-    event was skipped, nothing without records. A picture that cannot be written (a full
+    """Print ``prediction_lines`` (nothing when there are none)."""
+    lines = prediction_lines(records, stream, fp, out, draw)
+    if lines:
+        print_block("\n".join(lines))
+
+
+def prediction_lines(records: pd.DataFrame, stream: EventStream, fp: Mapping[str, Any],
+                     out: Path, draw: Draw | None = None) -> list[str]:
+    """The run's shown prediction in words (``cftgnn.evaluation.showcase.pick_shown``)
+    and, with ``draw``, the path of its picture, drawn into ``out``; one line when every
+    event was skipped, none without records. A picture that cannot be written (a full
     disk) is one ``warning:`` line: the records and the summary are written already."""
     shown = pick_shown(records)
     if shown is None:
-        if not records.empty:
-            statuses = ", ".join(sorted(set(records["status"].astype(str))))
-            print(f"explained prediction: none, every event was skipped ({statuses})")
-        return
-    print(describe_record(shown, stream, why_shown(shown)))
+        if records.empty:
+            return []
+        statuses = ", ".join(sorted(set(records["status"].astype(str))))
+        return [f"explained prediction: none, every event was skipped ({statuses})"]
+    lines = [describe_record(shown, stream, why_shown(shown))]
     if draw is not None:
         try:
-            print(f"  picture: {draw(stream, shown, fp, out)}")
+            lines.append(f"  picture: {draw(stream, shown, fp, out)}")
         except OSError as exc:
             warn(f"no picture of event {int(shown['event_id'])} in {out}: "
                  f"{exc.strerror or exc}")
+    return lines
 
 
 def log_curves(tracker: Tracker, records: pd.DataFrame) -> None:
@@ -471,7 +490,7 @@ def _start_compiled_loops(cfg: DictConfig, engine: ReplayEngine, mode: ModeChoic
     """
     search = mode.mode if mode is not None else str(cfg.mode)
     if search == OracleMode.EXACT and not todo.empty and isinstance(engine.replay, TGNReplay):
-        jit.warm_up()
+        jit.warm_up(notice=print)
 
 
 def _search_mode(cfg: DictConfig, engine: ReplayEngine, plan: pd.DataFrame,
@@ -900,13 +919,14 @@ class Robustness:
 
 
 def summary_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Summary per prediction group plus an ``all`` row."""
+    """Summary per prediction group plus an ``all`` row, in ``GROUP_ORDER``
+    (``correct incorrect all``)."""
     if records.empty:
         return summarize(records).assign(group="all")[["group", *SUMMARY_COLUMNS]]
     table = summarize(records, by=["group"])
     if len(table) > 1:
         table = pd.concat([table, summarize(records).assign(group="all")], ignore_index=True)
-    return table
+    return sort_groups(table)
 
 
 def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:

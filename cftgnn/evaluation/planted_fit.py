@@ -1,7 +1,7 @@
 """How well a model trained on a planted stream learned its causes:
 ``python scripts/planted_fit.py CHECKPOINT [CHECKPOINT ...]``.
 
-A model that did not learn the planted rule cannot be explained by it (issue 42), and the
+A model that did not learn the planted rule cannot be explained by it, and the
 test AP of its card mixes the events the rule makes (those with a cause) with background
 events that no model can predict (noise between random nodes, or a Hawkes process's
 immigrants). This scores the test range of each checkpoint's card again, exactly as training

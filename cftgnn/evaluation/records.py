@@ -4,6 +4,7 @@ A run directory holds::
 
     run.json                 the run's fingerprint (the configuration that decides its results)
     records/<event>.parquet  one file per explained event, written atomically
+    corrupt/                 records that did not read back, moved aside on resume (if any)
     summary.csv, summary.md  written at the end (derived; safe to delete)
 
 Each record is written as soon as its event is explained (to a temporary name, flushed to
@@ -12,8 +13,11 @@ machine that loses power or a full disk leaves only complete records behind (the
 files of killed writers are removed when the run resumes). Rerunning with the same directory
 reads every record back ([``RecordStore.done``][cftgnn.evaluation.RecordStore.done]), skips
 their events and explains the rest; a record that does not read back (cut short by a copy, a
-zero-byte file, a file of another schema) is moved aside as ``records/<name>.corrupt-<n>`` with
-one warning line, and its event is explained again. Readers of finished runs
+zero-byte file, a file of another schema) is moved aside as ``corrupt/<name>.corrupt-<n>`` with
+one warning line, and its event is explained again: out of ``records/``, so that a repaired run
+reads as one dataset with plain ``pandas.read_parquet("<run>/records")`` or ``pyarrow.dataset``
+(runs resumed before 2026-12-01 kept it in ``records/``: resuming such a run moves it over to
+``corrupt/``). Readers of finished runs
 ([``read_records``][cftgnn.evaluation.read_records]) name such a file in one warning line and leave
 it out. A directory holding records under another fingerprint is refused, so records of two
 configurations never mix (one without records is simply taken over).
@@ -77,13 +81,27 @@ def record_problem(path: Path, check_name: bool = False) -> str | None:
     return None
 
 
-def set_aside(path: Path) -> Path:
-    """Rename an unreadable record to ``<name>.corrupt-<n>`` (the first free ``n``), so that
-    it is kept for inspection but no longer counts as a record."""
-    n = 1
-    while (target := path.with_name(f"{path.name}.corrupt-{n}")).exists():
-        n += 1
+def set_aside(path: Path, folder: Path | None = None) -> Path:
+    """Rename an unreadable file to ``<name>.corrupt-<n>`` (the first free ``n``), so that
+    it is kept for inspection but no longer counts as a record (or a training state).
+
+    Args:
+        path: The file.
+        folder: Where it goes (created when absent); None: next to ``path``. A run's records
+            go to ``<run>/corrupt`` (``RecordStore.CORRUPT``), out of the ``records`` folder
+            that readers take as one dataset.
+    """
+    target = _first_free(path.parent if folder is None else folder, path.name)
     os.replace(path, target)
+    return target
+
+
+def _first_free(folder: Path, name: str) -> Path:
+    """``folder/<name>.corrupt-<n>`` with the first free ``n`` (``folder`` created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (target := folder / f"{name}.corrupt-{n}").exists():
+        n += 1
     return target
 
 
@@ -131,6 +149,8 @@ class RecordStore:
 
     FINGERPRINT = "run.json"
     RECORDS = "records"
+    #: Where records that do not read back are moved (``done``), beside ``records``.
+    CORRUPT = "corrupt"
 
     def __init__(self, root: str | os.PathLike[str], fingerprint: Mapping[str, Any],
                  schema: pa.Schema | None = None) -> None:
@@ -167,8 +187,11 @@ class RecordStore:
             self.root.mkdir(parents=True, exist_ok=True)
             atomic_write(path, json.dumps(self.fingerprint, indent=2, sort_keys=True).encode())
         self.records_dir.mkdir(exist_ok=True)
+        self.corrupt_dir = self.root / self.CORRUPT
         for folder in (self.root, self.records_dir):  # what killed writers left half-written
             remove_stale_temporaries(folder)
+        for old in sorted(self.records_dir.glob("*.corrupt-*")):  # set aside by older versions
+            os.replace(old, _first_free(self.corrupt_dir, old.name.rsplit(".corrupt-", 1)[0]))
 
     def _has_records(self) -> bool:
         return self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet"))
@@ -191,9 +214,9 @@ class RecordStore:
                 continue
             if problem is None:
                 continue  # not named after an event: not one of this store's records
-            moved = set_aside(path)
-            warn(f"record {path} is unreadable ({problem}); moved to {moved.name}, its event "
-                  "is explained again")
+            moved = set_aside(path, self.corrupt_dir)
+            warn(f"record {path} is unreadable ({problem}); moved to "
+                 f"{moved.relative_to(self.root)}, its event is explained again")
         return ids
 
     def write(self, record: Mapping[str, Any]) -> Path:

@@ -7,6 +7,7 @@ A run directory (written by [``RecordStore``][cftgnn.evaluation.RecordStore])::
 
     run.json                 the run's fingerprint
     records/<event>.parquet  one record per explained event
+    corrupt/                 records a resume found unreadable, set aside (read by none)
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ record's picture (``cftgnn.reporting.picture``) next to the records.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,6 +71,17 @@ def pick_shown(records: pd.DataFrame) -> pd.Series | None:
     return ok.iloc[int(np.argmin(np.nan_to_num(ratio, nan=np.inf)))]
 
 
+def logit_text(logit: float) -> str:
+    """A logit as a reader sees it, in words and in the picture's title: three decimals, and
+    where those would show fewer than two significant digits (``|logit| < 0.1``) three
+    significant ones, so that a small logit keeps its value and its sign (``-0.000174``, not
+    ``-0.000``; ``1.74e-05``); ``n/a`` for NaN (unknown)."""
+    x = float(logit)
+    if math.isnan(x):
+        return "n/a"
+    return f"{x:.3f}" if x == 0 or abs(x) >= 0.1 else f"{x:.3g}"
+
+
 def _time(value: float) -> str:
     """A timestamp: whole seconds with thousands separators, else two decimals."""
     return f"{value:,.0f} s" if float(value).is_integer() else f"{value:,.2f} s"
@@ -115,7 +127,8 @@ def describe_record(record: pd.Series | Mapping[str, Any], stream: EventStream,
         head += f": {why}"
     verdict = "flipped" if flips else "not flipped"
     lines = [head,
-             f"  original logit {p0:.3f} ({_prediction(p0)}) → final logit {p:.3f} ({verdict})",
+             f"  original logit {logit_text(p0)} ({_prediction(p0)}) → final logit "
+             f"{logit_text(p)} ({verdict})",
              f"  after removing {len(removed)} of {int(record['num_candidates'])} candidate "
              "events" + (":" if removed else "")]
     for e in removed[:MAX_LISTED]:
@@ -127,4 +140,5 @@ def describe_record(record: pd.Series | Mapping[str, Any], stream: EventStream,
     return "\n".join(lines)
 
 
-__all__ = ["MAX_LISTED", "describe_record", "pick_shown", "time_unit", "why_shown"]
+__all__ = ["MAX_LISTED", "describe_record", "logit_text", "pick_shown", "time_unit",
+           "why_shown"]

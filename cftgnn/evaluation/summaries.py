@@ -42,6 +42,7 @@ from cftgnn.evaluation.metrics import (
     size_stats,
     sparsity,
 )
+from cftgnn.evaluation.options import PredictionGroup
 from cftgnn.explain.result import explained
 from cftgnn.oracle.oracle import margin
 
@@ -113,6 +114,36 @@ records of other streams get none of them."""
 
 #: Printed under a table with its meanings.
 METRICS_PAGE = "docs/metrics.md"
+
+#: The order of the prediction groups in every table of a run's metrics by group: the table
+#: ``explain.py`` and ``merge_records.py`` print and write (``summary.csv``), and
+#: ``report.py``'s "By prediction group" (``cftgnn.reporting.tables.comparison_table``); other
+#: values of a ``group`` column follow these, in their order of first appearance.
+GROUP_ORDER: tuple[str, ...] = (PredictionGroup.CORRECT.value, PredictionGroup.INCORRECT.value,
+                                "all")
+
+
+def sort_groups(table: pd.DataFrame, keys: Sequence[str] = ("group",)) -> pd.DataFrame:
+    """``table`` sorted by ``keys`` (stable), its ``group`` column in ``GROUP_ORDER``.
+
+    Args:
+        table: A table with the ``keys`` columns (e.g. ``summarize``'s with ``by=keys``).
+        keys: The columns to sort by, in order; a ``group`` among them sorts by
+            ``GROUP_ORDER``, the others by value.
+
+    Returns:
+        The sorted table, with a fresh index.
+    """
+    if table.empty or not keys:
+        return table.reset_index(drop=True)
+    seen = list(dict.fromkeys(table["group"].astype(str))) if "group" in keys else []
+    rank = {g: i for i, g in enumerate([*GROUP_ORDER, *(g for g in seen
+                                                        if g not in GROUP_ORDER)])}
+
+    def order(column: pd.Series) -> pd.Series:
+        return column.astype(str).map(rank) if column.name == "group" else column
+
+    return table.sort_values(list(keys), key=order, kind="stable", ignore_index=True)
 
 
 # --------------------------------------------------------------------------- tables
@@ -501,4 +532,5 @@ def group_note(records: pd.DataFrame) -> str | None:
 
 
 __all__ = ["GROUND_TRUTH_MEANINGS", "MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS",
-           "format_summary", "group_note", "has_causes", "summarize", "summary_metrics"]
+           "format_summary", "group_note", "has_causes", "sort_groups", "summarize",
+           "summary_metrics"]

@@ -276,7 +276,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for epoch in range(first, int(cfg.epochs)):
             generator.manual_seed(int(cfg.seed) * 1000 + epoch)
             # dropout draws from torch's global generator: seeded per epoch too, so that a
-            # resumed run trains on as an uninterrupted one does (issue 43)
+            # resumed run trains on as an uninterrupted one does (since 2026-11-26)
             torch.manual_seed(int(cfg.seed) * 1000 + epoch)
             tick = time.perf_counter()
             with tqdm(total=len(train_events), desc=f"epoch {epoch + 1}/{int(cfg.epochs)}",

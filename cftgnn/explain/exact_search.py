@@ -9,7 +9,7 @@ exact evaluations), in batched calls:
   the better-ranked set). Nothing is skipped by monotonicity: the oracle is not monotone. Within a
   size, sets are evaluated in time order (by their earliest event, then the next): the sets of one
   chunk then share their oldest removals, whose effects the causal-cone replay computes once per
-  chunk (issue 27: on UCI · TGN tail events, K = 3, 1.2-1.8x faster than chunks in ranking order,
+  chunk (on UCI · TGN tail events, K = 3, 1.2-1.8x faster than chunks in ranking order,
   whose every chunk names every far-back event, and on event 54454 a third fewer rows updated;
   docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it. With
   ``num_workers > 1`` the chunks of a size go to forked worker processes

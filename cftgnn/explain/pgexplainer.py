@@ -78,7 +78,7 @@ HIDDEN = 128
 #: What ``train_explainer.py`` trains; the checkpoint file's prefix.
 KIND = "pgexplainer"
 #: The checkpoint format this version writes and reads. 1 (no ``format`` key): BCE to the
-#: predicted label with size and entropy terms, on the model's embeddings (before issue 41).
+#: predicted label with size and entropy terms, on the model's embeddings (before 2026-11-26).
 FORMAT = 2
 #: The MLP's inputs: the reference's (``reference_features``) or the probe's embeddings.
 FEATURES = ("reference", "probe")
@@ -225,7 +225,7 @@ def old_format(path: str | os.PathLike[str], found: Any, card: Any) -> str:
     version = found if isinstance(found, int) else 1
     return (f"{path} is a PGExplainer checkpoint of format {version}, trained on another "
             f"objective and input (format {FORMAT}: the reference's fidelity loss and "
-            "features, issue 41), which this version does not read; retrain it with "
+            "features, since 2026-11-26), which this version does not read; retrain it with "
             f"`python scripts/train_explainer.py model={model} dataset={data}` (add "
             f"out_dir={Path(path).parent} overwrite=true to replace it)")
 

@@ -58,7 +58,7 @@ def _linear_in_chunks(x: Tensor, weight: Tensor) -> Tensor:
     """``F.linear(x, weight)`` (no bias), ``[R, out]``; on the CPU, for more than
     ``_PRODUCT_CHUNK`` rows, computed in nearly equal chunks of at most that many rows
     written into one result, so that each product's output stays in cache (the far-back
-    tail's updates have tens of thousands of other endpoints; issue 44).
+    tail's updates have tens of thousands of other endpoints).
 
     Bit for bit ``F.linear``'s: a row's product does not depend on the rows computed beside
     it, except in a product of 1 to 3 rows (MKL's small-matrix path; measured on this
@@ -242,7 +242,7 @@ class TGN(TemporalModel):
         changed (in place: its version counter; its data swapped, as ``Module.to`` does: its
         address):
         the causal-cone replay calls the update once per batch, and the copy cost as much as
-        the small products of a single call's rows (issue 44). The same values, so the same
+        the small products of a single call's rows. The same values, so the same
         logits."""
         gru, d = self.gru, self.memory_dim
         w_ih, w_hh = gru.weight_ih, gru.weight_hh

@@ -44,7 +44,7 @@ from cftgnn.evaluation.rundir import (
     read_records,
     run_batch_size,
 )
-from cftgnn.evaluation.showcase import time_unit
+from cftgnn.evaluation.showcase import logit_text, time_unit
 from cftgnn.files import check_can_write
 from cftgnn.oracle.history import record_history_end
 from cftgnn.oracle.oracle import is_flip
@@ -350,18 +350,15 @@ def _draw_graph(ax: Axes, view: ExplanationView) -> list[Line2D]:
     ]
 
 
-def _fmt(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x:.3f}"
-
-
 def picture_title(view: ExplanationView) -> str:
     """``logit p0 → final (flipped / not flipped), keep logit …`` with the event and run."""
     verdict = "flipped" if view.flipped else "not flipped"
     head = " · ".join(p for p in (view.name, f"event {view.event_id} ({view.src}→{view.dst})")
                       if p)
-    return (f"{head}\nlogit {_fmt(view.original_logit)} → {_fmt(view.final_logit)} ({verdict})"
+    return (f"{head}\nlogit {logit_text(view.original_logit)} → "
+            f"{logit_text(view.final_logit)} ({verdict})"
             f" with {len(view.explanation)} of {len(view.ids)} candidates removed · keep logit "
-            f"(only the explanation kept) {_fmt(view.keep_logit)}")
+            f"(only the explanation kept) {logit_text(view.keep_logit)}")
 
 
 def plot_explanation(view: ExplanationView, x_axis: str = "time") -> Figure:

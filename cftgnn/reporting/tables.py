@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.summaries import has_causes, summarize
+from cftgnn.evaluation.summaries import has_causes, sort_groups, summarize
 from cftgnn.reporting.runs import config_keys
 
 #: Summary column → table heading, in table order. The diversity columns
@@ -91,14 +91,14 @@ def comparison_table(records: pd.DataFrame, by_group: bool = False) -> pd.DataFr
         The key columns followed by the ``TABLE_COLUMNS`` (and the
         ``ROBUSTNESS_TABLE_COLUMNS`` when some record was measured, the
         ``GROUND_TRUTH_TABLE_COLUMNS`` when some record has planted causes), as ``summarize``
-        computes them, sorted by the keys.
+        computes them, sorted by the keys (the groups in ``summaries.GROUP_ORDER``, as in
+        the table ``explain.py`` prints).
     """
     keys = config_keys(records) + (["group"] if by_group else [])
     robust = ("robust_impl" in records.columns and records["robust_impl"].notna().any())
     columns = [*TABLE_COLUMNS, *(ROBUSTNESS_TABLE_COLUMNS if robust else ()),
                *(GROUND_TRUTH_TABLE_COLUMNS if has_causes(records) else ())]
-    table = summarize(records, by=keys)[[*keys, *columns]]
-    table = table.sort_values(keys, ignore_index=True)
+    table = sort_groups(summarize(records, by=keys)[[*keys, *columns]], keys)
     if "it_max" in keys:
         table["it_max"] = table["it_max"].astype("Int64")  # 300, not 300.000; NaN stays missing
     return table

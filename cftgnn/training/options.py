@@ -3,6 +3,8 @@ neither torch nor the models: ``cftgnn.cli.main_guard`` runs it first)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from cftgnn.errors import ConfigError
@@ -41,6 +43,39 @@ def device_name(value: Any) -> None:
     resolve_device(value)
 
 
+#: What a ``checkpoint=`` option takes besides a path (``checkpoint_file``'s message).
+CHECKPOINT_CHOICES = "checkpoint=auto: the committed one, checkpoint=null: fresh weights"
+
+
+def missing_checkpoint(path: str | os.PathLike[str], option: str = "checkpoint",
+                       choices: str = CHECKPOINT_CHOICES) -> str | None:
+    """Why the checkpoint file a user named cannot be read, in one line (it does not exist,
+    or is a folder), or None when it is a file."""
+    given = Path(path)
+    if given.is_file():
+        return None
+    if given.is_dir():
+        return f"{option} {str(given)!r} is a folder, not a checkpoint file ({choices})"
+    return f"{option} {str(given)!r} does not exist ({choices})"
+
+
+def checkpoint_file(cfg: Any, key: str = "checkpoint",
+                    choices: str = CHECKPOINT_CHOICES) -> None:
+    """Check ``cfg.<key>``, the model's checkpoint: ``auto``, null, or the path of a file
+    that exists (``missing_checkpoint``), before anything loads.
+
+    Raises:
+        ConfigError: For a path that does not exist or is a folder, or a value that is not a
+            text.
+    """
+    value = text(cfg, key, optional=True)
+    if value is None or value == "auto":
+        return
+    problem = missing_checkpoint(value, key, choices)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
 def check_train_options(cfg: Any) -> None:
     """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
     anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
@@ -69,4 +104,5 @@ def check_train_options(cfg: Any) -> None:
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["check_train_options", "device", "device_name"]
+__all__ = ["CHECKPOINT_CHOICES", "check_train_options", "checkpoint_file", "device",
+           "device_name", "missing_checkpoint"]

@@ -28,6 +28,7 @@ from cftgnn.training.checkpoint import (
     option_of,
 )
 from cftgnn.training.devices import resolve_device
+from cftgnn.training.options import missing_checkpoint
 
 #: How a model's weights are described when no checkpoint gave them (also in run.json).
 FRESH = "fresh random weights"
@@ -196,8 +197,7 @@ def resolve_model(
         check_kind(model_cfg, loaded, path)
         return loaded, str(path)
     if path is not None and checkpoint != "auto":  # a path the user named: never guessed
-        raise ConfigError(f"checkpoint {str(path)!r} does not exist (checkpoint=auto: the "
-                          "committed one, checkpoint=null: fresh weights)")
+        raise ConfigError(missing_checkpoint(path) or f"checkpoint {str(path)!r} is not a file")
     if require:
         raise ConfigError(
             f"checkpoint {path} not found; train it with "

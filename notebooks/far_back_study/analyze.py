@@ -1,4 +1,4 @@
-"""Tables from notebooks/far_back_study/out/*/results.json and traces.npz (issue 27 study)."""
+"""Tables from notebooks/far_back_study/out/*/results.json and traces.npz (the far-back study)."""
 
 import glob
 import json

@@ -1,5 +1,5 @@
 """The cone replay's bookkeeping on the tail events, two versions of the code interleaved
-(issue 44 item 2).
+(2026-11-26).
 
     git worktree add --detach /tmp/old ab6c33f     # the other version, outside the tree
     CFTGNN_DATA_DIR=../shared/data python notebooks/far_back_study/bookkeeping.py /tmp/old .

@@ -1,4 +1,4 @@
-"""Issue 27 measurement study: how do far-back removal perturbations evolve through TGN memory?
+"""A measurement study: how do far-back removal perturbations evolve through TGN memory?
 
 For one explained event: records the unperturbed replay from the batch boundary b0 at or
 before the oldest candidate, then replays single removals and random pairs with its own

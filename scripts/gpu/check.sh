@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 45, in ONE device call on a bare GPU machine without network
+# The GPU table's check, in ONE device call on a bare GPU machine without network
 # (Python 3.12 with torch + CUDA, torch-geometric, numpy, pandas, ... already installed):
 # installs the carried wheels that are missing, prints the versions and nvidia-smi, runs the
 # `gpu` tests, then the CPU-vs-GPU benchmark (scripts/benchmark_gpu.py), each step under its

@@ -1,4 +1,4 @@
-"""Why do PyG's TGN (``model=pyg_tgn``) CUDA logits part from the CPU's? (issue 45: the
+"""Why do PyG's TGN (``model=pyg_tgn``) CUDA logits part from the CPU's? (2026-11-27: the
 fake-device suite's ``cuda`` run found up to 7.6e-3, the unperturbed logit included.)
 
 Runs the suite's oracle check (tests/oracle/test_fake_device.py: a 480-event synthetic stream,

@@ -1,7 +1,7 @@
 """Where the exact oracle's time goes on a device: host<->device synchronisations by code site,
 and the profiler's busiest operations, for one exact single call and one batch of 64 exact sets.
 
-Run on the GPU machine after ``scripts/gpu/check.sh`` installed the carried wheels (issue 45):
+Run on the GPU machine after ``scripts/gpu/check.sh`` installed the carried wheels:
 
     python3 scripts/gpu/profile_oracle.py --device cuda --out "$OUT/profile_oracle.txt"
 

@@ -1,4 +1,4 @@
-"""Fault injection: nothing a user or a crash can do leaves a run unusable (issue 25).
+"""Fault injection: nothing a user or a crash can do leaves a run unusable.
 
 Each case asserts what the user sees (one ``error:`` / ``warning:`` line, no traceback), the
 exit status, and that every record complete before the fault is still there, byte for byte.
@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -30,8 +32,9 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import hydra_problem, main_guard
 from cftgnn.evaluation import compare, pipeline
 from cftgnn.evaluation.compare import compare_records
+from cftgnn.evaluation.merge import merge_runs
 from cftgnn.evaluation.records import RecordStore, UnreadableRecordError, read_records
-from cftgnn.evaluation.rundir import load_run
+from cftgnn.evaluation.rundir import find_runs, load_run
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import checkpoint_path
 from cftgnn.training.resolve import auto_checkpoint
@@ -95,7 +98,7 @@ def _foreign_record(path: Path) -> None:
 
 
 def test_unreadable_records_are_set_aside_in_one_line_each_and_explained_again(
-        run_copy, reference, capsys):
+        run_copy, reference, tmp_path, capsys):
     files = sorted((run_copy / "records").glob("*.parquet"))
     truncated, empty, foreign = files[0], files[1], files[2]
     truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size // 2])
@@ -110,11 +113,32 @@ def test_unreadable_records_are_set_aside_in_one_line_each_and_explained_again(
     assert len(warned) == 3 and all(w.startswith("warning: record ") for w in warned)
     for bad in (truncated, empty, foreign):
         assert sum(str(bad) in w for w in warned) == 1
-        assert bad.with_name(f"{bad.name}.corrupt-1").is_file()  # kept for inspection
+        assert f"moved to corrupt/{bad.name}.corrupt-1," in " ".join(warned)
+        assert (run_copy / "corrupt" / f"{bad.name}.corrupt-1").is_file()  # kept to inspect
     assert f"{N - 3} already recorded" in captured.out
     assert same_records(run_copy, reference)  # explained again, as an uninterrupted run
     after = digests(run_copy)
     assert {k: after[k] for k in kept} == kept  # complete records untouched
+    # the repaired run reads the documented way: records/ holds records only
+    assert sorted(p.name for p in (run_copy / "records").iterdir()) == sorted(after)
+    assert len(pd.read_parquet(run_copy / "records")) == N
+    assert pq.read_table(run_copy / "records").num_rows == N
+    assert ds.dataset(run_copy / "records", format="parquet").count_rows() == N
+    assert find_runs([run_copy]) == [run_copy]  # corrupt/ is no run of its own
+    assert len(merge_runs([run_copy], tmp_path / "merged")) == N
+    assert len(load_run(run_copy).records) <= N
+
+
+def test_records_set_aside_inside_records_by_older_versions_move_out_on_resume(run_copy):
+    bad = sorted((run_copy / "records").glob("*.parquet"))[0]
+    old = bad.with_name(f"{bad.name}.corrupt-1")  # where runs resumed before 2026-12-01 kept it
+    old.write_bytes(b"PAR1 cut")
+    (run_copy / "corrupt").mkdir()
+    (run_copy / "corrupt" / old.name).write_bytes(b"taken")
+    RecordStore(run_copy, json.loads((run_copy / "run.json").read_text()))
+    assert not list((run_copy / "records").glob("*.corrupt-*"))
+    assert (run_copy / "corrupt" / f"{bad.name}.corrupt-2").read_bytes() == b"PAR1 cut"
+    assert len(pd.read_parquet(run_copy / "records")) == N
 
 
 def test_a_record_renamed_from_another_event_is_not_counted_as_done(run_copy):
@@ -449,7 +473,7 @@ def test_ctrl_c_ends_in_one_line_with_status_130_and_the_run_resumes(reference, 
         pytest.skip("the run ended before Ctrl-C reached it")
     assert proc.returncode == 130
     assert "rerun the same command" in one_line(err, "interrupted (Ctrl-C): ")
-    assert not list((out / "records").glob("*.corrupt-*"))
+    assert not (out / "corrupt").exists()
     read_records(out, unreadable="raise")  # every record it left is complete
 
 
@@ -466,7 +490,7 @@ def _kill_and_resume(reference: Path, tmp_path: Path, rng: random.Random) -> Non
     if (out / "records").is_dir():
         read_records(out, unreadable="raise")  # what the kill left is complete
     pipeline.run(explain_cfg(f"out_dir={out}"))  # resume
-    assert not list((out / "records").glob("*.corrupt-*")), "a record was cut short"
+    assert not (out / "corrupt").exists(), "a record was cut short"
     assert not list(out.rglob("*.tmp")), "a killed writer's temporary file stayed"
     assert same_records(out, reference)  # none lost, none doubled, equal to uninterrupted
 

@@ -1,5 +1,5 @@
 """End to end on a toy rule stream: a hand-built model that reads only the motif, the
-explainers, and the ground-truth metrics (issue 42's check that the pieces fit)."""
+explainers, and the ground-truth metrics (a check that the pieces fit)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ground-truth metrics where a run shows its numbers (issue 42, item 3): each record of a
+"""The ground-truth metrics where a run shows its numbers: each record of a
 run on a planted stream carries them (``cause_columns``), and the summary, the report and
 the tracker show them when the stream has causes, and nothing extra when it has none."""
 

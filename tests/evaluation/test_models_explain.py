@@ -1,5 +1,5 @@
 """``explain.py`` end to end on the debug stream with every explainer, for the models the
-DyGLib benchmark trains (issue 28): trained for an epoch by ``train.py``'s ``run``, with a
+DyGLib benchmark trains: trained for an epoch by ``train.py``'s ``run``, with a
 PGExplainer and a TempME trained for them by ``train_explainer.py``'s, every reported counterfactual
 checked against a fresh replay."""
 

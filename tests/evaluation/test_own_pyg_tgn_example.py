@@ -1,4 +1,4 @@
-"""The bring-your-own path of docs/own_model.md, as a new user walks it (issue 30).
+"""The bring-your-own path of docs/own_model.md, as a new user walks it.
 
 ``examples/own_pyg_tgn.py`` trains a TGN with PyG's modules as PyG's ``examples/tgn.py``
 does, saves it with ``save_pyg_tgn`` and explains it with ``history=batch_start``. PyG's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
-from cftgnn.errors import CftgnnError, ConfigError
+from cftgnn.errors import CftgnnError, ConfigError, print_block
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
 from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
@@ -299,6 +300,28 @@ def test_multirun_sweep_writes_one_run_per_job(tmp_path):
     assert np.array_equal(read_records(runs[0]).event_id, read_records(runs[1]).event_id)
 
 
+def test_a_block_of_lines_reaches_the_terminal_in_one_write(monkeypatch):
+    class Raw(io.RawIOBase):
+        def __init__(self) -> None:
+            self.calls: list[bytes] = []
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b) -> int:  # type: ignore[override]
+            self.calls.append(bytes(b))
+            return len(b)
+
+    raw = Raw()
+    out = io.TextIOWrapper(io.BufferedWriter(raw, buffer_size=64), encoding="utf-8",
+                           line_buffering=True)
+    monkeypatch.setattr(sys, "stdout", out)
+    print("before")
+    block = "\n".join(f"line {i} → of a shard's table" for i in range(40))  # past the buffer
+    print_block(block)
+    assert raw.calls == [b"before\n", f"{block}\n".encode()]
+
+
 def test_sharded_sweep_through_joblib_then_merge_command(tmp_path):
     sweep = tmp_path / "sweep"
     done = subprocess.run(
@@ -306,7 +329,25 @@ def test_sharded_sweep_through_joblib_then_merge_command(tmp_path):
          "n_events=8", f"hydra.sweep.dir={sweep}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert len(find_runs([sweep])) == 4
+    runs = find_runs([sweep])
+    assert len(runs) == 4
+    lines = done.stdout.splitlines()
+    for shard, run in enumerate(runs):  # each shard's lines after its events come whole
+        (start,) = [i for i, line in enumerate(lines) if line == f"shard {shard}/4 ({run}):"]
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("↑ / ↓"))
+        block = lines[start + 1:end]
+        assert block[0].startswith("explained prediction: event ")
+        assert [line for line in block if "picture:" in line] == [
+            f"  picture: {p}" for p in run.glob("explanation_*.png")]
+        assert not [line for line in block  # no other shard's first or last lines
+                    if line.startswith(("shard ", "records:", "synthetic (300 events)"))]
+    # then, once, the table of all four together and the command that merges them
+    together = lines.index(f"all 4 shards of {sweep} together: 8 records")
+    assert together > max(i for i, line in enumerate(lines) if line.startswith("shard "))
+    assert lines[together + 1].split() == ["correct", "incorrect", "all"]
+    assert lines[together + 2].split()[:4] == ["events", "1", "7", "8"]  # the debug sample
+    assert lines[-1] == (f"to write them as one run directory ({sweep / 'merged'}): "
+                         f"python scripts/merge_records.py {sweep}")
     merged = subprocess.run([sys.executable, str(ROOT / "scripts" / "merge_records.py"),
                              str(sweep)], capture_output=True, text=True, timeout=120)
     assert merged.returncode == 0, merged.stderr
@@ -399,7 +440,8 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
     from cftgnn.oracle.oracle import OracleMode
 
     calls: list[int] = []
-    monkeypatch.setattr(jit, "warm_up", lambda: calls.append(1))
+    # with a notice: the run says so when numba's cache is cold (tests/replay/test_jit.py)
+    monkeypatch.setattr(jit, "warm_up", lambda notice=None: calls.append(int(notice is print)))
     picked = None if choice is None else ModeChoice(OracleMode(choice), 1.0, 1.5, 0)
     todo = pd.DataFrame({"event_id": list(range(100, 100 + events))})
     pipeline._start_compiled_loops(OmegaConf.create({"mode": mode}), _toy_engine(kind), picked,

@@ -1,5 +1,5 @@
 """``scripts/planted_fit.py``: a planted checkpoint's test AP split by whether the event has a
-planted cause (issue 42: how well a model learned the causes)."""
+planted cause (how well a model learned the causes)."""
 
 from __future__ import annotations
 

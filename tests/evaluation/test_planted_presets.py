@@ -1,4 +1,4 @@
-"""The presets of the committed planted checkpoints (issue 42): ``dataset=planted_rule`` and
+"""The presets of the committed planted checkpoints: ``dataset=planted_rule`` and
 ``dataset=planted_hawkes`` compose to the generator options each checkpoint's card says it was
 trained on, so ``checkpoint=auto`` finds and loads the committed model."""
 

@@ -1,4 +1,4 @@
-"""Each paper's curve protocol beside the common one (``protocol=``, issue 41 item 3): the
+"""Each paper's curve protocol beside the common one (``protocol=``): the
 kept sets and metrics against hand computations, the negative pairs' exact logits against a
 fresh replay, and the option's checks."""
 

@@ -15,7 +15,13 @@ from testsupport.commands import Command, compose_command, hydra_app, hydra_job
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.data.stream import EventStream
 from cftgnn.evaluation.records import read_records
-from cftgnn.evaluation.showcase import MAX_LISTED, describe_record, pick_shown, why_shown
+from cftgnn.evaluation.showcase import (
+    MAX_LISTED,
+    describe_record,
+    logit_text,
+    pick_shown,
+    why_shown,
+)
 from cftgnn.evaluation.summaries import MEANINGS, SUMMARY_COLUMNS, format_summary, summarize
 from cftgnn.oracle.oracle import is_flip
 
@@ -72,6 +78,31 @@ def test_a_record_in_words_names_the_event_the_logits_and_the_removed_events():
     assert "removing 2 of 10 candidate events:" in lines[2]
     assert lines[3].strip() == "event 9: 0 → 3 at t=540 s, 2 minutes before"
     assert lines[4].strip() == "event 4: 1 → 4 at t=240 s, 7 minutes before"
+
+
+@pytest.mark.parametrize(("logit", "text"), [
+    (-0.000174, "-0.000174"), (0.004, "0.004"), (0.0412, "0.0412"), (-1.74e-05, "-1.74e-05"),
+    (0.8125, "0.812"), (-0.25, "-0.250"), (12.5, "12.500"), (0.0, "0.000"),
+    (float("nan"), "n/a")])
+def test_a_logit_in_words_keeps_its_value_and_its_sign(logit, text):
+    assert logit_text(logit) == text
+
+
+def test_a_small_final_logit_is_printed_with_its_digits_in_words_and_in_the_picture_title():
+    record = {"event_id": 11, "original_logit": -0.0312, "final_logit": -0.000174,
+              "explanation": [9], "num_candidates": 10}
+    line = describe_record(record, _stream()).splitlines()[1]
+    assert "original logit -0.0312 (incorrect" in line
+    assert line.endswith("→ final logit -0.000174 (not flipped)")
+    from cftgnn.reporting.picture import ExplanationView, picture_title
+
+    ints = np.zeros(3, dtype=np.int64)
+    view = ExplanationView(event_id=11, src=2, dst=5, t=660.0, ids=np.arange(3), cand_src=ints,
+                           cand_dst=ints, cand_t=np.zeros(3), hops=ints,
+                           removed=np.array([False, True, False]), explanation=(1,),
+                           original_logit=-0.0312, final_logit=-0.000174,
+                           keep_logit=float("nan"), k=1, m_max=64)
+    assert "logit -0.0312 → -0.000174 (not flipped)" in picture_title(view)
 
 
 def test_a_long_explanation_is_cut_after_a_few_events():

@@ -1,4 +1,4 @@
-"""Fault injection on the newer surfaces (issue 39): a full disk, a truncated training state or
+"""Fault injection on the newer surfaces (2026-11-26): a full disk, a truncated training state or
 processed cache, writers killed at random moments, a rerun with fewer epochs.
 
 Each case goes through what a script runs (the function inside its ``friendly_errors``, or the
@@ -11,7 +11,7 @@ A full disk is a small tmpfs mounted for the test (Linux, root); where it cannot
 those tests skip, saying why. The kill -9 loop of ``train_explainer.py`` runs one trial here
 and 20 under ``-m slow`` (``explain.py``'s loop is in ``tests/evaluation/test_faults.py``);
 under ``-m slow`` too, the PGExplainer's and TempME's trainings killed once their first epoch's
-state is written resume there to an uninterrupted run's weights and card (issue 43).
+state is written resume there to an uninterrupted run's weights and card.
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ def test_a_truncated_state_is_set_aside_with_one_warning_and_training_restarts(
     shutil.copytree(trained, run)
     state = run / "state.pt"
     state.write_bytes(state.read_bytes()[:1000])
-    (run / "state.tmp").write_bytes(bytes(100))  # what versions before issue 39 left
+    (run / "state.tmp").write_bytes(bytes(100))  # what versions before 2026-11-26 left
     capsys.readouterr()
     explainer_training.run(pg(model, run, 2))
     warned = one_line(capsys.readouterr().err, "warning: ")
@@ -404,7 +404,7 @@ def _timeless(card: dict) -> dict:
 @pytest.mark.parametrize("which", sorted(TRAININGS))
 def test_train_explainer_killed_after_an_epoch_resumes_there_to_the_uninterrupted_result(
         which, model, tmp_path):
-    """Issue 43: ``train_explainer.py`` killed with SIGKILL once its first epoch's state is
+    """``train_explainer.py`` killed with SIGKILL once its first epoch's state is
     written resumes from that state when the same command is rerun (not from epoch 0), and
     ends with the checkpoint and card of an uninterrupted run: the same weights (training is
     deterministic given the seed) and the same card but for times."""

@@ -1,6 +1,6 @@
 """Bad options of the Hydra entry points end in one ``error:`` line and exit status 2 within a
 second: checked on the composed config before torch_geometric (or torch) loads and before
-Hydra makes a run directory (issues 39 and 40)."""
+Hydra makes a run directory."""
 
 from __future__ import annotations
 
@@ -84,6 +84,48 @@ CASES = [
     ("benchmark_tail.py", ["max_size=0"], "max_size must be an integer >= 1"),
     ("benchmark_quality.py", ["n_events=1.5"], "n_events must be an integer >= 1"),
     ("dataset_info.py", ["dataset=uci2"], "unknown dataset 'uci2'"),
+    # the command line as Hydra's argument parser reads it: key=value, -m before the overrides
+    ("explain.py", ["n_events=2", "-m", "sweep=shards"],
+     "error: -m goes first, before the overrides (options are key=value): python "
+     "scripts/explain.py -m n_events=2 sweep=shards"),
+    ("explain.py", ["--n_events", "3"],
+     "error: options are key=value, not flags: write n_events=3 instead of '--n_events 3' "
+     "(-m, for a sweep, goes first, before the overrides)"),
+    ("train.py", ["--epochs=2"], "write epochs=2 instead of '--epochs=2'"),
+    ("benchmark_tail.py", ["max_size=2", "--multirun", "n_events=3"],
+     "error: --multirun goes first, before the overrides (options are key=value): python "
+     "scripts/benchmark_tail.py --multirun max_size=2 n_events=3"),
+    # an output that cannot be written: refused before the measurement, not after it
+    ("benchmark_explainers.py", ["out=/dev/null/x.json"],
+     "error: out '/dev/null/x.json' cannot be written (/dev/null is not a folder); choose a "
+     "writable file"),
+    ("benchmark_oracle.py", ["out=/dev/null/x.json"], "error: out '/dev/null/x.json' cannot"),
+    ("benchmark_tail.py", ["out=/dev/null/x.json"], "error: out '/dev/null/x.json' cannot"),
+    ("benchmark_memory.py", ["out=/dev/null/x.json"], "error: out '/dev/null/x.json' cannot"),
+    ("benchmark_quality.py", ["out=/dev/null/q"],
+     "error: out '/dev/null/q' cannot be written (/dev/null is not a folder); choose a "
+     "writable folder"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "out_dir=/dev/null/g"],
+     "error: out_dir '/dev/null/g' cannot be written (/dev/null is not a folder)"),
+    ("train.py", ["out_dir=/dev/null/t"], "error: out_dir '/dev/null/t' cannot be written"),
+    ("train_explainer.py", ["out_dir=/dev/null/t"],
+     "error: out_dir '/dev/null/t' cannot be written"),
+    ("explain.py", ["-m", "out_dir=/dev/null/e", "n_events=1,2"],
+     "error: out_dir '/dev/null/e' cannot be written (/dev/null is not a folder); choose a "
+     "writable folder (job #0 of the sweep's 2: n_events=1)"),
+    # a checkpoint path that is not a file: refused before the imports, not after them
+    ("explain.py", ["checkpoint=checkpoints/tgn_ucii.pt"],
+     "error: checkpoint 'checkpoints/tgn_ucii.pt' does not exist (checkpoint=auto: the "
+     "committed one, checkpoint=null: fresh weights)"),
+    ("explain.py", ["checkpoint=/"], "error: checkpoint '/' is a folder, not a checkpoint file"),
+    ("explain.py", ["robustness=true", "robust.checkpoint=seed1.pt"],
+     "error: robust.checkpoint 'seed1.pt' does not exist"),
+    ("train_explainer.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_oracle.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_tail.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_quality.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "checkpoint=tgn.pt"],
+     "error: checkpoint 'tgn.pt' does not exist"),
 ]
 
 
@@ -96,6 +138,45 @@ def test_a_bad_option_is_one_line_before_torch_geometric_and_any_run_directory(
     assert "hydra" in imported  # the import log was read (the check is not vacuous)
     assert "torch_geometric" not in imported and "torch" not in imported
     assert list(tmp_path.iterdir()) == []  # no outputs/, no .hydra/
+
+
+#: The JIT switch's refusal (``cftgnn.cli.environment_problem``).
+JIT_MAYBE = ("error: environment variable CFTGNN_JIT must be one of 1, true, yes, on, 0, false, "
+             "no, off, got 'maybe'")
+#: Bad values of the project's environment variables: every script refuses them in one line,
+#: the argparse ones too (``friendly_errors``); the data folder before any download is tried.
+ENV_CASES = [
+    ("rescore.py", ["run", "--protocol", "common"], "CFTGNN_JIT", "maybe", JIT_MAYBE),
+    ("report.py", ["run"], "CFTGNN_JIT", "maybe", JIT_MAYBE),
+    ("benchmark_oracle_versions.py", [], "CFTGNN_JIT", "maybe", JIT_MAYBE),
+    ("dataset_info.py", ["dataset=uci"], "CFTGNN_DATA_DIR", "{tmp}/no_data",
+     "error: CFTGNN_DATA_DIR names '{tmp}/no_data', which does not exist; create it, point "
+     "CFTGNN_DATA_DIR at the folder of the data files, or unset it (then <project>/data is "
+     "used, and made for downloads)"),
+    ("dataset_info.py", ["dataset=wikipedia"], "CFTGNN_DATA_DIR", "{tmp}/a_file",
+     "error: CFTGNN_DATA_DIR names '{tmp}/a_file', which is a file, not a folder; point it at "
+     "the folder of the data files"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "variable", "value", "expected"), ENV_CASES,
+                         ids=[f"{n}:{v}={x}" for n, _, v, x, _ in ENV_CASES])
+def test_a_bad_environment_variable_is_one_line_in_every_script(
+        name, args, variable, value, expected, tmp_path, monkeypatch):
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.setenv(variable, value.format(tmp=tmp_path))
+    line, _ = refused(name, *args, cwd=tmp_path)
+    assert line == expected.format(tmp=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["a_file"]  # no data folder made
+
+
+def test_every_script_runs_under_the_friendly_errors():
+    """``friendly_errors`` checks the environment first: a script outside it (``rescore.py``
+    once) took ``CFTGNN_JIT=maybe``."""
+    scripts = sorted(p for p in (ROOT / "scripts").glob("*.py") if p.name != "_ctrl_c.py")
+    outside = [p.name for p in scripts
+               if "friendly_errors(" not in (text := p.read_text()) and "main_guard(" not in text]
+    assert len(scripts) > 15 and outside == []
 
 
 def test_a_sweep_is_every_combination_of_its_values_as_hydra_runs_them():
@@ -141,6 +222,9 @@ def test_a_run_directory_that_cannot_be_made_is_refused(tmp_path):
         line, _ = refused("explain.py", cwd=Path("/proc"))  # the default outputs/explain/...
         assert line == ("error: hydra.run.dir 'outputs/explain' cannot be created (no folder "
                         "can be made in /proc: No such file or directory)")
+        line, _ = refused("benchmark_oracle.py", "out=/proc/x/y.json", cwd=tmp_path)
+        assert line == ("error: out '/proc/x/y.json' cannot be written (no file can be made in "
+                        "/proc: No such file or directory); choose a writable file")
     assert list(tmp_path.iterdir()) == [a_file]
 
 

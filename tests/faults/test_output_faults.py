@@ -1,4 +1,4 @@
-"""Faults on the newer surfaces (issue 39): synthetic sizes, streams too small to train on,
+"""Faults on the newer surfaces (2026-11-26): synthetic sizes, streams too small to train on,
 read-only outputs, bad arguments of the argparse scripts, a pickled PGExplainer file.
 
 Each case asserts what the user sees: one ``error:`` line, exit status 2, no traceback, and
@@ -27,6 +27,7 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import main_guard
 from cftgnn.data import info
 from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.errors import ConfigError
 from cftgnn.evaluation import compare, merge, pipeline
 from cftgnn.evaluation.rules import report as rules_report
 from cftgnn.explain.pgexplainer import load_scorer
@@ -261,6 +262,94 @@ def test_a_picture_out_naming_a_folder_is_refused(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     message = refused(capsys, _picture, str(tmp_path / "no_run"), str(tmp_path))
     assert "it is a folder; name a file" in message
+
+
+# ---- refused runs leave no run directory behind ---------------------------------------------
+
+
+def test_a_run_refused_after_hydra_made_its_directory_leaves_none(tmp_path: Path) -> None:
+    """A refusal raised once the run has started used to leave ``outputs/train/<model>-
+    <dataset>/<time>/`` holding only ``.hydra/``, one more for every refused run."""
+    message = script("train.py", "dataset=synthetic", "dataset.num_events=3", cwd=tmp_path)
+    assert "has 3 events, too few to train and validate on" in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def _hydra_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task: Callable[[Path], None],
+               *argv: str) -> int | str | None:
+    """Run ``task(run_dir)`` as the job of a Hydra app (job name ``app``) started in
+    ``tmp_path`` with ``argv``, under ``friendly_errors`` as the scripts run their ``main``;
+    its exit status (0 when it returned)."""
+    import hydra
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    from cftgnn.cli import friendly_errors
+
+    conf = tmp_path.parent / f"{tmp_path.name}-conf"
+    conf.mkdir()
+    (conf / "app.yaml").write_text("x: 1\n")
+
+    @hydra.main(config_path=str(conf), config_name="app", version_base="1.3")
+    def app(cfg: Any) -> None:
+        with friendly_errors():
+            task(Path(HydraConfig.get().runtime.output_dir))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["app.py", *argv, "hydra/job_logging=disabled",
+                                      "hydra/hydra_logging=disabled", "hydra.job.name=app"])
+    try:
+        app()
+    except SystemExit as exc:
+        return exc.code
+    finally:
+        GlobalHydra.instance().clear()
+        HydraConfig.instance().cfg = None
+    return 0
+
+
+def _refused(run_dir: Path) -> None:
+    (run_dir / "app.log").write_text("Hydra's log of the job\n")
+    raise ConfigError("n_events must be an integer >= 0, got 'abc'")
+
+
+def _refused_after_a_result(run_dir: Path) -> None:
+    (run_dir / "records").mkdir()
+    (run_dir / "records" / "1.parquet").write_bytes(b"a result")
+    _refused(run_dir)
+
+
+def _done(run_dir: Path) -> None:
+    (run_dir / "app.log").write_text("Hydra's log of the job\n")
+
+
+#: What Hydra writes into a run directory before the job runs.
+HYDRA = [".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml"]
+RUN = "outputs/app/2026-12-01"
+
+
+@pytest.mark.parametrize(("argv", "task", "left"), [
+    ([f"hydra.run.dir={RUN}"], _refused, []),
+    (["-m", "hydra.sweep.dir=sweeps/now", "x=1,2"], _refused, []),  # its multirun.yaml too
+    ([f"hydra.run.dir={RUN}"], _refused_after_a_result,
+     [f"{RUN}/{f}" for f in [*HYDRA, "app.log", "records/1.parquet"]]),
+    (["hydra.run.dir=."], _refused, [*HYDRA, "app.log"]),  # the folder it ran in: kept
+    ([f"hydra.run.dir={RUN}"], _done, [f"{RUN}/{f}" for f in [*HYDRA, "app.log"]]),
+], ids=["refused", "refused-sweep", "refused-after-a-result", "run-in-cwd", "not-refused"])
+def test_a_refused_run_removes_its_run_directory_only_when_it_holds_only_hydras_files(
+        argv: list[str], task: Callable[[Path], None], left: list[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    status = _hydra_job(tmp_path, monkeypatch, task, *argv)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                  if p.is_file()) == sorted(left)
+    if task is _done:
+        assert status == 0
+    else:
+        assert status == 2
+        assert one_line(capsys.readouterr().err) == (
+            "error: n_events must be an integer >= 0, got 'abc'")
+    if not left:
+        assert list(tmp_path.iterdir()) == []  # no empty outputs/app/ either
 
 
 # ---- 10. compare_runs' tolerance ------------------------------------------------------------

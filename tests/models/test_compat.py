@@ -1,5 +1,5 @@
 """``cftgnn._compat``: torch_geometric is imported without numba, which it would load for
-two helpers cftgnn never calls (about 50 MB of resident memory, issue 44)."""
+two helpers cftgnn never calls (about 50 MB of resident memory)."""
 
 from __future__ import annotations
 

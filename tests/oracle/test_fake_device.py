@@ -1,4 +1,4 @@
-"""Device discipline on the CPU (issue 45, item 1): the oracles, every model kind, the memory
+"""Device discipline on the CPU: the oracles, every model kind, the memory
 budget's spilled segments, the explainers and ``explain.py`` run on a foreign device
 (``testsupport.fakedevice``: it computes on the CPU, refuses ``.numpy()`` and mixing with CPU
 tensors, and counts host<->device crossings) and give the CPU's logits (1e-5; in fact bit for
@@ -6,7 +6,7 @@ bit, since the fake device computes with the CPU's kernels).
 
 The same tests run on a real CUDA device (their ``cuda`` variants, marked ``gpu``: deselected
 by default, run by ``scripts/gpu/check.sh``; no crossings are counted there), so every path of
-item 1 is checked on the GPU machine too (issue 45, item 2).
+these is checked on the GPU machine too.
 
 ``test_the_crossings_per_history_batch_are_the_design_notes`` measures the crossings of one
 TGN exact single call and one batch of 16 sets per history batch, by kind and code site, and
@@ -41,6 +41,7 @@ from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.models import TemporalModel
 from cftgnn.models.pyg_tgn import PyGTGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.replay.tgn import Cone, TGNReplay
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL = 1e-5
@@ -112,14 +113,19 @@ def _model(stream: EventStream, name: str) -> TemporalModel:
 
 def _engines(stream: EventStream, name: str, device: torch.device = DEVICE, **kwargs: object
              ) -> tuple[ReplayEngine, ReplayEngine]:
-    """The CPU engine of a model and one of its copy on ``device`` (the fake one by default)."""
+    """The CPU engine of a model and one of its copy on ``device`` (the fake one by default),
+    both running the same form of TGN's exact cone replay."""
     model = _model(stream, name)
     moved = copy.deepcopy(model).to(device)
     if device == DEVICE:
         assert isinstance(next(moved.parameters()), FakeDeviceTensor)
     else:
         assert next(moved.parameters()).device.type == device.type
-    return ReplayEngine(model, stream, **kwargs), ReplayEngine(moved, stream, **kwargs)
+    cpu, other = ReplayEngine(model, stream, **kwargs), ReplayEngine(moved, stream, **kwargs)
+    if isinstance(cpu.replay, TGNReplay):  # the form of the cone replay the device takes
+        # (``cone=auto``: the dense replay), so that the fake device's bits are the CPU's
+        cpu.replay.options.cone = Cone.DENSE
+    return cpu, other
 
 
 def _sets(cand: np.ndarray, seed: int = 0) -> list[frozenset[int]]:
@@ -184,24 +190,33 @@ def test_the_oracles_of_every_model_on_the_fake_device_equal_the_cpu(stream, nam
     assert target.ran()  # it ran on the device: the logits came back at least
 
 
-def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, target, monkeypatch):
+@pytest.mark.parametrize("cone", [Cone.AUTO, Cone.ROWS])
+def test_the_local_and_the_cone_replay_of_tgn_on_the_fake_device(stream, target, monkeypatch,
+                                                                cone):
     # the local replay serves short histories (the approximate oracle) of one set, the cone
-    # replay long ones and several sets: both paths, counted to be sure they ran
+    # replay long ones and several sets: both paths, counted to be sure they ran (on a device
+    # the cone replay is the dense one unless the row table is asked for)
     from cftgnn.replay import tgn
 
     ran: Counter[str] = Counter()
-    for path in ("local_replay", "cone_replay"):
+    for path in ("local_replay", "cone_replay", "dense_replay"):
         real = getattr(tgn, path)
         monkeypatch.setattr(tgn, path, lambda *a, _f=real, _p=path, **k: (
             ran.update([_p]), _f(*a, **k))[1])
     cpu, other = _engines(stream, "tgn1", target.device)
+    if cone is Cone.ROWS:
+        for eng in (cpu, other):
+            assert isinstance(eng.replay, TGNReplay)
+            eng.replay.options.cone = Cone.ROWS
     ref, got = EventReplay(cpu, EVENT, m_max=10), EventReplay(other, EVENT, m_max=10)
     many = _sets(ref.candidates.ids)  # more than local_max_sets (1): the cone replay
     for mode in ("exact", "approximate"):
         for sets in (many[1:2], many):
             np.testing.assert_allclose(getattr(got, mode)(sets), getattr(ref, mode)(sets),
                                        atol=ATOL, err_msg=mode)
-    assert ran["local_replay"] >= 1 and ran["cone_replay"] >= 2, ran
+    cone_path = "cone_replay" if cone is Cone.ROWS else "dense_replay"
+    assert ran["local_replay"] >= 1 and ran[cone_path] >= 2, ran
+    assert not ran["dense_replay" if cone is Cone.ROWS else "cone_replay"], ran
 
 
 def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, target,
@@ -375,6 +390,9 @@ def _row(key: str, measured: dict[str, Counter[str]]) -> str:
 
 def test_the_crossings_per_history_batch_are_the_design_notes(stream, fake):
     measured = measured_crossings(stream, fake)
+    for counts in measured.values():  # the dense replay: two uploads a call, none per batch
+        replay = {k: n for k, n in counts.items() if " replay/tgn/" in k}
+        assert sum(replay.values()) == 2 and all(k.startswith("upload") for k in replay)
     keys = sorted(set(measured["single"]) | set(measured["batch16"]))
     table = "\n".join(_row(k, measured) for k in keys)
     for counts in measured.values():  # the table's last row: every crossing of the call
@@ -398,8 +416,11 @@ def measured_other_paths(stream: EventStream, fake: Crossings) -> dict[tuple[str
     ``measured_crossings``' event and sets: ``(model, oracle) -> "batches | single | batch of
     16"``, each ``uploads / downloads / syncs``."""
     out = {}
-    for name, label in LABELS.items():
+    for name, label in [*LABELS.items(), ("tgn1", f"{LABELS['tgn1']}, cone=rows")]:
         _, other = _engines(stream, name)
+        if label.endswith("cone=rows"):  # the row table on a device (its host bookkeeping)
+            assert isinstance(other.replay, TGNReplay)
+            other.replay.options.cone = Cone.ROWS
         got = EventReplay(other, stream.num_events - 1, m_max=64)
         cand = got.candidates.ids
         rng = np.random.default_rng(0)
@@ -409,7 +430,7 @@ def measured_other_paths(stream: EventStream, fake: Crossings) -> dict[tuple[str
         got.exact([frozenset()])  # warm
         got.approximate([frozenset()])
         for mode in ("exact", "approximate"):
-            if (name, mode) == ("tgn1", "exact"):
+            if (label, mode) == (LABELS["tgn1"], "exact"):  # the main table's
                 continue
             cells = [str(_history_batches(got))]
             for sets in (single, batch):

@@ -80,7 +80,7 @@ def test_messages_of_equal_content_and_retired_senders_stay_exact():
 def mixed_row_stream() -> EventStream:
     """Events in batches of two, built so that pruning gives two sets one row of node 0
     while their causal pasts differ, and a later message tells them apart without node 0's
-    dependency set growing (the fault of issue 27's UCI event 54454, found in the tail run):
+    dependency set growing (the fault of UCI event 54454, found in the tail run of 2026-11-25):
 
     * c (2 → 5), removed by both sets, perturbs node 2; a (1 → 3) and b (1 → 4), one removed
       by each set, perturb node 1 differently;
@@ -261,7 +261,7 @@ def test_a_mixed_row_that_no_set_uses_is_left_alone():
 @pytest.mark.dataset
 def test_the_uci_sets_that_shared_a_mixed_row_get_their_own_logits(real_data_dir, tmp_path):
     # UCI · TGN event 54454: evaluated together, the second set once read node 2's row
-    # under the first set's sender and came out 6.7e-4 off (issue 27's tail run)
+    # under the first set's sender and came out 6.7e-4 off (in the tail run of 2026-11-25)
     from pathlib import Path
 
     from cftgnn.data import load_uci

@@ -1,5 +1,5 @@
 """The exact cone replay computes bit for bit the logits it computed before it became the
-``cftgnn.replay.tgn`` package (issue 44): references stored by ``testsupport.cone_reference``
+``cftgnn.replay.tgn`` package (2026-11-26): references stored by ``testsupport.cone_reference``
 from the code of commit ``4d53c0c``, computed again and compared with ``np.array_equal``."""
 
 from __future__ import annotations

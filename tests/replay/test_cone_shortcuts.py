@@ -1,4 +1,4 @@
-"""The cone replay's shortcuts for work that cannot change anything (issue 44, item 4) leave
+"""The cone replay's shortcuts for work that cannot change anything leave
 every logit bitwise as it was: skipping a batch once every effect died out
 (``cftgnn.replay.tgn.cone._quiet``), and comparing few rows with the recording in one pass
 (``cftgnn.replay.tgn.compare.ONE_PASS_ROWS``)."""

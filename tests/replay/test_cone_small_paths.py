@@ -1,4 +1,4 @@
-"""The cone replay's cheaper paths for the few rows of a single removal set (issue 44, item 4)
+"""The cone replay's cheaper paths for the few rows of a single removal set
 give bitwise what the general paths give: each is compared here with the code it replaces,
 unit by unit and through the logits of whole exact calls."""
 

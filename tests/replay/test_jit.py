@@ -169,3 +169,72 @@ def test_a_module_imported_after_numbas_start_gets_compiled_loops():
             "print(type(rk._groups).__name__)\n"
             "jit.start(); print(type(rk._groups).__name__)")
     assert _python(code) == ["_Lazy", "CPUDispatcher"]
+
+
+_PROBE_LOOPS = '''
+import numpy as np
+from cftgnn import jit
+
+
+@jit.compiled
+def twice(x):
+    out = np.empty(len(x), dtype=np.int64)
+    for i in range(len(x)):
+        out[i] = 2 * x[i]
+    return out
+'''
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_a_cold_numba_cache_is_announced_in_one_line_and_a_warm_one_is_not(tmp_path):
+    """The first exact run after an install compiles the loops (seconds): ``warm_up`` says so
+    when numba's on-disk cache (here an empty ``NUMBA_CACHE_DIR``) holds none of them."""
+    (tmp_path / "probe_loops.py").write_text(_PROBE_LOOPS)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    code = ("import numpy as np, probe_loops\nfrom cftgnn import jit\n"
+            "jit.warm_up(notice=lambda line: print(repr(line)))\n"
+            "print(probe_loops.twice(np.arange(3, dtype=np.int64)).sum())")
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=os.environ | env, check=True, cwd=tmp_path).stdout.splitlines()
+    assert first == [repr(jit.COLD_NOTICE), "6"]  # before the loop compiled
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=os.environ | env, check=True, cwd=tmp_path).stdout.splitlines()
+    assert again == ["6"]  # cached by the first run: nothing to say
+    (tmp_path / "probe_loops.py").write_text(_PROBE_LOOPS + "\n# edited\n")
+    os.utime(tmp_path / "probe_loops.py", (1, 1))  # another stamp: numba's cache is stale
+    edited = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=os.environ | env, check=True, cwd=tmp_path).stdout.splitlines()
+    assert edited[0] == repr(jit.COLD_NOTICE)
+
+
+def test_the_warm_up_command_has_nothing_to_do_without_numba(monkeypatch, capsys):
+    from cftgnn.evaluation import warm
+
+    monkeypatch.setattr(jit, "ENABLED", False)
+    assert warm.warm() == (False, 0.0)
+    warm.main([])
+    assert capsys.readouterr().out == ("nothing to compile: numba is not installed here "
+                                       f"(or {jit.ENV}=0)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_the_warm_up_command_compiles_what_an_exact_run_compiles(tmp_path):
+    """``python -m cftgnn.evaluation.warm`` into an empty cache, then a tiny exact run:
+    the run finds every loop it calls compiled (no index file added, no notice)."""
+    env = os.environ | {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*args: str) -> str:
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                              check=True, cwd=ROOT, timeout=900).stdout
+
+    assert run("-m", "cftgnn.evaluation.warm").startswith("compiled the replay's numba loops")
+    cached = sorted(p.name for p in (tmp_path / "cache").rglob("*.nbi"))
+    assert run("-m", "cftgnn.evaluation.warm").startswith("the replay's numba loops were "
+                                                          "compiled already")
+    out = run("scripts/explain.py", "debug=default", "checkpoint=null", "explainer=exhaustive",
+              "explainer.max_size=2", "mode=exact", "n_events=2", "picture=false",
+              "progress=false", f"out_dir={tmp_path / 'run'}")
+    assert "note: compiling" not in out
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("*.nbi")) == cached

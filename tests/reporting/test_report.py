@@ -20,7 +20,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.evaluation import pipeline
 from cftgnn.evaluation.merge import find_runs, merge_runs
 from cftgnn.evaluation.records import read_records
-from cftgnn.evaluation.summaries import summarize
+from cftgnn.evaluation.summaries import GROUP_ORDER, format_summary, sort_groups, summarize
 from cftgnn.reporting import picture, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,6 +187,26 @@ def test_a_merged_run_is_not_counted_twice(sweep, tmp_path):
     records = report.load_runs([tmp_path])
     assert len(records) == len(read_records(tmp_path / "shard0"))
     assert set(records.run) == {str(tmp_path / "merged")}
+
+
+def test_both_tables_of_a_run_order_the_groups_the_same_way(sweep):
+    records = report.load_runs([sweep / "cf-closest-40"])
+    assert set(records["group"]) == {"correct", "incorrect"}
+    first_incorrect = records.sort_values("group", ascending=False, kind="stable")
+    printed = pipeline.summary_table(first_incorrect)  # explain.py's table and summary.csv
+    by_group = report.comparison_table(first_incorrect, by_group=True)  # report.md's
+    assert list(printed["group"]) == list(GROUP_ORDER) == ["correct", "incorrect", "all"]
+    assert list(by_group["group"]) == list(GROUP_ORDER[:2])
+    lines = format_summary(printed, index="group").splitlines()
+    assert lines[0].split() == ["correct", "incorrect", "all"]
+
+
+def test_unknown_groups_follow_the_known_ones_in_order_of_appearance():
+    table = pd.DataFrame({"run": ["b", "a", "a", "a", "b"],
+                          "group": ["all", "other", "incorrect", "correct", "correct"]})
+    ordered = sort_groups(table, ["run", "group"])
+    assert list(zip(ordered["run"], ordered["group"], strict=True)) == [
+        ("a", "correct"), ("a", "incorrect"), ("a", "other"), ("b", "correct"), ("b", "all")]
 
 
 def _copy_run(src: Path, dst: Path, **changes) -> Path:

@@ -6,7 +6,7 @@ the logits of the exact and approximate batched calls (``EventReplay.exact`` and
 ``.approximate`` through ``cftgnn.replay.tgn``'s cone replay, with pruning, without it, with
 the opt-in tolerance, and as single calls), each as the array the call returns.
 ``tests/replay/data/cone_reference.npz`` holds them as computed by the code of commit
-``4d53c0c`` (before the cone replay became the ``cftgnn.replay.tgn`` package, issue 44);
+``4d53c0c`` (before the cone replay became the ``cftgnn.replay.tgn`` package, 2026-11-26);
 ``tests/replay/test_cone_reference.py`` computes them again and compares bit for bit (the
 three files were written by that commit's code running this module).
 ``uci_cases`` and ``wikipedia_case`` do the same for UCI · TGN and Wikipedia · TGN tail
@@ -57,11 +57,11 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 REFERENCE = DATA / "cone_reference.npz"
 UCI_REFERENCE = DATA / "cone_reference_uci.npz"
-#: UCI · TGN tail events of issue 44 (54454: the one whose sets once shared a mixed row) and
+#: UCI · TGN tail events (54454: the one whose sets once shared a mixed row) and
 #: the number of sets of at most two candidates compared on each.
 UCI_EVENTS, UCI_SETS = (56484, 54454), 300
 WIKIPEDIA_REFERENCE = DATA / "cone_reference_wikipedia.npz"
-#: The Wikipedia · TGN tail event of issue 44 (its history 131,000 events back) and the
+#: The Wikipedia · TGN tail event (its history 131,000 events back) and the
 #: number of its sets of at most two candidates compared (about 35 s on a loaded machine).
 WIKIPEDIA_EVENT, WIKIPEDIA_SETS = 141227, 200
 

@@ -1,4 +1,4 @@
-"""A test-only "foreign" tensor device that computes on the CPU (issue 45, item 1).
+"""A test-only "foreign" tensor device that computes on the CPU.
 
 Code written for the CPU often works on a GPU only by accident: a ``.numpy()`` that fails, a
 CPU index tensor mixed into a device op, or a ``.item()`` in a loop that synchronises the

@@ -1,4 +1,4 @@
-"""What a checkpoint decides (issue 30): its model's options and its stream's events.
+"""What a checkpoint decides: its model's options and its stream's events.
 
 ``model.*`` overrides that disagree with a loaded checkpoint are refused, never recorded as
 used; the scripts' load compares the stream's checksum (a renamed stream of the same events

@@ -93,7 +93,7 @@ def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
 
 def test_explain_py_on_a_cuda_device_that_is_not_there_ends_in_one_line(tmp_path):
     """``device=cuda`` without CUDA (or a CUDA index past the last device): one ``error:``
-    line, exit status 2, before any work (issue 45)."""
+    line, exit status 2, before any work."""
     if torch.cuda.is_available():
         name, message = f"cuda:{torch.cuda.device_count()}", "error: device=cuda:"
     else:

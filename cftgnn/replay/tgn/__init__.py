@@ -16,12 +16,16 @@ The exact causal-cone replay is this package's:
   only the rows the cone replay reads, held within a byte limit in segments);
 * ``cftgnn.replay.tgn.rows``: the table of perturbed rows (``RowTable``: its invariants, and
   the operations of a batch on it as methods);
-* ``cftgnn.replay.tgn.cone``: the driver (``cone_replay``) and its counters.
+* ``cftgnn.replay.tgn.cone``: the driver (``cone_replay``) and its counters;
+* ``cftgnn.replay.tgn.dense``: the device-resident form of the same replay
+  (``dense_replay``: a row per set and node in fixed buffers, no bookkeeping between the
+  kernels), which the options choose on a GPU (``TGNReplayOptions.cone``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import torch
@@ -36,6 +40,7 @@ from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.registry import register_replay
 from cftgnn.replay.tgn.cone import ConeBudgetExceeded, ConeStats, cone_replay
+from cftgnn.replay.tgn.dense import dense_nbytes_per_set, dense_replay
 from cftgnn.replay.tgn.record import record_trajectory
 from cftgnn.replay.tgn.trajectory import Trajectory
 
@@ -50,6 +55,21 @@ MIN_PASS_BUDGET_GB = 1.0
 #: synthetic streams of 200k events at batch size 200 (about two nodes per event), rounded
 #: up, so that the engine makes enough room before recording (``TGNReplay.plan_nbytes``).
 PLAN_BYTES_PER_EVENT = 256
+
+
+class Cone(str, Enum):
+    """Which form of the exact cone replay runs (``TGNReplayOptions.cone``).
+
+    ``ROWS``: the table of shared perturbed rows (``cftgnn.replay.tgn.cone``), its
+    bookkeeping on the host (compiled loops); the least work, the default on the CPU.
+    ``DENSE``: a row per set and node in fixed buffers on the oracle's device
+    (``cftgnn.replay.tgn.dense``); more arithmetic, no host steps between the kernels.
+    ``AUTO``: ``DENSE`` where the trajectory's device is not the CPU, else ``ROWS``.
+    """
+
+    AUTO = "auto"
+    ROWS = "rows"
+    DENSE = "dense"
 
 
 @dataclass
@@ -81,7 +101,7 @@ class TGNReplayOptions:
             for bit and is exact. ``τ > 0`` (opt-in, **not exact**): a perturbed memory
             within ``τ`` of the recorded one in every coordinate counts as the recorded one
             (the last-update time and pending message are still compared exactly), which
-            removes most of the cone work of far-back removals on long histories (issue 27;
+            removes most of the cone work of far-back removals on long histories (docs/quality.md;
             "Tolerance pruning" in ``cftgnn.replay.tgn.cone``). The logits then differ from
             a fresh replay by an amount that is not soundly bounded, so nothing computed
             with it is a proof: it is for measurements (``scripts/benchmark_tail.py
@@ -100,6 +120,10 @@ class TGNReplayOptions:
             exhaustive search and every batched call stay within it whatever the cone
             size (a pass can overshoot by the rows one history batch adds before it is
             stopped). One set is always evaluated (it holds at most one row per node).
+        cone: Which form of the exact cone replay runs (``Cone``): ``"auto"`` (the
+            default: the device-resident dense replay on a GPU, the row table on the CPU),
+            ``"rows"`` or ``"dense"`` on any device. Both are exact; ``stats`` counts the
+            dense replay's calls, sets and row updates (nothing is pruned or shared there).
     """
 
     local_max_events: int = 512
@@ -109,6 +133,19 @@ class TGNReplayOptions:
     prune_tolerance: float = 0.0
     stats: ConeStats | None = None
     memory_budget_gb: float | None = MIN_PASS_BUDGET_GB  # what the engine's default gives
+    cone: Cone | str = Cone.AUTO
+
+    def __post_init__(self) -> None:
+        try:
+            self.cone = Cone(self.cone)
+        except ValueError:
+            raise ValueError(f"cone must be one of {', '.join(c.value for c in Cone)}, "
+                             f"got {self.cone!r}") from None
+
+    def dense_on(self, device: torch.device) -> bool:
+        """Whether the dense replay runs for a trajectory on ``device``."""
+        cone = Cone(self.cone)
+        return cone is Cone.DENSE or (cone is Cone.AUTO and device.type != "cpu")
 
 
 @dataclass(frozen=True)
@@ -147,6 +184,8 @@ class TGNPlan:
         # computation trees (one row of the memory size per tree node)
         tree = sum(k ** layer for layer in range(layers + 1))
         per_set = 4 * columns + 2 * tree * model.memory_dim * 4
+        if opts.dense_on(self.trajectory.final_input.device):
+            per_set += dense_nbytes_per_set(columns, model.memory_dim)
         step = min(step, max(1, int(budget // (2 * per_set))))
         return min([step, *self.fitted])
 
@@ -172,8 +211,11 @@ class TGNPlan:
                       else int(opts.memory_budget_gb * 2**30) // 2)
             try:
                 stats = opts.stats if self.dst is None else None
-                inputs = cone_replay(model, traj, sets, opts.prune_perturbations, stats,
-                                     budget, opts.prune_tolerance)
+                if opts.dense_on(traj.final_input.device):
+                    inputs = dense_replay(model, traj, sets, stats, budget)
+                else:
+                    inputs = cone_replay(model, traj, sets, opts.prune_perturbations, stats,
+                                         budget, opts.prune_tolerance)
             except ConeBudgetExceeded:  # too many sets for the budget: halve the passes
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)
@@ -254,4 +296,5 @@ class TGNReplay:
         return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
-__all__ = ["MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_EVENT", "TGNPlan", "TGNReplay", "TGNReplayOptions"]
+__all__ = ["Cone", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_EVENT", "TGNPlan", "TGNReplay",
+           "TGNReplayOptions"]

@@ -45,7 +45,7 @@ holds a perturbed memory). A row merged or revived that way can hold sets whose 
 pasts differ; such a *mixed* row is split by the message each of its sets receives
 whenever its node has an event (``RowTable.split_mixed``), since a later message can tell the
 sets apart without the node's dependency set growing (missing that split made some logits
-wrong by up to 1e-3 on UCI · TGN before issue 27's tail run found it). No value is
+wrong by up to 1e-3 on UCI · TGN until the tail run of 2026-11-25 found it). No value is
 approximated, so the logits are those of the replay without pruning (up to the float
 rounding any two replays differ by), and so are the answers and certificates built on
 them; the tests compare them.
@@ -57,7 +57,7 @@ bit for bit, wherever the pruning asks (retiring a row, the sender of its pendin
 merging rows, reviving pairs); the last-update time and the pending message's identity
 are still compared exactly. Far-back removals on long histories spread perturbations of a
 few ulps through thousands of nodes that never become bitwise equal; snapping them back
-removes most of that work (issue 27: ~90 % at τ = 1e-4 on Wikipedia · TGN). It is **not
+removes most of that work (~90 % at τ = 1e-4 on Wikipedia · TGN, measured 2026-11-25). It is **not
 exact**: the snapped differences pass through the GRU and the embedding, and the logits
 differ from a fresh replay by an amount no sound bound is known for (the measured
 differences were of the order of τ / 10, but that is an observation, not a guarantee), so

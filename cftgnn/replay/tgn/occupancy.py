@@ -8,7 +8,7 @@ scans of whole columns whose hits are the entries holding a row can visit only t
 (``set_bits``), in the same order (column by column, sets ascending), instead of reading
 every entry of the columns: on the far-back tail (UCI · TGN 56484, K = 3) the columns
 ``RowTable.split_mixed`` and ``RowTable.revive`` scan hold a row in about one entry of ten
-(issue 44: 171 million entries read by ``mixed_pairs`` in one search for 18 million hits).
+(before 2026-11-27: 171 million entries read by ``mixed_pairs`` in one search for 18 million hits).
 
 The bitmap costs ``P * C / 8`` bytes, 1/32 of the row map (counted by ``RowTable.nbytes``).
 Its loops are compiled (``cftgnn.jit``) with NumPy twins that give the same bits.

@@ -1,6 +1,6 @@
 """The first part of ``cftgnn.replay.tgn.rows.RowTable.prune`` in one pass over the rows:
 which live rows are never read again, which are compared with the recording, and what the
-comparison finds (issue 44: about thirty NumPy passes per batch before, over the live rows,
+comparison finds (about thirty NumPy passes per batch before 2026-11-27, over the live rows,
 on the far-back tail's 1,074 batches of UCI · TGN 56484). A compiled loop (``cftgnn.jit``)
 where the rows are read in place (on the CPU, bitwise: ``compare.host_loops`` and no
 tolerance), with its NumPy twin, ``prune_candidates``' other path, the code of ``prune``

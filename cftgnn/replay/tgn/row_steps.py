@@ -1,4 +1,4 @@
-"""Compiled loops of whole steps of ``cftgnn.replay.tgn.rows.RowTable`` (issue 44: fewer
+"""Compiled loops of whole steps of ``cftgnn.replay.tgn.rows.RowTable`` (for fewer
 NumPy passes per batch), built on the kernels of ``cftgnn.replay.tgn.rows_kernels`` (whose
 module docstring says how their loops are written, and why): ``new_pending``,
 ``split_pairs`` (``RowTable.split``), ``mixed_rows`` and ``mixed_pairs``

@@ -4,7 +4,7 @@ replay's memory budget reads).
 
 A compaction (``RowStore.keep_only``) moves the rows kept down in place and keeps the
 buffers; the capacity it counts is then twice the rows kept, as when it allocated new
-buffers of that size (issue 44: new buffers cost a copy of every row kept and, in fresh
+buffers of that size (measured 2026-11-27: new buffers cost a copy of every row kept and, in fresh
 memory, a page fault per 4 KiB written, about a third of the compaction and growth of
 UCI · TGN 54454). The buffers are never longer than the longest capacity counted since
 the last compaction with ``force`` (which allocates buffers of the capacity, as the budget

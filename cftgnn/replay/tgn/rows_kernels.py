@@ -21,7 +21,7 @@ and gives the same integers;
 ``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
 (``RowTable.revive``), are compiled loops that do that work where they read the entry, in
 the order of ``column_hits``. Two things made such a loop 2-4x slower than
-``np.flatnonzero`` and the NumPy passes after it (issue 44): a call of another compiled
+``np.flatnonzero`` and the NumPy passes after it (measured 2026-11-27): a call of another compiled
 function with arrays in its innermost loop (numba counts the arrays' references at every
 call, even inlined), and a list grown inside the loop (the same, at every step); so the
 lookup is written out there and the lists are allocated to their bounds, or to a few
@@ -381,7 +381,7 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
 
     A hash table of the rows in a compiled loop, every row proved equal to its group's first
     (the equality is exact, the hash only finds the candidate): one pass instead of a
-    ``lexsort`` of ``k`` columns (issue 44: ``merge`` groups millions of rows per search;
+    ``lexsort`` of ``k`` columns (``merge`` groups millions of rows per search;
     on UCI · TGN 54454, K = 3, its two groupings took 0.86 CPU s by ``lexsort``, ``np.unique``
     of the rows as bytes before that was slower still)."""
     m = len(key)
