@@ -150,7 +150,8 @@ BASELINE_EXPLAINERS = {"random": "RandomExplainer", "attention": "AttentionExpla
                        "perturb_one": "PerturbOneExplainer", "pgexplainer": "PGExplainer",
                        "tgnnexplainer": "TGNNExplainer", "tgnnexplainer_narrowed": "TGNNExplainer",
                        "tempme": "TempMEExplainer", "cftgnn": "CFTGNNExplainer",
-                       "greedy": "GreedyExplainer", "search_plus": "BeamExplainer"}
+                       "greedy": "GreedyExplainer", "search_plus": "BeamExplainer",
+                       "temgx": "TemGXExplainer"}
 
 
 @pytest.mark.parametrize("baseline", _options("baseline"))

@@ -29,6 +29,7 @@ import pandas as pd
 
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
+from cftgnn.evaluation.benchmark_metrics import seed_stability
 from cftgnn.evaluation.records import EventContext
 from cftgnn.evaluation.rundir import (
     FINGERPRINT,
@@ -88,6 +89,9 @@ class RunComparison:
             (only columns that differ somewhere; columns missing in one run count all).
         not_recorded: Column name -> number of ``common`` events on which one run's record
             predates the column (``NOT_RECORDED_BEFORE``), so it was not compared.
+        overlap: Mean Jaccard overlap of the two answers over ``common`` (NaN without one):
+            the benchmark's seed stability of two runs under different seeds
+            (``cftgnn.evaluation.benchmark_metrics.seed_stability``).
     """
 
     common: int
@@ -100,6 +104,7 @@ class RunComparison:
     mean_size: tuple[float, float]
     columns_differ: dict[str, int] = field(default_factory=dict)
     not_recorded: dict[str, int] = field(default_factory=dict)
+    overlap: float = float("nan")
 
     @property
     def identical(self) -> bool:
@@ -196,11 +201,13 @@ def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> Run
             unrecorded[col] = sum(skip)
     fid = (float(ra["is_counterfactual"].astype(bool).mean()) if common else float("nan"),
            float(rb["is_counterfactual"].astype(bool).mean()) if common else float("nan"))
+    overlap = seed_stability([[list(x), list(y)] for x, y in
+                              zip(ra["explanation"], rb["explanation"], strict=True)])
     return RunComparison(common=len(common), only_a=len(ea - eb), only_b=len(eb - ea),
                          explanation_differs=expl_diff, order_differs=order_diff,
                          flip_differs=flip_diff, fidelity=fid,
                          mean_size=(_mean_size(ra), _mean_size(rb)), columns_differ=columns,
-                         not_recorded=unrecorded)
+                         not_recorded=unrecorded, overlap=overlap)
 
 
 def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") -> str:
@@ -215,6 +222,8 @@ def format_comparison(c: RunComparison, name_a: str = "A", name_b: str = "B") ->
         f"explanation differs (as a set): {len(c.explanation_differs)} of {c.common}"
         + (f" [{ids(c.explanation_differs)}]" if c.explanation_differs else ""),
         f"same set, other order: {len(c.order_differs)}",
+        f"answer overlap (mean Jaccard; seed stability when the runs differ in seed only): "
+        f"{c.overlap:.3f}",
         f"flip differs: {len(c.flip_differs)}"
         + (f" [{ids(c.flip_differs)}]" if c.flip_differs else ""),
     ]

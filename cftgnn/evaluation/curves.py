@@ -44,6 +44,14 @@ also scored explanations its own way, and ``explain.py protocol=...`` computes t
   scored under the same removals) are counted: the accuracy is the share of the ``2n`` pairs
   whose label (``logit > 0``) stays the original's, ACC-AUC its mean over the ratios
   (``tempme_acc_auc``).
+* ``temgx`` (TemGX's ``temgxlib/explain/metrics.py`` as the benchmark repository
+  ``juliawenkmann/time_to_explain`` applies it, ``TemGXAufscMetric`` of its
+  ``src/metrics/_fidelity_extra_metrics.py``): at the shares ``0, 0.05, …, 1`` the top
+  ``round(s·m)`` of the ranking are **removed** (``temgx_removed_count``), the fidelity is the
+  probability's move ``|σ(p_orig) − σ(p)|`` (``temgx_fidelity``) and AUFSC the trapezoid
+  over the (share, fidelity) points (``temgx_aufsc``); beside it each removable event's
+  single-removal logit, for the benchmark's monotonicity
+  (``cftgnn.evaluation.benchmark_metrics``).
 """
 
 from __future__ import annotations
@@ -330,12 +338,15 @@ class Protocol(str, Enum):
     * ``common`` — this module's curves over all of ``R`` (``kept_removal_sets``);
     * ``tgnnexplainer`` — T-GNNExplainer's evaluator (``tgx_removal_sets``);
     * ``tempme`` — TempME's ACC-AUC with negative pairs (``tempme_removal_sets``,
-      ``tempme_acc_auc``).
+      ``tempme_acc_auc``);
+    * ``temgx`` — TemGX's fidelity and AUFSC over removed shares (``temgx_removal_sets``,
+      ``temgx_aufsc``) and the benchmark's monotonicity (``single_removal_sets``).
     """
 
     COMMON = "common"
     TGNNEXPLAINER = "tgnnexplainer"
     TEMPME = "tempme"
+    TEMGX = "temgx"
 
 
 #: T-GNNExplainer's candidates: its ``threshold_num``, the most recent events of the
@@ -444,6 +455,72 @@ def tgx_coalition_removal_sets(coalitions: Sequence[tuple[Sequence[int], float]]
             for kept in tgx_best_coalitions(coalitions, removable, shares, m)]
 
 
+def temgx_removed_count(share: float, m: int) -> int:
+    """How many top-ranked events the ``temgx`` protocol removes at a share: Python's
+    ``round(s·m)`` (half to even, the benchmark's ``_k_from_level``), within ``[0, m]``."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"a removed share must lie in [0, 1], got {share}")
+    return max(0, min(int(round(float(share) * float(m))), m))
+
+
+def temgx_removal_sets(ranking: Sequence[int], shares: Sequence[float] = FID_SHARES
+                       ) -> list[tuple[int, ...]]:
+    """The ``temgx`` protocol's removal sets: the top ``temgx_removed_count`` of the ranking
+    at each share (everything else stays), ascending; share 0 removes nothing."""
+    ranked = [int(e) for e in ranking]
+    m = len(ranked)
+    return [tuple(sorted(ranked[:temgx_removed_count(s, m)])) for s in shares]
+
+
+def _sigmoid(x: npt.ArrayLike) -> FloatArray:
+    z = np.asarray(x, dtype=np.float64)
+    return np.asarray(0.5 * (1.0 + np.tanh(0.5 * z)), dtype=np.float64)
+
+
+def temgx_fidelity(p_orig: npt.ArrayLike, p: npt.ArrayLike) -> FloatArray:
+    """TemGX's ``fidelity_minus(z_full, z_removed) = |z_full − z_removed|`` on probabilities
+    (``temgxlib/explain/metrics.py``): ``|σ(p_orig) − σ(p)|`` of the logits, broadcast."""
+    return np.asarray(np.abs(_sigmoid(p_orig) - _sigmoid(p)), dtype=np.float64)
+
+
+#: TemGX's counterfactual test: a probability drop above it (``is_counterfactual =
+#: fidelity_minus > 0.01`` of its ``scripts/temgx.py``).
+TEMGX_THRESHOLD = 0.01
+
+
+def temgx_answer_fidelity(p_orig: npt.ArrayLike, keep: npt.ArrayLike) -> FloatArray:
+    """TemGX's fid− of an answer (its ``scripts/temgx.py``): ``max(0, σ(p_orig) − σ(p_keep))``
+    with ``p_keep`` the logit keeping only the answer among the removable events; the answer
+    is counterfactual by TemGX's rule where it exceeds ``TEMGX_THRESHOLD``."""
+    return np.asarray(np.maximum(0.0, _sigmoid(p_orig) - _sigmoid(keep)), dtype=np.float64)
+
+
+def trapezoid_aufsc(points: Sequence[tuple[float, float]]) -> float:
+    """TemGX's ``aufsc(points)``: the points sorted by sparsity, then
+    ``Σ ½ (f_j + f_{j+1}) (s_{j+1} − s_j)``; 0 for fewer than two points."""
+    pts = sorted((float(a), float(b)) for a, b in points)
+    return float(sum(0.5 * (f0 + f1) * (s1 - s0)
+                     for (s0, f0), (s1, f1) in zip(pts[:-1], pts[1:], strict=True)))
+
+
+def temgx_aufsc(original: npt.ArrayLike, removed: Curves) -> float:
+    """The ``temgx`` protocol's **AUFSC**: per event ``trapezoid_aufsc`` of
+    ``(s, temgx_fidelity(p_orig, p_s))`` over ``FID_SHARES`` (the top ``round(s·m)``
+    removed), mean over the events with a curve; NaN without one. Higher is better."""
+    p0, logits = curve_rows(original, removed, len(FID_SHARES))
+    if not len(p0):
+        return _NAN
+    fid = temgx_fidelity(p0[:, None], logits)
+    return float(np.mean([trapezoid_aufsc(list(zip(FID_SHARES, row, strict=True)))
+                          for row in fid]))
+
+
+def single_removal_sets(ranking: Sequence[int]) -> list[tuple[int, ...]]:
+    """Each ranked event alone, in the ranking's order (the benchmark's monotonicity removes
+    one candidate at a time)."""
+    return [(int(e),) for e in ranking]
+
+
 def sampled_slots(num_neighbors: int, num_layers: int) -> int:
     """The slots of a model's sampled computation graph of one pair: ``2 · Σ_{l=1}^{L} n^l``
     (each endpoint's ``n`` neighbours per node and layer, TempME's ``num_edge`` per endpoint,
@@ -536,6 +613,14 @@ __all__ = [
     "tempme_accuracy",
     "tempme_kept_count",
     "tempme_removal_sets",
+    "single_removal_sets",
+    "TEMGX_THRESHOLD",
+    "temgx_answer_fidelity",
+    "temgx_aufsc",
+    "temgx_fidelity",
+    "temgx_removal_sets",
+    "temgx_removed_count",
+    "trapezoid_aufsc",
     "tgx_best_coalitions",
     "tgx_candidates",
     "tgx_coalition_removal_sets",

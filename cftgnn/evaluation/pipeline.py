@@ -54,6 +54,8 @@ from cftgnn.evaluation.curves import (
     mean_fidelity_curve,
     negative_destination,
     sampled_slots,
+    single_removal_sets,
+    temgx_removal_sets,
     tempme_removal_sets,
     tgx_coalition_removal_sets,
     tgx_removal_sets,
@@ -612,6 +614,8 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, todo: pd.DataFrame, store: R
             tempme_neg_dst=checks.tempme_neg_dst,
             tempme_neg_logit=checks.tempme_neg_logit,
             tempme_neg_curve_logits=checks.tempme_neg_curve_logits,
+            temgx_curve_logits=checks.temgx_curve_logits,
+            single_removal_logits=checks.single_removal_logits,
         ))
         if robust is not None:
             record.update(robust.columns(oracle, result, cfg, constraints))
@@ -646,6 +650,9 @@ class Checks:
         tempme_neg_dst: Its negative destination (None when not made).
         tempme_neg_logit: The negative pair's logit with nothing removed.
         tempme_neg_curve_logits: The negative pair's logits.
+        temgx_curve_logits: ``temgx_curve_logits`` (empty when not made).
+        single_removal_logits: Each ranked event's single-removal logit, in the ranking's
+            order (the ``temgx`` protocol's; empty when not made).
     """
 
     keep_logit: float = float("nan")
@@ -659,6 +666,8 @@ class Checks:
     tempme_neg_dst: int | None = None
     tempme_neg_logit: float = float("nan")
     tempme_neg_curve_logits: tuple[float, ...] = ()
+    temgx_curve_logits: tuple[float, ...] = ()
+    single_removal_logits: tuple[float, ...] = ()
 
 
 def _protocols(curves: CurveSet | Sequence[Protocol]) -> tuple[Protocol, ...]:
@@ -741,6 +750,9 @@ def protocol_columns(oracle: Oracle, result: ExplanationResult, protocols: Seque
         pos, neg0, neg = tempme_curve_logits(oracle, result.ranking, slots, negative_dst)
         out.update(tempme_curve_logits=pos, tempme_neg_dst=int(negative_dst),
                    tempme_neg_logit=neg0, tempme_neg_curve_logits=neg)
+    if Protocol.TEMGX in protocols:
+        out["temgx_curve_logits"], out["single_removal_logits"] = temgx_curve_logits(
+            oracle, result.ranking)
     return out
 
 
@@ -811,6 +823,22 @@ def tempme_curve_logits(oracle: Oracle, ranking: Sequence[int], slots: int, nega
                         dtype=np.float64).reshape(-1)
     where = {s: float(x) for s, x in zip(distinct, logits, strict=True)}
     return pos, where[()], tuple(where[s] for s in sets)
+
+
+def temgx_curve_logits(oracle: Oracle, ranking: Sequence[int]
+                       ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The ``temgx`` protocol's exact logits in one batched call: the top ``round(s·m)`` of
+    the ranking removed at the 21 shares (``temgx_removal_sets``), and each ranked event
+    removed alone (``single_removal_sets``, the benchmark's monotonicity).
+
+    Returns:
+        ``(curve [21], single [m])``; both empty without a ranking.
+    """
+    if not len(ranking):
+        return (), ()
+    curve, single = temgx_removal_sets(ranking), single_removal_sets(ranking)
+    logits = _exact_logits(oracle, [*curve, *single])
+    return logits[:len(curve)], logits[len(curve):]
 
 
 def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:

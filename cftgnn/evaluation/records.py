@@ -295,6 +295,12 @@ class EventContext:
             computed).
         tempme_neg_curve_logits: Its exact logits under the same removal sets as
             ``tempme_curve_logits``, ``float [16]``; empty when not computed.
+        temgx_curve_logits: Exact logits with the top ``round(s·m)`` of the ranking removed
+            at the ``temgx`` protocol's shares ``0, 0.05, …, 1`` (``temgx_removal_sets``),
+            ``float [21]``; empty when that protocol was not computed (schema 9).
+        single_removal_logits: Exact logits with each ranked event removed alone, in the
+            ranking's order, ``float [m]`` (the ``temgx`` protocol's, for the benchmark's
+            monotonicity); empty when not computed (schema 9).
     """
 
     setup_time_s: float
@@ -323,6 +329,9 @@ class EventContext:
                                     metadata={"since": 7, "old": float("nan")})
     tempme_neg_curve_logits: tuple[float, ...] = field(default=(),
                                                        metadata={"since": 7, "old": ()})
+    temgx_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 9, "old": ()})
+    single_removal_logits: tuple[float, ...] = field(default=(),
+                                                     metadata={"since": 9, "old": ()})
 
 
 def arrow_type(kind: Any) -> pa.DataType:

@@ -255,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="explanation run directories, or folders holding them (a sweep)")
     parser.add_argument("--protocol", nargs="+", required=True, metavar="P",
                         help="protocols to add, as explain.py's protocol=: common, "
-                             "tgnnexplainer, tempme or all (several: --protocol common tempme)")
+                             "tgnnexplainer, tempme, temgx or all (several: --protocol common "
+                             "tempme)")
     add_oracle_arguments(parser)
     args = parser.parse_args(argv)
     if not args.paths:

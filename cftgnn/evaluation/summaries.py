@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.curves import acc_auc, aufsc_keep, best_fid, tempme_acc_auc
+from cftgnn.evaluation.benchmark_metrics import charr, first_flip, monotonicity
+from cftgnn.evaluation.curves import (
+    TEMGX_THRESHOLD,
+    acc_auc,
+    aufsc_keep,
+    best_fid,
+    temgx_answer_fidelity,
+    temgx_aufsc,
+    tempme_acc_auc,
+)
 from cftgnn.evaluation.metrics import (
     FloatArray,
     approximation_agreement,
@@ -49,12 +58,20 @@ MEANINGS: dict[str, str] = {
     "characterization": "harmonic mean of fid+ and 1 − fid− ↑",
     "aufsc_plus": "area under fid+ against sparsity ↑",
     "aufsc_minus": "area under fid− against sparsity ↓",
+    "charr": "harmonic mean of AUFSC+ and 1 − AUFSC− (CHARR) ↑",
     "best_fid": "best logit move keeping a top share of the ranking ↑",
     "aufsc_keep": "area under that move against the kept share ↑",
     "acc_auc": "share keeping the sign with the top 0-30 % kept ↑",
     "tgnnexplainer_best_fid": "best_fid, T-GNNExplainer's protocol (20 recent) ↑",
     "tgnnexplainer_aufsc": "aufsc_keep, T-GNNExplainer's protocol ↑",
     "tempme_acc_auc": "TempME's ACC-AUC: ± pairs, 1-30 % of slots ↑",
+    "temgx_fidelity_minus": "TemGX's fid−: probability drop keeping only the answer ↑",
+    "temgx_cf_rate": "share TemGX calls counterfactual (that drop > 0.01) ↑",
+    "temgx_sparsity": "TemGX's sparsity: answer size / candidates, all events ↓",
+    "temgx_aufsc": "TemGX's AUFSC: probability move, top share removed ↑",
+    "monotonicity": "Spearman of importance and single-removal impact ↑",
+    "flip_success": "share whose kept-share curve flips somewhere ↑",
+    "first_flip_sparsity": "mean first kept share that flips (1: none flips) ↓",
     "mean_size": "mean size of the counterfactuals found ↓",
     "median_size": "median size of the counterfactuals found ↓",
     "mean_sparsity": "their mean size / candidates ↓",
@@ -212,7 +229,42 @@ def _curves(ok: pd.DataFrame) -> dict[str, float]:
             "tgnnexplainer_best_fid": best_fid(p0, tgx),
             "tgnnexplainer_aufsc": aufsc_keep(p0, tgx),
             "tempme_acc_auc": tempme_acc_auc(p0, rows("tempme_curve_logits"), neg0,
-                                             rows("tempme_neg_curve_logits"))}
+                                             rows("tempme_neg_curve_logits")),
+            **_temgx(ok), **_benchmark(ok, p0, fid)}
+
+
+def _temgx(ok: pd.DataFrame) -> dict[str, float]:
+    """The ``temgx`` protocol's columns over the explained events that computed it (a
+    non-empty ``temgx_curve_logits``): TemGX's fid− and counterfactual share of the answer kept
+    alone (``keep_logit``), its sparsity and its AUFSC (``cftgnn.evaluation.curves``)."""
+    out = {"temgx_fidelity_minus": _NAN, "temgx_cf_rate": _NAN, "temgx_sparsity": _NAN,
+           "temgx_aufsc": _NAN}
+    if "temgx_curve_logits" not in ok.columns or "keep_logit" not in ok.columns:
+        return out
+    has = np.asarray([c is not None and len(c) > 0 for c in ok["temgx_curve_logits"]],
+                     dtype=bool)
+    done = ok[has]
+    if not len(done):
+        return out
+    p0, keep = _column(done, "original_logit"), _column(done, "keep_logit")
+    drop = temgx_answer_fidelity(p0, keep)
+    out["temgx_fidelity_minus"] = mean_or_nan(drop)
+    out["temgx_cf_rate"] = mean_or_nan((drop > TEMGX_THRESHOLD).astype(np.float64))
+    out["temgx_sparsity"] = mean_or_nan(sparsity(_column(done, "size"),
+                                                 _column(done, "num_candidates")))
+    out["temgx_aufsc"] = temgx_aufsc(p0, list(done["temgx_curve_logits"]))
+    return out
+
+
+def _benchmark(ok: pd.DataFrame, p0: FloatArray, fid: list[Any]) -> dict[str, float]:
+    """The benchmark's monotonicity (``single_removal_logits`` against ``importance``, the
+    ``temgx`` protocol's) and flip summary on the common kept-share curve
+    (``cftgnn.evaluation.benchmark_metrics``)."""
+    mono = _NAN
+    if "single_removal_logits" in ok.columns and "importance" in ok.columns:
+        mono = monotonicity(p0, list(ok["importance"]), list(ok["single_removal_logits"]))
+    rate, first = first_flip(p0, fid)
+    return {"monotonicity": mono, "flip_success": rate, "first_flip_sparsity": first}
 
 
 def has_causes(records: pd.DataFrame) -> bool:
@@ -272,6 +324,7 @@ def _summarize_group(g: pd.DataFrame, causes: bool = False) -> dict[str, float]:
         "characterization": characterization_score(fid_plus, fid_minus),
         "aufsc_plus": aufsc_plus(flips, sp),
         "aufsc_minus": auf_minus,
+        "charr": charr(aufsc_plus(flips, sp), auf_minus),
         **_curves(ok),
         "mean_size": sizes["mean"],
         "median_size": sizes["median"],

@@ -1,8 +1,8 @@
 """Explainers (search only): selection strategies; the counterfactual searches CF-TGNN,
-greedy, beam, exhaustive, NSGA-II and particle swarm (several counterfactuals); the factual
-explainers that rank events (random, perturb-one, attention, PGExplainer, T-GNNExplainer,
-TempME); one result type. They see the oracle ([``cftgnn.oracle``][cftgnn.oracle], imported
-from there), never a model.
+greedy, beam, exhaustive, NSGA-II and particle swarm (several counterfactuals), and TemGX's
+Select-Verify; the factual explainers that rank events (random, perturb-one, attention,
+PGExplainer, T-GNNExplainer, TempME); one result type. They see the oracle
+([``cftgnn.oracle``][cftgnn.oracle], imported from there), never a model.
 
 The names below load on first use (``cftgnn.lazy``): the option checks read the
 parameter declarations (``cftgnn.explain.params``, each explainer's ``Params``) before torch
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
         RecentStrategy,
         SelectionStrategy,
     )
+    from cftgnn.explain.temgx import TemGXExplainer, TemGXParams
     from cftgnn.explain.tempme.explainer import TempMEExplainer
     from cftgnn.explain.tempme.params import TempMEParams
     from cftgnn.explain.tgnnexplainer.explainer import TGNNExplainer
@@ -74,6 +75,7 @@ _EXPORTS = {
     "cftgnn.explain.run": ("explain_event",),
     "cftgnn.explain.strategies": ("ClosestStrategy", "OneBestStrategy", "RandomStrategy",
                                   "RecentStrategy", "SelectionStrategy"),
+    "cftgnn.explain.temgx": ("TemGXExplainer", "TemGXParams"),
     "cftgnn.explain.tempme.explainer": ("TempMEExplainer",),
     "cftgnn.explain.tempme.params": ("TempMEParams",),
     "cftgnn.explain.tgnnexplainer.explainer": ("TGNNExplainer",),
@@ -106,6 +108,7 @@ __all__ = [
     "PGExplainer",
     "TempMEExplainer",
     "TGNNExplainer",
+    "TemGXExplainer",
     # Their parameters.
     "Params",
     "BudgetParams",
@@ -121,6 +124,7 @@ __all__ = [
     "PGExplainerParams",
     "TempMEParams",
     "TGNNExplainerParams",
+    "TemGXParams",
     # Which candidates a search tries first, and what runs after it.
     "SelectionStrategy",
     "ClosestStrategy",

@@ -104,7 +104,8 @@ class Explainer(ABC):
     #: (each hands back a ranking; a search that also hands back its scored ``coalitions`` is
     #: scored by them under ``tgnnexplainer``). An explainer that cannot serve one names the
     #: others here; ``explain.py`` then refuses that protocol before any work.
-    protocols: ClassVar[frozenset[str]] = frozenset({"common", "tgnnexplainer", "tempme"})
+    protocols: ClassVar[frozenset[str]] = frozenset({"common", "tgnnexplainer", "tempme",
+                                                     "temgx"})
     #: The explainer's results carry the search's scored ``coalitions``, by which the
     #: ``tgnnexplainer`` protocol scores them (T-GNNExplainer). Records do not keep them, so
     #: that protocol cannot be added to a finished run of such an explainer

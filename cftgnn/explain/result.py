@@ -43,7 +43,9 @@ from cftgnn.oracle.oracle import is_flip
 #: common protocol's curves only).
 #: 8: how far an exact enumeration cut short got (``next_size_share``; NaN in older records:
 #: not recorded).
-SCHEMA_VERSION = 8
+#: 9: the ``temgx`` protocol's curve and single-removal logits (``temgx_curve_logits``,
+#: ``single_removal_logits``; empty in older records: not computed).
+SCHEMA_VERSION = 9
 
 
 @dataclass(frozen=True)

@@ -489,6 +489,7 @@ class EventReplay:
         )
         oracle.fingerprint = self.engine.fingerprint
         oracle.pair = self.pair_logits
+        oracle.stream = self.engine.stream
         oracle.tallies.append(self.engine.counters)  # worker processes' replays counted too
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order

@@ -45,6 +45,7 @@ from cftgnn.data.index import Candidates
 from cftgnn.errors import ExplainerError, OracleError
 
 if TYPE_CHECKING:  # the probe needs torch and a model; the oracle itself does not
+    from cftgnn.data.stream import EventStream
     from cftgnn.oracle.fingerprint import ModelFingerprint
     from cftgnn.oracle.probe import ModelProbe
 
@@ -294,6 +295,10 @@ class Oracle:
         #: (``PairFn``; set by the replay engine, None for toy oracles): not counted, not
         #: cached, never an explainer's (the ``tempme`` protocol's negative pairs).
         self.pair: PairFn | None = None
+        #: The stream the event belongs to (set by the replay engine, None for toy oracles):
+        #: its times and endpoints, for explainers that read the neighbourhood themselves
+        #: (TemGX's temporal window); never a model.
+        self.stream: EventStream | None = None
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)

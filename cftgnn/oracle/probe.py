@@ -11,6 +11,7 @@ oracle's removable events ``R`` (in the order of ``oracle.removable``), and noth
 * ``ModelProbe.soft_logit``: the explained logit with a weight in ``[0, 1]`` per event
   of ``R``, differentiable (soft removal, docs/design.md §8);
 * ``ModelProbe.features``: a feature row per event of ``R`` for a PGExplainer;
+* ``ModelProbe.node_embeddings``: the model's embeddings of given nodes (TemGX);
 * ``ModelProbe.logit``: the explained logit itself (the model's prediction).
 
 Each reads the model with the full history before the explained event: the state the
@@ -171,6 +172,17 @@ class ModelProbe:
             # index inside: a view taken under an outer no_grad would drop the graph
             return model.predict_soft(*self._query(), torch.from_numpy(self.removable),
                                       weights)[0]
+
+    def node_embeddings(self, nodes: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """The model's embeddings of ``nodes`` at the explained event's time with the full
+        history before it (``embed``), ``float64 [B, d]`` (TemGX's similarity and temporal
+        resistance distance)."""
+        ids = np.asarray(nodes, dtype=np.int64).reshape(-1)
+        with self._at_event(grad=False) as model:
+            dev = model.device
+            z = model.embed(torch.as_tensor(ids, dtype=torch.long, device=dev),
+                            torch.full((len(ids),), self.t, dtype=torch.float64, device=dev))
+        return z.detach().cpu().numpy().astype(np.float64)
 
     def features(self) -> Tensor:
         """A feature row per event ``e = (u_e, v_e, t_e)`` of ``R`` for a PGExplainer.

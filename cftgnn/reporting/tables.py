@@ -51,6 +51,18 @@ PROTOCOL_TABLE_COLUMNS: dict[str, str] = {
     "tgnnexplainer_aufsc": "AUFSC · T-GNNExplainer ↑",
     "acc_auc": "ACC-AUC · common ↑",
     "tempme_acc_auc": "ACC-AUC · TempME (± pairs) ↑",
+    "temgx_aufsc": "AUFSC · TemGX (removed) ↑",
+    "temgx_fidelity_minus": "fid− · TemGX ↑",
+    "temgx_cf_rate": "CF · TemGX (0.01) ↑",
+}
+
+#: The benchmark repository's metrics (``cftgnn.evaluation.benchmark_metrics``), a table of
+#: their own in the report (``benchmark_table``).
+BENCHMARK_TABLE_COLUMNS: dict[str, str] = {
+    "charr": "CHARR ↑",
+    "monotonicity": "monotonicity ↑",
+    "flip_success": "flip success ↑",
+    "first_flip_sparsity": "first-flip sparsity ↓",
 }
 
 #: Ground-truth columns (runs on a stream with planted causes, ``summaries.has_causes``),
@@ -96,7 +108,8 @@ def has_protocols(records: pd.DataFrame) -> bool:
     """Whether some record holds a curve of a protocol other than the common one."""
     return any(name in records.columns and any(
         v is not None and len(v) > 0 for v in records[name])
-        for name in ("tgnnexplainer_curve_logits", "tempme_curve_logits"))
+        for name in ("tgnnexplainer_curve_logits", "tempme_curve_logits",
+                     "temgx_curve_logits"))
 
 
 def protocol_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -104,6 +117,14 @@ def protocol_table(records: pd.DataFrame) -> pd.DataFrame:
     (``PROTOCOL_TABLE_COLUMNS``; – where a run did not compute that protocol)."""
     keys = config_keys(records)
     table = summarize(records, by=keys)[[*keys, *PROTOCOL_TABLE_COLUMNS]]
+    return table.sort_values(keys, ignore_index=True)
+
+
+def benchmark_table(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration: the benchmark's CHARR, monotonicity (``temgx`` protocol
+    runs) and flip summary (``BENCHMARK_TABLE_COLUMNS``; – where not computed)."""
+    keys = config_keys(records)
+    table = summarize(records, by=keys)[[*keys, *BENCHMARK_TABLE_COLUMNS]]
     return table.sort_values(keys, ignore_index=True)
 
 
@@ -133,7 +154,7 @@ def markdown_table(table: pd.DataFrame) -> str:
         The table, one line per row, without a trailing newline.
     """
     names = {**TABLE_COLUMNS, **ROBUSTNESS_TABLE_COLUMNS, **GROUND_TRUTH_TABLE_COLUMNS,
-             **_KEY_HEADINGS,
+             **_KEY_HEADINGS, **BENCHMARK_TABLE_COLUMNS,
              **(PROTOCOL_TABLE_COLUMNS if set(table.columns) & {
                  "tgnnexplainer_best_fid", "tgnnexplainer_aufsc", "tempme_acc_auc"} else {})}
     heads = [names.get(str(c), str(c)) for c in table.columns]

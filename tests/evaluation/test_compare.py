@@ -72,6 +72,9 @@ def test_differences_are_counted_per_kind():
     assert not c.identical
     text = format_comparison(c)
     assert "explanation differs (as a set): 1 of 3 [2]" in text
+    # answer overlap: events 1 and 3 the same set (1), event 2 {5} against {5, 8} (1/2)
+    assert c.overlap == pytest.approx((1 + 0.5 + 1) / 3)
+    assert "answer overlap (mean Jaccard; seed stability" in text and "0.833" in text
     assert compare_records(a, b, atol=1e-12).columns_differ["final_logit"] == 2
 
 

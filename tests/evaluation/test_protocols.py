@@ -26,6 +26,7 @@ from cftgnn.evaluation.curves import (
     best_fid,
     negative_destination,
     sampled_slots,
+    temgx_removal_sets,
     tempme_acc_auc,
     tempme_accuracy,
     tempme_kept_count,
@@ -328,8 +329,18 @@ def test_a_run_under_every_protocol_records_and_summarises_each(tmp_path, monkey
     model, _ = resolve_model(cfg.model, stream, None, ".", "cpu", cfg.seed)
     slots = sampled_slots(model.num_neighbors, model.num_layers)
     rec = ok.iloc[0]
-    assert list(rec.curve_protocols) == ["common", "tgnnexplainer", "tempme"]
+    assert list(rec.curve_protocols) == ["common", "tgnnexplainer", "tempme", "temgx"]
     assert len(rec.fid_curve_logits) == 21 and len(rec.tgnnexplainer_curve_logits) == 21
+    assert len(rec.temgx_curve_logits) == 21
+    assert len(rec.single_removal_logits) == len(rec.ranking)
+    # temgx: the top round(s·m) removed, and each ranked event alone, as fresh replays give
+    removed = temgx_removal_sets(list(rec.ranking))
+    for j in (4, 20):
+        ref = naive_logit(model, stream, int(rec.event_id), list(removed[j]))
+        assert rec.temgx_curve_logits[j] == pytest.approx(ref, abs=1e-5)
+    first = int(rec.ranking[0])
+    assert rec.single_removal_logits[0] == pytest.approx(
+        naive_logit(model, stream, int(rec.event_id), [first]), abs=1e-5)
     assert len(rec.tempme_curve_logits) == len(rec.tempme_neg_curve_logits) == 16
     # the negative pair's logits are a fresh replay's with its destination
     dst = int(rec.tempme_neg_dst)
@@ -344,10 +355,10 @@ def test_a_run_under_every_protocol_records_and_summarises_each(tmp_path, monkey
     ref = naive_logit(model, stream, int(rec.event_id), list(sets[0]))
     assert rec.tgnnexplainer_curve_logits[0] == pytest.approx(ref, abs=1e-5)
     for name in ("best_fid", "tgnnexplainer_best_fid", "tgnnexplainer_aufsc",
-                 "tempme_acc_auc"):
+                 "tempme_acc_auc", "temgx_aufsc", "temgx_fidelity_minus", "monotonicity"):
         assert np.isfinite(table[name].iloc[-1]), name
     fp = json.loads((tmp_path / "all" / "run.json").read_text())
-    assert fp["protocols"] == ["common", "tgnnexplainer", "tempme"]
+    assert fp["protocols"] == ["common", "tgnnexplainer", "tempme", "temgx"]
     # the report shows the protocols side by side, labelled
     from cftgnn.reporting.report import write_report
     report = write_report([tmp_path / "all"], tmp_path / "report")
@@ -355,6 +366,7 @@ def test_a_run_under_every_protocol_records_and_summarises_each(tmp_path, monkey
     assert "## Curve metrics by protocol" in text
     head = next(ln for ln in text.splitlines() if "Best-FID · T-GNNExplainer" in ln)
     assert "Best-FID · common" in head and "ACC-AUC · TempME (± pairs)" in head
+    assert "AUFSC · TemGX (removed)" in head and "## The benchmark's metrics" in text
     row = text.splitlines()[text.splitlines().index(head) + 2]
     assert f"{table['tempme_acc_auc'].iloc[-1]:.3f}" in row
 

@@ -27,6 +27,7 @@ from cftgnn.explain import (
 )
 from cftgnn.explain.attention import AttentionExplainer
 from cftgnn.explain.pgexplainer import EdgeScorer, PGExplainer, TrainedScorer
+from cftgnn.explain.temgx import TemGXExplainer
 from cftgnn.explain.tempme import EncoderShape, MotifEncoder, TempMEExplainer, TrainedTempME
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
@@ -66,10 +67,12 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                             "random": RandomExplainer,
                             "tgnnexplainer": TGNNExplainer,
                             "attention": AttentionExplainer,
-                            "pgexplainer": PGExplainer, "tempme": TempMEExplainer}[explainer])
+                            "pgexplainer": PGExplainer, "tempme": TempMEExplainer,
+                            "temgx": TemGXExplainer}[explainer])
     oracle = make_oracle(make_candidates([1, 2, 3], [0, 1, 1]),
                          AdditiveBackend(1.0, {1: 0.6, 2: 0.7, 3: 0.1}))
     oracle.probe = _Probe()  # attention and features for the explainers that read the model
+    oracle.stream = _Probe.model.stream  # TemGX's window: events 1 and 2 (3 lies apart)
     result = exp.explain(oracle)
     # every flipping set holds {1, 2}; a random ranking's shortest flipping prefix may hold 3
     assert result.is_counterfactual and {1, 2} <= set(result.explanation)
@@ -93,6 +96,9 @@ class _Probe:
 
     def features(self) -> torch.Tensor:
         return torch.tensor([[0.45], [0.5], [0.05]])
+
+    def node_embeddings(self, nodes: np.ndarray) -> np.ndarray:
+        return np.stack([np.ones(2) * (1 + int(n)) for n in nodes])
 
 
 def _identity_scorer() -> TrainedScorer:

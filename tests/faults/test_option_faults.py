@@ -25,7 +25,7 @@ CASES = [
     ("explain.py", ["history=bogus"], "history must be one of"),
     ("explain.py", ["curves=every"], "curves must be one of auto, none, common, all, got 'every'"),
     ("explain.py", ["protocol=bogus"], "protocol must be one of common, tgnnexplainer, tempme, "
-     "all, or a list of them"),
+     "temgx, all, or a list of them"),
     ("explain.py", ["protocol=[common,tmpme]"], "got ['common', 'tmpme']"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
@@ -60,7 +60,7 @@ CASES = [
      "n_events=abc)"),
     ("explain.py", ["-m", "sweep=baselines", "shard=5", "num_shards=2", "n_events=2"],
      "error: shard must be in [0, num_shards), got shard=5 num_shards=2 (job #0 of the "
-     "sweep's 40: dataset=uci model=tgn baseline=random)"),
+     "sweep's 44: dataset=uci model=tgn baseline=random)"),
     ("explain.py", ["-m", "sweep=it_max", "explainer=greedy"],
      "error: unknown option 'explainer.it_max' (job #0 of the sweep's 8: strategy=closest "
      "explainer.it_max=30)"),
@@ -68,7 +68,7 @@ CASES = [
      "error: shard must be in [0, num_shards), got shard=2 num_shards=2"),
     ("explain.py", ["-m", "sweep=baselines", "shard=0,7", "num_shards=2", "n_events=2"],
      "error: shard must be in [0, num_shards), got shard=7 num_shards=2 (job #1 of the "
-     "sweep's 80: dataset=uci model=tgn baseline=random shard=7)"),
+     "sweep's 88: dataset=uci model=tgn baseline=random shard=7)"),
     ("explain.py", ["-m", "n_events=interval(1,2)"],
      "error: BasicSweeper does not support sweep type : INTERVAL_SWEEP"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
