@@ -137,11 +137,15 @@ def test_the_benchmark_runs_both_sides_on_the_cpu_and_writes_json_and_markdown(t
 
 
 def test_a_pair_that_fails_is_recorded_and_the_tail_still_runs(tmp_path):
-    done = _run(tmp_path, "checkpoint=/nonexistent.pt")
+    # a checkpoint that is there but unreadable fails the pair when it loads (a missing one
+    # is refused before the benchmark starts: tests/faults/test_option_faults.py)
+    broken = tmp_path / "broken.pt"
+    broken.write_text("not a checkpoint")
+    done = _run(tmp_path, f"checkpoint={broken}")
     assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert "does not exist" in res["pairs"]["synthetic-tgn"]["error"]
-    assert "does not exist" in res["tail"]["error"]
+    assert "not a torch checkpoint" in res["pairs"]["synthetic-tgn"]["error"]
+    assert "not a torch checkpoint" in res["tail"]["error"]
     assert len(res["failures"]) == 2
     assert "FAILED" in (tmp_path / "gpu_check.md").read_text()
 
