@@ -318,8 +318,12 @@ def test_picture_highlights_the_explanation(sweep):
     assert unit in timeline.get_xlabel()
     verdict = "(flipped)" if rec.original_logit * rec.final_logit < 0 else "(not flipped)"
     title = fig.get_suptitle()
-    assert verdict in title and f"{rec.original_logit:.3f} → {rec.final_logit:.3f}" in title
-    assert f"keep logit (only the explanation kept) {rec.keep_logit:.3f}" in title
+    # the logits as the words print them (three significant digits below 0.1)
+    from cftgnn.evaluation.showcase import logit_text
+
+    assert verdict in title
+    assert f"{logit_text(rec.original_logit)} → {logit_text(rec.final_logit)}" in title
+    assert f"keep logit (only the explanation kept) {logit_text(rec.keep_logit)}" in title
     pairs = {tuple(sorted(p)) for p in zip(view.cand_src[view.removed],
                                            view.cand_dst[view.removed], strict=True)}
     (edges,) = [c for c in graph.collections if c.get_gid() == "removed"]
