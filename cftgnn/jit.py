@@ -28,7 +28,7 @@ hashing, comparing rows until their first differing coordinate). Their cost: num
 in a process (about 0.3-0.5 CPU seconds at the first compiled call, loading the kernels
 from numba's cache in ``__pycache__``), and, the first time after an install or an edit of
 the module, compiling them (a few seconds, then cached: ``explain.py`` says so in one line when
-numba's cache holds none of them, ``cache_is_cold``, and ``python -m cftgnn.evaluation.warm``
+numba's cache holds none of them, ``cache_is_cold``, and ``python -m cftgnn.runs.warm``
 compiles them ahead). ``warm_up`` pays the start ahead,
 once: ``cftgnn.oracle.workers.ForkedWorkers`` calls it before forking, so that its worker
 processes inherit a started numba rather than each starting it again for every event.
@@ -208,7 +208,7 @@ _PROBE = _first.python if isinstance(_first, _Lazy) else _first
 #: (``cache_is_cold``): the first exact run after an install pays their compilation.
 COLD_NOTICE = ("note: compiling the replay's loops with numba (the first run after an install "
                "or an update: 10-25 s, once; cached afterwards; "
-               "`python -m cftgnn.evaluation.warm` compiles them ahead)")
+               "`python -m cftgnn.runs.warm` compiles them ahead)")
 
 
 def cache_is_cold() -> bool:

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers the ${cftgnn_root:} resolver)
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.evaluation.options import check_explain_options
+from cftgnn.runs.options import check_explain_options
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.
@@ -23,8 +23,8 @@ RESUME = ("the records written so far are kept; to resume, rerun the same comman
 @hydra.main(config_path="../conf", config_name="explain", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     with friendly_errors(on_interrupt=RESUME):
-        from cftgnn.evaluation.pipeline import run  # heavy (torch, PyG): after the checks
         from cftgnn.reporting.picture import save_picture  # matplotlib: likewise
+        from cftgnn.runs.pipeline import run  # heavy (torch, PyG): after the checks
 
         run(cfg, draw=save_picture)
 

@@ -6,7 +6,7 @@ with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by
     import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
 from cftgnn.cli import friendly_errors
-from cftgnn.evaluation.merge import main
+from cftgnn.runs.merge import main
 
 if __name__ == "__main__":
     with friendly_errors():

@@ -6,8 +6,8 @@ import contextlib
 with contextlib.suppress(ImportError):  # scripts/_ctrl_c.py (absent when run by runpy)
     import _ctrl_c  # noqa: F401  (first: Ctrl-C while the libraries load is one line)
 
+from cftgnn.analysis.planted_fit import main
 from cftgnn.cli import friendly_errors
-from cftgnn.evaluation.planted_fit import main
 
 if __name__ == "__main__":
     with friendly_errors():

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
+from cftgnn.runs.options import check_train_explainer_options, trained_explainer
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.

@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Packages whose every ``__all__`` name the API reference must show.
-API_PACKAGES = ("cftgnn.oracle", "cftgnn.explain", "cftgnn.evaluation", "cftgnn.data")
+API_PACKAGES = ("cftgnn.oracle", "cftgnn.explain", "cftgnn.runs", "cftgnn.data")
 #: A Sphinx role left in the text of a page (``:class:`` before the rendered ``<code>X</code>``):
 #: docstrings are Markdown, cross-references are written ``[``X``][cftgnn.pkg.X]``.
 RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|mod|meth|attr|data|exc|obj|const|ref):")

@@ -31,7 +31,7 @@ from testsupport.commands import (
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import unknown_choice
-from cftgnn.evaluation.records import read_records
+from cftgnn.runs.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -22,10 +22,10 @@ from testsupport import fake_slurm
 from testsupport.commands import Command, compose_command, hydra_app, script_commands
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.merge import find_runs
-from cftgnn.evaluation.merge import main as merge_main
-from cftgnn.evaluation.records import read_records
+from cftgnn.runs import pipeline
+from cftgnn.runs.merge import find_runs
+from cftgnn.runs.merge import main as merge_main
+from cftgnn.runs.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

@@ -262,13 +262,13 @@ def test_wandb_tracker_logs_a_curve_as_a_line_plot_offline(offline_wandb):
 
 
 def test_null_tracker_ignores_curves_and_the_pipeline_logs_the_mean_ones():
-    from cftgnn.evaluation.curves import (
+    from cftgnn.runs.pipeline import log_curves
+    from cftgnn.scoring.curves import (
         ACC_SHARES,
         FID_SHARES,
         acc_curve,
         mean_fidelity_curve,
     )
-    from cftgnn.evaluation.pipeline import log_curves
 
     NullTracker().log_curve("curves/x", [0.0], [1.0], "x", "y")  # a no-op
 

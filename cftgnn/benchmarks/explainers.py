@@ -41,8 +41,6 @@ from tqdm.auto import tqdm
 from cftgnn.benchmarks.options import check_explainers_options, pairs
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import build_explainer, model_fingerprint
-from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.factual import FactualExplainer
@@ -51,6 +49,8 @@ from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.runs.pipeline import build_explainer, model_fingerprint
+from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 

@@ -42,13 +42,13 @@ from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
 from cftgnn.benchmarks.oracle import _draw
 from cftgnn.benchmarks.tail import search_event
 from cftgnn.data.stream import EventStream
-from cftgnn.evaluation.pipeline import auto_ratios, build_explainer
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.run import explain_event
 from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import pick_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
+from cftgnn.runs.pipeline import auto_ratios, build_explainer
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 #: The GPU side's targets (benchmarks.md, "The GPU table"): (pair, figure) -> (kind, value).

@@ -6,7 +6,7 @@ and its index, the sampling pass over ``sample_range``, then explain the sampled
 stream order through a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] with that budget, each
 followed by the exact checks ``explain.py`` makes after it (``keep_logit``, and the curve
 metrics' logits as its ``curves`` option says, ``auto`` by default:
-``cftgnn.evaluation.pipeline.after_search``). The
+``cftgnn.runs.pipeline.after_search``). The
 parent reads the child's peak RSS from the kernel (``os.wait4``, the child's own
 ``ru_maxrss``), so each configuration's peak is its own; the child reports the phase times
 and each event's explanation, and the table says whether the explanations equal those of the
@@ -47,11 +47,11 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     """One configuration, in the calling process (the child): phases, times, explanations."""
     from cftgnn.data.index import TemporalIndex
     from cftgnn.data.synthetic import make_synthetic_stream
-    from cftgnn.evaluation.curves import negative_destination, sampled_slots
-    from cftgnn.evaluation.options import curves_choice
-    from cftgnn.evaluation.pipeline import after_search, make_explainer
-    from cftgnn.evaluation.sampling import plan_events
     from cftgnn.oracle.engine import ReplayEngine
+    from cftgnn.runs.options import curves_choice
+    from cftgnn.runs.pipeline import after_search, make_explainer
+    from cftgnn.runs.sampling import plan_events
+    from cftgnn.scoring.curves import negative_destination, sampled_slots
     from cftgnn.training.resolve import resolve_model
 
     torch.set_num_threads(int(job["num_threads"]))

@@ -10,7 +10,6 @@ from omegaconf import OmegaConf
 
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.options import CURVES_OPTIONS, check_candidate_options
 from cftgnn.explain.params import check_explainer_options, check_strategy_options
 from cftgnn.options import (
     boolean,
@@ -21,6 +20,7 @@ from cftgnn.options import (
     number,
     option_value,
 )
+from cftgnn.runs.options import CURVES_OPTIONS, check_candidate_options
 from cftgnn.training.options import checkpoint_file, device, device_name
 
 

@@ -36,9 +36,6 @@ from tqdm.auto import tqdm
 
 from cftgnn.benchmarks.options import check_quality_options
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import choose_auto_mode, make_explainer
-from cftgnn.evaluation.records import RecordStore
-from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
 from cftgnn.explain.post import PostProcessing
@@ -48,6 +45,9 @@ from cftgnn.files import atomic_output, atomic_write, check_writable_dir
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import OracleMode, is_flip
+from cftgnn.runs.pipeline import choose_auto_mode, make_explainer
+from cftgnn.runs.records import RecordStore
+from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -55,7 +55,6 @@ from tqdm.auto import tqdm
 from cftgnn import jit
 from cftgnn.benchmarks.options import check_tail_options
 from cftgnn.data.stream import EventStream
-from cftgnn.evaluation.sampling import plan_events
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
@@ -66,6 +65,7 @@ from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.replay.tgn.cone import ConeStats, checked_tolerance
+from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 

@@ -2,7 +2,7 @@
 
 The names load on first use (``cftgnn.lazy``), so that the light parts (``cftgnn.data.index``,
 ``cftgnn.data.stream``) import without pandas, which the loaders need: the option checks that
-run before any work (``cftgnn.evaluation.options``) reach ``cftgnn.data.index`` through the
+run before any work (``cftgnn.runs.options``) reach ``cftgnn.data.index`` through the
 oracle.
 """
 

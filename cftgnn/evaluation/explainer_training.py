@@ -51,11 +51,6 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, short_reason, warn
-from cftgnn.evaluation.curves import FID_SHARES, aufsc_keep, kept_removal_sets
-from cftgnn.evaluation.options import check_train_explainer_options as check_options
-from cftgnn.evaluation.options import trained_explainer
-from cftgnn.evaluation.pipeline import model_fingerprint
-from cftgnn.evaluation.records import set_aside
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.factual import rank_by_importance
 from cftgnn.explain.pgexplainer import (
@@ -74,6 +69,11 @@ from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
+from cftgnn.runs.options import check_train_explainer_options as check_options
+from cftgnn.runs.options import trained_explainer
+from cftgnn.runs.pipeline import model_fingerprint
+from cftgnn.runs.records import set_aside
+from cftgnn.scoring.curves import FID_SHARES, aufsc_keep, kept_removal_sets
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import probed_models_text
 from cftgnn.training.kinds import unreadable_reason

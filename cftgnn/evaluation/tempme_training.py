@@ -52,7 +52,6 @@ from cftgnn.evaluation.explainer_training import (
     training_options,
     training_setup,
 )
-from cftgnn.evaluation.options import check_train_explainer_options, trained_explainer
 from cftgnn.explain.tempme.explainer import (
     TrainedTempME,
     save_tempme,
@@ -70,6 +69,7 @@ from cftgnn.explain.tempme.walks import Walks, null_prior, sample_walks
 from cftgnn.files import atomic_output
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.probe import ModelProbe
+from cftgnn.runs.options import check_train_explainer_options, trained_explainer
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.loop import EPOCHS_FROM, epoch_entries, library_versions
 

@@ -99,7 +99,7 @@ class Explainer(ABC):
     #: The budget's oracle calls are exact evaluations (searches calling the exact backend
     #: directly), not search-mode ones.
     budget_counts_exact: ClassVar[bool] = False
-    #: The curve protocols (``cftgnn.evaluation.curves.Protocol`` values) whose curves the
+    #: The curve protocols (``cftgnn.scoring.curves.Protocol`` values) whose curves the
     #: explainer's results can be scored under: every one for every explainer of the project
     #: (each hands back a ranking; a search that also hands back its scored ``coalitions`` is
     #: scored by them under ``tgnnexplainer``). An explainer that cannot serve one names the

@@ -6,9 +6,9 @@ version that added each and its value in older rows. Everything else is derived 
 from [``ExplanationResult``][cftgnn.explain.ExplanationResult]'s annotations:
 [``ExplanationResult.to_record``][cftgnn.explain.ExplanationResult.to_record],
 [``ExplanationResult.from_record``][cftgnn.explain.ExplanationResult.from_record], ``column_types``
-(which ``cftgnn.evaluation.records`` turns into the parquet schema ``RECORD_SCHEMA``),
+(which ``cftgnn.runs.records`` turns into the parquet schema ``RECORD_SCHEMA``),
 ``RECORD_DEFAULTS_V1`` and the version upgrade of old rows
-(``cftgnn.evaluation.records.upgrade_records``).
+(``cftgnn.runs.records.upgrade_records``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Column:
         old_from: Or: the older column whose value it takes in those rows.
         unrecorded: Rows written before ``since`` did not record it: their ``old`` means
             "not recorded", so such a cell is not compared with another run's
-            (``cftgnn.evaluation.compare``).
+            (``cftgnn.analysis.compare``).
     """
 
     name: str

@@ -28,7 +28,7 @@ repository ``juliawenkmann/time_to_explain`` under
 The answer is the ``k`` picked events. This module asks our exact oracle where TemGX asks its
 wrapper's subgraph call: its verification removes every other removable event (``R \\ S``;
 ``TemGXExplainer``), so the answer is scored both ways, by TemGX's own question (keep-only, a
-0.01 move; the ``temgx`` protocol, ``cftgnn.evaluation.curves``) and by ours (does removing
+0.01 move; the ``temgx`` protocol, ``cftgnn.scoring.curves``) and by ours (does removing
 ``S`` flip the prediction: the result's ``is_counterfactual``). docs/explainers/temgx.md lists
 every departure with its measured effect.
 

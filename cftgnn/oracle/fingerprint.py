@@ -3,7 +3,7 @@
 Explainers see only the oracle (docs/design.md §4), yet a trained explainer (PGExplainer's
 MLP, docs/design.md §8) belongs to one model checkpoint on one stream and must refuse any
 other. ``ModelFingerprint`` carries what that check needs, and no model: ``explain.py``
-builds it once per run (``cftgnn.evaluation.pipeline.model_fingerprint``), gives it to
+builds it once per run (``cftgnn.runs.pipeline.model_fingerprint``), gives it to
 each explainer's [``check_run``][cftgnn.explain.Explainer.check_run] before any event is
 explained, and the replay engine hands it to every oracle (``oracle.fingerprint``; None when
 nobody set one, e.g. toy oracles of tests).

@@ -34,7 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from cftgnn.errors import ConfigError, warn
-from cftgnn.evaluation.curves import aufsc_keep, best_fid
+from cftgnn.scoring.curves import aufsc_keep, best_fid
 
 #: Our metric of each protocol for the published tables' two columns: (Best-FID, AUFSC)
 #: under T-GNNExplainer's protocol, and the same pair under the common one.
@@ -307,9 +307,9 @@ def labelled_records(paths: Sequence[str]) -> pd.DataFrame:
     """The explained records of every run below ``paths`` with ``pair`` ((dataset, model) by
     ``pair_label``) and ``label`` (``run_label``) columns; an event two runs of one label
     explained is kept once."""
-    from cftgnn.evaluation.rundir import read_fingerprint
     from cftgnn.explain.result import explained
     from cftgnn.reporting.runs import load_runs
+    from cftgnn.runs.rundir import read_fingerprint
 
     records = load_runs(paths)
     prints = {run: read_fingerprint(run) for run in records["run"].unique()}

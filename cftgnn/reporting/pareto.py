@@ -18,10 +18,10 @@ import pandas as pd
 
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rundir import read_fingerprint, read_records
 from cftgnn.files import check_can_write
 from cftgnn.reporting.picture import find_record
 from cftgnn.reporting.plots import DPI, pareto_figure, save_png
+from cftgnn.runs.rundir import read_fingerprint, read_records
 
 
 def _count(record: pd.Series) -> int:

@@ -38,17 +38,17 @@ from cftgnn.cli import ArgumentParser
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rundir import (
+from cftgnn.files import check_can_write
+from cftgnn.oracle.history import record_history_end
+from cftgnn.oracle.oracle import is_flip
+from cftgnn.reporting.plots import save_png
+from cftgnn.runs.rundir import (
     load_run_stream,
     read_fingerprint,
     read_records,
     run_batch_size,
 )
-from cftgnn.evaluation.showcase import logit_text, time_unit
-from cftgnn.files import check_can_write
-from cftgnn.oracle.history import record_history_end
-from cftgnn.oracle.oracle import is_flip
-from cftgnn.reporting.plots import save_png
+from cftgnn.runs.showcase import logit_text, time_unit
 
 DPI = 120
 REMOVED = "#d62728"  # the explanation's events and edges
@@ -395,7 +395,7 @@ def picture_path(run_dir: str | os.PathLike[str], event_id: int) -> Path:
 def save_picture(stream: EventStream, record: pd.Series | Mapping[str, Any],
                  fingerprint: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Path:
     """Draw one record of a run into its directory (``explain.py`` draws the prediction it
-    shows; ``cftgnn.evaluation.pipeline.Draw``).
+    shows; ``cftgnn.runs.pipeline.Draw``).
 
     Args:
         stream: The run's stream (already loaded: nothing is read again).

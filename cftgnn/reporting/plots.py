@@ -22,8 +22,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.curves import FID_SHARES, aufsc_keep, mean_fidelity_curve
-from cftgnn.evaluation.metrics import (
+from cftgnn.explain.population import pareto_mask
+from cftgnn.explain.result import explained
+from cftgnn.files import atomic_output
+from cftgnn.oracle.oracle import is_flip, margin
+from cftgnn.reporting.runs import config_keys
+from cftgnn.reporting.tables import it_max_table
+from cftgnn.scoring.curves import FID_SHARES, aufsc_keep, mean_fidelity_curve
+from cftgnn.scoring.metrics import (
     FloatArray,
     aufsc_plus,
     fidelity_sparsity_curve,
@@ -32,12 +38,6 @@ from cftgnn.evaluation.metrics import (
     pareto_hypervolume,
     sparsity,
 )
-from cftgnn.explain.population import pareto_mask
-from cftgnn.explain.result import explained
-from cftgnn.files import atomic_output
-from cftgnn.oracle.oracle import is_flip, margin
-from cftgnn.reporting.runs import config_keys
-from cftgnn.reporting.tables import it_max_table
 
 DPI = 120
 #: Line styles and markers cycled through, so that curves lying on top of each other still show.
@@ -111,7 +111,7 @@ def plot_fidelity_sparsity(records: pd.DataFrame) -> Figure:
     """``F+(x)`` (share of events with a counterfactual of sparsity ≤ x) per configuration.
 
     One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``); the area
-    under each curve is the AUFSC+ of ``cftgnn.evaluation.metrics.aufsc_plus``, shown in
+    under each curve is the AUFSC+ of ``cftgnn.scoring.metrics.aufsc_plus``, shown in
     the legend.
 
     Args:
@@ -144,7 +144,7 @@ def has_curves(records: pd.DataFrame) -> bool:
 
 def plot_fidelity_kept(records: pd.DataFrame) -> Figure:
     """T-GNNExplainer's mean fidelity against the share of top-ranked events kept, per
-    configuration (``cftgnn.evaluation.curves.mean_fidelity_curve``).
+    configuration (``cftgnn.scoring.curves.mean_fidelity_curve``).
 
     One panel per dataset × model, one curve per explainer / strategy (/ ``it_max``) over
     the explained events with a curve; the legend shows the configuration's AUFSC (kept)

@@ -6,7 +6,7 @@ run directory below the paths, loads their records and writes into ``DIR`` (defa
 
 * ``report.md``: one row per dataset × model × explainer × strategy (× ``it_max`` when runs
   differ in it), and the same split by prediction group (correct / incorrect); every number comes
-  from ``cftgnn.evaluation.summaries.summarize``;
+  from ``cftgnn.scoring.summaries.summarize``;
 * ``fidelity_sparsity.png``: the fidelity+–sparsity curves ``F+(x)``, one panel per dataset ×
   model;
 * ``fidelity_kept.png`` (runs that recorded curve logits): T-GNNExplainer's mean fidelity
@@ -55,7 +55,7 @@ from cftgnn.reporting.tables import (
 #: Said under the header of a report whose runs have planted causes (its cause columns).
 GROUND_TRUTH_NOTE = (
     "The cause columns compare each explanation with the planted cause of its event (runs on",
-    "`dataset=planted`; definitions: `cftgnn.evaluation.ground_truth`): the share of events",
+    "`dataset=planted`; definitions: `cftgnn.scoring.ground_truth`): the share of events",
     "whose whole cause was a candidate, the AUC and precision at |cause| of the ranking, the",
     "shares of answers that contain, lie inside or equal the cause, and the share of events",
     "the model flips when exactly their cause is removed (near 0: the model ignores it).",
@@ -101,9 +101,9 @@ def report_markdown(records: pd.DataFrame, table: pd.DataFrame, groups: pd.DataF
         f"{len(records)} explained events from {len(runs)} run directories.",
         "Fidelity+ and AUFSC+: higher is better; fidelity− and AUFSC−: lower is better;",
         "sizes are over the counterfactuals found; times are seconds per event; ↑/↓ mark the",
-        "better direction (definitions: `cftgnn.evaluation.metrics`). Best-FID and AUFSC kept",
+        "better direction (definitions: `cftgnn.scoring.metrics`). Best-FID and AUFSC kept",
         "(T-GNNExplainer) and ACC-AUC (TempME) keep top shares of each explainer's ranking",
-        "under the common protocol (definitions: `cftgnn.evaluation.curves`).",
+        "under the common protocol (definitions: `cftgnn.scoring.curves`).",
         *(GROUND_TRUTH_NOTE if "cause_auc" in table.columns else ()),
         "",
         "## By configuration",

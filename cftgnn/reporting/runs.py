@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import flatten
-from cftgnn.evaluation.rundir import FINGERPRINT, find_runs, read_fingerprint, read_records
+from cftgnn.runs.records import flatten
+from cftgnn.runs.rundir import FINGERPRINT, find_runs, read_fingerprint, read_records
 
 #: Columns naming one configuration, in table order (``it_max`` and ``settings`` only when
 #: they vary).

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.summaries import has_causes, sort_groups, summarize
 from cftgnn.reporting.runs import config_keys
+from cftgnn.scoring.summaries import has_causes, sort_groups, summarize
 
 #: Summary column → table heading, in table order. The diversity columns
 #: (``n_counterfactuals`` … ``hypervolume``, see ``summarize``) are over the events with at
 #: least one counterfactual; explainers of one answer show 1 CF per event and no diversity (–).
 #: ``best_fid``, ``aufsc_keep`` (T-GNNExplainer) and ``acc_auc`` (TempME) come from the
-#: explainer's ranking (``cftgnn.evaluation.curves``; – for runs older than schema 4).
+#: explainer's ranking (``cftgnn.scoring.curves``; – for runs older than schema 4).
 TABLE_COLUMNS: dict[str, str] = {
     "events": "events",
     "fidelity_plus": "fidelity+ ↑",
@@ -56,7 +56,7 @@ PROTOCOL_TABLE_COLUMNS: dict[str, str] = {
     "temgx_cf_rate": "CF · TemGX (0.01) ↑",
 }
 
-#: The benchmark repository's metrics (``cftgnn.evaluation.benchmark_metrics``), a table of
+#: The benchmark repository's metrics (``cftgnn.scoring.benchmark_metrics``), a table of
 #: their own in the report (``benchmark_table``).
 BENCHMARK_TABLE_COLUMNS: dict[str, str] = {
     "charr": "CHARR ↑",

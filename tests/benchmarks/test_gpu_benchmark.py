@@ -73,7 +73,7 @@ def test_the_pins_satisfy_the_ranges_of_pyproject():
 
 
 def test_wandb_is_not_imported_by_the_package_or_the_benchmark():
-    code = ("import sys, cftgnn.tracking, cftgnn.benchmarks.gpu, cftgnn.evaluation.pipeline; "
+    code = ("import sys, cftgnn.tracking, cftgnn.benchmarks.gpu, cftgnn.runs.pipeline; "
             "print('wandb' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=ROOT)

@@ -123,7 +123,7 @@ def test_an_interrupted_run_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     again = quality.run(_cfg(tmp_path, only, "n_events=2"))
     assert calls == []  # nothing evaluated again
     pd.testing.assert_frame_equal(again, first)
-    from cftgnn.evaluation.records import RunDirectoryError
+    from cftgnn.runs.records import RunDirectoryError
 
     with pytest.raises(RunDirectoryError):  # other options, same directory
         quality.run(_cfg(tmp_path, "only=[greedy-recent]", "n_events=2"))
@@ -144,7 +144,7 @@ def test_mode_auto_configurations_take_the_table_or_a_timed_and_kept_choice(
         timed.append("x")
         return ModeChoice(OracleMode.APPROXIMATE, 3.0, 1.5, 10)
 
-    from cftgnn.evaluation import pipeline
+    from cftgnn.runs import pipeline
 
     monkeypatch.setattr(pipeline, "measure_mode", measure)
     engine = None  # never used: measure_mode is replaced

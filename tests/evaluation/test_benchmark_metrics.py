@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cftgnn.evaluation.benchmark_metrics import (
+from cftgnn.runs.options import protocols_choice
+from cftgnn.scoring.benchmark_metrics import (
     charr,
     first_flip,
     jaccard,
@@ -19,7 +20,7 @@ from cftgnn.evaluation.benchmark_metrics import (
     seed_stability_of_runs,
     spearman,
 )
-from cftgnn.evaluation.curves import (
+from cftgnn.scoring.curves import (
     FID_SHARES,
     Protocol,
     single_removal_sets,
@@ -30,8 +31,7 @@ from cftgnn.evaluation.curves import (
     temgx_removed_count,
     trapezoid_aufsc,
 )
-from cftgnn.evaluation.options import protocols_choice
-from cftgnn.evaluation.summaries import summarize
+from cftgnn.scoring.summaries import summarize
 
 
 def sig(x: float) -> float:

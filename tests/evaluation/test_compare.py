@@ -12,9 +12,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
+from cftgnn.analysis.compare import compare_records, compared_columns, format_comparison
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.compare import compare_records, compared_columns, format_comparison
+from cftgnn.runs import pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=false",

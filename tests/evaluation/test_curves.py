@@ -1,4 +1,4 @@
-"""Curve metrics (cftgnn.evaluation.curves) against hand-computed curves."""
+"""Curve metrics (cftgnn.scoring.curves) against hand-computed curves."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from cftgnn.evaluation.curves import (
+from cftgnn.explain.factual import rank_by_importance
+from cftgnn.scoring.curves import (
     ACC_SHARES,
     FID_SHARES,
     acc_auc,
@@ -22,8 +23,7 @@ from cftgnn.evaluation.curves import (
     kept_removal_sets,
     mean_fidelity_curve,
 )
-from cftgnn.evaluation.summaries import summarize
-from cftgnn.explain.factual import rank_by_importance
+from cftgnn.scoring.summaries import summarize
 
 S = np.asarray(FID_SHARES)
 

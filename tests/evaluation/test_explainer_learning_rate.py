@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
 from cftgnn.evaluation import explainer_training, tempme_training
-from cftgnn.evaluation.options import check_train_explainer_options
+from cftgnn.runs.options import check_train_explainer_options
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

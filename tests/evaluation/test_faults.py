@@ -29,12 +29,13 @@ from hydra import compose, initialize_config_dir
 from testsupport.errors import lines, one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
+from cftgnn.analysis import compare
+from cftgnn.analysis.compare import compare_records
 from cftgnn.cli import hydra_problem, main_guard
-from cftgnn.evaluation import compare, pipeline
-from cftgnn.evaluation.compare import compare_records
-from cftgnn.evaluation.merge import merge_runs
-from cftgnn.evaluation.records import RecordStore, UnreadableRecordError, read_records
-from cftgnn.evaluation.rundir import find_runs, load_run
+from cftgnn.runs import pipeline
+from cftgnn.runs.merge import merge_runs
+from cftgnn.runs.records import RecordStore, UnreadableRecordError, read_records
+from cftgnn.runs.rundir import find_runs, load_run
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import checkpoint_path
 from cftgnn.training.resolve import auto_checkpoint

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from cftgnn.evaluation.ground_truth import (
+from cftgnn.scoring.ground_truth import (
     cause_auc,
     cause_flip_rate,
     cause_precision_at_k,

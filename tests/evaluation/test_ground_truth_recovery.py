@@ -10,7 +10,6 @@ import pytest
 
 from cftgnn.data.planted import make_rule_stream, motif_matches
 from cftgnn.data.stream import EventStream
-from cftgnn.evaluation.ground_truth import cause_flip_rate, ground_truth_row
 from cftgnn.explain import (
     BeamExplainer,
     CFTGNNExplainer,
@@ -23,6 +22,7 @@ from cftgnn.explain import (
     RecentStrategy,
 )
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.scoring.ground_truth import cause_flip_rate, ground_truth_row
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 WINDOW, DELAY = 20, 1
@@ -108,7 +108,7 @@ def test_the_flip_rate_tells_a_model_that_ignores_the_cause(stream):
 
 
 def test_records_of_a_run_are_scored_and_summarized_per_explainer(stream):
-    from cftgnn.evaluation.ground_truth import score_records, summarize_ground_truth
+    from cftgnn.scoring.ground_truth import score_records, summarize_ground_truth
 
     records = []
     for e in explained(stream):
@@ -138,9 +138,9 @@ def test_a_run_directory_on_a_planted_stream_is_scored(tmp_path):
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
+    from cftgnn.analysis.planted import score_run
     from cftgnn.errors import ConfigError
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.ground_truth import score_run
+    from cftgnn.runs import pipeline
 
     s = make_rule_stream(num_events=400, feat_dim=3)
     effects = [int(e) for e in np.flatnonzero(s.labels == 3)[-3:]]

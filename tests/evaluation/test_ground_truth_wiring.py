@@ -13,9 +13,12 @@ import pytest
 
 from cftgnn.data.planted import make_rule_stream, motif_matches
 from cftgnn.data.stream import EventStream
-from cftgnn.evaluation.ground_truth import CAUSE_COLUMNS, cause_columns
-from cftgnn.evaluation.records import GROUND_TRUTH_COLUMNS
-from cftgnn.evaluation.summaries import (
+from cftgnn.explain import GreedyExplainer, PerturbOneExplainer, RecentStrategy
+from cftgnn.reporting.report import GROUND_TRUTH_NOTE, report_markdown
+from cftgnn.reporting.tables import GROUND_TRUTH_TABLE_COLUMNS, comparison_table, markdown_table
+from cftgnn.runs.records import GROUND_TRUTH_COLUMNS
+from cftgnn.scoring.ground_truth import CAUSE_COLUMNS, cause_columns
+from cftgnn.scoring.summaries import (
     GROUND_TRUTH_MEANINGS,
     SUMMARY_COLUMNS,
     format_summary,
@@ -23,9 +26,6 @@ from cftgnn.evaluation.summaries import (
     summarize,
     summary_metrics,
 )
-from cftgnn.explain import GreedyExplainer, PerturbOneExplainer, RecentStrategy
-from cftgnn.reporting.report import GROUND_TRUTH_NOTE, report_markdown
-from cftgnn.reporting.tables import GROUND_TRUTH_TABLE_COLUMNS, comparison_table, markdown_table
 from cftgnn.testing import AdditiveBackend, make_candidates, make_oracle
 
 WINDOW, DELAY = 20, 1
@@ -171,8 +171,8 @@ def test_a_run_on_a_planted_stream_records_writes_and_logs_them(tmp_path, monkey
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.records import read_records
+    from cftgnn.runs import pipeline
+    from cftgnn.runs.records import read_records
     from cftgnn.tracking import NullTracker
 
     logged: list[dict[str, float]] = []

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cftgnn.evaluation.metrics import (
+from cftgnn.scoring.metrics import (
     approximation_agreement,
     aufsc_minus,
     aufsc_plus,
@@ -24,7 +24,7 @@ from cftgnn.evaluation.metrics import (
     size_stats,
     sparsity,
 )
-from cftgnn.evaluation.summaries import (
+from cftgnn.scoring.summaries import (
     SUMMARY_COLUMNS,
     format_summary,
     summarize,

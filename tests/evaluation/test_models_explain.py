@@ -14,9 +14,10 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import explainer_training, pipeline, tempme_training
-from cftgnn.evaluation.records import read_records
+from cftgnn.evaluation import explainer_training, tempme_training
 from cftgnn.oracle.engine import naive_logit
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records
 from cftgnn.training import loop
 from cftgnn.training.resolve import resolve_model
 

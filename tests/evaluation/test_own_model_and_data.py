@@ -13,10 +13,10 @@ from hydra import compose, initialize_config_dir
 import cftgnn.config  # noqa: F401
 from cftgnn.data import load_csv
 from cftgnn.data.synthetic import make_synthetic_stream
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import read_records
 from cftgnn.models.pyg_tgn import PyGTGN
 from cftgnn.oracle.engine import naive_logit
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records
 from cftgnn.training.checkpoint import load_checkpoint, save_pyg_tgn
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -26,7 +26,7 @@ from torch_geometric.nn.models.tgn import LastNeighborLoader
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
-from cftgnn.evaluation import pipeline
+from cftgnn.runs import pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "own_pyg_tgn.py"
@@ -214,7 +214,7 @@ def test_a_batch_start_record_is_drawn_with_its_own_candidates(walked):
 
 
 def test_the_summary_names_groups_that_follow_another_logit():
-    from cftgnn.evaluation.summaries import group_note
+    from cftgnn.scoring.summaries import group_note
 
     recs = pd.DataFrame({"group": ["correct", "incorrect", "correct"],
                          "group_logit": ["screen"] * 3, "original_logit": [1.0, 0.5, 2.0]})

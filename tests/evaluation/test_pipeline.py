@@ -18,10 +18,10 @@ from omegaconf import OmegaConf
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import CftgnnError, ConfigError, print_block
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.merge import find_runs, merge_runs
-from cftgnn.evaluation.records import RecordStore, RunDirectoryError, read_records
 from cftgnn.oracle.engine import naive_logit
+from cftgnn.runs import pipeline
+from cftgnn.runs.merge import find_runs, merge_runs
+from cftgnn.runs.records import RecordStore, RunDirectoryError, read_records
 from cftgnn.training.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import CftgnnError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import read_records, upgrade_records
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, SCHEMA_VERSION
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records, upgrade_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

@@ -12,10 +12,10 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.curves import ACC_SHARES, FID_SHARES, kept_removal_sets
-from cftgnn.evaluation.records import read_records
 from cftgnn.oracle.engine import naive_logit
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records
+from cftgnn.scoring.curves import ACC_SHARES, FID_SHARES, kept_removal_sets
 from cftgnn.training.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,7 @@ def test_curves_none_makes_no_curve_call_and_leaves_the_rest_alone(tmp_path, mon
 
 
 def test_resuming_with_another_curves_value_is_refused(tmp_path):
-    from cftgnn.evaluation.records import RunDirectoryError
+    from cftgnn.runs.records import RunDirectoryError
 
     pipeline.run(cfg_for(tmp_path, "explainer=perturb_one", "curves=none"))
     files = sorted((tmp_path / "records").glob("*.parquet"))
@@ -166,7 +166,7 @@ def test_resuming_with_another_curves_value_is_refused(tmp_path):
 
 def test_curves_auto_follows_the_streams_length():
     from cftgnn.errors import ConfigError
-    from cftgnn.evaluation.options import AUTO_CURVES_MAX_EVENTS, CurveSet, curves_choice
+    from cftgnn.runs.options import AUTO_CURVES_MAX_EVENTS, CurveSet, curves_choice
 
     assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS) is CurveSet.COMMON
     assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS + 1) is CurveSet.NONE
@@ -180,7 +180,7 @@ def test_curves_auto_skips_the_curves_of_a_long_stream(tmp_path, monkeypatch, ca
     """The debug stream counts as long when the bound is below its length: ``auto`` then
     records what ``none`` does, says so, and its fingerprint says ``none``; ``common``
     computes them whatever the length."""
-    from cftgnn.evaluation import options
+    from cftgnn.runs import options
 
     monkeypatch.setattr(options, "AUTO_CURVES_MAX_EVENTS", 10)
     monkeypatch.setattr(pipeline, "AUTO_CURVES_MAX_EVENTS", 10)

@@ -14,9 +14,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
+from cftgnn.analysis.planted_fit import fit_table, main, planted_fit
 from cftgnn.data import make_planted_stream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.planted_fit import fit_table, main, planted_fit
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.embedding_dim=8",

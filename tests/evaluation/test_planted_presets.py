@@ -51,8 +51,8 @@ def test_checkpoint_auto_names_the_committed_files(model: str, kind: str) -> Non
 def test_explain_runs_on_the_committed_checkpoint(model: str, tmp_path: Path) -> None:
     """A 2-event run of ``dataset=planted_rule model=<model>`` loads the committed checkpoint
     (not fresh weights) and scores its explanations against the planted causes."""
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.records import read_records
+    from cftgnn.runs import pipeline
+    from cftgnn.runs.records import read_records
 
     cfg = _compose("dataset=planted_rule", f"model={model}", "explainer=perturb_one",
                    "progress=false", "curves=none", f"out_dir={tmp_path}")

@@ -17,8 +17,17 @@ from hydra.utils import instantiate
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.curves import (
+from cftgnn.explain.result import ExplanationResult
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.runs import pipeline
+from cftgnn.runs.options import (
+    CurveSet,
+    check_served,
+    protocols_choice,
+    run_protocols,
+)
+from cftgnn.runs.records import read_records, upgrade_records
+from cftgnn.scoring.curves import (
     FID_SHARES,
     TEMPME_RATIOS,
     Protocol,
@@ -37,15 +46,6 @@ from cftgnn.evaluation.curves import (
     tgx_kept_count,
     tgx_removal_sets,
 )
-from cftgnn.evaluation.options import (
-    CurveSet,
-    check_served,
-    protocols_choice,
-    run_protocols,
-)
-from cftgnn.evaluation.records import read_records, upgrade_records
-from cftgnn.explain.result import ExplanationResult
-from cftgnn.oracle.oracle import Oracle
 from cftgnn.testing.backends import AdditiveBackend
 from cftgnn.testing.search import make_candidates
 
@@ -75,7 +75,7 @@ def test_kept_counts_are_the_authors_float_grid_for_every_m_up_to_20():
         assert [tgx_kept_count(s, m) for s in FID_SHARES] == [
             min(int(s * m) + 1, m) for s in grid]
         # a search: the coalitions with len(c) / m <= s
-        from cftgnn.evaluation.curves import tgx_coalition_size_limit
+        from cftgnn.scoring.curves import tgx_coalition_size_limit
         assert [tgx_coalition_size_limit(s, m) for s in FID_SHARES] == [
             max(k for k in range(m + 1) if k / m <= s) for s in grid]
     # by hand, m = 20: 1, 2, 3, 4, ... kept; all 20 from s = 0.95 on
@@ -403,7 +403,7 @@ def test_records_of_schema_6_read_with_the_common_protocol_only():
 def test_a_schema_6_file_next_to_a_schema_7_one_reads_as_one_table(tmp_path):
     """Mixed run directories: the old row gets the common protocol (it has curves), the new
     one keeps its protocols and its negative pair."""
-    from cftgnn.evaluation.records import RECORD_SCHEMA, arrow_table
+    from cftgnn.runs.records import RECORD_SCHEMA, arrow_table
 
     base = {**result([1, 2, 3], [3, 1, 2]).to_record(), "fid_curve_logits": [0.5] * 21,
             "acc_curve_logits": [0.5] * 16}

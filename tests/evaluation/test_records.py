@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cftgnn.evaluation.records import RecordStore, RunDirectoryError, fingerprint_diff, read_records
+from cftgnn.runs.records import RecordStore, RunDirectoryError, fingerprint_diff, read_records
 
 FP = {"dataset": {"name": "uci"}, "explainer": {"it_max": 300}, "seed": 0}
 
@@ -90,7 +90,7 @@ def test_a_run_directory_reads_as_one_dataset(tmp_path):
     import pandas as pd
     import pyarrow.dataset as ds
 
-    from cftgnn.evaluation.records import column_type
+    from cftgnn.runs.records import column_type
 
     store = RecordStore(tmp_path, {"x": 1})
     store.write({"event_id": 3, "explanation": [], "agreement": None, "keep_logit": float("nan"),

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from cftgnn.errors import ExplainerError
-from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, read_records, upgrade_records
 from cftgnn.explain.nsga2 import NSGA2Explainer
 from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, read_records, upgrade_records
 from cftgnn.testing import HashedBackend, make_candidates
 
 F = frozenset

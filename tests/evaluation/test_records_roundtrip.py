@@ -12,14 +12,6 @@ import pandas as pd
 import pytest
 
 from cftgnn.errors import ExplainerError
-from cftgnn.evaluation.records import (
-    RECORD_SCHEMA,
-    EventContext,
-    RecordStore,
-    event_record,
-    read_records,
-    upgrade_records,
-)
 from cftgnn.explain import (
     BeamExplainer,
     CFTGNNExplainer,
@@ -37,6 +29,14 @@ from cftgnn.explain import (
 )
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, RESULT_COLUMNS, ExplanationStatus
 from cftgnn.oracle import Oracle
+from cftgnn.runs.records import (
+    RECORD_SCHEMA,
+    EventContext,
+    RecordStore,
+    event_record,
+    read_records,
+    upgrade_records,
+)
 from cftgnn.testing import AdditiveBackend, make_candidates
 
 EXPLAINERS: dict[str, type[Explainer]] = {

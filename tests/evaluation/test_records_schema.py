@@ -15,9 +15,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.merge import merge_runs
-from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, arrow_table
+from cftgnn.runs import pipeline
+from cftgnn.runs.merge import merge_runs
+from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, arrow_table
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Events 0 and 3 of the debug stream have no history (no candidates: empty explanation, no
@@ -47,7 +47,7 @@ def test_the_run_mixes_what_it_should(mixed_run: Path) -> None:
 def test_plain_pandas_reads_the_run_directory(mixed_run: Path) -> None:
     frame = pd.read_parquet(mixed_run / "records").sort_values("event_id", ignore_index=True)
     assert list(frame.columns) == RECORD_SCHEMA.names, (
-        "a record column outside RECORD_SCHEMA: declare it in cftgnn.evaluation.records")
+        "a record column outside RECORD_SCHEMA: declare it in cftgnn.runs.records")
     assert frame.status.tolist()[:2] == ["no_candidates", "no_candidates"]
     assert all(int(e) in set(c) for x, c in zip(frame.explanation, frame.candidate_ids,
                                                 strict=True) for e in x)
@@ -93,8 +93,8 @@ def test_a_store_without_schema_infers_types(tmp_path: Path) -> None:
 def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
     import dataclasses
 
-    from cftgnn.evaluation.records import EventContext, event_record
     from cftgnn.explain.result import ExplanationResult
+    from cftgnn.runs.records import EventContext, event_record
 
     result = ExplanationResult(explainer="greedy", event_id=7, original_logit=1.0,
                                candidate_ids=(1, 2), explanation=(2,), final_logit=-0.5,
@@ -104,8 +104,8 @@ def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
     context = EventContext(setup_time_s=0.25, time_s=1.0, keep_logit=0.5, group="correct",
                            screen_logit=1.0, dataset="d", model="m", strategy_name="closest",
                            constraints="{}", auto_mode_ratio=float("nan"), shard=0)
-    from cftgnn.evaluation.ground_truth import CAUSE_COLUMNS
-    from cftgnn.evaluation.robustness import ROBUSTNESS_COLUMNS
+    from cftgnn.scoring.ground_truth import CAUSE_COLUMNS
+    from cftgnn.scoring.robustness import ROBUSTNESS_COLUMNS
 
     record = event_record(result, context)
     # the result's and the context's columns, then those robustness=true adds, then those of

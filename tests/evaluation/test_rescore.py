@@ -19,9 +19,9 @@ from hydra.utils import instantiate
 from testsupport.errors import refused
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import read_records
-from cftgnn.evaluation.rescore import main
+from cftgnn.analysis.rescore import main
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records
 from cftgnn.training.checkpoint import save_checkpoint
 from cftgnn.training.resolve import resolve_model
 

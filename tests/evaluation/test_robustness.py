@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.robustness import (
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.scoring.robustness import (
     ROBUSTNESS_COLUMNS,
     RobustnessOptions,
     flip_share,
@@ -16,7 +17,6 @@ from cftgnn.evaluation.robustness import (
     local_rule,
     robustness_columns,
 )
-from cftgnn.oracle.oracle import Oracle
 from cftgnn.testing.backends import AdditiveBackend
 from cftgnn.testing.search import make_candidates, make_oracle
 
@@ -123,9 +123,9 @@ def _second_checkpoint(tmp_path):
 
 
 def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.records import read_records
-    from cftgnn.evaluation.summaries import summarize
+    from cftgnn.runs import pipeline
+    from cftgnn.runs.records import read_records
+    from cftgnn.scoring.summaries import summarize
     from tests.evaluation.test_pipeline import cfg_for
 
     pt = _second_checkpoint(tmp_path)
@@ -157,7 +157,7 @@ def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
 
 
 def test_explain_refuses_bad_robustness_options_before_loading(tmp_path):
-    from cftgnn.evaluation import pipeline
+    from cftgnn.runs import pipeline
     from tests.evaluation.test_pipeline import cfg_for
 
     with pytest.raises(ConfigError, match="robustness must be true or false"):

@@ -16,12 +16,7 @@ from hydra import compose, initialize_config_dir
 from testsupport.errors import refused
 
 import cftgnn.config  # noqa: F401
-from cftgnn.data.index import TemporalIndex
-from cftgnn.data.stream import EventStream
-from cftgnn.data.synthetic import make_synthetic_stream
-from cftgnn.errors import ConfigError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.rules import (
+from cftgnn.analysis.rules import (
     Condition,
     Rule,
     Run,
@@ -37,10 +32,15 @@ from cftgnn.evaluation.rules import (
     order_rules,
     split_events,
 )
-from cftgnn.evaluation.rundir import load_run_stream, run_checkpoint
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import EventStream
+from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.errors import ConfigError
 from cftgnn.files import file_sha256
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.runs import pipeline
+from cftgnn.runs.rundir import load_run_stream, run_checkpoint
 from cftgnn.testing import AdditiveBackend, make_oracle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from cftgnn.data import make_synthetic_stream
-from cftgnn.evaluation.sampling import (
+from cftgnn.models import TGAT, TGN
+from cftgnn.oracle.engine import ReplayEngine
+from cftgnn.runs.sampling import (
     SamplingError,
     event_range,
     explicit_events,
@@ -15,8 +17,6 @@ from cftgnn.evaluation.sampling import (
     sample_events,
     screen_logits,
 )
-from cftgnn.models import TGAT, TGN
-from cftgnn.oracle.engine import ReplayEngine
 
 LOGITS = np.array([2.0, -1.0, 0.5, -0.2, 3.0, -4.0, 0.0, 1.5, -0.7, 0.1])
 

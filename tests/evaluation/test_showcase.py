@@ -1,4 +1,4 @@
-"""The explained prediction a run shows before its summary (``cftgnn.evaluation.showcase``),
+"""The explained prediction a run shows before its summary (``cftgnn.runs.showcase``),
 the summary as printed (NaN metrics hidden, one line on each), and the no-download demo
 ``explain.py debug=default checkpoint=null``, which must find a counterfactual."""
 
@@ -14,16 +14,16 @@ from testsupport.commands import Command, compose_command, hydra_app, hydra_job
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.data.stream import EventStream
-from cftgnn.evaluation.records import read_records
-from cftgnn.evaluation.showcase import (
+from cftgnn.oracle.oracle import is_flip
+from cftgnn.runs.records import read_records
+from cftgnn.runs.showcase import (
     MAX_LISTED,
     describe_record,
     logit_text,
     pick_shown,
     why_shown,
 )
-from cftgnn.evaluation.summaries import MEANINGS, SUMMARY_COLUMNS, format_summary, summarize
-from cftgnn.oracle.oracle import is_flip
+from cftgnn.scoring.summaries import MEANINGS, SUMMARY_COLUMNS, format_summary, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,8 +173,8 @@ def test_the_demo_finds_a_counterfactual_and_shows_it_before_the_summary(tmp_pat
 def test_picture_false_shows_the_prediction_in_words_only(tmp_path, capsys):
     from hydra import compose, initialize_config_dir
 
-    from cftgnn.evaluation.pipeline import run
     from cftgnn.reporting.picture import save_picture
+    from cftgnn.runs.pipeline import run
 
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("explain", overrides=["debug=default", "checkpoint=null", "n_events=2",
@@ -192,7 +192,7 @@ def test_a_bad_picture_option_is_one_error(tmp_path, value):
     from hydra import compose, initialize_config_dir
 
     from cftgnn.errors import ConfigError
-    from cftgnn.evaluation.pipeline import run
+    from cftgnn.runs.pipeline import run
 
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("explain", overrides=["debug=default", "checkpoint=null",
@@ -204,7 +204,7 @@ def test_a_bad_picture_option_is_one_error(tmp_path, value):
 def test_a_picture_that_cannot_be_written_is_one_warning(tmp_path, capsys):
     import errno
 
-    from cftgnn.evaluation.pipeline import show_prediction
+    from cftgnn.runs.pipeline import show_prediction
 
     def full_disk(*_args: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -218,7 +218,7 @@ def test_a_picture_that_cannot_be_written_is_one_warning(tmp_path, capsys):
 
 
 def test_a_run_whose_events_were_all_skipped_says_so(tmp_path, capsys):
-    from cftgnn.evaluation.pipeline import show_prediction
+    from cftgnn.runs.pipeline import show_prediction
 
     records = _records([(0, "no_candidates", 0, 1.0, 1.0)])
     show_prediction(records, _stream(), {}, tmp_path, None)

@@ -21,7 +21,7 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError, ExplainerError
-from cftgnn.evaluation import explainer_training, pipeline
+from cftgnn.evaluation import explainer_training
 from cftgnn.explain.pgexplainer import (
     FORMAT,
     EdgeScorer,
@@ -40,6 +40,7 @@ from cftgnn.files import file_sha256
 from cftgnn.oracle import Oracle
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.runs import pipeline
 from cftgnn.testing import AdditiveBackend, make_candidates
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError

@@ -20,7 +20,7 @@ from cftgnn.cli import friendly_errors
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.planted import make_planted_stream
 from cftgnn.errors import ConfigError, ExplainerError
-from cftgnn.evaluation import explainer_training, pipeline, tempme_training
+from cftgnn.evaluation import explainer_training, tempme_training
 from cftgnn.evaluation.tempme_training import tempme_event, train_epoch, validation_loss
 from cftgnn.explain.tempme import (
     EncoderShape,
@@ -44,6 +44,7 @@ from cftgnn.explain.tempme import (
 from cftgnn.files import file_sha256
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.runs import pipeline
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import CheckpointError, CheckpointMismatchError
 from cftgnn.training.kinds import weights_sha256

@@ -37,11 +37,10 @@ from PIL import Image
 from testsupport.errors import lines, one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
+from cftgnn.analysis.compare import compare_records
 from cftgnn.cli import unwritable_run_dir
 from cftgnn.data import info
-from cftgnn.evaluation import explainer_training, pipeline
-from cftgnn.evaluation.compare import compare_records
-from cftgnn.evaluation.records import read_records
+from cftgnn.evaluation import explainer_training
 from cftgnn.files import (
     DiskFullError,
     atomic_output,
@@ -49,6 +48,8 @@ from cftgnn.files import (
     remove_stale_temporaries,
 )
 from cftgnn.reporting import report
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import read_records
 from cftgnn.training import loop
 from cftgnn.training.kinds import weights_sha256
 

@@ -16,7 +16,6 @@ from testsupport.errors import one_line, script_refused
 
 from cftgnn.cli import main_guard
 from cftgnn.errors import ExplainerError, user_error
-from cftgnn.evaluation.options import check_explain_options
 from cftgnn.explain.params import (
     LIGHT_PARAMS,
     check_explainer_options,
@@ -25,6 +24,7 @@ from cftgnn.explain.params import (
     strategy_params,
 )
 from cftgnn.explain.strategies import RandomStrategy
+from cftgnn.runs.options import check_explain_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

@@ -12,7 +12,7 @@ import pytest
 from testsupport.errors import script_refused as refused
 
 from cftgnn.cli import main_guard
-from cftgnn.evaluation.options import check_explain_options
+from cftgnn.runs.options import check_explain_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -229,7 +229,7 @@ def test_a_run_directory_that_cannot_be_made_is_refused(tmp_path):
 
 
 def test_the_option_checks_import_neither_torch_nor_the_models():
-    code = ("import sys, cftgnn.cli, cftgnn.config, cftgnn.evaluation.options, "
+    code = ("import sys, cftgnn.cli, cftgnn.config, cftgnn.runs.options, "
             "cftgnn.training.options, cftgnn.benchmarks.options; "
             "print(sorted(m for m in ('torch', 'torch_geometric', 'pandas') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -239,7 +239,7 @@ def test_the_option_checks_import_neither_torch_nor_the_models():
 
 def test_the_lazy_packages_still_export_their_names():
     from cftgnn import evaluation, oracle
-    from cftgnn.evaluation.sampling import PredictionGroup
+    from cftgnn.runs.sampling import PredictionGroup
 
     assert oracle.Oracle.__name__ == "Oracle" and oracle.is_flip.__name__ == "is_flip"
     assert evaluation.PredictionGroup is PredictionGroup

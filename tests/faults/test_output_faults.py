@@ -24,14 +24,15 @@ from hydra import compose, initialize_config_dir
 from testsupport.errors import one_line, refused
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
+from cftgnn.analysis import compare
+from cftgnn.analysis.rules import report as rules_report
 from cftgnn.cli import main_guard
 from cftgnn.data import info
 from cftgnn.data.synthetic import make_synthetic_stream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import compare, merge, pipeline
-from cftgnn.evaluation.rules import report as rules_report
 from cftgnn.explain.pgexplainer import load_scorer
 from cftgnn.reporting import pareto, picture, report
+from cftgnn.runs import merge, pipeline
 from cftgnn.training import loop
 from cftgnn.training.checkpoint import CheckpointError
 

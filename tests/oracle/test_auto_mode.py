@@ -10,10 +10,10 @@ from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.records import RunDirectoryError, read_records
 from cftgnn.oracle import OracleMode
 from cftgnn.oracle.auto_mode import pick_mode
+from cftgnn.runs import pipeline
+from cftgnn.runs.records import RunDirectoryError, read_records
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

@@ -245,7 +245,7 @@ def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, targ
 
 # ------------------------------------------------------------------ explainers
 def _explainer(name: str, **overrides: object):  # noqa: ANN202
-    from cftgnn.evaluation.pipeline import make_explainer
+    from cftgnn.runs.pipeline import make_explainer
 
     node = OmegaConf.load(ROOT / "conf" / "explainer" / f"{name}.yaml")
     node.merge_with(overrides)
@@ -310,8 +310,8 @@ def test_explain_py_runs_on_the_fake_device(tmp_path, target):
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401  (the ${cftgnn_root:} resolver)
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.records import read_records
+    from cftgnn.runs import pipeline
+    from cftgnn.runs.records import read_records
 
     tables = {}
     for device in ("cpu", str(target.device)):

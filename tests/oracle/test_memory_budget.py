@@ -183,8 +183,8 @@ def test_pipeline_records_do_not_depend_on_the_budget(tmp_path):
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401  (registers the resolvers)
-    from cftgnn.evaluation import pipeline
-    from cftgnn.evaluation.records import read_records
+    from cftgnn.runs import pipeline
+    from cftgnn.runs.records import read_records
 
     conf = Path(__file__).resolve().parents[2] / "conf"
     tiny = ["debug=default", "checkpoint=null", "explainer=greedy", "progress=false",
@@ -206,7 +206,7 @@ def test_pipeline_refuses_a_negative_budget(tmp_path):
     from hydra import compose, initialize_config_dir
 
     import cftgnn.config  # noqa: F401
-    from cftgnn.evaluation import pipeline
+    from cftgnn.runs import pipeline
 
     conf = Path(__file__).resolve().parents[2] / "conf"
     with initialize_config_dir(str(conf), version_base="1.3"):
@@ -270,7 +270,7 @@ def test_plans_take_their_room_from_the_snapshots():
 
 
 def test_screening_streams_the_same_logits(stream):
-    from cftgnn.evaluation.sampling import screen_logits
+    from cftgnn.runs.sampling import screen_logits
     from cftgnn.training.loop import score_range
 
     model = make_model("tgn", stream)
@@ -530,7 +530,7 @@ def test_tgn_plan_estimate_bounds_the_recorded_plan(budget):
 
 
 def test_the_sampling_pass_hands_its_snapshots_to_the_engine(stream):
-    from cftgnn.evaluation.sampling import plan_events, screen_logits
+    from cftgnn.runs.sampling import plan_events, screen_logits
 
     plain = screen_logits(make_model("tgn", stream), stream, 450, 600)
     model = make_model("tgn", stream)

@@ -209,7 +209,7 @@ def test_a_cold_numba_cache_is_announced_in_one_line_and_a_warm_one_is_not(tmp_p
 
 
 def test_the_warm_up_command_has_nothing_to_do_without_numba(monkeypatch, capsys):
-    from cftgnn.evaluation import warm
+    from cftgnn.runs import warm
 
     monkeypatch.setattr(jit, "ENABLED", False)
     assert warm.warm() == (False, 0.0)
@@ -221,7 +221,7 @@ def test_the_warm_up_command_has_nothing_to_do_without_numba(monkeypatch, capsys
 @pytest.mark.slow
 @pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
 def test_the_warm_up_command_compiles_what_an_exact_run_compiles(tmp_path):
-    """``python -m cftgnn.evaluation.warm`` into an empty cache, then a tiny exact run:
+    """``python -m cftgnn.runs.warm`` into an empty cache, then a tiny exact run:
     the run finds every loop it calls compiled (no index file added, no notice)."""
     env = os.environ | {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
@@ -229,9 +229,9 @@ def test_the_warm_up_command_compiles_what_an_exact_run_compiles(tmp_path):
         return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
                               check=True, cwd=ROOT, timeout=900).stdout
 
-    assert run("-m", "cftgnn.evaluation.warm").startswith("compiled the replay's numba loops")
+    assert run("-m", "cftgnn.runs.warm").startswith("compiled the replay's numba loops")
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("*.nbi"))
-    assert run("-m", "cftgnn.evaluation.warm").startswith("the replay's numba loops were "
+    assert run("-m", "cftgnn.runs.warm").startswith("the replay's numba loops were "
                                                           "compiled already")
     out = run("scripts/explain.py", "debug=default", "checkpoint=null", "explainer=exhaustive",
               "explainer.max_size=2", "mode=exact", "n_events=2", "picture=false",

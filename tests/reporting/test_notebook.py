@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import pipeline
+from cftgnn.runs import pipeline
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

@@ -14,9 +14,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.summaries import summarize
 from cftgnn.reporting import orderings as o
+from cftgnn.runs import pipeline
+from cftgnn.scoring.summaries import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"

@@ -17,11 +17,11 @@ from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import pipeline
-from cftgnn.evaluation.merge import find_runs, merge_runs
-from cftgnn.evaluation.records import read_records
-from cftgnn.evaluation.summaries import GROUP_ORDER, format_summary, sort_groups, summarize
 from cftgnn.reporting import picture, report
+from cftgnn.runs import pipeline
+from cftgnn.runs.merge import find_runs, merge_runs
+from cftgnn.runs.records import read_records
+from cftgnn.scoring.summaries import GROUP_ORDER, format_summary, sort_groups, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -122,7 +122,7 @@ def test_pngs_are_written(written):
 
 
 def test_fidelity_kept_plots_the_mean_curve_and_needs_curve_logits(sweep):
-    from cftgnn.evaluation.curves import mean_fidelity_curve
+    from cftgnn.scoring.curves import mean_fidelity_curve
 
     records = report.load_runs([sweep])
     fig = report.plot_fidelity_kept(records)
@@ -319,7 +319,7 @@ def test_picture_highlights_the_explanation(sweep):
     verdict = "(flipped)" if rec.original_logit * rec.final_logit < 0 else "(not flipped)"
     title = fig.get_suptitle()
     # the logits as the words print them (three significant digits below 0.1)
-    from cftgnn.evaluation.showcase import logit_text
+    from cftgnn.runs.showcase import logit_text
 
     assert verdict in title
     assert f"{logit_text(rec.original_logit)} → {logit_text(rec.final_logit)}" in title

@@ -15,10 +15,10 @@ import pytest
 
 from cftgnn.cli import friendly_errors
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.reporting import pareto, report
 from cftgnn.reporting.plots import pareto_figure
+from cftgnn.runs.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -25,11 +25,11 @@ from hydra.utils import instantiate
 from cftgnn.data.paths import project_root
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.records import RecordStore, read_records
 from cftgnn.explain.result import explained
 from cftgnn.files import file_sha256
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.constraints import Constraints
+from cftgnn.runs.records import RecordStore, read_records
 from cftgnn.training.resolve import FRESH, model_name, resolve_model
 
 FINGERPRINT = RecordStore.FINGERPRINT

@@ -1,6 +1,6 @@
 """Rules per group of runs: pooling, tables, ``rules.md`` / ``rules.csv`` and the command line.
 
-Step 4 of the regional rules (see ``cftgnn.evaluation.rules``), and ``main``, the body
+Step 4 of the regional rules (see ``cftgnn.analysis.rules``), and ``main``, the body
 of ``scripts/rules.py``.
 """
 
@@ -17,20 +17,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cftgnn.cli import ArgumentParser
-from cftgnn.data.index import TemporalIndex
-from cftgnn.data.stream import EventStream
-from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rules.checking import (
+from cftgnn.analysis.rules.checking import (
     CHECK_COLUMNS,
     OracleFactory,
     RunOracles,
     check_rules,
     order_rules,
 )
-from cftgnn.evaluation.rules.features import feature_table, split_events
-from cftgnn.evaluation.rules.learning import learn_rules
-from cftgnn.evaluation.rundir import (
+from cftgnn.analysis.rules.features import feature_table, split_events
+from cftgnn.analysis.rules.learning import learn_rules
+from cftgnn.cli import ArgumentParser
+from cftgnn.data.index import TemporalIndex
+from cftgnn.data.stream import EventStream
+from cftgnn.errors import ConfigError
+from cftgnn.files import atomic_write, check_can_write
+from cftgnn.runs.rundir import (
     Run,
     add_oracle_arguments,
     load_run,
@@ -38,7 +39,6 @@ from cftgnn.evaluation.rundir import (
     load_run_stream,
     run_checkpoint,
 )
-from cftgnn.files import atomic_write, check_can_write
 
 #: The first line of ``--help``.
 DESCRIPTION = "Regional counterfactual rules: short, checked statements of *what* to remove."

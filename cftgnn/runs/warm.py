@@ -1,4 +1,4 @@
-"""``python -m cftgnn.evaluation.warm``: compile the cone replay's numba loops now, ahead of
+"""``python -m cftgnn.runs.warm``: compile the cone replay's numba loops now, ahead of
 the first exact run.
 
 numba compiles the loops of ``cftgnn.jit`` at their first call and keeps them in its cache on
@@ -62,7 +62,7 @@ def warm() -> tuple[bool, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: ``python -m cftgnn.evaluation.warm``."""
+    """Command line: ``python -m cftgnn.runs.warm``."""
     ArgumentParser(description=(__doc__ or "").splitlines()[0]).parse_args(argv)
     if not jit.ENABLED:
         print(f"nothing to compile: numba is not installed here (or {jit.ENV}=0)")

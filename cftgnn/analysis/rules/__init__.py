@@ -42,7 +42,7 @@ Runs of one dataset × model are pooled when they share the stream, the weights,
 form separate tables, labelled by what differs.
 """
 
-from cftgnn.evaluation.rules.checking import (
+from cftgnn.analysis.rules.checking import (
     CHECK_COLUMNS,
     OracleFactory,
     RuleCheck,
@@ -50,7 +50,7 @@ from cftgnn.evaluation.rules.checking import (
     check_rules,
     order_rules,
 )
-from cftgnn.evaluation.rules.features import (
+from cftgnn.analysis.rules.features import (
     BINARY,
     DURATION,
     FEATURE_NAMES,
@@ -60,14 +60,14 @@ from cftgnn.evaluation.rules.features import (
     record_features,
     split_events,
 )
-from cftgnn.evaluation.rules.learning import (
+from cftgnn.analysis.rules.learning import (
     Condition,
     Rule,
     event_coverage,
     learn_rules,
     tree_rules,
 )
-from cftgnn.evaluation.rules.report import (
+from cftgnn.analysis.rules.report import (
     HEADER,
     TABLE_COLUMNS,
     GroupResult,
@@ -79,7 +79,7 @@ from cftgnn.evaluation.rules.report import (
     rules_table,
     write_results,
 )
-from cftgnn.evaluation.rundir import Run, load_run, load_run_model, run_checkpoint
+from cftgnn.runs.rundir import Run, load_run, load_run_model, run_checkpoint
 
 __all__ = [
     "BINARY",

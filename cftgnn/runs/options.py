@@ -10,31 +10,18 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.curves import Protocol
 from cftgnn.explain.params import check_explainer_options, check_strategy_options
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
+from cftgnn.scoring.curves import Protocol
+from cftgnn.scoring.groups import PredictionGroup
 from cftgnn.training.options import checkpoint_file, device
-
-
-class PredictionGroup(str, Enum):
-    """Which predictions to sample.
-
-    * ``correct`` / ``incorrect`` — only that group;
-    * ``both`` — half of the events from each group (``ceil(n/2)`` correct);
-    * ``any`` — uniformly from the whole range, whatever the prediction.
-    """
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    BOTH = "both"
-    ANY = "any"
 
 
 class CurveSet(str, Enum):
     """Which curve metrics ``explain.py`` computes for each explained event (their exact
-    logits, one batched call after the search; ``cftgnn.evaluation.curves``).
+    logits, one batched call after the search; ``cftgnn.scoring.curves``).
 
     * ``none`` — none: ``fid_curve_logits`` and ``acc_curve_logits`` stay empty and
       ``best_fid``, ``aufsc_keep`` and ``acc_auc`` are NaN (the explanation, fidelity± and

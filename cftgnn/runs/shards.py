@@ -1,5 +1,5 @@
 """What a ``-m sweep=shards`` sweep prints once every shard is done: the summary table of all
-shards together and the command that merges them (``cftgnn.evaluation.merge.sweep_summary``).
+shards together and the command that merges them (``cftgnn.runs.merge.sweep_summary``).
 
 ``conf/sweep/shards.yaml`` names ``ShardsSummary`` as a Hydra callback, which Hydra runs in the
 process that launched the shards (joblib, submitit, SLURM alike) after the last one returned
@@ -24,7 +24,7 @@ class ShardsSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from cftgnn.errors import CftgnnError, print_block
-        from cftgnn.evaluation.merge import merge_command, sweep_summary
+        from cftgnn.runs.merge import merge_command, sweep_summary
 
         sweep = Path(str(config.hydra.sweep.dir))
         try:

@@ -24,12 +24,12 @@ GNNExplainer (Ying et al., NeurIPS 2019, arXiv:1903.03894) and of T-GNNExplainer
 ICLR 2023, arXiv:2209.14576); the AUC with ties counted one half is the Mann–Whitney statistic
 (Hanley and McNeil, Radiology 1982); precision at ``|C|`` is R-precision (Manning, Raghavan
 and Schütze, *Introduction to Information Retrieval*, 2008, §8.4). The functions keep no state and
-do no I/O but ``score_run``, which reads a run directory; bad input raises ``ValueError``.
+do no I/O (``cftgnn.analysis.planted.score_run`` reads a run directory); bad input raises
+``ValueError``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn.data.stream import EventCauses
-from cftgnn.errors import ConfigError
-from cftgnn.evaluation.metrics import flip_mask, mean_or_nan
 from cftgnn.explain.result import ExplanationStatus
+from cftgnn.scoring.metrics import flip_mask, mean_or_nan
 
 if TYPE_CHECKING:
     from cftgnn.explain.result import ExplanationResult
@@ -272,7 +271,7 @@ def ground_truth_row(ranking: Sequence[int], importance: Sequence[float],
 
 
 #: The record columns of an explained event on a stream with causes (``cause_columns``; null
-#: on other streams), with their types: ``cftgnn.evaluation.records.GROUND_TRUTH_COLUMNS``.
+#: on other streams), with their types: ``cftgnn.runs.records.GROUND_TRUTH_COLUMNS``.
 CAUSE_COLUMNS: tuple[str, ...] = (
     "cause_total", "cause_size", "cause_auc", "cause_precision", "cause_contains",
     "cause_contained", "cause_equal", "cause_logit", "cause_flip",
@@ -368,28 +367,6 @@ def summarize_ground_truth(scored: Iterable[Mapping[str, Any]]) -> dict[str, dic
     return summary
 
 
-def score_run(run_dir: str | os.PathLike[str]
-              ) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
-    """``score_records`` and ``summarize_ground_truth`` of a run directory on a planted
-    stream: the stream (and its causes) is generated again from the dataset config of the
-    run's ``run.json`` (the one I/O function here).
-
-    Raises:
-        ConfigError: The folder is not a run directory, or its stream has no planted causes.
-    """
-    from cftgnn.evaluation.records import read_records
-    from cftgnn.evaluation.rundir import load_run_stream, read_fingerprint
-
-    stream = load_run_stream(read_fingerprint(run_dir))
-    if stream.causes is None:
-        raise ConfigError(f"{run_dir}: the run's stream {stream.name!r} has no planted causes; "
-                          "ground-truth metrics need a run on dataset=planted")
-    rows = [{str(k): v for k, v in row.items()}
-            for row in read_records(run_dir).to_dict("records")]
-    scored = score_records(rows, stream.causes)
-    return scored, summarize_ground_truth(scored)
-
-
 __all__ = ["CAUSE_COLUMNS", "cause_auc", "cause_columns", "cause_flip_rate",
            "cause_precision_at_k", "cause_set_relation", "cause_set_shares",
-           "ground_truth_row", "score_records", "score_run", "summarize_ground_truth"]
+           "ground_truth_row", "score_records", "summarize_ground_truth"]

@@ -1,6 +1,6 @@
 """Summaries of explanation records: one row of metrics per group, and their text form.
 
-``summarize`` applies the pure metrics of ``cftgnn.evaluation.metrics`` to a table of
+``summarize`` applies the pure metrics of ``cftgnn.scoring.metrics`` to a table of
 records (one per explained event), per group; events whose status is not ``ok`` are counted as
 skipped and left out of the metrics. ``format_summary`` prints such a table.
 """
@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cftgnn.evaluation.benchmark_metrics import charr, first_flip, monotonicity
-from cftgnn.evaluation.curves import (
+from cftgnn.explain.result import explained
+from cftgnn.oracle.oracle import margin
+from cftgnn.scoring.benchmark_metrics import charr, first_flip, monotonicity
+from cftgnn.scoring.curves import (
     TEMGX_THRESHOLD,
     acc_auc,
     aufsc_keep,
@@ -24,7 +26,8 @@ from cftgnn.evaluation.curves import (
     temgx_aufsc,
     tempme_acc_auc,
 )
-from cftgnn.evaluation.metrics import (
+from cftgnn.scoring.groups import PredictionGroup
+from cftgnn.scoring.metrics import (
     FloatArray,
     approximation_agreement,
     as_floats,
@@ -42,9 +45,6 @@ from cftgnn.evaluation.metrics import (
     size_stats,
     sparsity,
 )
-from cftgnn.evaluation.options import PredictionGroup
-from cftgnn.explain.result import explained
-from cftgnn.oracle.oracle import margin
 
 _NAN = float("nan")
 
@@ -109,7 +109,7 @@ GROUND_TRUTH_MEANINGS: dict[str, str] = {
     "cause_flip": "share the model flips with the cause removed ↑",
 }
 """The ground-truth columns ``summarize`` adds after ``SUMMARY_COLUMNS`` when the records
-carry planted causes (``has_causes``; ``cftgnn.evaluation.ground_truth``), with their meanings;
+carry planted causes (``has_causes``; ``cftgnn.scoring.ground_truth``), with their meanings;
 records of other streams get none of them."""
 
 #: Printed under a table with its meanings.
@@ -212,7 +212,7 @@ def _robustness(ok: pd.DataFrame) -> dict[str, float]:
 
 def _curves(ok: pd.DataFrame) -> dict[str, float]:
     """The curve metrics of explained records, each protocol's under its own name
-    (``cftgnn.evaluation.curves``): ``best_fid``, ``aufsc_keep`` and ``acc_auc`` (common),
+    (``cftgnn.scoring.curves``): ``best_fid``, ``aufsc_keep`` and ``acc_auc`` (common),
     ``tgnnexplainer_best_fid`` and ``tgnnexplainer_aufsc`` (tgnnexplainer),
     ``tempme_acc_auc`` (tempme); each over the events with that curve (NaN without the columns
     or without any curve)."""
@@ -236,7 +236,7 @@ def _curves(ok: pd.DataFrame) -> dict[str, float]:
 def _temgx(ok: pd.DataFrame) -> dict[str, float]:
     """The ``temgx`` protocol's columns over the explained events that computed it (a
     non-empty ``temgx_curve_logits``): TemGX's fid− and counterfactual share of the answer kept
-    alone (``keep_logit``), its sparsity and its AUFSC (``cftgnn.evaluation.curves``)."""
+    alone (``keep_logit``), its sparsity and its AUFSC (``cftgnn.scoring.curves``)."""
     out = {"temgx_fidelity_minus": _NAN, "temgx_cf_rate": _NAN, "temgx_sparsity": _NAN,
            "temgx_aufsc": _NAN}
     if "temgx_curve_logits" not in ok.columns or "keep_logit" not in ok.columns:
@@ -259,7 +259,7 @@ def _temgx(ok: pd.DataFrame) -> dict[str, float]:
 def _benchmark(ok: pd.DataFrame, p0: FloatArray, fid: list[Any]) -> dict[str, float]:
     """The benchmark's monotonicity (``single_removal_logits`` against ``importance``, the
     ``temgx`` protocol's) and flip summary on the common kept-share curve
-    (``cftgnn.evaluation.benchmark_metrics``)."""
+    (``cftgnn.scoring.benchmark_metrics``)."""
     mono = _NAN
     if "single_removal_logits" in ok.columns and "importance" in ok.columns:
         mono = monotonicity(p0, list(ok["importance"]), list(ok["single_removal_logits"]))
@@ -290,7 +290,7 @@ def _share(ok: pd.DataFrame, name: str) -> float:
 def _ground_truth(ok: pd.DataFrame) -> dict[str, float]:
     """``GROUND_TRUTH_MEANINGS``'s columns of explained records: ``cause_found`` over the
     events with a cause, each other the mean of its record column
-    (``cftgnn.evaluation.ground_truth.cause_columns``) where defined."""
+    (``cftgnn.scoring.ground_truth.cause_columns``) where defined."""
     total, size = _column(ok, "cause_total"), _column(ok, "cause_size")
     caused = total > 0
     found = mean_or_nan((size[caused] == total[caused]).astype(np.float64))
@@ -364,7 +364,7 @@ def summarize(
       fid− based columns are NaN without a ``keep_logit`` column.
     * ``best_fid``, ``aufsc_keep`` (T-GNNExplainer's Best-FID and AUFSC over kept shares of
       the ranking) and ``acc_auc`` (TempME's ACC-AUC) under the **common** protocol:
-      ``cftgnn.evaluation.curves``, over the explained events with a curve
+      ``cftgnn.scoring.curves``, over the explained events with a curve
       (``fid_curve_logits``, ``acc_curve_logits``; NaN for records without them, e.g. older
       than schema 4).
     * ``tgnnexplainer_best_fid``, ``tgnnexplainer_aufsc``: Best-FID and AUFSC under the
@@ -383,7 +383,7 @@ def summarize(
       ``hypervolume`` (mean ``pareto_hypervolume``): over the explained events with at
       least one counterfactual.
     * ``robust_impl``, ``robust_model``, ``rule_found``: robustness of the counterfactuals
-      measured with ``robustness=true`` (``cftgnn.evaluation.robustness``): mean share of
+      measured with ``robustness=true`` (``cftgnn.scoring.robustness``): mean share of
       noisy implementations that still flip, share that also flip a second checkpoint, share
       with a local counterfactual rule.
     * ``oracle_calls``: mean per explained event.

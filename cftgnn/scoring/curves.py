@@ -8,7 +8,7 @@ the rest, then ask how the prediction moves:
   Explorer-Navigator Framework", ICLR 2023): the fidelity of the kept top events at the kept
   shares ``0, 0.05, …, 1`` (``FID_SHARES``); per event its best-so-far curve; **Best-FID**
   (``best_fid``) and **AUFSC** (``aufsc_keep``, named apart from the seed's AUFSC±
-  of ``cftgnn.evaluation.metrics``).
+  of ``cftgnn.scoring.metrics``).
 * **TempME's ACC-AUC** (Chen & Ying, "TempME: Towards the Explainability of Temporal Graph
   Neural Networks via Motif Discovery", NeurIPS 2023): the share of events whose prediction
   keeps its sign with only the top events kept, at 16 shares in ``[0, 0.3]``
@@ -51,7 +51,7 @@ also scored explanations its own way, and ``explain.py protocol=...`` computes t
   probability's move ``|σ(p_orig) − σ(p)|`` (``temgx_fidelity``) and AUFSC the trapezoid
   over the (share, fidelity) points (``temgx_aufsc``); beside it each removable event's
   single-removal logit, for the benchmark's monotonicity
-  (``cftgnn.evaluation.benchmark_metrics``).
+  (``cftgnn.scoring.benchmark_metrics``).
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ class EventContext:
         shard: Shard that explained the event.
         fid_curve_logits: Exact logits with only the top ``⌈s·m⌉`` (at least one) of the
             explainer's ranking kept among the removable events, at T-GNNExplainer's kept
-            shares ``0, 0.05, …, 1``, ``float [21]`` (``cftgnn.evaluation.curves``; empty
+            shares ``0, 0.05, …, 1``, ``float [21]`` (``cftgnn.scoring.curves``; empty
             when the event has no ranking or was not explained; schema 4).
         acc_curve_logits: The same at TempME's 16 shares in ``[0, 0.3]``, ``float [16]``.
         history: The explained prediction's history, ``event`` or ``batch_start``
@@ -281,7 +281,7 @@ class EventContext:
             of ``time_s`` (NaN when none was made: the event was not explained or
             ``curves=none``; schema 6, NaN in older records).
         curve_protocols: The protocols whose curve logits the record holds
-            (``cftgnn.evaluation.curves.Protocol`` values, in that order; schema 7: older
+            (``cftgnn.scoring.curves.Protocol`` values, in that order; schema 7: older
             records with curve logits hold the ``common`` protocol's, the only one then).
         tgnnexplainer_curve_logits: Exact logits at the ``tgnnexplainer`` protocol's 21 levels
             ``0, 0.05, …, 1`` (``tgx_removal_sets`` for a ranking explainer,
@@ -350,7 +350,7 @@ def arrow_type(kind: Any) -> pa.DataType:
     raise TypeError(f"no arrow type for record column type {kind!r}")
 
 
-#: Columns of ``robustness=true`` (``cftgnn.evaluation.robustness``; null otherwise).
+#: Columns of ``robustness=true`` (``cftgnn.scoring.robustness``; null otherwise).
 ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("robust_impl", pa.float64()), ("robust_impl_n", pa.int64()),
     ("robust_model", pa.bool_()), ("robust_model_logit0", pa.float64()),
@@ -360,7 +360,7 @@ ROBUSTNESS_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 )
 
 #: Ground-truth columns of a run on a stream with causes (``dataset=planted``;
-#: ``cftgnn.evaluation.ground_truth.cause_columns``; null on other streams).
+#: ``cftgnn.scoring.ground_truth.cause_columns``; null on other streams).
 GROUND_TRUTH_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("cause_total", pa.int64()), ("cause_size", pa.int64()), ("cause_auc", pa.float64()),
     ("cause_precision", pa.float64()), ("cause_contains", pa.bool_()),

@@ -29,16 +29,16 @@ import pandas as pd
 
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.benchmark_metrics import seed_stability
-from cftgnn.evaluation.records import EventContext
-from cftgnn.evaluation.rundir import (
+from cftgnn.explain.result import RESULT_COLUMNS
+from cftgnn.runs.records import EventContext
+from cftgnn.runs.rundir import (
     FINGERPRINT,
     RECORDS,
     read_fingerprint,
     read_records,
     run_names,
 )
-from cftgnn.explain.result import RESULT_COLUMNS
+from cftgnn.scoring.benchmark_metrics import seed_stability
 
 #: Columns that name the run or time it, never compared. Besides these, every timing column
 #: (``time_s`` or a name ending in ``_time_s``, e.g. ``robustness_time_s``) is ignored:
@@ -91,7 +91,7 @@ class RunComparison:
             predates the column (``NOT_RECORDED_BEFORE``), so it was not compared.
         overlap: Mean Jaccard overlap of the two answers over ``common`` (NaN without one):
             the benchmark's seed stability of two runs under different seeds
-            (``cftgnn.evaluation.benchmark_metrics.seed_stability``).
+            (``cftgnn.scoring.benchmark_metrics.seed_stability``).
     """
 
     common: int

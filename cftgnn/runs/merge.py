@@ -19,11 +19,11 @@ import pandas as pd
 
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.pipeline import summary_table, write_summary
-from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, fingerprint_diff
-from cftgnn.evaluation.rundir import find_runs, read_fingerprint, read_records
-from cftgnn.evaluation.summaries import format_summary
 from cftgnn.files import check_can_write
+from cftgnn.runs.pipeline import summary_table, write_summary
+from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, fingerprint_diff
+from cftgnn.runs.rundir import find_runs, read_fingerprint, read_records
+from cftgnn.scoring.summaries import format_summary
 
 
 def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:

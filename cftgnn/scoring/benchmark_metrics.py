@@ -6,7 +6,7 @@ Each is read from one file of ``I_explainer_benchmark/src/metrics/`` of that rep
 * **CHARR** (``cody.py``, ``_apply_harmonic_charr``): the harmonic mean of AUFSC+ and AUFSC−,
   ``(w+ + w−) / (w+ / A+ + w− / A−)`` with ``w± = ½``; its AUFSC− is the *sufficiency* area
   (keeping only the explanation preserves the label; higher is better), which is
-  ``1 − aufsc_minus`` of ``cftgnn.evaluation.metrics`` (there lower is better): ``charr``.
+  ``1 − aufsc_minus`` of ``cftgnn.scoring.metrics`` (there lower is better): ``charr``.
 * **first-flip sparsity** and the flip success rate (``flip.py``,
   ``compute_flip_success_summary``): along an event's kept-share curve, the first share whose
   kept logit is on the other side of 0 than the original (``logit ≥ 0`` counts as positive);
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cftgnn.evaluation.curves import FID_SHARES, Curves, curve_rows
+from cftgnn.scoring.curves import FID_SHARES, Curves, curve_rows
 
 FloatArray = npt.NDArray[np.float64]
 _NAN = float("nan")

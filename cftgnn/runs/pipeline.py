@@ -8,18 +8,18 @@ stand alone already live in records, sampling, summaries, options and robustness
 One run = one dataset, one model, one explainer with one selection strategy. It
 
 1. loads the stream and the model (the committed checkpoint by default);
-2. samples the events to explain (``cftgnn.evaluation.sampling``) and keeps this shard's
+2. samples the events to explain (``cftgnn.runs.sampling``) and keeps this shard's
    share of them (``shard=i num_shards=n`` takes every n-th event from the i-th);
 3. explains each event not yet recorded in the output directory, in stream order, with a fresh
    explainer per event (so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
-   ranking (``cftgnn.evaluation.curves``, one batched call; ``curves=none`` skips it), each
+   ranking (``cftgnn.scoring.curves``, one batched call; ``curves=none`` skips it), each
    timed beside the search (``keep_time_s``, ``curve_time_s``), on a stream with planted
-   causes the ground-truth columns (``cftgnn.evaluation.ground_truth.cause_columns``), and
-   writes it as one record (``cftgnn.evaluation.records``);
-5. writes the summary table (``cftgnn.evaluation.metrics``) next to the records, prints one
-   explained prediction in words (``cftgnn.evaluation.showcase``; with ``picture=true`` and a
+   causes the ground-truth columns (``cftgnn.scoring.ground_truth.cause_columns``), and
+   writes it as one record (``cftgnn.runs.records``);
+5. writes the summary table (``cftgnn.scoring.metrics``) next to the records, prints one
+   explained prediction in words (``cftgnn.runs.showcase``; with ``picture=true`` and a
    ``draw`` function, the path of its picture too) and the table's metrics that have a value;
    with ``logger=wandb`` the resolved config, the records and the summary go to W&B.
 """
@@ -45,43 +45,6 @@ from tqdm.auto import tqdm
 from cftgnn import jit
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError, print_block, user_error, warn
-from cftgnn.evaluation.curves import (
-    ACC_SHARES,
-    FID_SHARES,
-    Protocol,
-    acc_curve,
-    curve_removal_plan,
-    mean_fidelity_curve,
-    negative_destination,
-    sampled_slots,
-    single_removal_sets,
-    temgx_removal_sets,
-    tempme_removal_sets,
-    tgx_coalition_removal_sets,
-    tgx_removal_sets,
-)
-from cftgnn.evaluation.ground_truth import cause_columns
-from cftgnn.evaluation.options import (
-    AUTO_CURVES_MAX_EVENTS,
-    CurveSet,
-    check_explain_options,
-    check_served,
-    curves_choice,
-    protocol_option,
-    run_protocols,
-    shard_of,
-)
-from cftgnn.evaluation.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
-from cftgnn.evaluation.robustness import RobustnessOptions, robustness_columns
-from cftgnn.evaluation.sampling import PredictionGroup, plan_events, quota
-from cftgnn.evaluation.showcase import describe_record, pick_shown, why_shown
-from cftgnn.evaluation.summaries import (
-    SUMMARY_COLUMNS,
-    format_summary,
-    group_note,
-    sort_groups,
-    summarize,
-)
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.post import PostProcessing
 from cftgnn.explain.result import (
@@ -102,6 +65,43 @@ from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
 from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.tgn import TGNReplay
+from cftgnn.runs.options import (
+    AUTO_CURVES_MAX_EVENTS,
+    CurveSet,
+    check_explain_options,
+    check_served,
+    curves_choice,
+    protocol_option,
+    run_protocols,
+    shard_of,
+)
+from cftgnn.runs.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
+from cftgnn.runs.sampling import PredictionGroup, plan_events, quota
+from cftgnn.runs.showcase import describe_record, pick_shown, why_shown
+from cftgnn.scoring.curves import (
+    ACC_SHARES,
+    FID_SHARES,
+    Protocol,
+    acc_curve,
+    curve_removal_plan,
+    mean_fidelity_curve,
+    negative_destination,
+    sampled_slots,
+    single_removal_sets,
+    temgx_removal_sets,
+    tempme_removal_sets,
+    tgx_coalition_removal_sets,
+    tgx_removal_sets,
+)
+from cftgnn.scoring.ground_truth import cause_columns
+from cftgnn.scoring.robustness import RobustnessOptions, robustness_columns
+from cftgnn.scoring.summaries import (
+    SUMMARY_COLUMNS,
+    format_summary,
+    group_note,
+    sort_groups,
+    summarize,
+)
 from cftgnn.tracking import Tracker, tracking
 from cftgnn.training.checkpoint import card_mismatch, load_checkpoint, stream_checksum
 from cftgnn.training.resolve import (
@@ -409,7 +409,7 @@ def show_prediction(records: pd.DataFrame, stream: EventStream, fp: Mapping[str,
 
 def prediction_lines(records: pd.DataFrame, stream: EventStream, fp: Mapping[str, Any],
                      out: Path, draw: Draw | None = None) -> list[str]:
-    """The run's shown prediction in words (``cftgnn.evaluation.showcase.pick_shown``)
+    """The run's shown prediction in words (``cftgnn.runs.showcase.pick_shown``)
     and, with ``draw``, the path of its picture, drawn into ``out``; one line when every
     event was skipped, none without records. A picture that cannot be written (a full
     disk) is one ``warning:`` line: the records and the summary are written already."""
@@ -889,7 +889,7 @@ def second_model(cfg: DictConfig, stream: EventStream,
 
 
 class Robustness:
-    """Robustness columns for each record of a run (``cftgnn.evaluation.robustness``).
+    """Robustness columns for each record of a run (``cftgnn.scoring.robustness``).
 
     Args:
         options: The measures' settings.

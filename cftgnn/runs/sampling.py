@@ -27,9 +27,9 @@ import pandas as pd
 
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import CftgnnError
-from cftgnn.evaluation.options import PredictionGroup
 from cftgnn.models.base import TemporalModel, eval_mode
 from cftgnn.oracle.history import History
+from cftgnn.runs.options import PredictionGroup
 from cftgnn.training.loop import score_batches
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Rules checked on held-out events with the exact oracle, and ordered by the result.
 
-Step 3 of the regional rules (see ``cftgnn.evaluation.rules``): coverage and precision of
+Step 3 of the regional rules (see ``cftgnn.analysis.rules``): coverage and precision of
 each rule, the removal of everything it matches evaluated by the exact oracle
 (``RunOracles`` builds those oracles from a run's stream and model).
 """
@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from cftgnn.analysis.rules.learning import Rule
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.rules.learning import Rule
-from cftgnn.evaluation.rundir import Run
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle, OracleMode, is_flip
+from cftgnn.runs.rundir import Run
 
 #: ``event_id -> Oracle``: the exact oracle of one explained event.
 OracleFactory = Callable[[int], Oracle]

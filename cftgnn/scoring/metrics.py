@@ -29,7 +29,7 @@ Metrics and their direction:
 
 Fidelity and the characterization score follow GraphFramEx (Amara et al., 2022,
 arXiv:2206.09677) with hard labels (the sign of the logit). Aggregating a table of records
-into one row per group is ``cftgnn.evaluation.summaries``.
+into one row per group is ``cftgnn.scoring.summaries``.
 
 All functions take array-likes (numpy, pandas, lists), do no I/O and keep no state. Rates over
 an empty input are NaN; mismatched lengths raise ``ValueError``.

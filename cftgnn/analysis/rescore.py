@@ -37,11 +37,14 @@ import torch
 from hydra.utils import get_class
 from tqdm.auto import tqdm
 
+from cftgnn.analysis.rules.checking import RunOracles
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation.curves import Protocol, negative_destination, sampled_slots
-from cftgnn.evaluation.options import check_served, protocols_choice
-from cftgnn.evaluation.pipeline import (
+from cftgnn.explain.result import ExplanationResult, ExplanationStatus
+from cftgnn.files import atomic_write, check_writable_dir
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.runs.options import check_served, protocols_choice
+from cftgnn.runs.pipeline import (
     keep_logit,
     protocol_columns,
     protocol_keys,
@@ -49,9 +52,8 @@ from cftgnn.evaluation.pipeline import (
     summary_table,
     write_summary,
 )
-from cftgnn.evaluation.records import RECORD_SCHEMA, RecordStore, upgrade_records
-from cftgnn.evaluation.rules.checking import RunOracles
-from cftgnn.evaluation.rundir import (
+from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, upgrade_records
+from cftgnn.runs.rundir import (
     FINGERPRINT,
     Run,
     add_oracle_arguments,
@@ -61,9 +63,7 @@ from cftgnn.evaluation.rundir import (
     load_run_stream,
     run_checkpoint,
 )
-from cftgnn.explain.result import ExplanationResult, ExplanationStatus
-from cftgnn.files import atomic_write, check_writable_dir
-from cftgnn.oracle.oracle import Oracle
+from cftgnn.scoring.curves import Protocol, negative_destination, sampled_slots
 
 DESCRIPTION = ("Add curve protocols (docs/metrics.md, Protocols) to finished explanation runs "
                "from their records' rankings, without explaining again.")

@@ -1,6 +1,6 @@
 """Rules from a decision tree: conditions on the candidates' features, read as actions.
 
-Step 2 of the regional rules (see ``cftgnn.evaluation.rules``): a shallow tree fitted on
+Step 2 of the regional rules (see ``cftgnn.analysis.rules``): a shallow tree fitted on
 the training half's feature table; every root-to-leaf path whose leaf predicts "in
 explanation" is a ``Rule``.
 """
@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier
 
-from cftgnn.evaluation.rules.features import BINARY, DURATION, FEATURE_NAMES
+from cftgnn.analysis.rules.features import BINARY, DURATION, FEATURE_NAMES
 
 _UNITS = (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0), ("s", 1.0))
 

@@ -1,6 +1,6 @@
 """Features of the candidates of explained events, and the seeded split into halves.
 
-Step 1 of the regional rules (see ``cftgnn.evaluation.rules``): every removable candidate
+Step 1 of the regional rules (see ``cftgnn.analysis.rules``): every removable candidate
 of every explained record is described by ``FEATURES`` and labelled by whether it is in
 the record's counterfactual explanation.
 """

@@ -1,0 +1,1 @@
+"""Tools over finished runs: rescoring, comparing runs, counterfactual rules, the planted fit."""
