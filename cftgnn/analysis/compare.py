@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ import pandas as pd
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.explain.result import RESULT_COLUMNS
-from cftgnn.runs.records import EventContext
+from cftgnn.runs.records import record_fields
 from cftgnn.runs.rundir import (
     FINGERPRINT,
     RECORDS,
@@ -57,7 +57,7 @@ IGNORED = frozenset({
 #: not compared.
 NOT_RECORDED_BEFORE: dict[str, int] = {
     **{c.name: c.since for c in RESULT_COLUMNS if c.unrecorded},
-    **{f.name: int(f.metadata["since"]) for f in fields(EventContext)
+    **{f.name: int(f.metadata["since"]) for f in record_fields()
        if f.metadata.get("old") == ()},
 }
 
@@ -154,7 +154,7 @@ def _mean_size(df: pd.DataFrame) -> float:
 
 
 def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> RunComparison:
-    """Compare two runs' records (as [``read_records``][cftgnn.evaluation.read_records] returns
+    """Compare two runs' records (as [``read_records``][cftgnn.runs.read_records] returns
     them).
 
     Args:

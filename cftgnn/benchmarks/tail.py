@@ -54,6 +54,7 @@ from tqdm.auto import tqdm
 
 from cftgnn import jit
 from cftgnn.benchmarks.options import check_tail_options
+from cftgnn.data.index import M_MAX
 from cftgnn.data.stream import EventStream
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.files import atomic_write
@@ -174,7 +175,7 @@ def _percentile(values: pd.Series, q: float) -> float:
 
 
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
-                   max_size: int, m_max: int = 64, k: int | None = None,
+                   max_size: int, m_max: int = M_MAX, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
                    memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
                    prune_tolerance: float = 0.0, num_workers: int = 1) -> dict[str, Any]:

@@ -69,9 +69,9 @@ from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
+from cftgnn.runs.build import model_fingerprint
 from cftgnn.runs.options import check_train_explainer_options as check_options
 from cftgnn.runs.options import trained_explainer
-from cftgnn.runs.pipeline import model_fingerprint
 from cftgnn.runs.records import set_aside
 from cftgnn.scoring.curves import FID_SHARES, aufsc_keep, kept_removal_sets
 from cftgnn.tracking import Tracker, tracking

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from cftgnn.data.index import Candidates, TemporalIndex
+from cftgnn.data.index import M_MAX, Candidates, TemporalIndex, candidate_hops
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
@@ -215,14 +215,14 @@ class ReplayEngine:
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor
 
-    def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = 64,
+    def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = M_MAX,
                history: History | str = History.EVENT) -> None:
         """Announce the events about to be explained, in the order they will be (the same
         ``k``, ``m_max`` and ``history`` as their [``oracle``][cftgnn.oracle.ReplayEngine.oracle]
         calls): the walk forward keeps a snapshot at each one's base state, within the budget
         (``SnapshotStore.want``). Optional; it only saves replay, never changes an answer."""
         hist = check_history(history, bool(self.model.has_memory), type(self.model).__name__)
-        k = int(self.model.num_layers) if k is None else k
+        k = candidate_hops(k, self.model.num_layers)
         bases = []
         for event_id in event_ids:
             end = history_end(int(event_id), self.batch_size, hist)
@@ -236,7 +236,7 @@ class ReplayEngine:
         self,
         event_id: int,
         k: int | None = None,
-        m_max: int = 64,
+        m_max: int = M_MAX,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
         history: History | str = History.EVENT,
@@ -273,14 +273,14 @@ class EventReplay:
     """
 
     def __init__(
-        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64,
+        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = M_MAX,
         history: History | str = History.EVENT,
     ) -> None:
         self.engine = engine
         model = engine.model
         self.history = check_history(history, bool(model.has_memory),
                                      type(model).__name__)
-        k = int(model.num_layers) if k is None else k
+        k = candidate_hops(k, model.num_layers)
         self.event_id = int(event_id)
         #: Where the prediction's history ends (exclusive): ``i``, or its batch's start.
         self.history_end = history_end(self.event_id, engine.batch_size, self.history)

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import CftgnnError, ConfigError, print_block
 from cftgnn.oracle.engine import naive_logit
-from cftgnn.runs import pipeline
+from cftgnn.runs import build, pipeline
 from cftgnn.runs.merge import find_runs, merge_runs
 from cftgnn.runs.records import RecordStore, RunDirectoryError, read_records
 from cftgnn.training.resolve import resolve_model
@@ -399,12 +399,12 @@ def test_jobs_of_one_sweep_share_one_tracking_group(tmp_path):
     hc = HydraConfig.instance()
     try:
         hc.set_config(cfg)
-        assert pipeline.tracking_group(cfg) == "2026-11-22_10-00"
-        assert pipeline.tracking_group(OmegaConf.merge(cfg, {"group": "mine"})) == "mine"
+        assert build.tracking_group(cfg) == "2026-11-22_10-00"
+        assert build.tracking_group(OmegaConf.merge(cfg, {"group": "mine"})) == "mine"
         with initialize_config_dir(str(CONF), version_base="1.3"):
             single = compose("explain", return_hydra_config=True)
         hc.set_config(single)
-        assert pipeline.tracking_group(single) is None
+        assert build.tracking_group(single) is None
     finally:
         hc.cfg = None
 
