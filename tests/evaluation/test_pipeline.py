@@ -447,3 +447,42 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
     pipeline._start_compiled_loops(OmegaConf.create({"mode": mode}), _toy_engine(kind), picked,
                                    todo)
     assert calls == ([1] if starts else [])
+
+
+def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
+    """One explainer for the whole run (its options and protocols checked, ``check_run``
+    asked, then every event explained by it), not one per event."""
+    from cftgnn.explain.mcts import CFTGNNExplainer
+
+    built, explained = [], []
+    init, explain = CFTGNNExplainer.__init__, CFTGNNExplainer.explain
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        init(self, *args, **kwargs)
+
+    def counting_explain(self, oracle):
+        explained.append(self)
+        return explain(self, oracle)
+
+    monkeypatch.setattr(CFTGNNExplainer, "__init__", counting_init)
+    monkeypatch.setattr(CFTGNNExplainer, "explain", counting_explain)
+    pipeline.run(cfg_for(tmp_path))
+    assert len(read_records(tmp_path)) == 6 and len(explained) == 6
+    assert len(built) == 1 and all(e is built[0] for e in explained)
+
+
+def test_an_explainer_that_cannot_serve_the_run_is_refused_before_the_first_event(
+        tmp_path, monkeypatch):
+    from cftgnn.explain.mcts import CFTGNNExplainer
+
+    def refuse(self, fingerprint):
+        raise ConfigError(f"cftgnn cannot explain {fingerprint.model} here")
+
+    searched = []
+    monkeypatch.setattr(CFTGNNExplainer, "check_run", refuse)
+    monkeypatch.setattr(CFTGNNExplainer, "_search", lambda *a: searched.append(a))
+    with pytest.raises(ConfigError) as refused:
+        pipeline.run(cfg_for(tmp_path / "run"))
+    assert "\n" not in str(refused.value) and "cannot explain" in str(refused.value)
+    assert searched == [] and not (tmp_path / "run" / "records").exists()
