@@ -32,7 +32,6 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -383,9 +382,8 @@ class EventReplay:
                 reference: bool = False) -> npt.NDArray[np.float64]:
         """Logits of P removal sets in one call of the engine's replay, or, with
         ``reference``, of the generic one-replay-per-set replay. The oracle's backends call
-        this directly ([``oracle``][cftgnn.oracle.EventReplay.oracle]);
-        [``exact``][cftgnn.oracle.EventReplay.exact] and
-        [``approximate``][cftgnn.oracle.EventReplay.approximate] are the same for other callers."""
+        this through [``exact``][cftgnn.oracle.EventReplay.exact] and
+        [``approximate``][cftgnn.oracle.EventReplay.approximate]."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
@@ -480,25 +478,26 @@ class EventReplay:
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
         p_orig = float(self.exact([frozenset()])[0])
-        oracle = Oracle(  # backends: _logits itself, not through exact / approximate
-            self.candidates, p_orig, exact=partial(self._logits, approximate=False),
-            approximate=partial(self._logits, approximate=True), mode=mode,
-            removable=constraints.removable(self.candidates, self.engine.stream),
-            max_size=constraints.max_size, consequence=self.consequence,
-            num_workers=self.engine.num_workers,
-        )
-        oracle.fingerprint = self.engine.fingerprint
-        oracle.pair = self.pair_logits
-        oracle.stream = self.engine.stream
-        oracle.tallies.append(self.engine.counters)  # worker processes' replays counted too
+        removable = np.unique(np.asarray(list(constraints.removable(self.candidates,
+                                                                    self.engine.stream)),
+                                         dtype=np.int64))
+        probe = None
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             # the exact plan's recording ends in the probe's state when nothing of the
             # history is removed (history=event): no second replay of [b0, i)
             state = (self._plan.final_state() if self._own is None
                      and isinstance(self._plan, RecordedPlan) else None)
-            oracle.probe = ModelProbe(model, self.base, self.start, self.event_id,
-                                      oracle.removable, self.history_end, state)
+            probe = ModelProbe(model, self.base, self.start, self.event_id, removable,
+                               self.history_end, state)
+        oracle = Oracle(
+            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+            removable=removable, max_size=constraints.max_size, consequence=self.consequence,
+            probe=probe, num_workers=self.engine.num_workers,
+            fingerprint=self.engine.fingerprint, pair=self.pair_logits,
+            stream=self.engine.stream,
+            tallies=[self.engine.counters],  # worker processes' replays counted too
+        )
         return oracle
 
 
