@@ -254,6 +254,6 @@ def test_every_config_writes_the_one_default_of_m_max():
     found = {path.relative_to(CONF).as_posix(): data["m_max"]
              for path in sorted(CONF.rglob("*.yaml"))
              if isinstance(data := yaml.safe_load(path.read_text()), dict) and "m_max" in data
-             and not (path.parent.name in ("experiment", "sweep", "debug", "baseline"))}
+             and path.parent.name not in ("experiment", "sweep", "debug", "baseline")}
     assert len(found) >= 9 and "explain.yaml" in found
     assert {name: v for name, v in found.items() if v != M_MAX} == {}
