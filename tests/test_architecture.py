@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "cftgnn"
 
 #: ``x._name`` reads that are allowed although ``_name`` is not defined in the reading module.
@@ -132,7 +130,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("explain",),
     ("scoring", "testing"),
     ("runs",),
-    ("analysis", "reporting", "evaluation"),
+    ("analysis", "reporting"),
     ("benchmarks",),
 )
 

@@ -11,8 +11,9 @@ from hydra import compose, initialize_config_dir
 
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import ConfigError
-from cftgnn.evaluation import explainer_training, tempme_training
-from cftgnn.runs.options import check_train_explainer_options
+from cftgnn.explain.training.options import check_train_explainer_options
+from cftgnn.explain.training.pgexplainer import PGExplainerTrainer
+from cftgnn.explain.training.tempme import TempMETrainer
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -22,16 +23,16 @@ def _cfg(*overrides: str):
         return compose("train_explainer", overrides=list(overrides))
 
 
-@pytest.mark.parametrize("explainer, module, rate", [
-    ("pgexplainer", explainer_training, 1e-4),
-    ("tempme", tempme_training, 1e-3),
+@pytest.mark.parametrize("explainer, trainer, rate", [
+    ("pgexplainer", PGExplainerTrainer, 1e-4),
+    ("tempme", TempMETrainer, 1e-3),
 ])
-def test_a_null_rate_is_the_explainers_reference(explainer, module, rate):
+def test_a_null_rate_is_the_explainers_reference(explainer, trainer, rate):
     cfg = _cfg(f"explainer={explainer}")
     assert cfg.lr is None
     check_train_explainer_options(cfg)
-    assert module._options(cfg)["lr"] == rate
-    assert module._options(_cfg(f"explainer={explainer}", "lr=0.01"))["lr"] == 0.01
+    assert trainer().options_of(cfg)["lr"] == rate
+    assert trainer().options_of(_cfg(f"explainer={explainer}", "lr=0.01"))["lr"] == 0.01
 
 
 @pytest.mark.parametrize("value", ["0", "-1e-3", "fast"])
