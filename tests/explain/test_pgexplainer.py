@@ -158,12 +158,12 @@ def test_training_learns_the_planted_cause_and_improves_the_validation_aufsc(one
     # -1.31 untrained, -0.29 trained: a ranking with the cause first scores -0.35 or more (the
     # cause kept alone gives 3 - 1 = 2 against the original 2 + 0.05·7), one without it far less
     assert after > before + 0.5 and after > -0.4, (before, after)
-    explainer = PGExplainer(scorer=TrainedScorer(mlp, {}, features="probe"))
+    explainer = PGExplainer(trained=TrainedScorer(mlp, {}, features="probe"))
     first = [explainer.explain(oracle).ranking[0] == cause for oracle, cause in held_out]
     # the reference's objective has no size term: every weight is pushed up, the cause's 60
     # times harder, so the cause leads on most events, not all (0.77 here; 0.13 untrained)
     assert np.mean(first) >= 0.7
-    fresh = PGExplainer(scorer=TrainedScorer(EdgeScorer(D, hidden=32), {}, features="probe"))
+    fresh = PGExplainer(trained=TrainedScorer(EdgeScorer(D, hidden=32), {}, features="probe"))
     assert np.mean([fresh.explain(o).ranking[0] == c for o, c in held_out]) < 0.3
 
 
@@ -220,7 +220,7 @@ def test_a_trained_explainer_round_trips_through_its_checkpoint(tmp_path) -> Non
     assert written["weights_sha256"] == weights_sha256(pt)
     assert written["training_events"] == 64 and written["model_weights_sha256"] == "w" * 64
     oracle, _ = planted_oracle(5)
-    direct = PGExplainer(scorer=TrainedScorer(mlp, card, features="probe")).scores(oracle)
+    direct = PGExplainer(trained=TrainedScorer(mlp, card, features="probe")).scores(oracle)
     via_file = PGExplainer(checkpoint=str(pt)).scores(oracle)
     np.testing.assert_array_equal(direct, via_file)
     assert len(set(direct.tolist())) == len(direct)  # scores that rank, not a constant
@@ -265,7 +265,7 @@ def test_an_oracle_without_a_probe_is_refused() -> None:
     oracle = Oracle(make_candidates([1, 2]), 1.0, exact=AdditiveBackend(1.0, {1: 1, 2: 1}),
                     mode="exact")
     with pytest.raises(ExplainerError, match="needs a model with a probe"):
-        PGExplainer(scorer=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
+        PGExplainer(trained=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
 
 
 # ------------------------------------------------------------------ end to end, tiny stream
