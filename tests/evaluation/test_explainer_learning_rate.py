@@ -39,3 +39,23 @@ def test_a_null_rate_is_the_explainers_reference(explainer, trainer, rate):
 def test_a_bad_rate_is_refused(value):
     with pytest.raises(ConfigError, match="lr"):
         check_train_explainer_options(_cfg(f"lr={value}"))
+
+
+@pytest.mark.parametrize("explainer, trainer", [
+    ("pgexplainer", PGExplainerTrainer), ("tempme", TempMETrainer)])
+def test_the_trainer_is_the_explainers_by_target(explainer, trainer):
+    """``conf/trainer/<explainer>.yaml`` follows ``explainer=``: its ``_target_`` is the
+    objective that trains it (no dispatch on the name in the script)."""
+    from hydra.utils import get_class
+
+    cfg = _cfg(f"explainer={explainer}")
+    assert get_class(cfg.trainer._target_) is trainer
+
+
+def test_an_explainer_that_does_not_learn_has_no_trainer_and_is_refused_in_one_line():
+    from cftgnn.explain import training
+
+    cfg = _cfg("explainer=greedy")
+    assert cfg.get("trainer") is None
+    with pytest.raises(ConfigError, match="trains explainer=pgexplainer or explainer=tempme"):
+        training.run(cfg)

@@ -21,6 +21,7 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError, ExplainerError
+from cftgnn.explain import training
 from cftgnn.explain.pgexplainer import (
     FORMAT,
     EdgeScorer,
@@ -289,8 +290,8 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     model = root / "m0" / "tgat_synthetic.pt"
     common = ["model=tgat", f"checkpoint={model}", "n_train_events=12", "batch_size=4",
               "m_max=8", "n_val_events=4", f"+run_dir={root / 'run'}"]
-    pg_training.run(_compose("train_explainer", *common, "epochs=1"))
-    card = pg_training.run(_compose("train_explainer", *common, "epochs=2"))
+    training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = training.run(_compose("train_explainer", *common, "epochs=2"))
     return {"model": model, "other": root / "m1" / "tgat_synthetic.pt",
             "pg": root / "run" / "pgexplainer_tgat_synthetic.pt", "root": root,
             "epochs": card["epochs"], "history": card["history"]}
@@ -410,18 +411,18 @@ def test_train_explainer_refuses_an_old_format_state_in_one_line(trained, tmp_pa
 
 def test_train_explainer_refuses_bad_options_and_another_runs_directory(trained) -> None:
     with pytest.raises(ConfigError, match="n_train_events"):
-        pg_training.run(_compose("train_explainer", "n_train_events=0"))
+        training.run(_compose("train_explainer", "n_train_events=0"))
     with pytest.raises(ConfigError, match="train_range"):
-        pg_training.run(_compose("train_explainer", "train_range=[0.5,0.2]"))
+        training.run(_compose("train_explainer", "train_range=[0.5,0.2]"))
     with pytest.raises(ConfigError, match="features"):
-        pg_training.run(_compose("train_explainer", "features=embeddings"))
+        training.run(_compose("train_explainer", "features=embeddings"))
     with pytest.raises(ConfigError, match="n_val_events"):
-        pg_training.run(_compose("train_explainer", "n_val_events=0"))
+        training.run(_compose("train_explainer", "n_val_events=0"))
     other = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
              "batch_size=4", "m_max=8", "n_val_events=4", f"+run_dir={trained['root'] / 'run'}",
              "lr=0.5"]
     with pytest.raises(ConfigError, match="other options"):
-        pg_training.run(_compose("train_explainer", *other))
+        training.run(_compose("train_explainer", *other))
 
 
 def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys) -> None:
@@ -431,7 +432,7 @@ def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys
     common = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
               "batch_size=4", "m_max=8", "n_val_events=4", "train_range=[0,0.1]",
               f"+run_dir={tmp_path / 'run'}"]
-    card = pg_training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = training.run(_compose("train_explainer", *common, "epochs=1"))
     skipped = {s["event_id"]: s["reason"] for s in card["skipped_events"]}
     assert skipped and all("no candidate event" in r for r in skipped.values())
     assert card["history"][0]["skipped"] == len(skipped)
@@ -440,7 +441,7 @@ def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys
     assert lines[0].startswith(f"epoch 1: training events: {12 - len(skipped)} of 12 drawn "
                                f"used; {len(skipped)} left out (event")
     assert str(min(skipped)) in lines[0]
-    resumed = pg_training.run(_compose("train_explainer", *common, "epochs=2"))
+    resumed = training.run(_compose("train_explainer", *common, "epochs=2"))
     again = {s["event_id"] for s in resumed["skipped_events"]}
     assert set(skipped) <= again  # the first epoch's, kept in state.pt across the resume
     assert resumed["training_events"] + sum(h["skipped"] for h in resumed["history"]) == 24

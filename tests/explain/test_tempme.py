@@ -41,8 +41,10 @@ from cftgnn.explain.tempme import (
     tempme_path,
 )
 from cftgnn.explain.training import tempme as tempme_training
+from cftgnn.explain.training.events import validation_events
 from cftgnn.explain.training.options import check_train_explainer_options
 from cftgnn.explain.training.pgexplainer import PGExplainerTrainer
+from cftgnn.explain.training.setup import training_setup
 from cftgnn.explain.training.tempme import (
     TempMETrainer,
     tempme_event,
@@ -294,6 +296,21 @@ def test_train_explainer_tempme_resumes_and_writes_a_card(trained) -> None:
     best = min(card["history"], key=lambda h: h["val_loss"])
     assert card["best_val_loss"] == best["val_loss"]  # validation-selected
     assert card["weights_sha256"] == weights_sha256(Path(str(trained["tm"])))
+
+
+def test_tempme_draws_its_validation_events_as_the_pgexplainer_does(trained, tmp_path
+                                                                   ) -> None:
+    """One validation draw for both trainers (``validation_events``, seeded by
+    ``[seed, 1 << 20]``): TempME drew its own before (``seed + 1``), other events."""
+    options = [o for o in trained["common"] if not o.startswith("+run_dir")]  # type: ignore
+    cfg = _compose("train_explainer", *options, f"+run_dir={tmp_path}")
+    trainer = TempMETrainer()
+    setup = training_setup(cfg, trainer.options_of(cfg), trainer.path_of, "TempME")
+    drawn = validation_events(setup.split, 4, 0).tolist()
+    assert trained["card"]["validation_event_ids"] == drawn  # type: ignore[index]
+    pool = np.arange(setup.split.train_end, setup.split.val_end)
+    earlier = np.sort(np.random.default_rng(1).choice(pool, size=4, replace=False)).tolist()
+    assert drawn != earlier  # the draw before 2026-12-02: this test failed there
 
 
 def test_explain_runs_with_the_trained_tempme(trained, tmp_path) -> None:

@@ -79,7 +79,7 @@ from cftgnn.training.loop import EPOCHS_FROM, epoch_entries, library_versions
 
 #: The options that decide what a training computes (a resumed run must match them).
 #: (``epochs`` is not one: rerunning with more epochs trains on from the last one; fewer
-#: than the state holds are refused, ``_load_state``.)
+#: than the state holds are refused, ``load_state``.)
 TRAINING_KEYS = ("seed", "n_train_events", "train_range", "lr", "batch_size",
                  "hidden", "features", "n_val_events", "k", "m_max", "split")
 #: The reference's budget (``PGExplainerExt``: 1,000 fresh events per epoch, 30 epochs on
