@@ -14,6 +14,10 @@ the rest, then ask how the prediction moves:
   keeps its sign with only the top events kept, at 16 shares in ``[0, 0.3]``
   (``ACC_SHARES``), and the normalised area under that curve (``acc_auc``).
 
+The T-GNNExplainer family (its kept sets, ``fidelity``, ``best_fid``, ``aufsc_keep``) is
+defined in ``cftgnn.explain.fidelity_curve``, where the explainers' training selects its
+epoch by the same AUFSC, and imported here; the rest of this module builds on it.
+
 The logits come from the exact oracle, one batched call per event (the pipeline evaluates
 ``curve_removal_plan``'s sets and records them as ``fid_curve_logits`` [21] and
 ``acc_curve_logits`` [16]). Here everything takes those logits: a row per event, ``float``
