@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from cftgnn.runs.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
