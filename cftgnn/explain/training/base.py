@@ -95,8 +95,8 @@ class ExplainerTrainer(ABC):
         chosen = trained_explainer(cfg)
         if chosen != self.KIND:
             raise ConfigError(f"{type(self).__name__} trains explainer={self.KIND}, the "
-                              f"configuration selects explainer={chosen}; leave trainer= to "
-                              "follow explainer=")
+                              f"configuration selects explainer={chosen}; leave out trainer= (it "
+                              "follows explainer=)")
 
     def options_of(self, cfg: DictConfig) -> dict[str, Any]:
         """The options the state and the card keep (``TRAINING_KEYS``, ``lr`` resolved)."""
