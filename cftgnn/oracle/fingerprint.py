@@ -12,15 +12,13 @@ nobody set one, e.g. toy oracles of tests).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig
+if TYPE_CHECKING:  # the explainers' parameter checks import this module before torch loads
+    from omegaconf import DictConfig
 
-from cftgnn.data.stream import EventStream
-from cftgnn.files import sha256_if_file
-from cftgnn.models.base import TemporalModel
-from cftgnn.models.protocol import SoftRemovalModel
-from cftgnn.training.checkpoint import stream_checksum
-from cftgnn.training.resolve import model_name
+    from cftgnn.data.stream import EventStream
+    from cftgnn.models.base import TemporalModel
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,12 @@ def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel
                       weights: str) -> ModelFingerprint:
     """The run's model and stream as explainers may see them (through
     [``check_run``][cftgnn.explain.Explainer.check_run] and ``oracle.fingerprint``)."""
+    # torch and the models: only when a run builds one (the module stays light)
+    from cftgnn.files import sha256_if_file
+    from cftgnn.models.protocol import SoftRemovalModel
+    from cftgnn.training.checkpoint import stream_checksum
+    from cftgnn.training.resolve import model_name
+
     return ModelFingerprint(
         dataset=stream.name, dataset_sha256=stream_checksum(stream),
         model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
