@@ -243,3 +243,17 @@ def test_quality_benchmark_rows_of_the_presets_match_the_preset_files(name, expe
         assert preset.explainer[key] == value, key
     body = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml")
     assert set(body.explainer) <= set(row.get("params", {})), "the row misses a preset option"
+
+
+def test_every_config_writes_the_one_default_of_m_max():
+    """The configs document ``m_max`` where they set it; the number is ``M_MAX``'s."""
+    import yaml
+
+    from cftgnn.data.index import M_MAX
+
+    found = {path.relative_to(CONF).as_posix(): data["m_max"]
+             for path in sorted(CONF.rglob("*.yaml"))
+             if isinstance(data := yaml.safe_load(path.read_text()), dict) and "m_max" in data
+             and path.parent.name not in ("experiment", "sweep", "debug", "baseline")}
+    assert len(found) >= 9 and "explain.yaml" in found
+    assert {name: v for name, v in found.items() if v != M_MAX} == {}

@@ -17,10 +17,13 @@ such events are counted apart.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+from argparse import SUPPRESS
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ import pandas as pd
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.explain.result import RESULT_COLUMNS
-from cftgnn.runs.records import EventContext
+from cftgnn.runs.records import record_fields
 from cftgnn.runs.rundir import (
     FINGERPRINT,
     RECORDS,
@@ -57,7 +60,7 @@ IGNORED = frozenset({
 #: not compared.
 NOT_RECORDED_BEFORE: dict[str, int] = {
     **{c.name: c.since for c in RESULT_COLUMNS if c.unrecorded},
-    **{f.name: int(f.metadata["since"]) for f in fields(EventContext)
+    **{f.name: int(f.metadata["since"]) for f in record_fields()
        if f.metadata.get("old") == ()},
 }
 
@@ -154,7 +157,7 @@ def _mean_size(df: pd.DataFrame) -> float:
 
 
 def compare_records(a: pd.DataFrame, b: pd.DataFrame, atol: float = 1e-6) -> RunComparison:
-    """Compare two runs' records (as [``read_records``][cftgnn.evaluation.read_records] returns
+    """Compare two runs' records (as [``read_records``][cftgnn.runs.read_records] returns
     them).
 
     Args:
@@ -285,17 +288,51 @@ def check_same_events(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str
                           f"{name_b}): nothing to compare")
 
 
+def records_digest(records: pd.DataFrame) -> str:
+    """A SHA-256 of a run's records on the columns runs are compared on
+    (``compared_columns``: every column but timings and ``IGNORED``), rows by event id: two
+    runs with the same digest hold the same values (floats bit for bit), whatever their
+    seconds. Committed digests say a change left a run's records as they were.
+
+    Args:
+        records: A run's records (``read_records``).
+    """
+    columns = compared_columns(records.columns)
+    rows = records.sort_values("event_id")[columns].to_dict("records")
+    text = json.dumps([[repr(_plain(row[c])) for c in columns] for row in rows])
+    return hashlib.sha256(f"{columns!r}{text}".encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """A record cell as a plain Python value (arrays and tuples as lists; NaN as "nan")."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``compare_runs.py A B [--atol X] [--strict]``: print the comparison; with
-    ``--strict`` exit with status 1 when the runs differ."""
+    ``--strict`` exit with status 1 when the runs differ. ``compare_runs.py --digest RUN
+    [RUN ...]`` prints each run's ``records_digest`` instead."""
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_a")
-    parser.add_argument("run_b")
+    parser.add_argument("run_b", nargs="?")
+    parser.add_argument("more", nargs="*", help=SUPPRESS)
+    parser.add_argument("--digest", action="store_true",
+                        help="print each run's digest of its compared columns and exit")
     parser.add_argument("--atol", type=float, default=1e-6,
                         help="absolute tolerance for float columns (default 1e-6)")
     parser.add_argument("--strict", action="store_true",
                         help="exit status 1 when any compared column or event differs")
     args = parser.parse_args(argv)
+    if args.digest:
+        for run in [args.run_a, *([args.run_b] if args.run_b else []), *args.more]:
+            print(f"{records_digest(_run(run))}  {run}")
+        return
+    if args.run_b is None or args.more:
+        raise ConfigError("compare_runs.py compares two runs: RUN_A RUN_B (or --digest RUN ...)")
     if not args.atol >= 0:  # also refuses nan
         raise ConfigError(f"--atol must be a number >= 0, got {args.atol}")
     check_comparable(args.run_a, args.run_b)
@@ -309,4 +346,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 __all__ = ["IGNORED", "NOT_RECORDED_BEFORE", "RunComparison", "check_comparable",
            "check_same_events", "compare_records", "compared_columns", "format_comparison",
-           "is_timing", "main"]
+           "is_timing", "main", "records_digest"]

@@ -43,15 +43,9 @@ from cftgnn.errors import ConfigError
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.runs.build import protocol_keys, recorded_protocols
 from cftgnn.runs.options import check_served, protocols_choice
-from cftgnn.runs.pipeline import (
-    keep_logit,
-    protocol_columns,
-    protocol_keys,
-    recorded_protocols,
-    summary_table,
-    write_summary,
-)
+from cftgnn.runs.pipeline import write_summary
 from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, upgrade_records
 from cftgnn.runs.rundir import (
     FINGERPRINT,
@@ -63,7 +57,9 @@ from cftgnn.runs.rundir import (
     load_run_stream,
     run_checkpoint,
 )
-from cftgnn.scoring.curves import Protocol, negative_destination, sampled_slots
+from cftgnn.scoring.checks import keep_logit, protocol_columns
+from cftgnn.scoring.protocols import Protocol, negative_destination, sampled_slots
+from cftgnn.scoring.summaries import summary_table
 
 DESCRIPTION = ("Add curve protocols (docs/metrics.md, Protocols) to finished explanation runs "
                "from their records' rankings, without explaining again.")

@@ -18,7 +18,7 @@ logit), which every explainer pays alike; **event** = setup + inference + prefix
 hit). Each explainer gets a fresh oracle per event, so none reads another's cached logits;
 one untimed oracle per event first moves the engine's cursor to the event (``explain.py``
 pays that once per event), so that no explainer's setup includes it.
-Events are sampled as ``explain.py`` samples them ([``plan_events``][cftgnn.evaluation.plan_events],
+Events are sampled as ``explain.py`` samples them ([``plan_events``][cftgnn.runs.plan_events],
 the same seed and range), explained in stream order.
 """
 
@@ -39,6 +39,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from cftgnn.benchmarks.options import check_explainers_options, pairs
+from cftgnn.data.index import M_MAX
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.explain.base import Explainer
@@ -49,7 +50,7 @@ from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import ModelFingerprint, model_fingerprint
-from cftgnn.runs.pipeline import build_explainer
+from cftgnn.runs.build import build_explainer
 from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import resolve_device, resolve_model
 
@@ -79,7 +80,7 @@ def time_event(engine: ReplayEngine, explainer: FactualExplainer, event_id: int,
 
 def benchmark_explainers(model: TemporalModel, stream: EventStream, events: Sequence[int],
                          explainers: Mapping[str, FactualExplainer], *, k: int | None = None,
-                         m_max: int = 64, fingerprint: ModelFingerprint | None = None,
+                         m_max: int = M_MAX, fingerprint: ModelFingerprint | None = None,
                          progress: bool = True) -> pd.DataFrame:
     """Every explainer on every event (stream order; one engine, fresh oracles).
 

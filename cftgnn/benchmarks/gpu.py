@@ -48,7 +48,7 @@ from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import pick_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
-from cftgnn.runs.pipeline import auto_ratios, build_explainer
+from cftgnn.runs.build import auto_ratios, build_explainer
 from cftgnn.training.resolve import resolve_device, resolve_model
 
 #: The GPU side's targets (benchmarks.md, "The GPU table"): (pair, figure) -> (kind, value).

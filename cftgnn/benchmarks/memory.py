@@ -48,10 +48,11 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     from cftgnn.data.index import TemporalIndex
     from cftgnn.data.synthetic import make_synthetic_stream
     from cftgnn.oracle.engine import ReplayEngine
+    from cftgnn.runs.build import make_explainer
     from cftgnn.runs.options import curves_choice
-    from cftgnn.runs.pipeline import after_search, make_explainer
     from cftgnn.runs.sampling import plan_events
-    from cftgnn.scoring.curves import negative_destination, sampled_slots
+    from cftgnn.scoring.checks import after_search
+    from cftgnn.scoring.protocols import negative_destination, sampled_slots
     from cftgnn.training.resolve import resolve_model
 
     torch.set_num_threads(int(job["num_threads"]))

@@ -155,6 +155,60 @@ def check_tail_options(cfg: Any) -> None:
     device(cfg)
 
 
+#: The parts of ``benchmark_far_back.py`` (``cftgnn.benchmarks.far_back``).
+PARTS = ("effects", "flips", "bookkeeping", "jacobian")
+
+
+def far_back_tolerances(cfg: Any) -> list[float]:
+    """``cfg.tolerances``: a list (maybe empty) of finite numbers ``> 0``.
+
+    Raises:
+        ConfigError: Naming the first entry that is not one.
+    """
+    value = option_value(cfg, "tolerances")
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"tolerances must be a list of numbers > 0 such as [1e-5,1e-4], "
+                          f"got {value!r}")
+    out = []
+    for item in value:
+        if (isinstance(item, bool) or not isinstance(item, int | float)
+                or not 0.0 < float(item) < float("inf")):
+            raise ConfigError(f"tolerances must be finite numbers > 0, got {item!r} in "
+                              f"{list(value)}")
+        out.append(float(item))
+    return out
+
+
+def check_far_back_options(cfg: Any) -> None:
+    """``benchmark_far_back.py``: ``events`` a non-empty list of event ids, ``parts`` of
+    ``PARTS``, ``max_size >= 1``, ``tolerances`` finite and ``> 0``, counts.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    if not integer_list(cfg, "events", optional=False, minimum=0):
+        raise ConfigError("events is empty; name at least one event id, e.g. events=[56484]")
+    parts = option_value(cfg, "parts")
+    if not isinstance(parts, list | tuple) or not parts:
+        raise ConfigError(f"parts must be a non-empty list of {', '.join(PARTS)}, got "
+                          f"{parts!r}")
+    for part in parts:
+        if part not in PARTS:
+            raise ConfigError(f"parts: unknown {part!r} (choose from: {', '.join(PARTS)})")
+    integer(cfg, "max_size", minimum=1)
+    far_back_tolerances(cfg)
+    integer(cfg, "n_pairs", minimum=0)
+    integer(cfg, "jacobian_rows", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    integer(cfg, "seed")
+    integer(cfg, "num_threads", minimum=1)
+    checkpoint_file(cfg)
+    device(cfg)
+
+
 def check_gpu_options(cfg: Any) -> None:
     """``benchmark_gpu.py``: two devices, each one this machine has (``device``'s rule, last:
     a device other than ``cpu`` or ``auto`` loads torch to be checked), known pairs, counts,
@@ -215,6 +269,7 @@ def check_quality_options(cfg: Any) -> None:
     device(cfg)
 
 
-__all__ = ["check_explainers_options", "check_gpu_options", "check_index_options",
-           "check_memory_options", "check_oracle_options", "check_quality_options",
-           "check_tail_options", "pair_of", "pairs"]
+__all__ = ["PARTS", "check_explainers_options", "check_far_back_options", "check_gpu_options",
+           "check_index_options", "check_memory_options", "check_oracle_options",
+           "check_quality_options", "check_tail_options", "far_back_tolerances", "pair_of",
+           "pairs"]

@@ -45,7 +45,8 @@ from cftgnn.files import atomic_output, atomic_write, check_writable_dir
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import OracleMode, is_flip
-from cftgnn.runs.pipeline import choose_auto_mode, make_explainer
+from cftgnn.runs.build import make_explainer
+from cftgnn.runs.pipeline import choose_auto_mode
 from cftgnn.runs.records import RecordStore
 from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import model_name, resolve_device, resolve_model

@@ -54,6 +54,7 @@ from tqdm.auto import tqdm
 
 from cftgnn import jit
 from cftgnn.benchmarks.options import check_tail_options
+from cftgnn.data.index import M_MAX
 from cftgnn.data.stream import EventStream
 from cftgnn.explain import ClosestStrategy, ExhaustiveExplainer
 from cftgnn.files import atomic_write
@@ -65,6 +66,7 @@ from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB
 from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.replay.tgn.cone import ConeStats, checked_tolerance
+from cftgnn.replay.tgn.row_times import RowStepTimes
 from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import resolve_device, resolve_model
 
@@ -98,14 +100,16 @@ def bookkeeping_share(replay_cpu_s: float, update_cpu_s: float, cpu_s: float) ->
 
 def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | None,
                  m_max: int, single_logits: bool = False,
-                 logits_digest: bool = False) -> dict[str, Any]:
+                 logits_digest: bool = False, step_times: bool = False) -> dict[str, Any]:
     """One exhaustive search on ``event_id`` (a fresh plan), timed, with the cone replay's
     counters when the engine's replay is the TGN replay (the worker processes' work
     included). With ``single_logits``, the row holds the logits of removing each candidate
     alone too (key ``single_logits``), read after the timing and the counters (from the
     oracle's cache, where the search evaluated them); with ``logits_digest``, a SHA-256 of
     every exact logit the search holds for the sets of sizes ``1..max_size`` (key
-    ``logits_sha256``, bitwise; a set not evaluated counts as absent).
+    ``logits_sha256``, bitwise; a set not evaluated counts as absent); with ``step_times``,
+    the CPU seconds of each step of the cone replay's row table (key ``step_cpu_s``,
+    ``RowStepTimes.as_dict``: this process's replays only).
 
     The row's times: ``seconds`` (wall, the plan's setup included), ``cpu_s`` (the CPU
     seconds of this process and of the worker processes it waited for), the cone replay's
@@ -113,7 +117,7 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
     the same in CPU seconds (``replay_cpu_s``, ``update_cpu_s``, ``bookkeeping_cpu_s``), and
     ``bookkeeping_share`` (``bookkeeping_share``, of the CPU seconds)."""
     model_replay = engine.replay
-    stats = ConeStats()
+    stats = ConeStats(steps=RowStepTimes() if step_times else None)
     if isinstance(model_replay, TGNReplay):
         model_replay.options.stats = stats
     start = time.perf_counter()
@@ -153,6 +157,8 @@ def search_event(engine: ReplayEngine, event_id: int, max_size: int, k: int | No
         row["single_logits"] = oracle.exact_batch([[int(c)] for c in cand]).tolist()
     if logits_digest:
         row["logits_sha256"] = _logits_digest(oracle, max_size)
+    if stats.steps is not None:
+        row["step_cpu_s"] = stats.steps.as_dict()
     return row
 
 
@@ -174,7 +180,7 @@ def _percentile(values: pd.Series, q: float) -> float:
 
 
 def benchmark_tail(model: TemporalModel, stream: EventStream, events: list[int], *,
-                   max_size: int, m_max: int = 64, k: int | None = None,
+                   max_size: int, m_max: int = M_MAX, k: int | None = None,
                    compare_top: int = 2, progress: bool = True, prune_perturbations: bool = True,
                    memory_budget_gb: float | None = DEFAULT_MEMORY_BUDGET_GB,
                    prune_tolerance: float = 0.0, num_workers: int = 1) -> dict[str, Any]:

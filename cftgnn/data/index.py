@@ -67,6 +67,18 @@ class Candidates:
         return int(self.ids[0]) if len(self.ids) else None
 
 
+#: The most candidate events of an explained event, unless a run says otherwise (the seed's
+#: ``m_max``; the configs of ``conf/`` write the same number where they document the option,
+#: and tests/test_configs.py keeps them equal to this).
+M_MAX = 64
+
+
+def candidate_hops(k: int | None, num_layers: int) -> int:
+    """The hop radius of an event's candidate set: ``k``, or by default the model's number of
+    layers (what a ``num_layers``-layer model's prediction can see)."""
+    return int(num_layers) if k is None else int(k)
+
+
 class TemporalIndex:
     """Per-node time-sorted adjacency of an [``EventStream``][cftgnn.data.EventStream].
 
@@ -212,7 +224,7 @@ class TemporalIndex:
             dist[frontier] = h
         return dist
 
-    def candidates(self, event_id: int, k: int, m_max: int = 64,
+    def candidates(self, event_id: int, k: int, m_max: int = M_MAX,
                    until: int | None = None) -> Candidates:
         """Candidate set ``C(G, ε_i, k, m_max)`` as docs/design.md §2 defines it.
 

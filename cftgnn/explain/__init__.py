@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
         RandomParams,
     )
     from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
-    from cftgnn.explain.run import explain_event
+    from cftgnn.explain.run import Explained, explain_event, explain_events
     from cftgnn.explain.strategies import (
         ClosestStrategy,
         OneBestStrategy,
@@ -72,7 +72,7 @@ _EXPORTS = {
     "cftgnn.explain.ranking": ("PerturbOneExplainer", "PerturbOneParams", "RandomExplainer",
                                "RandomParams"),
     "cftgnn.explain.result": ("SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"),
-    "cftgnn.explain.run": ("explain_event",),
+    "cftgnn.explain.run": ("Explained", "explain_event", "explain_events"),
     "cftgnn.explain.strategies": ("ClosestStrategy", "OneBestStrategy", "RandomStrategy",
                                   "RecentStrategy", "SelectionStrategy"),
     "cftgnn.explain.temgx": ("TemGXExplainer", "TemGXParams"),
@@ -92,6 +92,8 @@ __all__ = [
     # The entry points: one event explained, its result, and the explainers (the order of the
     # API page, which follows this list).
     "explain_event",
+    "explain_events",
+    "Explained",
     "ExplanationResult",
     "ExplanationStatus",
     "Explainer",

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -67,6 +67,8 @@ class CFTGNNParams(BudgetParams):
     but not charged, and so is the deep phase's descent); exact confirmations are not capped.
     """
 
+    own_cap: ClassVar[str | None] = "it_max"
+
     it_max: int = option(300, "MCTS iterations (the seed's name of max_iterations)", low=0)
     alpha: float = option(2.0 / 3.0, "weight of the exploitation score", low=0)
     beta: float = option(1.0 / 3.0, "weight of the UCB exploration term", low=0)
@@ -80,10 +82,6 @@ class CFTGNNParams(BudgetParams):
     deep_phase: bool = option(False, "no counterfactual in the tree: greedy descent from the "
                                      "node with the largest Δ")
     deep_sample_size: int = option(10, "l of that descent", low=1)
-
-    @property
-    def iteration_cap(self) -> int | None:
-        return self.it_max if self.max_iterations is None else self.max_iterations
 
 
 class CFTGNNExplainer(Explainer):

@@ -30,7 +30,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from omegaconf import OmegaConf
 
@@ -190,6 +190,11 @@ class BudgetParams(Params):
         max_time_s: Seconds of the search (checked between iterations).
     """
 
+    #: The explainer's own option for its iteration cap (CF-TGNN's ``it_max``, the seed's
+    #: name; T-GNNExplainer's ``rollouts``), None when it has none: ``max_iterations``, when
+    #: set, replaces it (``iteration_cap``; the report reads ``cap_of``).
+    own_cap: ClassVar[str | None] = None
+
     max_iterations: int | None = option(None, "iterations of the search's main loop", low=0)
     max_oracle_calls: int | None = option(None, "search-mode oracle evaluations of the search",
                                           low=0)
@@ -197,8 +202,18 @@ class BudgetParams(Params):
 
     @property
     def iteration_cap(self) -> int | None:
-        """The search's iteration cap (None: none)."""
-        return self.max_iterations
+        """The search's iteration cap (None: none): ``max_iterations`` when set, else the
+        explainer's own cap option (``own_cap``)."""
+        return self.cap_of(self.as_dict())
+
+    @classmethod
+    def cap_of(cls, options: Mapping[str, Any]) -> int | None:
+        """The iteration cap that ``options`` (an explainer config, unchecked: a finished run's
+        ``run.json``) set, by the rule of ``iteration_cap``; None when neither is set."""
+        value = options.get("max_iterations")
+        if value is None and cls.own_cap is not None:
+            value = options.get(cls.own_cap)
+        return None if value is None else int(value)
 
 
 #: The parameter declaration of each explainer of the package whose module loads torch, by

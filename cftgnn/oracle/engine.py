@@ -32,14 +32,13 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-from cftgnn.data.index import Candidates, TemporalIndex
+from cftgnn.data.index import M_MAX, Candidates, TemporalIndex, candidate_hops
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
@@ -215,14 +214,14 @@ class ReplayEngine:
         self.counters.setup_s += time.perf_counter() - start
         return self._cursor
 
-    def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = 64,
+    def expect(self, event_ids: Sequence[int], k: int | None = None, m_max: int = M_MAX,
                history: History | str = History.EVENT) -> None:
         """Announce the events about to be explained, in the order they will be (the same
         ``k``, ``m_max`` and ``history`` as their [``oracle``][cftgnn.oracle.ReplayEngine.oracle]
         calls): the walk forward keeps a snapshot at each one's base state, within the budget
         (``SnapshotStore.want``). Optional; it only saves replay, never changes an answer."""
         hist = check_history(history, bool(self.model.has_memory), type(self.model).__name__)
-        k = int(self.model.num_layers) if k is None else k
+        k = candidate_hops(k, self.model.num_layers)
         bases = []
         for event_id in event_ids:
             end = history_end(int(event_id), self.batch_size, hist)
@@ -236,7 +235,7 @@ class ReplayEngine:
         self,
         event_id: int,
         k: int | None = None,
-        m_max: int = 64,
+        m_max: int = M_MAX,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
         history: History | str = History.EVENT,
@@ -273,14 +272,14 @@ class EventReplay:
     """
 
     def __init__(
-        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = 64,
+        self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = M_MAX,
         history: History | str = History.EVENT,
     ) -> None:
         self.engine = engine
         model = engine.model
         self.history = check_history(history, bool(model.has_memory),
                                      type(model).__name__)
-        k = int(model.num_layers) if k is None else k
+        k = candidate_hops(k, model.num_layers)
         self.event_id = int(event_id)
         #: Where the prediction's history ends (exclusive): ``i``, or its batch's start.
         self.history_end = history_end(self.event_id, engine.batch_size, self.history)
@@ -383,9 +382,8 @@ class EventReplay:
                 reference: bool = False) -> npt.NDArray[np.float64]:
         """Logits of P removal sets in one call of the engine's replay, or, with
         ``reference``, of the generic one-replay-per-set replay. The oracle's backends call
-        this directly ([``oracle``][cftgnn.oracle.EventReplay.oracle]);
-        [``exact``][cftgnn.oracle.EventReplay.exact] and
-        [``approximate``][cftgnn.oracle.EventReplay.approximate] are the same for other callers."""
+        this through [``exact``][cftgnn.oracle.EventReplay.exact] and
+        [``approximate``][cftgnn.oracle.EventReplay.approximate]."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
         engine = self.engine
@@ -480,25 +478,26 @@ class EventReplay:
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
         p_orig = float(self.exact([frozenset()])[0])
-        oracle = Oracle(  # backends: _logits itself, not through exact / approximate
-            self.candidates, p_orig, exact=partial(self._logits, approximate=False),
-            approximate=partial(self._logits, approximate=True), mode=mode,
-            removable=constraints.removable(self.candidates, self.engine.stream),
-            max_size=constraints.max_size, consequence=self.consequence,
-            num_workers=self.engine.num_workers,
-        )
-        oracle.fingerprint = self.engine.fingerprint
-        oracle.pair = self.pair_logits
-        oracle.stream = self.engine.stream
-        oracle.tallies.append(self.engine.counters)  # worker processes' replays counted too
+        removable = np.unique(np.asarray(list(constraints.removable(self.candidates,
+                                                                    self.engine.stream)),
+                                         dtype=np.int64))
+        probe = None
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
             # the exact plan's recording ends in the probe's state when nothing of the
             # history is removed (history=event): no second replay of [b0, i)
             state = (self._plan.final_state() if self._own is None
                      and isinstance(self._plan, RecordedPlan) else None)
-            oracle.probe = ModelProbe(model, self.base, self.start, self.event_id,
-                                      oracle.removable, self.history_end, state)
+            probe = ModelProbe(model, self.base, self.start, self.event_id, removable,
+                               self.history_end, state)
+        oracle = Oracle(
+            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+            removable=removable, max_size=constraints.max_size, consequence=self.consequence,
+            probe=probe, num_workers=self.engine.num_workers,
+            fingerprint=self.engine.fingerprint, pair=self.pair_logits,
+            stream=self.engine.stream,
+            tallies=[self.engine.counters],  # worker processes' replays counted too
+        )
         return oracle
 
 

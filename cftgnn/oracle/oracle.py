@@ -244,6 +244,8 @@ class Oracle:
             (``num_workers``; [``search_by_size``][cftgnn.explain.search_by_size] forks them
             from this process, ``cftgnn.oracle.workers``); 1: this process only. It never
             changes a logit, an answer or a counter.
+        fingerprint, pair, stream, tallies: The replay engine's (its attributes of those
+            names below; None and no tallies for toy oracles).
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
@@ -263,6 +265,10 @@ class Oracle:
         consequence: ConsequenceFn | None = None,
         probe: ModelProbe | None = None,
         num_workers: int = 1,
+        fingerprint: ModelFingerprint | None = None,
+        pair: PairFn | None = None,
+        stream: EventStream | None = None,
+        tallies: Iterable[object] = (),
     ) -> None:
         self.candidates = candidates
         self._consequence = consequence
@@ -288,17 +294,17 @@ class Oracle:
         if probe is not None and not np.array_equal(probe.removable, self.removable):
             raise OracleError("the probe is over other events than the oracle's removable ones")
         self.probe: ModelProbe | None = probe
-        #: The run's model and stream (set by the replay engine; None for toy oracles): what
+        #: The run's model and stream (the replay engine's; None for toy oracles): what
         #: a trained explainer checks its checkpoint against (docs/design.md §8).
-        self.fingerprint: ModelFingerprint | None = None
+        self.fingerprint: ModelFingerprint | None = fingerprint
         #: Exact logits of the explained source with another destination under removal sets
-        #: (``PairFn``; set by the replay engine, None for toy oracles): not counted, not
+        #: (``PairFn``; the replay engine's, None for toy oracles): not counted, not
         #: cached, never an explainer's (the ``tempme`` protocol's negative pairs).
-        self.pair: PairFn | None = None
-        #: The stream the event belongs to (set by the replay engine, None for toy oracles):
+        self.pair: PairFn | None = pair
+        #: The stream the event belongs to (the replay engine's, None for toy oracles):
         #: its times and endpoints, for explainers that read the neighbourhood themselves
         #: (TemGX's temporal window); never a model.
-        self.stream: EventStream | None = None
+        self.stream: EventStream | None = stream
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)
@@ -308,7 +314,7 @@ class Oracle:
         #: Counter objects (dataclasses of numbers) that the backends update in place, such
         #: as the replay engine's ``ReplayCounters``: what worker processes add to them is
         #: added back here (``cftgnn.oracle.workers``; ``peak_*`` fields take the maximum).
-        self.tallies: list[object] = []
+        self.tallies: list[object] = list(tallies)
         exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
         self._exact = _Channel(exact, exact_cache)
         if self.mode is OracleMode.EXACT:

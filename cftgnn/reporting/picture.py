@@ -35,7 +35,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 
 from cftgnn.cli import ArgumentParser
-from cftgnn.data.index import TemporalIndex
+from cftgnn.data.index import M_MAX, TemporalIndex
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
 from cftgnn.files import check_can_write
@@ -214,7 +214,7 @@ def run_view(stream: EventStream, record: pd.Series | Mapping[str, Any],
     """The ``ExplanationView`` of one record of a run whose stream is loaded: the run's
     ``k``, ``m_max`` and batch size from its ``run.json`` content (``fingerprint``)."""
     return explanation_view(stream, record, hop_radius(fingerprint),
-                            int(fingerprint.get("m_max", 64)), run_name(record),
+                            int(fingerprint.get("m_max", M_MAX)), run_name(record),
                             run_batch_size(fingerprint))
 
 

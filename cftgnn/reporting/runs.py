@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from cftgnn.errors import ConfigError
+from cftgnn.explain.params import BudgetParams, explainer_params
 from cftgnn.runs.records import flatten
 from cftgnn.runs.rundir import FINGERPRINT, find_runs, read_fingerprint, read_records
 
@@ -31,14 +32,15 @@ _NEEDED = ("dataset", "model", "explainer", "strategy_name", "status", "group")
 
 
 def _it_max(fingerprint: Mapping[str, Any]) -> float:
-    """The iteration cap of a run whose explainer names it ``it_max`` (CF-TGNN's seed name;
-    the shared budget key ``max_iterations`` replaces it when set), NaN for other explainers.
-    Read from the run's config, so no explainer class is needed."""
-    options = fingerprint.get("explainer") or {}
-    if options.get("it_max") is None:
+    """The iteration cap of a run whose explainer's own cap option is ``it_max`` (CF-TGNN's
+    seed name), by its declaration's rule (``BudgetParams.cap_of``: ``max_iterations``
+    replaces it when set); NaN for other explainers."""
+    options = dict(fingerprint.get("explainer") or {})
+    params = explainer_params(str(options.pop("_target_", "")))
+    if params is None or not issubclass(params, BudgetParams) or params.own_cap != "it_max":
         return math.nan
-    value = options.get("max_iterations")
-    return float(options["it_max"] if value is None else value)
+    cap = params.cap_of(options)
+    return math.nan if cap is None else float(cap)
 
 
 def _merged_away(prints: Mapping[Path, Mapping[str, Any]]) -> set[Path]:

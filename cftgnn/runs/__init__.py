@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 from cftgnn.lazy import lazy_attribute
 
 if TYPE_CHECKING:
-    from cftgnn.runs.options import CurveSet, PredictionGroup
     from cftgnn.runs.records import RecordStore, RunDirectoryError, read_records
     from cftgnn.runs.sampling import SamplingError, plan_events, sample_events
+    from cftgnn.scoring.groups import PredictionGroup
+    from cftgnn.scoring.protocols import CurveSet
 
 _EXPORTS = {
-    "cftgnn.runs.options": ("CurveSet", "PredictionGroup"),
     "cftgnn.runs.records": ("RecordStore", "RunDirectoryError", "read_records"),
     "cftgnn.runs.sampling": ("SamplingError", "plan_events", "sample_events"),
+    "cftgnn.scoring.groups": ("PredictionGroup",),
+    "cftgnn.scoring.protocols": ("CurveSet",),
 }
 
 

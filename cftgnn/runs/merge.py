@@ -20,10 +20,10 @@ import pandas as pd
 from cftgnn.cli import ArgumentParser
 from cftgnn.errors import ConfigError
 from cftgnn.files import check_can_write
-from cftgnn.runs.pipeline import summary_table, write_summary
+from cftgnn.runs.pipeline import write_summary
 from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, fingerprint_diff
 from cftgnn.runs.rundir import find_runs, read_fingerprint, read_records
-from cftgnn.scoring.summaries import format_summary
+from cftgnn.scoring.summaries import format_summary, summary_table
 
 
 def merge_runs(runs: Sequence[Path], out: str | os.PathLike[str]) -> pd.DataFrame:

@@ -4,7 +4,6 @@ values), with the explainer's own parameters by its declaration
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -14,30 +13,9 @@ from cftgnn.explain.params import check_explainer_options, check_strategy_option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
-from cftgnn.scoring.curves import Protocol
 from cftgnn.scoring.groups import PredictionGroup
+from cftgnn.scoring.protocols import CurveSet, Protocol
 from cftgnn.training.options import checkpoint_file, device
-
-
-class CurveSet(str, Enum):
-    """Which curve metrics ``explain.py`` computes for each explained event (their exact
-    logits, one batched call after the search; ``cftgnn.scoring.curves``).
-
-    * ``none`` — none: ``fid_curve_logits`` and ``acc_curve_logits`` stay empty and
-      ``best_fid``, ``aufsc_keep`` and ``acc_auc`` are NaN (the explanation, fidelity± and
-      every other column are unchanged);
-    * ``common`` — the curves of the ``protocol`` option's protocols (``common`` by default:
-      T-GNNExplainer's fidelity over kept shares, 21 logits, and TempME's ACC-AUC, 16 logits),
-      whatever the stream's length (the name is from when ``common`` was the only protocol);
-    * ``all`` — every protocol's curves (``Protocol``), whatever ``protocol`` says.
-
-    The option also takes ``auto`` (the default, ``curves_choice``).
-    """
-
-    NONE = "none"
-    COMMON = "common"
-    ALL = "all"
-
 
 #: ``curves=auto`` computes the curves on streams of at most this many events. The kept sets
 #: remove every candidate below the top share, the oldest included, so each replays the
@@ -95,15 +73,6 @@ def protocol_option(cfg: Any) -> tuple[Protocol, ...]:
     return protocols_choice(value)
 
 
-def run_protocols(curves: CurveSet, protocols: tuple[Protocol, ...]) -> tuple[Protocol, ...]:
-    """The protocols whose curves a run computes: none with ``curves=none`` (also what
-    ``auto`` resolves to on a long stream), every one with ``curves=all``, else
-    ``protocols`` (the ``protocol`` option's)."""
-    if curves is CurveSet.NONE:
-        return ()
-    return tuple(Protocol) if curves is CurveSet.ALL else tuple(protocols)
-
-
 def check_served(explainer: Any, protocols: tuple[Protocol, ...]) -> None:
     """Refuse a protocol the explainer cannot be scored under (its ``protocols``; every
     explainer of the project serves every protocol).
@@ -153,10 +122,10 @@ def check_explain_options(cfg: Any) -> None:
     Counts (``n_events``, ``events``, ``seed``, ``shard``, ``num_shards``, ``num_threads``,
     ``num_workers``, ``certify``) must be integers (``1.5`` and ``abc`` are refused, never
     truncated), ``shard`` one of ``num_shards`` (``shard_of``);
-    ``sample.prediction`` one of [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]'s
+    ``sample.prediction`` one of [``PredictionGroup``][cftgnn.runs.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
     ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
-    [``CurveSet``][cftgnn.evaluation.CurveSet] value); ``protocol`` a protocol's name, a list
+    [``CurveSet``][cftgnn.runs.CurveSet] value); ``protocol`` a protocol's name, a list
     of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
     explainer's declaration (``check_explainer_options``), the ``strategy.*`` options by the
     strategy's (``check_strategy_options``) and ``ceiling``, ``prune``,
@@ -205,7 +174,6 @@ def check_explain_options(cfg: Any) -> None:
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS", "CurveSet",
+__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
            "PredictionGroup", "check_served", "curves_choice", "protocol_option",
-           "protocols_choice", "run_protocols", "check_candidate_options", "check_explain_options",
-           "shard_of"]
+           "protocols_choice", "check_candidate_options", "check_explain_options", "shard_of"]

@@ -11,14 +11,14 @@ Each record is written as soon as its event is explained (to a temporary name, f
 the disk, then renamed: ``cftgnn.files.atomic_output``), so a run killed at any moment, a
 machine that loses power or a full disk leaves only complete records behind (the temporary
 files of killed writers are removed when the run resumes). Rerunning with the same directory
-reads every record back ([``RecordStore.done``][cftgnn.evaluation.RecordStore.done]), skips
+reads every record back ([``RecordStore.done``][cftgnn.runs.RecordStore.done]), skips
 their events and explains the rest; a record that does not read back (cut short by a copy, a
 zero-byte file, a file of another schema) is moved aside as ``corrupt/<name>.corrupt-<n>`` with
 one warning line, and its event is explained again: out of ``records/``, so that a repaired run
 reads as one dataset with plain ``pandas.read_parquet("<run>/records")`` or ``pyarrow.dataset``
 (runs resumed before 2026-12-01 kept it in ``records/``: resuming such a run moves it over to
 ``corrupt/``). Readers of finished runs
-([``read_records``][cftgnn.evaluation.read_records]) name such a file in one warning line and leave
+([``read_records``][cftgnn.runs.read_records]) name such a file in one warning line and leave
 it out. A directory holding records under another fingerprint is refused, so records of two
 configurations never mix (one without records is simply taken over).
 """
@@ -30,7 +30,7 @@ import math
 import os
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from cftgnn.files import (
     remove_stale_temporaries,
     set_aside,
 )
+from cftgnn.scoring.checks import Checks
 
 
 class RunDirectoryError(CftgnnError):
@@ -234,8 +235,6 @@ class EventContext:
     Attributes:
         setup_time_s: Seconds building the event's oracle (replaces the result's own).
         time_s: Oracle setup plus search, seconds.
-        keep_logit: Exact logit with only the explanation kept among the removable
-            candidates (NaN when the event was not explained).
         group: Prediction group of the sample (``correct`` / ``incorrect``).
         screen_logit: The logit the sampling pass saw.
         dataset: Stream name.
@@ -244,50 +243,21 @@ class EventContext:
         constraints: The user constraints, as JSON.
         auto_mode_ratio: ``mode=auto``'s cost ratio (NaN for a fixed mode).
         shard: Shard that explained the event.
-        fid_curve_logits: Exact logits with only the top ``⌈s·m⌉`` (at least one) of the
-            explainer's ranking kept among the removable events, at T-GNNExplainer's kept
-            shares ``0, 0.05, …, 1``, ``float [21]`` (``cftgnn.scoring.curves``; empty
-            when the event has no ranking or was not explained; schema 4).
-        acc_curve_logits: The same at TempME's 16 shares in ``[0, 0.3]``, ``float [16]``.
-        history: The explained prediction's history, ``event`` or ``batch_start``
+            history: The explained prediction's history, ``event`` or ``batch_start``
             (``cftgnn.oracle.history``; schema 5, ``event`` in older records).
         group_logit: The logit whose sign ``group`` is: ``screen`` (the sampling pass's
             ``screen_logit``, which for a model with memory under ``history=event`` is not
             the explained ``original_logit``) or ``explained`` (the sampling pass scored the
             explained prediction: ``history=batch_start``). Schema 5; ``screen`` in older
             records.
-        keep_time_s: Seconds of the exact call of ``keep_logit`` (the fidelity− check), not
-            part of ``time_s`` (NaN when the event was not explained; schema 6, NaN in older
-            records).
-        curve_time_s: Seconds of the curve logits' exact calls (every protocol's), not part
-            of ``time_s`` (NaN when none was made: the event was not explained or
-            ``curves=none``; schema 6, NaN in older records).
-        curve_protocols: The protocols whose curve logits the record holds
-            (``cftgnn.scoring.curves.Protocol`` values, in that order; schema 7: older
-            records with curve logits hold the ``common`` protocol's, the only one then).
-        tgnnexplainer_curve_logits: Exact logits at the ``tgnnexplainer`` protocol's 21 levels
-            ``0, 0.05, …, 1`` (``tgx_removal_sets`` for a ranking explainer,
-            ``tgx_coalition_removal_sets`` for a search one), ``float [21]``; empty when that
-            protocol was not computed (schema 7).
-        tempme_curve_logits: Exact logits of the explained pair at the ``tempme`` protocol's
-            16 ratios (``tempme_removal_sets``), ``float [16]``; empty when not computed.
-        tempme_neg_dst: The negative pair's destination (``negative_destination``; None when
-            the ``tempme`` protocol was not computed).
-        tempme_neg_logit: The negative pair's exact logit with nothing removed (NaN when not
-            computed).
-        tempme_neg_curve_logits: Its exact logits under the same removal sets as
-            ``tempme_curve_logits``, ``float [16]``; empty when not computed.
-        temgx_curve_logits: Exact logits with the top ``round(s·m)`` of the ranking removed
-            at the ``temgx`` protocol's shares ``0, 0.05, …, 1`` (``temgx_removal_sets``),
-            ``float [21]``; empty when that protocol was not computed (schema 9).
-        single_removal_logits: Exact logits with each ranked event removed alone, in the
-            ranking's order, ``float [m]`` (the ``temgx`` protocol's, for the benchmark's
-            monotonicity); empty when not computed (schema 9).
+        checks: The exact checks after the search (``cftgnn.scoring.checks.Checks``): the
+            logit with only the explanation kept (``keep_logit``, fidelity−), each protocol's
+            curve logits and their seconds; each of its fields is a record column, in
+            its order after the fields above (``record_fields``).
     """
 
     setup_time_s: float
     time_s: float
-    keep_logit: float
     group: str
     screen_logit: float
     dataset: str
@@ -296,24 +266,20 @@ class EventContext:
     constraints: str = field(metadata={"since": 2, "old": "{}"})  # "{}": no constraint
     auto_mode_ratio: float
     shard: int
-    fid_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
-    acc_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 4, "old": ()})
     history: str = field(default="event", metadata={"since": 5, "old": "event"})
     group_logit: str = field(default="screen", metadata={"since": 5, "old": "screen"})
-    keep_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
-    curve_time_s: float = field(default=float("nan"), metadata={"since": 6, "old": float("nan")})
-    curve_protocols: tuple[str, ...] = field(default=(), metadata={"since": 7, "old": None})
-    tgnnexplainer_curve_logits: tuple[float, ...] = field(default=(),
-                                                          metadata={"since": 7, "old": ()})
-    tempme_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 7, "old": ()})
-    tempme_neg_dst: int | None = field(default=None, metadata={"since": 7, "old": None})
-    tempme_neg_logit: float = field(default=float("nan"),
-                                    metadata={"since": 7, "old": float("nan")})
-    tempme_neg_curve_logits: tuple[float, ...] = field(default=(),
-                                                       metadata={"since": 7, "old": ()})
-    temgx_curve_logits: tuple[float, ...] = field(default=(), metadata={"since": 9, "old": ()})
-    single_removal_logits: tuple[float, ...] = field(default=(),
-                                                     metadata={"since": 9, "old": ()})
+    checks: Checks = Checks()
+
+
+def record_fields() -> tuple[Field[Any], ...]:
+    """The record columns ``EventContext`` adds, as dataclass fields: its own, then those of
+    its ``checks`` (each field's metadata: ``since``, the schema that added it; ``old``, what
+    older records read back as)."""
+    return tuple(f for f in fields(EventContext) if f.name != "checks") + fields(Checks)
+
+
+def _record_types() -> dict[str, Any]:
+    return {**typing.get_type_hints(EventContext), **typing.get_type_hints(Checks)}
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -360,15 +326,16 @@ GROUND_TRUTH_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 #: holds.
 RECORD_SCHEMA = pa.schema(
     [(c.name, arrow_type(column_types()[c.name])) for c in RESULT_COLUMNS]
-    + [(name, arrow_type(kind)) for name, kind in typing.get_type_hints(EventContext).items()
-       if name not in column_types()]
+    + [(f.name, arrow_type(_record_types()[f.name])) for f in record_fields()
+       if f.name not in column_types()]
     + list(ROBUSTNESS_COLUMNS) + list(GROUND_TRUTH_COLUMNS))
 
 
 def event_record(result: ExplanationResult, context: EventContext) -> dict[str, Any]:
     """One record: the result's columns, then the context's, in ``RECORD_SCHEMA``'s
     order (a test keeps the two in step)."""
-    return {**result.to_record(), **asdict(context)}
+    own = {f.name: getattr(context, f.name) for f in fields(EventContext) if f.name != "checks"}
+    return {**result.to_record(), **own, **asdict(context.checks)}
 
 
 def _is_nan(value: Any) -> bool:
@@ -488,7 +455,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     fills: dict[str, Any] = {c.name: df.get(c.old_from) if c.old_from else c.old
                              for c in RESULT_COLUMNS if c.since == 2}
-    fills.update({f.name: f.metadata["old"] for f in fields(EventContext)
+    fills.update({f.name: f.metadata["old"] for f in record_fields()
                   if f.metadata.get("since") in (2, 5, 6, 7)
                   and not isinstance(f.metadata["old"], tuple)})
     for name, value in fills.items():
@@ -521,7 +488,7 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
                 index=rows, dtype=object)
             df["n_counterfactuals"] = df["n_counterfactuals"].astype("int64")
     lists = [(c.name, c.old) for c in RESULT_COLUMNS if c.since == 4] + [
-        (f.name, f.metadata["old"]) for f in fields(EventContext)
+        (f.name, f.metadata["old"]) for f in record_fields()
         if f.metadata.get("since") in (4, 7) and isinstance(f.metadata["old"], tuple)]
     for name, old_value in lists:  # list columns: one value per row
         if name not in df.columns:

@@ -3,7 +3,7 @@
 finding runs below some paths, reading ``run.json``, the records (a record that does not read
 back is named in one ``warning:`` line and left out), the run's stream, and its checkpoint.
 
-A run directory (written by [``RecordStore``][cftgnn.evaluation.RecordStore])::
+A run directory (written by [``RecordStore``][cftgnn.runs.RecordStore])::
 
     run.json                 the run's fingerprint
     records/<event>.parquet  one record per explained event
@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from hydra.utils import instantiate
 
+from cftgnn.data.index import M_MAX
 from cftgnn.data.paths import project_root
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import ConfigError
@@ -125,7 +126,7 @@ class Run:
     @property
     def m_max(self) -> int:
         """The run's cap on the number of candidates."""
-        return int(self.fingerprint.get("m_max", 64))
+        return int(self.fingerprint.get("m_max", M_MAX))
 
     @property
     def constraints(self) -> Constraints:
@@ -161,7 +162,7 @@ def load_run(path: str | os.PathLike[str],
              columns: frozenset[str] = RECORD_COLUMNS) -> Run:
     """A run directory's fingerprint and explained records (status ``ok``); a record that
     does not read is named in one warning line and left out
-    ([``read_records``][cftgnn.evaluation.read_records]).
+    ([``read_records``][cftgnn.runs.read_records]).
 
     Args:
         path: The run directory.

@@ -144,7 +144,7 @@ def sample_events(
         first_id: Event id of ``logits[0]``.
         n: Number of events wanted (fewer when a group has too few events).
         prediction: Which predictions to sample (see
-            [``PredictionGroup``][cftgnn.evaluation.PredictionGroup]).
+            [``PredictionGroup``][cftgnn.runs.PredictionGroup]).
         min_abs_logit: Keep events with ``|logit| >= min_abs_logit`` only.
         max_abs_logit: Keep events with ``|logit| <= max_abs_logit`` only (None = no bound).
         seed: Random seed; each group draws from its own generator.
@@ -203,7 +203,7 @@ def plan_events(
     history: History | str = History.EVENT,
     engine: ReplayEngine | None = None,
 ) -> pd.DataFrame:
-    """The events a run explains: sampled (see [``sample_events``][cftgnn.evaluation.sample_events])
+    """The events a run explains: sampled (see [``sample_events``][cftgnn.runs.sample_events])
     or given explicitly.
 
     Args:

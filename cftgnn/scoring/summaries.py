@@ -17,15 +17,7 @@ import pandas as pd
 from cftgnn.explain.result import explained
 from cftgnn.oracle.oracle import margin
 from cftgnn.scoring.benchmark_metrics import charr, first_flip, monotonicity
-from cftgnn.scoring.curves import (
-    TEMGX_THRESHOLD,
-    acc_auc,
-    aufsc_keep,
-    best_fid,
-    temgx_answer_fidelity,
-    temgx_aufsc,
-    tempme_acc_auc,
-)
+from cftgnn.scoring.curves import acc_auc, aufsc_keep, best_fid
 from cftgnn.scoring.groups import PredictionGroup
 from cftgnn.scoring.metrics import (
     FloatArray,
@@ -44,6 +36,12 @@ from cftgnn.scoring.metrics import (
     runtime_percentiles,
     size_stats,
     sparsity,
+)
+from cftgnn.scoring.protocols import (
+    TEMGX_THRESHOLD,
+    temgx_answer_fidelity,
+    temgx_aufsc,
+    tempme_acc_auc,
 )
 
 _NAN = float("nan")
@@ -530,6 +528,27 @@ def group_note(records: pd.DataFrame) -> str | None:
             "other group by original_logit (history=batch_start explains the screened, "
             "batch-start prediction itself)")
 
+
+def summary_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Summary per prediction group plus an ``all`` row, in ``GROUP_ORDER``
+    (``correct incorrect all``)."""
+    if records.empty:
+        return summarize(records).assign(group="all")[["group", *SUMMARY_COLUMNS]]
+    table = summarize(records, by=["group"])
+    if len(table) > 1:
+        table = pd.concat([table, summarize(records).assign(group="all")], ignore_index=True)
+    return sort_groups(table)
+
+
+def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:
+    """``summary/<group>/<metric>`` → value, for the tracker."""
+    out: dict[str, float] = {}
+    for row in table.to_dict("records"):
+        group = row.pop("group", "all")
+        for key, value in row.items():
+            if isinstance(value, int | float):
+                out[f"summary/{group}/{key}"] = float(value)
+    return out
 
 __all__ = ["GROUND_TRUTH_MEANINGS", "MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS",
            "format_summary", "group_note", "has_causes", "sort_groups", "summarize",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from cftgnn.data.index import Candidates
+from cftgnn.data.index import M_MAX, Candidates
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import LogitFn, Oracle, OracleMode, is_flip
 from cftgnn.testing.backends import ShiftedBackend, ToyBackend
@@ -19,7 +19,7 @@ def make_candidates(
     hops: Sequence[int] | None = None,
     event_id: int | None = None,
     k: int = 2,
-    m_max: int = 64,
+    m_max: int = M_MAX,
 ) -> Candidates:
     """Build a [``Candidates``][cftgnn.data.Candidates] by hand (ids are sorted ascending together
     with hops).

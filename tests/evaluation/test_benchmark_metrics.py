@@ -20,8 +20,8 @@ from cftgnn.scoring.benchmark_metrics import (
     seed_stability_of_runs,
     spearman,
 )
-from cftgnn.scoring.curves import (
-    FID_SHARES,
+from cftgnn.scoring.curves import FID_SHARES
+from cftgnn.scoring.protocols import (
     Protocol,
     single_removal_sets,
     temgx_answer_fidelity,

@@ -140,3 +140,19 @@ def test_two_runs_of_one_configuration_give_equal_records_through_the_script(tmp
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: ")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_records_digest_ignores_seconds_and_sees_every_bit_of_a_value():
+    from cftgnn.analysis.compare import records_digest
+
+    records = pd.DataFrame({"event_id": [5, 3], "final_logit": [0.25, -1.5],
+                            "explanation": [np.array([1, 2]), np.array([], dtype=np.int64)],
+                            "time_s": [1.0, 2.0], "curve_time_s": [0.1, np.nan]})
+    digest = records_digest(records)
+    slower = records.assign(time_s=[9.0, 8.0], curve_time_s=[3.0, 4.0])
+    assert records_digest(slower) == digest
+    assert records_digest(records.iloc[::-1]) == digest  # rows by event id
+    nudged = records.assign(final_logit=[0.25, np.nextafter(-1.5, 0)])
+    assert records_digest(nudged) != digest
+    other = records.assign(explanation=[np.array([2, 1]), np.array([], dtype=np.int64)])
+    assert records_digest(other) != digest

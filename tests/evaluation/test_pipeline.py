@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 import cftgnn.config  # noqa: F401
 from cftgnn.errors import CftgnnError, ConfigError, print_block
 from cftgnn.oracle.engine import naive_logit
-from cftgnn.runs import pipeline
+from cftgnn.runs import build, pipeline
 from cftgnn.runs.merge import find_runs, merge_runs
 from cftgnn.runs.records import RecordStore, RunDirectoryError, read_records
 from cftgnn.training.resolve import resolve_model
@@ -399,12 +399,12 @@ def test_jobs_of_one_sweep_share_one_tracking_group(tmp_path):
     hc = HydraConfig.instance()
     try:
         hc.set_config(cfg)
-        assert pipeline.tracking_group(cfg) == "2026-11-22_10-00"
-        assert pipeline.tracking_group(OmegaConf.merge(cfg, {"group": "mine"})) == "mine"
+        assert build.tracking_group(cfg) == "2026-11-22_10-00"
+        assert build.tracking_group(OmegaConf.merge(cfg, {"group": "mine"})) == "mine"
         with initialize_config_dir(str(CONF), version_base="1.3"):
             single = compose("explain", return_hydra_config=True)
         hc.set_config(single)
-        assert pipeline.tracking_group(single) is None
+        assert build.tracking_group(single) is None
     finally:
         hc.cfg = None
 
@@ -447,3 +447,42 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
     pipeline._start_compiled_loops(OmegaConf.create({"mode": mode}), _toy_engine(kind), picked,
                                    todo)
     assert calls == ([1] if starts else [])
+
+
+def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
+    """One explainer for the whole run (its options and protocols checked, ``check_run``
+    asked, then every event explained by it), not one per event."""
+    from cftgnn.explain.mcts import CFTGNNExplainer
+
+    built, explained = [], []
+    init, explain = CFTGNNExplainer.__init__, CFTGNNExplainer.explain
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        init(self, *args, **kwargs)
+
+    def counting_explain(self, oracle):
+        explained.append(self)
+        return explain(self, oracle)
+
+    monkeypatch.setattr(CFTGNNExplainer, "__init__", counting_init)
+    monkeypatch.setattr(CFTGNNExplainer, "explain", counting_explain)
+    pipeline.run(cfg_for(tmp_path))
+    assert len(read_records(tmp_path)) == 6 and len(explained) == 6
+    assert len(built) == 1 and all(e is built[0] for e in explained)
+
+
+def test_an_explainer_that_cannot_serve_the_run_is_refused_before_the_first_event(
+        tmp_path, monkeypatch):
+    from cftgnn.explain.mcts import CFTGNNExplainer
+
+    def refuse(self, fingerprint):
+        raise ConfigError(f"cftgnn cannot explain {fingerprint.model} here")
+
+    searched = []
+    monkeypatch.setattr(CFTGNNExplainer, "check_run", refuse)
+    monkeypatch.setattr(CFTGNNExplainer, "_search", lambda *a: searched.append(a))
+    with pytest.raises(ConfigError) as refused:
+        pipeline.run(cfg_for(tmp_path / "run"))
+    assert "\n" not in str(refused.value) and "cannot explain" in str(refused.value)
+    assert searched == [] and not (tmp_path / "run" / "records").exists()

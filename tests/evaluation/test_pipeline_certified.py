@@ -17,6 +17,7 @@ from cftgnn.errors import CftgnnError
 from cftgnn.explain.result import RECORD_DEFAULTS_V1, SCHEMA_VERSION
 from cftgnn.runs import pipeline
 from cftgnn.runs.records import read_records, upgrade_records
+from cftgnn.scoring import summaries
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -142,4 +143,4 @@ def test_records_of_schema_1_still_read(tmp_path):
     assert row.min_size_lower_bound == 0 and not row.certified_minimal
     assert row.size_before_prune == row["size"] and row.num_removable == row.num_candidates
     assert upgrade_records(pd.DataFrame()).empty
-    assert np.isfinite(pipeline.summary_table(records)["fidelity_plus"].iloc[-1])
+    assert np.isfinite(summaries.summary_table(records)["fidelity_plus"].iloc[-1])

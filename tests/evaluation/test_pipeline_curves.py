@@ -15,6 +15,7 @@ import cftgnn.config  # noqa: F401
 from cftgnn.oracle.engine import naive_logit
 from cftgnn.runs import pipeline
 from cftgnn.runs.records import read_records
+from cftgnn.scoring import checks
 from cftgnn.scoring.curves import ACC_SHARES, FID_SHARES, kept_removal_sets
 from cftgnn.training.resolve import resolve_model
 
@@ -35,7 +36,7 @@ def test_curve_logits_are_one_batch_of_exact_logits_on_a_toy_oracle():
     oracle = Oracle(make_candidates([1, 2, 3, 4, 5]), 1.0, exact=backend,
                     removable=[1, 2, 3, 4])
     ranking = [3, 1, 2]
-    fid, acc = pipeline.curve_logits(oracle, ranking)
+    fid, acc = checks.curve_logits(oracle, ranking)
     assert backend.batches == 1 and oracle.stats.exact_batches == 1
     assert backend.calls == len(set(backend.log))  # each distinct set once
     assert all(5 not in s for s in backend.log)
@@ -46,7 +47,7 @@ def test_curve_logits_are_one_batch_of_exact_logits_on_a_toy_oracle():
     # share 0 keeps the top event (3): 1, 2 and the unranked 4 removed
     assert fid[0] == pytest.approx(1.0 - 0.5 + 0.25 - 0.125)
     assert fid[-1] == pytest.approx(1.0 - 0.125)  # everything ranked kept; 4 still removed
-    assert pipeline.curve_logits(oracle, []) == ((), ())
+    assert checks.curve_logits(oracle, []) == ((), ())
 
 
 def cfg_for(tmp_path: Path, *overrides: str):
@@ -82,7 +83,7 @@ def test_curve_logits_are_the_exact_logits_of_the_kept_top_shares(tmp_path, expl
 def test_the_curve_call_leaves_the_explanations_counters_alone(tmp_path, monkeypatch):
     with_curves, without = tmp_path / "with", tmp_path / "without"
     pipeline.run(cfg_for(with_curves, "explainer=greedy"))
-    monkeypatch.setattr(pipeline, "curve_logits", lambda oracle, ranking: ((), ()))
+    monkeypatch.setattr(checks, "curve_logits", lambda oracle, ranking: ((), ()))
     pipeline.run(cfg_for(without, "explainer=greedy"))
     a, b = read_records(with_curves), read_records(without)
     assert len(a.fid_curve_logits.iloc[0]) == 21 and len(b.fid_curve_logits.iloc[0]) == 0
@@ -117,8 +118,8 @@ def test_curves_none_makes_no_curve_call_and_leaves_the_rest_alone(tmp_path, mon
     common, none = tmp_path / "common", tmp_path / "none"
     pipeline.run(cfg_for(common, "explainer=greedy"))
     calls: list[int] = []
-    real = pipeline.curve_logits
-    monkeypatch.setattr(pipeline, "curve_logits",
+    real = checks.curve_logits
+    monkeypatch.setattr(checks, "curve_logits",
                         lambda oracle, ranking: calls.append(1) or real(oracle, ranking))
     table = pipeline.run(cfg_for(none, "explainer=greedy", "curves=none"))
     assert calls == []
@@ -166,7 +167,8 @@ def test_resuming_with_another_curves_value_is_refused(tmp_path):
 
 def test_curves_auto_follows_the_streams_length():
     from cftgnn.errors import ConfigError
-    from cftgnn.runs.options import AUTO_CURVES_MAX_EVENTS, CurveSet, curves_choice
+    from cftgnn.runs.options import AUTO_CURVES_MAX_EVENTS, curves_choice
+    from cftgnn.scoring.protocols import CurveSet
 
     assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS) is CurveSet.COMMON
     assert curves_choice("auto", AUTO_CURVES_MAX_EVENTS + 1) is CurveSet.NONE

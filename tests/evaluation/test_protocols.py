@@ -20,20 +20,16 @@ from cftgnn.errors import ConfigError
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.runs import pipeline
-from cftgnn.runs.options import (
-    CurveSet,
-    check_served,
-    protocols_choice,
-    run_protocols,
-)
+from cftgnn.runs.options import check_served, protocols_choice
 from cftgnn.runs.records import read_records, upgrade_records
-from cftgnn.scoring.curves import (
-    FID_SHARES,
+from cftgnn.scoring import checks
+from cftgnn.scoring.curves import FID_SHARES, aufsc_keep, best_fid
+from cftgnn.scoring.protocols import (
     TEMPME_RATIOS,
+    CurveSet,
     Protocol,
-    aufsc_keep,
-    best_fid,
     negative_destination,
+    run_protocols,
     sampled_slots,
     temgx_removal_sets,
     tempme_acc_auc,
@@ -75,7 +71,7 @@ def test_kept_counts_are_the_authors_float_grid_for_every_m_up_to_20():
         assert [tgx_kept_count(s, m) for s in FID_SHARES] == [
             min(int(s * m) + 1, m) for s in grid]
         # a search: the coalitions with len(c) / m <= s
-        from cftgnn.scoring.curves import tgx_coalition_size_limit
+        from cftgnn.scoring.protocols import tgx_coalition_size_limit
         assert [tgx_coalition_size_limit(s, m) for s in FID_SHARES] == [
             max(k for k in range(m + 1) if k / m <= s) for s in grid]
     # by hand, m = 20: 1, 2, 3, 4, ... kept; all 20 from s = 0.95 on
@@ -132,7 +128,7 @@ def test_tgx_curve_logits_are_exact_logits_of_those_sets_in_one_batch():
     backend = AdditiveBackend(2.0, weights)
     oracle = Oracle(make_candidates(list(range(1, 26))), 2.0, exact=backend)
     ranking = list(range(25, 0, -1))
-    got = pipeline.tgx_curve_logits(oracle, result(range(1, 26), ranking))
+    got = checks.tgx_curve_logits(oracle, result(range(1, 26), ranking))
     sets = tgx_removal_sets(ranking, list(range(1, 26)))
     assert backend.batches == 1
     assert got == pytest.approx([backend.logit(frozenset(s)) for s in sets])
@@ -141,10 +137,10 @@ def test_tgx_curve_logits_are_exact_logits_of_those_sets_in_one_batch():
     assert got[-1] == pytest.approx(2.0)
     # a search explainer: its coalitions, not its ranking
     coalitions = (((25,), 0.3), ((24, 25), 0.1))
-    got = pipeline.tgx_curve_logits(oracle, result(range(1, 26), ranking, coalitions))
+    got = checks.tgx_curve_logits(oracle, result(range(1, 26), ranking, coalitions))
     assert got[0] == pytest.approx(2.0 - sum(0.1 * e for e in range(6, 26)))  # empty kept
     assert got[1] == got[-1] == pytest.approx(2.0 - sum(0.1 * e for e in range(6, 25)))
-    assert pipeline.tgx_curve_logits(oracle, result(range(1, 26))) == ()
+    assert checks.tgx_curve_logits(oracle, result(range(1, 26))) == ()
     # Best-FID and AUFSC over those logits are the common functions on another grid
     p0 = np.array([2.0])
     fid = np.array(got) - 2.0
@@ -225,7 +221,7 @@ def test_tempme_curve_logits_score_the_negative_pair_under_the_same_sets():
 
     oracle.pair = pair
     ranking = [3, 1, 2, 4]
-    pos, n0, neg = pipeline.tempme_curve_logits(oracle, ranking, slots=20, negative_dst=9)
+    pos, n0, neg = checks.tempme_curve_logits(oracle, ranking, slots=20, negative_dst=9)
     sets = tempme_removal_sets(ranking, [1, 2, 3, 4], 20)
     assert pos == pytest.approx([backend.logit(frozenset(s)) for s in sets])
     assert n0 == -1.0
@@ -233,7 +229,7 @@ def test_tempme_curve_logits_score_the_negative_pair_under_the_same_sets():
     assert {d for _, d in seen} == {9}
     assert len(seen) == len(set(seen))  # each distinct set once, the empty one included
     oracle.pair = None  # a toy oracle without pairs: no negative part
-    assert pipeline.tempme_curve_logits(oracle, ranking, 20, 9)[1:] == (
+    assert checks.tempme_curve_logits(oracle, ranking, 20, 9)[1:] == (
         pytest.approx(float("nan"), nan_ok=True), ())
 
 

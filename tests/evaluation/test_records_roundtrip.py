@@ -97,8 +97,8 @@ def test_a_record_reads_back_into_its_result(result: ExplanationResult) -> None:
 
 def test_records_of_a_run_directory_read_back_into_their_results(tmp_path: Path) -> None:
     store = RecordStore(tmp_path, {"x": 1}, schema=RECORD_SCHEMA)
-    context = EventContext(setup_time_s=0.25, time_s=1.0, keep_logit=float("nan"),
-                           group="correct", screen_logit=1.0, dataset="toy", model="toy",
+    context = EventContext(setup_time_s=0.25, time_s=1.0, group="correct",
+                           screen_logit=1.0, dataset="toy", model="toy",
                            strategy_name="recent", constraints="{}", auto_mode_ratio=1.0,
                            shard=0)
     for r in RESULTS:

@@ -91,19 +91,20 @@ def test_a_store_without_schema_infers_types(tmp_path: Path) -> None:
 
 
 def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
-    import dataclasses
 
     from cftgnn.explain.result import ExplanationResult
-    from cftgnn.runs.records import EventContext, event_record
+    from cftgnn.runs.records import EventContext, event_record, record_fields
+    from cftgnn.scoring.checks import Checks
 
     result = ExplanationResult(explainer="greedy", event_id=7, original_logit=1.0,
                                candidate_ids=(1, 2), explanation=(2,), final_logit=-0.5,
                                is_counterfactual=True, iterations=3, search_calls=4,
                                exact_calls=1, cache_hits=0, agreement=None, agreement_n=0,
                                wall_time_s=0.5, oracle_time_s=0.4)
-    context = EventContext(setup_time_s=0.25, time_s=1.0, keep_logit=0.5, group="correct",
+    context = EventContext(setup_time_s=0.25, time_s=1.0, group="correct",
                            screen_logit=1.0, dataset="d", model="m", strategy_name="closest",
-                           constraints="{}", auto_mode_ratio=float("nan"), shard=0)
+                           constraints="{}", auto_mode_ratio=float("nan"), shard=0,
+                           checks=Checks(keep_logit=0.5))
     from cftgnn.scoring.ground_truth import CAUSE_COLUMNS
     from cftgnn.scoring.robustness import ROBUSTNESS_COLUMNS
 
@@ -112,6 +113,7 @@ def test_the_schema_is_the_result_columns_then_the_event_context() -> None:
     # a stream with planted causes
     assert list(record) + list(ROBUSTNESS_COLUMNS) + list(CAUSE_COLUMNS) == RECORD_SCHEMA.names
     assert record["setup_time_s"] == 0.25  # the context's replaces the result's
-    context_names = [f.name for f in dataclasses.fields(EventContext)]
+    context_names = [f.name for f in record_fields()]
     assert list(record)[-(len(context_names) - 1):] == [
         n for n in context_names if n != "setup_time_s"]
+    assert record["keep_logit"] == 0.5  # the embedded checks' columns

@@ -238,11 +238,11 @@ def test_the_option_checks_import_neither_torch_nor_the_models():
 
 
 def test_the_lazy_packages_still_export_their_names():
-    from cftgnn import evaluation, oracle
-    from cftgnn.runs.sampling import PredictionGroup
+    from cftgnn import oracle, runs
+    from cftgnn.scoring.groups import PredictionGroup
 
     assert oracle.Oracle.__name__ == "Oracle" and oracle.is_flip.__name__ == "is_flip"
-    assert evaluation.PredictionGroup is PredictionGroup
+    assert runs.PredictionGroup is PredictionGroup
     with pytest.raises(AttributeError):
         _ = oracle.Orcale
 

@@ -245,7 +245,7 @@ def test_the_memory_budget_with_spilled_segments_on_the_fake_device(stream, targ
 
 # ------------------------------------------------------------------ explainers
 def _explainer(name: str, **overrides: object):  # noqa: ANN202
-    from cftgnn.runs.pipeline import make_explainer
+    from cftgnn.runs.build import make_explainer
 
     node = OmegaConf.load(ROOT / "conf" / "explainer" / f"{name}.yaml")
     node.merge_with(overrides)

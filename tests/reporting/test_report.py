@@ -21,6 +21,7 @@ from cftgnn.reporting import picture, report
 from cftgnn.runs import pipeline
 from cftgnn.runs.merge import find_runs, merge_runs
 from cftgnn.runs.records import read_records
+from cftgnn.scoring import summaries
 from cftgnn.scoring.summaries import GROUP_ORDER, format_summary, sort_groups, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,7 +194,7 @@ def test_both_tables_of_a_run_order_the_groups_the_same_way(sweep):
     records = report.load_runs([sweep / "cf-closest-40"])
     assert set(records["group"]) == {"correct", "incorrect"}
     first_incorrect = records.sort_values("group", ascending=False, kind="stable")
-    printed = pipeline.summary_table(first_incorrect)  # explain.py's table and summary.csv
+    printed = summaries.summary_table(first_incorrect)  # explain.py's table and summary.csv
     by_group = report.comparison_table(first_incorrect, by_group=True)  # report.md's
     assert list(printed["group"]) == list(GROUP_ORDER) == ["correct", "incorrect", "all"]
     assert list(by_group["group"]) == list(GROUP_ORDER[:2])

@@ -32,7 +32,7 @@ def _fingerprint(explainer: str) -> dict[str, Any]:
 
 
 def _context() -> EventContext:
-    return EventContext(setup_time_s=0.1, time_s=0.5, keep_logit=math.nan, group="correct",
+    return EventContext(setup_time_s=0.1, time_s=0.5, group="correct",
                         screen_logit=1.0, dataset="toy", model="tgn", strategy_name="closest",
                         constraints="{}", auto_mode_ratio=math.nan, shard=0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
 from cftgnn.explain.params import BudgetParams, option
 
@@ -64,6 +65,8 @@ class TGNNExplainerParams(BudgetParams):
       ``expand_width`` least important children at once.
     """
 
+    own_cap: ClassVar[str | None] = "rollouts"
+
     search: Search = option(Search.PUBLISHED, "explorer: published (the authors') | narrowed "
                                               "(faster, not published)")
     rollouts: int = option(500, "MCTS rollouts (max_iterations, when set, replaces it)", low=0)
@@ -82,11 +85,6 @@ class TGNNExplainerParams(BudgetParams):
                            "(1: one rollout at a time)", low=1)
     expand_width: int = option(5, "narrowed only: children per expansion (the navigator's "
                                   "least important events)", low=1)
-
-    @property
-    def iteration_cap(self) -> int | None:
-        """The rollouts (``max_iterations`` when set)."""
-        return self.rollouts if self.max_iterations is None else self.max_iterations
 
 
 __all__ = ["Navigator", "Search", "TGNNExplainerParams"]

@@ -79,6 +79,7 @@ from cftgnn import jit
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.batched import NodeInputs
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.tgn.row_times import RowStepTimes
 from cftgnn.replay.tgn.rows import RowTable
 from cftgnn.replay.tgn.trajectory import BatchRecord, Dependencies, Trajectory
 
@@ -115,6 +116,10 @@ class ConeStats:
             read at the same points): what a loaded machine disturbs least, and, summed over
             worker processes, comparable with the CPU seconds of all of them.
         update_cpu_s: ``update_s`` in CPU seconds the same way.
+        steps: Where the row table's steps add their CPU seconds (``RowStepTimes``, one
+            entry per ``RowTable`` step), or None (the default: no step is timed). Set it to
+            see where the bookkeeping goes; it counts this process's replays only (a worker
+            process's steps stay in that process).
     """
 
     calls: int = 0
@@ -129,6 +134,7 @@ class ConeStats:
     update_s: float = 0.0
     replay_cpu_s: float = 0.0
     update_cpu_s: float = 0.0
+    steps: RowStepTimes | None = None
 
 
 def checked_tolerance(tolerance: float, name: str = "tolerance") -> float:
@@ -207,6 +213,7 @@ def _cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = 
     deps = traj.dependencies_for(model, sets.events)
     dev = traj.final_input.device
     rows = RowTable(sets.num_sets, deps.columns, deps.num_columns, model.memory_dim, dev)
+    rows.step_times = stats.steps if stats is not None else None
     words = sets.words(deps.universe)  # [P, W]
     # with check: each column's dependency set so far, [C, W]
     dep = np.zeros((deps.num_columns, words.shape[1]), dtype=np.uint64) if check else None

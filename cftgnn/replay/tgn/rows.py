@@ -6,7 +6,9 @@ steps of ``cftgnn.replay.tgn.cone.cone_replay`` that change rows: splitting rows
 (``split``, ``split_mixed``), giving rows their next messages (``new_pending``), and the
 exact perturbation pruning (``prune``, ``merge``, ``revive``, ``compact``). The algorithm
 and why it is exact: ``cftgnn.replay.tgn.cone``'s module docstring. The invariants:
-``RowTable``'s docstring, asserted by ``RowTable.check``.
+``RowTable``'s docstring, asserted by ``RowTable.check``. Where the bookkeeping's time goes,
+step by step: ``cftgnn.replay.tgn.row_times`` (``RowTable.step_times``, which
+``ConeStats.steps`` hands on).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from cftgnn.replay.tgn.row_steps import (
     unique_inverse,
 )
 from cftgnn.replay.tgn.row_store import RowStore
+from cftgnn.replay.tgn.row_times import RowStepTimes
+from cftgnn.replay.tgn.row_times import timed as _timed
 from cftgnn.replay.tgn.rows_kernels import (
     column_view,
     groups,
@@ -122,6 +126,8 @@ class RowTable(RowStore):
         mixed: Whether a row may hold sets of several keys, ``bool [capacity]``.
         size: Rows allocated (live or retired, until ``compact``).
         capacity: Rows counted as held (``nbytes``; ``RowStore``).
+        step_times: Where the steps' CPU seconds are added (``RowStepTimes``), or None (the
+            default: no clock is read).
     """
 
     def __init__(self, num_p: int, columns: npt.NDArray[np.int64], num_columns: int, dim: int,
@@ -131,6 +137,7 @@ class RowTable(RowStore):
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
         # which entries hold a row, a bit each (``cftgnn.replay.tgn.occupancy``)
         self.occupied = np.zeros((num_columns, words_for(num_p)), dtype=np.uint64)
+        self.step_times: RowStepTimes | None = None
         super().__init__(dim, device)
 
     def write(self, p: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
@@ -145,6 +152,7 @@ class RowTable(RowStore):
         """Row of node ``n[m]`` under set ``p[m]``, ``-1`` for the recorded state, ``[M]``."""
         return lookup(self.rowmap, self.columns, p, n)
 
+    @_timed
     def drop(self, dead: npt.NDArray[np.int64]) -> None:
         """Retire rows ``dead``: every set using one reads the recorded state again."""
         if not len(dead):
@@ -161,6 +169,7 @@ class RowTable(RowStore):
         (``RowStore.rows_nbytes``)."""
         return int(self.rowmap.nbytes) + int(self.occupied.nbytes) + self.rows_nbytes()
 
+    @_timed
     def compact(self, force: bool = False) -> None:
         """Free the retired rows (and rows no set uses any more) once they are the
         majority (or, with ``force``, now), so memory follows the live rows rather than
@@ -178,6 +187,7 @@ class RowTable(RowStore):
         remap_columns(self.rowmap, self.occupied, cols, new_id)
         self.keep_only(keep, force)  # new buffers with force, else in place
 
+    @_timed
     def other_memory(self, rep: npt.NDArray[np.int64], other: npt.NDArray[np.int64],
                      recorded: Tensor, recorded_row: npt.NDArray[np.int64]
                      ) -> tuple[Tensor, npt.NDArray[np.int64]]:
@@ -257,6 +267,7 @@ class RowTable(RowStore):
         ``-1`` for the recorded state, ``-2`` where there is no pending event, ``[M]``."""
         return sender_rows(self.rowmap, self.columns, p, pend, n, src, dst)
 
+    @_timed
     def split(self, rec: BatchRecord, loc: npt.NDArray[np.int64], words: Words,
               nodes: npt.NDArray[np.int64], masks: Words,
               rem: npt.NDArray[np.bool_] | None = None,
@@ -323,6 +334,7 @@ class RowTable(RowStore):
         self.write(pp, cols[jj], g_row[group])
         self.mixed[g_row[g_row >= 0]] = False  # every row of these nodes now holds one key
 
+    @_timed
     def new_pending(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                     loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
                     touched: npt.NDArray[np.bool_] | None = None) -> None:
@@ -337,6 +349,7 @@ class RowTable(RowStore):
         new_pending(self.n, self.alive, self.rep, self.pend, self.size, read, loc, rec.events,
                     rec.inc_k, rec.inc_start, rec.inc_end, rem, touched)
 
+    @_timed
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
                     loc: npt.NDArray[np.int64], read: npt.NDArray[np.bool_],
                     src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
@@ -375,6 +388,7 @@ class RowTable(RowStore):
         self.write(pp, self.columns[self.n[rr]], new[group])
         return len(new)
 
+    @_timed
     def prune(self, model: TGN, rec: BatchRecord, loc: npt.NDArray[np.int64], x: int,
               need: npt.NDArray[np.int64], src: npt.NDArray[np.int64],
               dst: npt.NDArray[np.int64], tolerance: float = 0.0,
@@ -442,6 +456,7 @@ class RowTable(RowStore):
         self.revive(rec, receivers, mem_eq, checked, src, dst)
         return int(retire.sum()) + merged
 
+    @_timed
     def merge(self, r: npt.NDArray[np.int64], need: npt.NDArray[np.int64], x: int,
               mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
               src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> int:
@@ -513,6 +528,7 @@ class RowTable(RowStore):
         self.pend[gone] = -1
         return len(moved)
 
+    @_timed
     def revive(self, rec: BatchRecord,
                receivers: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
                mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
