@@ -304,7 +304,32 @@ def check_can_write(path: str | os.PathLike[str], option: str, file: bool = Fals
     return target
 
 
+def set_aside(path: Path, folder: Path | None = None) -> Path:
+    """Rename an unreadable file to ``<name>.corrupt-<n>`` (the first free ``n``), so that
+    it is kept for inspection but no longer counts as a record (or a training state).
+
+    Args:
+        path: The file.
+        folder: Where it goes (created when absent); None: next to ``path``. A run's records
+            go to ``<run>/corrupt`` (``RecordStore.CORRUPT``), out of the ``records`` folder
+            that readers take as one dataset.
+    """
+    target = corrupt_path(path.parent if folder is None else folder, path.name)
+    os.replace(path, target)
+    return target
+
+
+def corrupt_path(folder: Path, name: str) -> Path:
+    """``folder/<name>.corrupt-<n>`` with the first free ``n`` (``folder`` created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (target := folder / f"{name}.corrupt-{n}").exists():
+        n += 1
+    return target
+
+
 __all__ = ["NO_SPACE", "DiskFullError", "atomic_output", "atomic_write", "check_can_write",
-           "check_writable_dir", "disk_full_message", "file_sha256", "fsync_dir", "fsync_file",
-           "mount_point", "nearest_existing", "no_space", "remove_stale_temporaries",
-           "replace_durably", "sha256_if_file", "temporary_path", "unwritable_reason"]
+           "check_writable_dir", "corrupt_path", "disk_full_message", "file_sha256",
+           "fsync_dir", "fsync_file", "mount_point", "nearest_existing", "no_space",
+           "remove_stale_temporaries", "replace_durably", "set_aside", "sha256_if_file",
+           "temporary_path", "unwritable_reason"]

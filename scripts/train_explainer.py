@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors, main_guard
-from cftgnn.runs.options import check_train_explainer_options, trained_explainer
+from cftgnn.explain.training.options import check_train_explainer_options
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 #: What Ctrl-C tells the user.
@@ -27,12 +27,11 @@ RESUME = ("the state after the last finished epoch is kept in the run directory;
 
 @hydra.main(config_path="../conf", config_name="train_explainer", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    """Hydra entry point; all work happens in ``cftgnn.evaluation.explainer_training.run``."""
+    """Hydra entry point; all work happens in ``cftgnn.explain.training.run`` (the trainer of
+    the ``trainer`` group, which follows ``explainer=``)."""
     with friendly_errors(on_interrupt=RESUME):
-        if trained_explainer(cfg) == "tempme":  # heavy (torch, PyG): after the checks
-            from cftgnn.evaluation.tempme_training import run
-        else:
-            from cftgnn.evaluation.explainer_training import run
+        from cftgnn.explain.training import run  # heavy (torch, PyG): after the checks
+
         run(cfg)
 
 

@@ -130,7 +130,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("explain",),
     ("scoring", "testing"),
     ("runs",),
-    ("analysis", "reporting", "evaluation"),
+    ("analysis", "reporting"),
     ("benchmarks",),
 )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cftgnn.evaluation import read_records
+from cftgnn.runs.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```(?:python|yaml)\n# file: (\S+)\n(.*?)```", re.S)

@@ -49,8 +49,8 @@ from cftgnn.explain.result import ExplanationStatus
 from cftgnn.files import atomic_write
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.engine import ReplayEngine
-from cftgnn.oracle.fingerprint import ModelFingerprint
-from cftgnn.runs.build import build_explainer, model_fingerprint
+from cftgnn.oracle.fingerprint import ModelFingerprint, model_fingerprint
+from cftgnn.runs.build import build_explainer
 from cftgnn.runs.sampling import plan_events
 from cftgnn.training.resolve import resolve_device, resolve_model
 

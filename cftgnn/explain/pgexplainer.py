@@ -59,11 +59,9 @@ import torch
 from torch import Tensor, nn
 
 from cftgnn.errors import ConfigError, ExplainerError, short_reason
-from cftgnn.explain.attention import needs_probe
-from cftgnn.explain.budget import BudgetMeter
-from cftgnn.explain.factual import FactualExplainer, FloatArray
+from cftgnn.explain.factual import FloatArray
 from cftgnn.explain.pgexplainer_params import PGExplainerParams
-from cftgnn.explain.trained import check_trained_card, load_once
+from cftgnn.explain.trained import TrainedExplainer, check_trained_card, load_once
 from cftgnn.files import atomic_output, atomic_write
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
@@ -317,13 +315,13 @@ def resolve_scorer(checkpoint: str, fingerprint: ModelFingerprint | None) -> Tra
     return scorer
 
 
-class PGExplainer(FactualExplainer):
+class PGExplainer(TrainedExplainer[TrainedScorer]):
     """Ranks each removable event by a trained MLP's score of its features.
 
     Args:
         strategy: Unused for the ranking (kept for the common constructor).
         post: The steps after the search.
-        scorer: A trained MLP to use instead of loading ``checkpoint`` (tests, training).
+        trained: A trained MLP to use instead of loading ``checkpoint`` (tests, training).
         **options: [``PGExplainerParams``][cftgnn.explain.PGExplainerParams].
     """
 
@@ -331,16 +329,8 @@ class PGExplainer(FactualExplainer):
     Params = PGExplainerParams
     params: PGExplainerParams
 
-    def __init__(self, strategy: Any = None, post: Any = None,
-                 scorer: TrainedScorer | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.scorer = scorer
-
-    def check_run(self, fingerprint: ModelFingerprint) -> None:
-        if not fingerprint.probe:
-            raise needs_probe(self.name, fingerprint.model)
-        if self.scorer is None:
-            resolve_scorer(self.params.checkpoint, fingerprint)
+    def resolve(self, fingerprint: ModelFingerprint | None) -> TrainedScorer:
+        return resolve_scorer(self.params.checkpoint, fingerprint)
 
     def scores(self, oracle: Oracle) -> FloatArray:
         """The MLP's score of each removable event, aligned with ``oracle.removable``
@@ -351,11 +341,8 @@ class PGExplainer(FactualExplainer):
             ConfigError, CheckpointError, CheckpointMismatchError: See
                 ``resolve_scorer``.
         """
-        if oracle.probe is None:
-            fp = oracle.fingerprint
-            raise needs_probe(self.name, None if fp is None else fp.model)
-        scorer = self.scorer or resolve_scorer(self.params.checkpoint, oracle.fingerprint)
-        feats = features_of(oracle.probe, scorer.features)
+        scorer, probe = self.trained_for(oracle)
+        feats = features_of(probe, scorer.features)
         if feats.shape[1] != scorer.mlp.input_dim:
             raise ExplainerError(f"the PGExplainer at {scorer.path or '(given)'} reads "
                                  f"{scorer.mlp.input_dim} features, the model gives "
@@ -363,9 +350,6 @@ class PGExplainer(FactualExplainer):
         with torch.no_grad():
             out = scorer.mlp(feats.to("cpu"))
         return np.asarray(out.numpy(), dtype=np.float64).reshape(-1)
-
-    def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
-        return self.scores(oracle)
 
 
 __all__ = ["FEATURES", "FORMAT", "HIDDEN", "EdgeScorer", "PGExplainer", "PGExplainerParams",

@@ -1,13 +1,20 @@
-"""What the trained explainers (the PGExplainer, TempME) share about their checkpoints: the
-card check against the run's model and stream, and loading a checkpoint once per file."""
+"""What the trained explainers (the PGExplainer, TempME) share: the card check against the
+run's model and stream, loading a checkpoint once per file, and their base class
+(``TrainedExplainer``: the constructor, ``check_run`` and the guard before scoring)."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
+from cftgnn.explain.attention import needs_probe
+from cftgnn.explain.budget import BudgetMeter
+from cftgnn.explain.factual import FactualExplainer, FloatArray
 from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.oracle.oracle import Oracle
+from cftgnn.oracle.probe import ModelProbe
 from cftgnn.training.checkpoint import CheckpointMismatchError
 
 T = TypeVar("T")
@@ -54,4 +61,54 @@ def load_once(path: Path, load: Callable[[Path], T], cache: dict[tuple[str, int,
     return cache[key]
 
 
-__all__ = ["CARD_CHECKS", "check_trained_card", "load_once"]
+class TrainedExplainer(FactualExplainer, Generic[T]):
+    """A factual explainer that ranks by a trained checkpoint's scores (no oracle call).
+
+    Args:
+        strategy: Unused for the ranking (kept for the common constructor).
+        post: The steps after the search.
+        trained: A trained checkpoint to use instead of loading ``checkpoint`` (tests,
+            training).
+        **options: The subclass's ``Params`` (``checkpoint``: ``auto`` or a path).
+
+    A subclass implements ``resolve`` (the checkpoint the options name, checked against the
+    run) and ``scores`` (reading ``trained_for``).
+    """
+
+    def __init__(self, strategy: Any = None, post: Any = None, trained: T | None = None,
+                 **options: Any) -> None:
+        super().__init__(strategy, post, **options)
+        self.trained = trained
+
+    @abstractmethod
+    def resolve(self, fingerprint: ModelFingerprint | None) -> T:
+        """The trained checkpoint of the ``checkpoint`` option, checked against
+        ``fingerprint`` (None: unchecked)."""
+
+    @abstractmethod
+    def scores(self, oracle: Oracle) -> FloatArray:
+        """Each removable event's importance, aligned with ``oracle.removable``."""
+
+    def check_run(self, fingerprint: ModelFingerprint) -> None:
+        if not fingerprint.probe:
+            raise needs_probe(self.name, fingerprint.model)
+        if self.trained is None:
+            self.resolve(fingerprint)
+
+    def trained_for(self, oracle: Oracle) -> tuple[T, ModelProbe]:
+        """The trained checkpoint that scores ``oracle``'s event, and the oracle's probe.
+
+        Raises:
+            ExplainerError: The oracle has no probe.
+            ConfigError, CheckpointError, CheckpointMismatchError: See ``resolve``.
+        """
+        if oracle.probe is None:
+            fp = oracle.fingerprint
+            raise needs_probe(self.name, None if fp is None else fp.model)
+        return self.trained or self.resolve(oracle.fingerprint), oracle.probe
+
+    def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
+        return self.scores(oracle)
+
+
+__all__ = ["CARD_CHECKS", "TrainedExplainer", "check_trained_card", "load_once"]

@@ -24,10 +24,9 @@ from cftgnn.explain.result import (
 )
 from cftgnn.files import sha256_if_file
 from cftgnn.models.base import TemporalModel
-from cftgnn.models.protocol import SoftRemovalModel
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
-from cftgnn.oracle.fingerprint import ModelFingerprint
+from cftgnn.oracle.fingerprint import model_fingerprint
 from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.runs.options import (
@@ -41,7 +40,7 @@ from cftgnn.scoring.protocols import (
     run_protocols,
 )
 from cftgnn.scoring.robustness import RobustnessOptions, robustness_columns
-from cftgnn.training.checkpoint import load_checkpoint, stream_checksum
+from cftgnn.training.checkpoint import load_checkpoint
 from cftgnn.training.resolve import (
     FRESH,
     auto_checkpoint,
@@ -99,17 +98,6 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         **({"auto_ratios": plain_config(cfg.get("auto_ratios"))} if str(cfg.mode) == "auto"
            else {}),
     }
-
-
-def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel,
-                      weights: str) -> ModelFingerprint:
-    """The run's model and stream as explainers may see them (through
-    [``check_run``][cftgnn.explain.Explainer.check_run] and ``oracle.fingerprint``)."""
-    return ModelFingerprint(
-        dataset=stream.name, dataset_sha256=stream_checksum(stream),
-        model=model_name(cfg.model), weights=weights, weights_sha256=sha256_if_file(weights),
-        checkpoint_dir=str(cfg.paths.checkpoint_dir),
-        probe=isinstance(model, SoftRemovalModel))
 
 
 def protocol_keys(protocols: Sequence[Protocol]) -> dict[str, Any]:

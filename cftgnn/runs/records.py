@@ -42,7 +42,13 @@ import pyarrow.parquet as pq
 
 from cftgnn.errors import CftgnnError, warn
 from cftgnn.explain.result import RESULT_COLUMNS, ExplanationResult, column_types
-from cftgnn.files import atomic_output, atomic_write, remove_stale_temporaries
+from cftgnn.files import (
+    atomic_output,
+    atomic_write,
+    corrupt_path,
+    remove_stale_temporaries,
+    set_aside,
+)
 from cftgnn.scoring.checks import Checks
 
 
@@ -80,30 +86,6 @@ def record_problem(path: Path, check_name: bool = False) -> str | None:
     if check_name and path.stem.isdigit() and ids != {int(path.stem)}:
         return f"holds event ids {sorted(ids)[:3]}, not {int(path.stem)}"
     return None
-
-
-def set_aside(path: Path, folder: Path | None = None) -> Path:
-    """Rename an unreadable file to ``<name>.corrupt-<n>`` (the first free ``n``), so that
-    it is kept for inspection but no longer counts as a record (or a training state).
-
-    Args:
-        path: The file.
-        folder: Where it goes (created when absent); None: next to ``path``. A run's records
-            go to ``<run>/corrupt`` (``RecordStore.CORRUPT``), out of the ``records`` folder
-            that readers take as one dataset.
-    """
-    target = _first_free(path.parent if folder is None else folder, path.name)
-    os.replace(path, target)
-    return target
-
-
-def _first_free(folder: Path, name: str) -> Path:
-    """``folder/<name>.corrupt-<n>`` with the first free ``n`` (``folder`` created)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while (target := folder / f"{name}.corrupt-{n}").exists():
-        n += 1
-    return target
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -192,7 +174,7 @@ class RecordStore:
         for folder in (self.root, self.records_dir):  # what killed writers left half-written
             remove_stale_temporaries(folder)
         for old in sorted(self.records_dir.glob("*.corrupt-*")):  # set aside by older versions
-            os.replace(old, _first_free(self.corrupt_dir, old.name.rsplit(".corrupt-", 1)[0]))
+            os.replace(old, corrupt_path(self.corrupt_dir, old.name.rsplit(".corrupt-", 1)[0]))
 
     def _has_records(self) -> bool:
         return self.records_dir.is_dir() and any(self.records_dir.glob("*.parquet"))
@@ -542,7 +524,6 @@ __all__ = [
     "flatten",
     "UnreadableRecordError",
     "record_problem",
-    "set_aside",
     "arrow_table",
     "arrow_type",
     "column_type",

@@ -24,7 +24,7 @@ def test_each_part_is_timed_and_the_answer_is_the_explainers_own(name):
     torch.manual_seed(0)
     scorer = TrainedScorer(EdgeScorer(int(probe.features().shape[1]), 8), {})
     explainers = {"random": RandomExplainer(), "attention": AttentionExplainer(),
-                  "perturb_one": PerturbOneExplainer(), "pgexplainer": PGExplainer(scorer=scorer)}
+                  "perturb_one": PerturbOneExplainer(), "pgexplainer": PGExplainer(trained=scorer)}
     table = benchmark_explainers(model, stream, events, explainers, m_max=12, progress=False)
     assert len(table) == len(events) * len(explainers)
     ok = table.dropna(subset=["inference_s"])

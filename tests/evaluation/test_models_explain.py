@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 import cftgnn.config  # noqa: F401
-from cftgnn.evaluation import explainer_training, tempme_training
+from cftgnn.explain import training
 from cftgnn.oracle.engine import naive_logit
 from cftgnn.runs import pipeline
 from cftgnn.runs.records import read_records
@@ -45,15 +45,14 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     loop.run(_compose("train", f"model={model}", "model.batch_size=25", "epochs=1",
                       f"out_dir={root}"))
     ckpt = root / f"{model}_synthetic.pt"
-    explainer_training.run(_compose("train_explainer", f"model={model}", f"checkpoint={ckpt}",
-                                    "n_train_events=8", "n_val_events=4", "batch_size=4", "m_max=8",
-                                    "epochs=1", f"+run_dir={root / 'run'}",
-                                    f"out_dir={root}"))
-    tempme_training.run(_compose("train_explainer", "explainer=tempme", f"model={model}",
-                                 f"checkpoint={ckpt}", "n_train_events=8", "batch_size=4",
-                                 "m_max=8", "epochs=1", "tempme.n_walks=4", "tempme.hidden=8",
-                                 "tempme.n_val_events=2", "tempme.null_events=4",
-                                 f"+run_dir={root / 'run_tempme'}", f"out_dir={root}"))
+    training.run(_compose("train_explainer", f"model={model}", f"checkpoint={ckpt}",
+                          "n_train_events=8", "n_val_events=4", "batch_size=4", "m_max=8",
+                          "epochs=1", f"+run_dir={root / 'run'}", f"out_dir={root}"))
+    training.run(_compose("train_explainer", "explainer=tempme", f"model={model}",
+                          f"checkpoint={ckpt}", "n_train_events=8", "batch_size=4",
+                          "m_max=8", "epochs=1", "tempme.n_walks=4", "tempme.hidden=8",
+                          "tempme.n_val_events=2", "tempme.null_events=4",
+                          f"+run_dir={root / 'run_tempme'}", f"out_dir={root}"))
     return {"model": model, "checkpoint": ckpt,
             "pg": root / f"pgexplainer_{model}_synthetic.pt",
             "tempme": root / f"tempme_{model}_synthetic.pt"}

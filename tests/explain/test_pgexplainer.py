@@ -21,7 +21,7 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.cli import friendly_errors
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError, ExplainerError
-from cftgnn.evaluation import explainer_training
+from cftgnn.explain import training
 from cftgnn.explain.pgexplainer import (
     FORMAT,
     EdgeScorer,
@@ -36,6 +36,7 @@ from cftgnn.explain.pgexplainer import (
     save_scorer,
     scorer_path,
 )
+from cftgnn.explain.training import pgexplainer as pg_training
 from cftgnn.files import file_sha256
 from cftgnn.oracle import Oracle
 from cftgnn.oracle.engine import ReplayEngine
@@ -124,9 +125,9 @@ def test_loss_is_the_references_minus_signed_fidelity_on_a_hand_built_batch() ->
         assert masked == pytest.approx(3 * cause - 1 + 0.05 * float(w.sum() - cause), abs=1e-6)
         p = oracle.original_logit
         want.append(-(masked - p) if p > 0 else -(p - masked))
-    got = [float(explainer_training.event_loss(mlp, o, "probe").detach()) for o in events]
+    got = [float(pg_training.event_loss(mlp, o, "probe").detach()) for o in events]
     assert got == pytest.approx(want, abs=1e-6)
-    total, used = explainer_training.train_epoch(
+    total, used = pg_training.train_epoch(
         mlp, torch.optim.SGD(mlp.parameters(), lr=0.0), events, 3, kind="probe")
     assert used == 3 and total / used == pytest.approx(np.mean(want), abs=1e-6)
 
@@ -148,22 +149,22 @@ def test_training_learns_the_planted_cause_and_improves_the_validation_aufsc(one
     train = [planted_oracle(seed)[0] for seed in range(64)]
     held_out = [planted_oracle(1000 + seed) for seed in range(30)]
     validation = [oracle for oracle, _ in held_out]
-    before, scored = explainer_training.validation_aufsc(mlp, validation, "probe")
+    before, scored = pg_training.validation_aufsc(mlp, validation, "probe")
     assert scored == 30
-    first_loss = explainer_training.train_epoch(mlp, optimizer, train, 8, kind="probe")[0]
+    first_loss = pg_training.train_epoch(mlp, optimizer, train, 8, kind="probe")[0]
     for _ in range(15):
-        last, used = explainer_training.train_epoch(mlp, optimizer, train, 8, kind="probe")
+        last, used = pg_training.train_epoch(mlp, optimizer, train, 8, kind="probe")
     assert used == 64 and last < first_loss
-    after, _ = explainer_training.validation_aufsc(mlp, validation, "probe")
+    after, _ = pg_training.validation_aufsc(mlp, validation, "probe")
     # -1.31 untrained, -0.29 trained: a ranking with the cause first scores -0.35 or more (the
     # cause kept alone gives 3 - 1 = 2 against the original 2 + 0.05·7), one without it far less
     assert after > before + 0.5 and after > -0.4, (before, after)
-    explainer = PGExplainer(scorer=TrainedScorer(mlp, {}, features="probe"))
+    explainer = PGExplainer(trained=TrainedScorer(mlp, {}, features="probe"))
     first = [explainer.explain(oracle).ranking[0] == cause for oracle, cause in held_out]
     # the reference's objective has no size term: every weight is pushed up, the cause's 60
     # times harder, so the cause leads on most events, not all (0.77 here; 0.13 untrained)
     assert np.mean(first) >= 0.7
-    fresh = PGExplainer(scorer=TrainedScorer(EdgeScorer(D, hidden=32), {}, features="probe"))
+    fresh = PGExplainer(trained=TrainedScorer(EdgeScorer(D, hidden=32), {}, features="probe"))
     assert np.mean([fresh.explain(o).ranking[0] == c for o, c in held_out]) < 0.3
 
 
@@ -195,8 +196,8 @@ def test_a_training_event_reads_what_the_oracles_probe_reads(one_thread, name) -
     features: dict[int, Tensor] = {}
     for i in (61, 123, 261, 399):
         oracle = engine.oracle(i, None, 12, "exact")
-        want = explainer_training.TrainingEvent.of(oracle)
-        got = explainer_training.training_event(light, i, None, 12, features)
+        want = pg_training.TrainingEvent.of(oracle)
+        got = pg_training.training_event(light, i, None, 12, features)
         assert want is not None and got is not None
         np.testing.assert_array_equal(got.probe.removable, oracle.removable)
         assert torch.equal(got.features, want.features) and i in features
@@ -204,7 +205,7 @@ def test_a_training_event_reads_what_the_oracles_probe_reads(one_thread, name) -
         w = torch.rand(len(oracle.removable), generator=torch.Generator().manual_seed(i))
         assert torch.equal(got.probe.soft_logit(w), want.probe.soft_logit(w))
     # the features of an event seen before are the ones kept
-    again = explainer_training.training_event(light, 123, None, 12, features)
+    again = pg_training.training_event(light, 123, None, 12, features)
     assert again is not None and again.features is features[123]
 
 
@@ -220,7 +221,7 @@ def test_a_trained_explainer_round_trips_through_its_checkpoint(tmp_path) -> Non
     assert written["weights_sha256"] == weights_sha256(pt)
     assert written["training_events"] == 64 and written["model_weights_sha256"] == "w" * 64
     oracle, _ = planted_oracle(5)
-    direct = PGExplainer(scorer=TrainedScorer(mlp, card, features="probe")).scores(oracle)
+    direct = PGExplainer(trained=TrainedScorer(mlp, card, features="probe")).scores(oracle)
     via_file = PGExplainer(checkpoint=str(pt)).scores(oracle)
     np.testing.assert_array_equal(direct, via_file)
     assert len(set(direct.tolist())) == len(direct)  # scores that rank, not a constant
@@ -265,7 +266,7 @@ def test_an_oracle_without_a_probe_is_refused() -> None:
     oracle = Oracle(make_candidates([1, 2]), 1.0, exact=AdditiveBackend(1.0, {1: 1, 2: 1}),
                     mode="exact")
     with pytest.raises(ExplainerError, match="needs a model with a probe"):
-        PGExplainer(scorer=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
+        PGExplainer(trained=TrainedScorer(EdgeScorer(D), {})).explain(oracle)
 
 
 # ------------------------------------------------------------------ end to end, tiny stream
@@ -289,8 +290,8 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     model = root / "m0" / "tgat_synthetic.pt"
     common = ["model=tgat", f"checkpoint={model}", "n_train_events=12", "batch_size=4",
               "m_max=8", "n_val_events=4", f"+run_dir={root / 'run'}"]
-    explainer_training.run(_compose("train_explainer", *common, "epochs=1"))
-    card = explainer_training.run(_compose("train_explainer", *common, "epochs=2"))
+    training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = training.run(_compose("train_explainer", *common, "epochs=2"))
     return {"model": model, "other": root / "m1" / "tgat_synthetic.pt",
             "pg": root / "run" / "pgexplainer_tgat_synthetic.pt", "root": root,
             "epochs": card["epochs"], "history": card["history"]}
@@ -410,18 +411,18 @@ def test_train_explainer_refuses_an_old_format_state_in_one_line(trained, tmp_pa
 
 def test_train_explainer_refuses_bad_options_and_another_runs_directory(trained) -> None:
     with pytest.raises(ConfigError, match="n_train_events"):
-        explainer_training.run(_compose("train_explainer", "n_train_events=0"))
+        training.run(_compose("train_explainer", "n_train_events=0"))
     with pytest.raises(ConfigError, match="train_range"):
-        explainer_training.run(_compose("train_explainer", "train_range=[0.5,0.2]"))
+        training.run(_compose("train_explainer", "train_range=[0.5,0.2]"))
     with pytest.raises(ConfigError, match="features"):
-        explainer_training.run(_compose("train_explainer", "features=embeddings"))
+        training.run(_compose("train_explainer", "features=embeddings"))
     with pytest.raises(ConfigError, match="n_val_events"):
-        explainer_training.run(_compose("train_explainer", "n_val_events=0"))
+        training.run(_compose("train_explainer", "n_val_events=0"))
     other = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
              "batch_size=4", "m_max=8", "n_val_events=4", f"+run_dir={trained['root'] / 'run'}",
              "lr=0.5"]
     with pytest.raises(ConfigError, match="other options"):
-        explainer_training.run(_compose("train_explainer", *other))
+        training.run(_compose("train_explainer", *other))
 
 
 def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys) -> None:
@@ -431,7 +432,7 @@ def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys
     common = ["model=tgat", f"checkpoint={trained['model']}", "n_train_events=12",
               "batch_size=4", "m_max=8", "n_val_events=4", "train_range=[0,0.1]",
               f"+run_dir={tmp_path / 'run'}"]
-    card = explainer_training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = training.run(_compose("train_explainer", *common, "epochs=1"))
     skipped = {s["event_id"]: s["reason"] for s in card["skipped_events"]}
     assert skipped and all("no candidate event" in r for r in skipped.values())
     assert card["history"][0]["skipped"] == len(skipped)
@@ -440,7 +441,7 @@ def test_training_names_the_drawn_events_it_leaves_out(trained, tmp_path, capsys
     assert lines[0].startswith(f"epoch 1: training events: {12 - len(skipped)} of 12 drawn "
                                f"used; {len(skipped)} left out (event")
     assert str(min(skipped)) in lines[0]
-    resumed = explainer_training.run(_compose("train_explainer", *common, "epochs=2"))
+    resumed = training.run(_compose("train_explainer", *common, "epochs=2"))
     again = {s["event_id"] for s in resumed["skipped_events"]}
     assert set(skipped) <= again  # the first epoch's, kept in state.pt across the resume
     assert resumed["training_events"] + sum(h["skipped"] for h in resumed["history"]) == 24

@@ -20,8 +20,7 @@ from cftgnn.cli import friendly_errors
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.planted import make_planted_stream
 from cftgnn.errors import ConfigError, ExplainerError
-from cftgnn.evaluation import explainer_training, tempme_training
-from cftgnn.evaluation.tempme_training import tempme_event, train_epoch, validation_loss
+from cftgnn.explain import training
 from cftgnn.explain.tempme import (
     EncoderShape,
     MotifEncoder,
@@ -40,6 +39,17 @@ from cftgnn.explain.tempme import (
     tempme_card,
     tempme_loss,
     tempme_path,
+)
+from cftgnn.explain.training import tempme as tempme_training
+from cftgnn.explain.training.events import validation_events
+from cftgnn.explain.training.options import check_train_explainer_options
+from cftgnn.explain.training.pgexplainer import PGExplainerTrainer
+from cftgnn.explain.training.setup import training_setup
+from cftgnn.explain.training.tempme import (
+    TempMETrainer,
+    tempme_event,
+    train_epoch,
+    validation_loss,
 )
 from cftgnn.files import file_sha256
 from cftgnn.oracle.engine import ReplayEngine
@@ -266,8 +276,8 @@ def trained(tmp_path_factory) -> dict[str, object]:
     common = ["explainer=tempme", "model=tgat", f"checkpoint={model}", "n_train_events=12",
               "batch_size=4", "m_max=8", "tempme.n_walks=6", "tempme.hidden=8",
               "tempme.n_val_events=4", "tempme.null_events=10", f"+run_dir={root / 'run'}"]
-    tempme_training.run(_compose("train_explainer", *common, "epochs=1"))
-    card = tempme_training.run(_compose("train_explainer", *common, "epochs=2"))
+    training.run(_compose("train_explainer", *common, "epochs=1"))
+    card = training.run(_compose("train_explainer", *common, "epochs=2"))
     return {"model": model, "other": root / "m1" / "tgat_synthetic.pt",
             "tm": root / "run" / "tempme_tgat_synthetic.pt", "root": root, "card": card,
             "common": common}
@@ -286,6 +296,21 @@ def test_train_explainer_tempme_resumes_and_writes_a_card(trained) -> None:
     best = min(card["history"], key=lambda h: h["val_loss"])
     assert card["best_val_loss"] == best["val_loss"]  # validation-selected
     assert card["weights_sha256"] == weights_sha256(Path(str(trained["tm"])))
+
+
+def test_tempme_draws_its_validation_events_as_the_pgexplainer_does(trained, tmp_path
+                                                                   ) -> None:
+    """One validation draw for both trainers (``validation_events``, seeded by
+    ``[seed, 1 << 20]``): TempME drew its own before (``seed + 1``), other events."""
+    options = [o for o in trained["common"] if not o.startswith("+run_dir")]  # type: ignore
+    cfg = _compose("train_explainer", *options, f"+run_dir={tmp_path}")
+    trainer = TempMETrainer()
+    setup = training_setup(cfg, trainer.options_of(cfg), trainer.path_of, "TempME")
+    drawn = validation_events(setup.split, 4, 0).tolist()
+    assert trained["card"]["validation_event_ids"] == drawn  # type: ignore[index]
+    pool = np.arange(setup.split.train_end, setup.split.val_end)
+    earlier = np.sort(np.random.default_rng(1).choice(pool, size=4, replace=False)).tolist()
+    assert drawn != earlier  # the draw before 2026-12-02: this test failed there
 
 
 def test_explain_runs_with_the_trained_tempme(trained, tmp_path) -> None:
@@ -317,17 +342,19 @@ def test_explain_refuses_a_tempme_of_another_model_in_one_line_exit_2(trained, t
 def test_train_explainer_tempme_refuses_bad_options_and_another_runs_directory(trained
                                                                               ) -> None:
     with pytest.raises(ConfigError, match="tempme.n_walks"):
-        tempme_training.run(_compose("train_explainer", "explainer=tempme",
-                                        "tempme.n_walks=0"))
+        training.run(_compose("train_explainer", "explainer=tempme", "tempme.n_walks=0"))
     with pytest.raises(ConfigError, match="n_train_events"):
-        tempme_training.run(_compose("train_explainer", "explainer=tempme", "n_train_events=0"))
+        training.run(_compose("train_explainer", "explainer=tempme", "n_train_events=0"))
     with pytest.raises(ConfigError, match="trains explainer=tempme"):
-        tempme_training.run(_compose("train_explainer"))  # the PGExplainer's configuration
+        TempMETrainer().run(_compose("train_explainer"))  # the PGExplainer's configuration
     with pytest.raises(ConfigError, match="trains explainer=pgexplainer or explainer=tempme"):
-        explainer_training.check_options(_compose("train_explainer", "explainer=greedy"))
-    with pytest.raises(ConfigError, match="in cftgnn.evaluation.tempme_training.run"):
-        explainer_training.run(_compose("train_explainer", *trained["common"]))  # type: ignore
+        check_train_explainer_options(_compose("train_explainer", "explainer=greedy"))
+    with pytest.raises(ConfigError, match="trains explainer=pgexplainer, the configuration "
+                       "selects explainer=tempme"):
+        PGExplainerTrainer().run(_compose("train_explainer", *trained["common"]))  # type: ignore
+    with pytest.raises(ConfigError, match="trains explainer=pgexplainer or explainer=tempme"):
+        training.run(_compose("train_explainer", "explainer=greedy"))  # no trainer group
     with pytest.raises(ConfigError, match="other options"):
-        tempme_training.run(_compose("train_explainer", *trained["common"],  # type: ignore
-                                        "tempme.beta=2.0"))
+        training.run(_compose("train_explainer", *trained["common"],  # type: ignore
+                              "tempme.beta=2.0"))
 

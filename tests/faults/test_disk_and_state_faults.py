@@ -40,7 +40,7 @@ import cftgnn.config  # noqa: F401  (registers ${cftgnn_root:})
 from cftgnn.analysis.compare import compare_records
 from cftgnn.cli import unwritable_run_dir
 from cftgnn.data import info
-from cftgnn.evaluation import explainer_training
+from cftgnn.explain import training
 from cftgnn.files import (
     DiskFullError,
     atomic_output,
@@ -290,7 +290,7 @@ def pg(model: Path, run_dir: Path, epochs: int):
 def trained(model, tmp_path_factory) -> Path:
     """A run directory of a finished 2-epoch training."""
     run = tmp_path_factory.mktemp("pg") / "run"
-    explainer_training.run(pg(model, run, 2))
+    training.run(pg(model, run, 2))
     return run
 
 
@@ -303,14 +303,14 @@ def test_train_explainer_on_a_disk_that_fills_up_keeps_the_last_state(disk, mode
     state_size = (trained / "state.pt").stat().st_size
     run = disk.root / "run"
     disk.fill(leave=int(state_size * 1.5))  # epoch 1's state fits, epoch 2's new one not
-    said = refused(capsys, explainer_training.run, pg(model, run, 2))
+    said = refused(capsys, training.run, pg(model, run, 2))
     assert said.startswith(f"error: no space left on device writing state.pt in {run} ")
     assert temporaries(run) == [] and not (run / SCORER).exists()
     state = torch.load(run / "state.pt", weights_only=True)
     assert state["epoch"] == 1
     disk.free_up()
     capsys.readouterr()
-    explainer_training.run(pg(model, run, 2))
+    training.run(pg(model, run, 2))
     assert f"resuming {run / 'state.pt'} after epoch 1" in capsys.readouterr().out
     got = card(run)
     assert got["epochs"] == 2 and [h["epoch"] for h in got["history"]] == [1, 2]
@@ -325,7 +325,7 @@ def test_a_truncated_state_is_set_aside_with_one_warning_and_training_restarts(
     state.write_bytes(state.read_bytes()[:1000])
     (run / "state.tmp").write_bytes(bytes(100))  # what versions before 2026-11-26 left
     capsys.readouterr()
-    explainer_training.run(pg(model, run, 2))
+    training.run(pg(model, run, 2))
     warned = one_line(capsys.readouterr().err, "warning: ")
     assert warned.startswith(f"warning: training state {state} is unreadable: it is truncated: it "
                              "begins as a torch checkpoint but its archive ends early")
@@ -341,12 +341,12 @@ def test_fewer_epochs_than_the_state_holds_are_refused_and_the_card_tells_the_tr
     run = tmp_path / "run"
     shutil.copytree(trained, run)
     before = {p.name: p.read_bytes() for p in run.iterdir()}
-    said = refused(capsys, explainer_training.run, pg(model, run, 1))
+    said = refused(capsys, training.run, pg(model, run, 1))
     assert said == (f"error: {run / 'state.pt'} holds 2 trained epochs, more than epochs=1; "
                     "rerun with epochs=2 (or more, to train on), or use another "
                     "hydra.run.dir to train 1 epoch from scratch")
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # nothing rewritten
-    explainer_training.run(pg(model, run, 2))  # the same epochs: the card is rewritten, true
+    training.run(pg(model, run, 2))  # the same epochs: the card is rewritten, true
     assert card(run)["epochs"] == 2 == len(card(run)["history"])
 
 
@@ -366,7 +366,7 @@ def _kill_and_resume(model: Path, run: Path, rng: random.Random) -> None:
         proc.wait()
     if (run / "state.pt").exists():
         assert torch.load(run / "state.pt", weights_only=True)["epoch"] in (1, 2, 3)
-    explainer_training.run(pg(model, run, 3))  # resume
+    training.run(pg(model, run, 3))  # resume
     got = card(run)
     assert [h["epoch"] for h in got["history"]] == [1, 2, 3] and got["epochs"] == 3
     assert got["weights_sha256"] == weights_sha256(run / SCORER)
@@ -455,7 +455,7 @@ def test_a_state_of_another_model_checkpoint_is_refused(model, trained, tmp_path
     run = tmp_path / "run"
     shutil.copytree(trained, run)
     before = {p.name: p.read_bytes() for p in run.iterdir()}
-    said = refused(capsys, explainer_training.run, pg(other / model.name, run, 3))
+    said = refused(capsys, training.run, pg(other / model.name, run, 3))
     assert said.startswith(f"error: {run / 'state.pt'} holds a training for the model "
                            "checkpoint of SHA-256 ")
     assert str(other / model.name) in said and said.endswith(

@@ -466,7 +466,7 @@ def test_a_checkpoint_of_another_kind_or_truncated_is_one_line_naming_it(
     """A TempME given as a PGExplainer was "a PGExplainer checkpoint of format 1 … add
     out_dir=checkpoints overwrite=true to replace it", which overwrote the committed one; a
     truncated one ended in torch's message cut mid-sentence."""
-    from cftgnn.evaluation import explainer_training, tempme_training
+    from cftgnn.explain import training
 
     files = {k: str(v) for k, v in GIVEN.items()}
     for key, source in (("cut_pg", GIVEN["pg"]), ("cut_model", GIVEN["model"])):
@@ -481,7 +481,7 @@ def test_a_checkpoint_of_another_kind_or_truncated_is_one_line_naming_it(
     else:
         cfg = config("train_explainer", *TINY_EXPLAINER, *options,
                      f"+run_dir={tmp_path / 'run'}")
-        main = tempme_training.run if "explainer=tempme" in args else explainer_training.run
+        main = training.run
     message = refused(capsys, main, cfg)
     assert message.startswith(words.format(**files)), message
     assert "overwrite" not in message and "format 1" not in message

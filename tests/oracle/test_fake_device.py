@@ -291,7 +291,7 @@ def test_every_explainer_on_the_fake_device_gives_the_cpus_answer(stream, replay
         oracle = replay.oracle(mode="exact")
         explainer = _explainer(name, **EXPLAINERS[name])
         if name == "pgexplainer":
-            explainer.scorer = _scorer(oracle)
+            explainer.trained = _scorer(oracle)
         target.reset()
         results.append(explainer.explain(oracle))
     assert target.ran()  # the second search ran on the device

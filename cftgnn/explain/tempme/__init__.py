@@ -4,7 +4,7 @@
 * ``model``: the motif encoder, the event importances and the information-bottleneck loss;
 * ``explainer``: ``explainer=tempme`` (a factual explainer) and its checkpoint with a card.
 
-Training: ``cftgnn.evaluation.tempme_training`` (``scripts/train_explainer.py
+Training: ``cftgnn.explain.training.tempme`` (``scripts/train_explainer.py
 explainer=tempme``). docs/explainers/tempme.md describes the method and its numbers here.
 
 The names load on first use (``cftgnn.lazy``): ``params`` (``TempMEParams``) is read by

@@ -31,12 +31,11 @@ import torch
 
 from cftgnn.errors import ConfigError, ExplainerError, short_reason
 from cftgnn.explain.attention import needs_probe
-from cftgnn.explain.budget import BudgetMeter
-from cftgnn.explain.factual import FactualExplainer, FloatArray
+from cftgnn.explain.factual import FloatArray
 from cftgnn.explain.tempme.model import EncoderShape, MotifEncoder, event_importance
 from cftgnn.explain.tempme.params import TempMEParams
 from cftgnn.explain.tempme.walks import Walks, sample_walks, stream_index
-from cftgnn.explain.trained import check_trained_card, load_once
+from cftgnn.explain.trained import TrainedExplainer, check_trained_card, load_once
 from cftgnn.files import atomic_output, atomic_write
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.oracle import Oracle
@@ -173,7 +172,7 @@ def event_walks(oracle: Oracle, n_walks: int, length: int, degree: int, seed: in
             for r in roots]
 
 
-class TempMEExplainer(FactualExplainer):
+class TempMEExplainer(TrainedExplainer[TrainedTempME]):
     """Ranks each removable event by the largest importance of a temporal motif through it.
 
     Args:
@@ -187,16 +186,8 @@ class TempMEExplainer(FactualExplainer):
     Params = TempMEParams
     params: TempMEParams
 
-    def __init__(self, strategy: Any = None, post: Any = None,
-                 trained: TrainedTempME | None = None, **options: Any) -> None:
-        super().__init__(strategy, post, **options)
-        self.trained = trained
-
-    def check_run(self, fingerprint: ModelFingerprint) -> None:
-        if not fingerprint.probe:
-            raise needs_probe(self.name, fingerprint.model)
-        if self.trained is None:
-            resolve_tempme(self.params.checkpoint, fingerprint)
+    def resolve(self, fingerprint: ModelFingerprint | None) -> TrainedTempME:
+        return resolve_tempme(self.params.checkpoint, fingerprint)
 
     def scores(self, oracle: Oracle) -> FloatArray:
         """Each removable event's importance, aligned with ``oracle.removable``.
@@ -205,12 +196,9 @@ class TempMEExplainer(FactualExplainer):
             ExplainerError: The oracle has no probe, or the encoder reads other features.
             ConfigError, CheckpointError, CheckpointMismatchError: See ``resolve_tempme``.
         """
-        if oracle.probe is None:
-            fp = oracle.fingerprint
-            raise needs_probe(self.name, None if fp is None else fp.model)
-        trained = self.trained or resolve_tempme(self.params.checkpoint, oracle.fingerprint)
+        trained, probe = self.trained_for(oracle)
         enc = trained.encoder
-        stream = oracle.probe.model.stream
+        stream = probe.model.stream
         if stream.feat_dim != enc.shape.edge_dim:
             raise ExplainerError(f"the TempME at {trained.path or '(given)'} reads "
                                  f"{enc.shape.edge_dim} edge features, the stream has "
@@ -219,13 +207,10 @@ class TempMEExplainer(FactualExplainer):
                             self.params.seed)
         enc.eval()
         with torch.no_grad():
-            sets = [(w, enc(enc.inputs(w, stream.edge_feat, stream.t, oracle.probe.t)))
+            sets = [(w, enc(enc.inputs(w, stream.edge_feat, stream.t, probe.t)))
                     for w in walks]
             imp = event_importance(oracle.removable, sets)
         return np.asarray(imp.numpy(), dtype=np.float64).reshape(-1)
-
-    def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:
-        return self.scores(oracle)
 
 
 __all__ = ["KIND", "TempMEExplainer", "TempMEParams", "TrainedTempME", "check_tempme_card",

@@ -1,1 +1,0 @@
-"""Explainer training (PGExplainer's and TempME's trainers), moving beside the explainers."""
