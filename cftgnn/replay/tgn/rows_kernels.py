@@ -13,10 +13,9 @@ both, and the result is the same bit for bit; ``np.flatnonzero`` with a division
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
 The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``, ``key_groups``,
-``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba
-(``cftgnn.jit``), each with a NumPy twin that runs where numba is absent (``jit.ENABLED``)
-and gives the same integers;
-``cftgnn.replay.tgn.row_steps`` holds the loops of whole steps built on them.
+``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba, each paired
+with its NumPy twin (``cftgnn.jit.twins``: the same integers); ``row_steps`` holds the loops
+of whole steps built on them.
 ``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
 ``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
 (``RowTable.revive``), are compiled loops that do that work where they read the entry, in
@@ -299,10 +298,9 @@ def _revived(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
              differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray, n: IntArray,
              by_sender: IntArray, count: IntArray, start: IntArray
              ) -> tuple[IntArray, IntArray, IntArray]:
-    """``revive_pairs`` of more than one set or a few receivers, the receivers listed by
-    sender (``by_sender``: ``count[u]`` of sender ``u`` from ``start[u]`` on)."""
-    # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
-    # going on from where it stopped (lists of megabytes at once slow the steps around)
+    """``revive_pairs`` of more than one set or a few receivers (``by_sender``: ``count[u]``
+    receivers of sender ``u`` from ``start[u]`` on), compiled: lists of a few thousand pairs
+    first, 16 times longer at each overflow, the scan going on from where it stopped."""
     args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
             as_int64(columns[senders]), differs, start, count, by_sender, as_int64(n))
     end = len(senders) * rowmap.shape[0]
@@ -499,7 +497,6 @@ def _key_groups_numpy(key: npt.NDArray[np.int64], unsigned_from: int
 @jit.twins(numpy=_key_groups_numpy)
 def _hashed_key_groups(key: npt.NDArray[np.int64], unsigned_from: int
                        ) -> tuple[IntArray, IntArray]:
-    """``key_groups`` of more than a few rows, in one compiled call."""
     return _key_groups(np.ascontiguousarray(key, dtype=np.int64), unsigned_from)
 
 
