@@ -36,7 +36,7 @@ assert len({((1 << i) * int(_MAGIC) % 2**64) >> 58 for i in range(64)}) == 64
 
 def occupancy(rowmap: npt.NDArray[np.int32]) -> Bits:
     """The bitmap of the entries of ``rowmap [P, C]`` that hold a row (``>= 0``),
-    ``uint64 [C, ceil(P / 64)]``, computed from the whole map (the twins, ``check``)."""
+    ``uint64 [C, mask_words(P)]``, computed from the whole map (the twins, ``check``)."""
     num_p, num_c = rowmap.shape
     width = mask_words(num_p)
     held = np.zeros((num_c, 64 * width), dtype=bool)

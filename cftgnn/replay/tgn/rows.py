@@ -103,8 +103,8 @@ class RowTable(RowStore):
 
     Attributes:
         rowmap: Row of each (set, column), ``-1`` for the recorded state, ``int32 [P, C]``.
-        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, ceil(P / 64)]``
-            (counted by ``nbytes``).
+        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, W]``
+            (``W = cftgnn.arrays.mask_words(P)``; counted by ``nbytes``).
         mem: Rows' memory, ``[capacity, d]`` (the first ``size`` in use).
         lu: Rows' last-update times, ``float64 [capacity]``.
         pend: Rows' pending events, ``-1`` for none, ``int64 [capacity]``.
