@@ -4,12 +4,14 @@
 dependency of the package; the GPU machine's image has its own, its offline wheels leave out
 numba's 57 MiB llvmlite, see ``scripts/gpu/requirements.txt``) and ``f`` itself where it is
 not; a numba that is installed but will not import (built for another NumPy, say) warns once
-at the first compiled call and leaves the twins running (``start``). The
-callers (``cftgnn.replay.tgn.rows_kernels``, ``row_steps``, ``compare``) read ``ENABLED``
-at each call: where it is false they run their NumPy (or torch) twin of the loop instead,
-which gives the same integers and booleans, so the logits are the same bit for bit either
-way (``tests/replay/test_rows_kernels.py`` compares the twins, and a cone replay with and
-without).
+at the first compiled call and leaves the twins running (``start``). Each step that runs
+compiled loops is a pair of twins (``twins``): its compiled body and a NumPy (or torch) twin
+with the same arguments, which gives the same integers and booleans, so the logits are the
+same bit for bit either way. ``twins`` is the one place that decides which runs, at each
+call: the compiled body where ``ENABLED`` (and, for a step that reads a tensor's memory in
+place, where the tensor is on the CPU), else the twin. ``tests/replay/test_twins.py`` finds
+every compiled loop in a pair and compares each pair's bodies on a cone replay's calls;
+``tests/replay/test_rows_kernels.py`` holds each step, both ways, to what it must find.
 
 numba is imported only when a compiled loop is first called (``start``), not when this
 module is imported: every script imports the replay's modules to check its options, and a

@@ -297,3 +297,16 @@ def test_each_pairs_twins_give_the_same_answer_on_a_replays_calls(name, recorded
                                      f"call {k}: answer")), name
         assert not list(_differences(mine, theirs, f"call {k}: arguments written")), name
 
+
+
+def test_the_package_and_the_design_notes_name_every_module_of_the_cone_replay():
+    import cftgnn.replay.tgn as package
+
+    root = Path(package.__file__).parent
+    modules = sorted(p.stem for p in root.glob("*.py") if p.stem != "__init__")
+    design = (PACKAGE.parent / "docs" / "design.md").read_text()
+    section = design[design.index("## 5. The replay engine"):design.index("## 6. Metrics")]
+    assert len(modules) >= 12
+    assert [m for m in modules if f"cftgnn.replay.tgn.{m}``:" not in (package.__doc__ or "")] \
+        == []
+    assert [m for m in modules if f"`{m}`" not in section] == []

@@ -12,7 +12,8 @@ every entry of the columns: on the far-back tail (UCI · TGN 56484, K = 3) the c
 (before 2026-11-27: 171 million entries read by ``mixed_pairs`` in one search for 18 million hits).
 
 The bitmap costs ``P * C / 8`` bytes, 1/32 of the row map (counted by ``RowTable.nbytes``).
-Its loops are compiled (``cftgnn.jit``) with NumPy twins that give the same bits.
+Its loops are compiled (``cftgnn.jit``), paired with NumPy twins that give the same bits
+(``cftgnn.jit.twins``).
 """
 
 from __future__ import annotations

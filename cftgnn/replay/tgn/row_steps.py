@@ -2,11 +2,11 @@
 NumPy passes per batch), built on the kernels of ``cftgnn.replay.tgn.rows_kernels`` (whose
 module docstring says how their loops are written, and why): ``new_pending``,
 ``split_pairs`` (``RowTable.split``), ``mixed_rows`` and ``mixed_pairs``
-(``RowTable.split_mixed``), ``merge_groups`` (``RowTable.merge`` on the CPU),
-``revive_receivers`` (``RowTable.revive``) and ``unique_inverse``
-(``RowTable.other_memory``). Each has a NumPy twin, the steps' code before, that runs
-where numba is absent (``jit.ENABLED``) and gives the same integers in the same order, so
-the logits are the same bit for bit either way.
+(``RowTable.split_mixed``), ``revive_receivers`` (``RowTable.revive``) and ``unique_inverse``
+(``RowTable.other_memory``). Each is paired with its NumPy twin, the steps' code before
+(``cftgnn.jit.twins``, which decides which runs), that gives the same integers in the same
+order, so the logits are the same bit for bit either way. (``merge``'s groups:
+``cftgnn.replay.tgn.merge_steps``.)
 """
 
 from __future__ import annotations
