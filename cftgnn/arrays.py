@@ -19,6 +19,20 @@ IntArray = npt.NDArray[np.int64]
 SMALL = 16
 
 
+def mask_words(num_bits: int) -> int:
+    """The 64-bit words of a bitmask of ``num_bits`` bits (bit ``j`` at bit ``j % 64`` of word
+    ``j // 64``): ``⌈num_bits / 64⌉``, and at least one, so that a table of masks
+    ``[R, mask_words(n)]`` always has a column (the removal sets' words, the dependency sets,
+    the row map's occupancy bits)."""
+    return max(1, -(-num_bits // 64))
+
+
+def as_int64(a: npt.NDArray[np.integer]) -> IntArray:
+    """``a`` as ``int64`` (a copy only when it is of another type): the compiled loops are
+    compiled for ``int64`` indices (one kernel each, not one per index type)."""
+    return np.asarray(a, dtype=np.int64)
+
+
 def distinct_rows(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``(first, inverse)``: the first row of each distinct row of ``key [M, C]`` and the
     distinct row of every row (``key[first][inverse] == key``), the distinct rows in the
@@ -99,5 +113,5 @@ def check_fits_memory(nbytes: int, what: str) -> None:
                           f"this machine's {format_bytes(total)}; choose smaller sizes")
 
 
-__all__ = ["SMALL", "check_fits_memory", "distinct_rows", "format_bytes",
-           "physical_memory", "unique"]
+__all__ = ["SMALL", "as_int64", "check_fits_memory", "distinct_rows", "format_bytes",
+           "mask_words", "physical_memory", "unique"]

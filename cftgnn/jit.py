@@ -4,12 +4,14 @@
 dependency of the package; the GPU machine's image has its own, its offline wheels leave out
 numba's 57 MiB llvmlite, see ``scripts/gpu/requirements.txt``) and ``f`` itself where it is
 not; a numba that is installed but will not import (built for another NumPy, say) warns once
-at the first compiled call and leaves the twins running (``start``). The
-callers (``cftgnn.replay.tgn.rows_kernels``, ``row_steps``, ``compare``) read ``ENABLED``
-at each call: where it is false they run their NumPy (or torch) twin of the loop instead,
-which gives the same integers and booleans, so the logits are the same bit for bit either
-way (``tests/replay/test_rows_kernels.py`` compares the twins, and a cone replay with and
-without).
+at the first compiled call and leaves the twins running (``start``). Each step that runs
+compiled loops is a pair of twins (``twins``): its compiled body and a NumPy (or torch) twin
+with the same arguments, which gives the same integers and booleans, so the logits are the
+same bit for bit either way. ``twins`` is the one place that decides which runs, at each
+call: the compiled body where ``ENABLED`` (and, for a step that reads a tensor's memory in
+place, where the tensor is on the CPU), else the twin. ``tests/replay/test_twins.py`` finds
+every compiled loop in a pair and compares each pair's bodies on a cone replay's calls;
+``tests/replay/test_rows_kernels.py`` holds each step, both ways, to what it must find.
 
 numba is imported only when a compiled loop is first called (``start``), not when this
 module is imported: every script imports the replay's modules to check its options, and a
@@ -18,7 +20,7 @@ pay numba's import (about 0.25 s and 0.06 GiB) for nothing. A cone replay of few
 none before numba has started (``for_sets``, ``MIN_SETS``). At the start every compiled loop
 is handed to ``numba.njit`` and put in the namespaces of the modules that hold compiled
 loops in place of the lazy one, so compiled loops calling each other (``rows_kernels._row_at``,
-``row_steps`` calling ``rows_kernels._groups``) call numba's, and later calls skip the lazy
+``merge_steps`` calling ``rows_kernels.hash_groups``) call numba's, and later calls skip the lazy
 indirection.
 
 Why compiled loops: on the far-back tail events (docs/benchmarks.md, "The far-back tail")
@@ -43,6 +45,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -87,6 +90,59 @@ _numba: Any = None  # the numba module, once started
 _lazy: list[_Lazy] = []
 _lock = threading.Lock()
 
+#: Every compiled loop's Python function, in the order they were defined (with or without
+#: numba: ``tests/replay/test_twins.py`` finds each one's twin through ``PAIRS``).
+LOOPS: list[Callable[..., Any]] = []
+
+
+@dataclass(frozen=True)
+class Twins:
+    """A step's two bodies, named as a pair (``twins``): ``compiled``, which calls compiled
+    loops, and ``numpy``, its NumPy (or torch) twin, with the same arguments and the same
+    answer (the same integers and booleans, in the same order unless its docstring says
+    otherwise). ``host``: the compiled loops read the first argument's memory (a tensor) in
+    place, so they run only where it lies on the CPU."""
+
+    name: str
+    compiled: Callable[..., Any]
+    numpy: Callable[..., Any]
+    host: bool
+
+
+#: Every pair of twins (``twins``), in the order they were defined.
+PAIRS: list[Twins] = []
+
+
+def twins(numpy: Callable[..., Any], *, host: bool = False) -> Callable[[F], F]:
+    """Name a step's compiled body (the decorated function) and its NumPy twin ``numpy`` as
+    a pair, and decide at each call which runs: the one place that decides. The compiled
+    body runs where ``ENABLED`` (numba is installed, ``CFTGNN_JIT`` is not off, ``for_sets``)
+    and, with ``host``, the first argument (a tensor) lies on the CPU; the twin runs
+    everywhere else. Positional arguments only (the decision is one test and one call).
+
+    The pair is listed in ``PAIRS`` (``Twins``); the function returned has the body's name
+    and docstring."""
+
+    def decorate(body: F) -> F:
+        pair = Twins(f"{body.__module__}.{body.__qualname__}", body, numpy, host)
+        PAIRS.append(pair)
+        compiled_body = body
+        if host:
+            def run(*args: Any) -> Any:
+                if ENABLED and args[0].device.type == "cpu":
+                    return compiled_body(*args)
+                return numpy(*args)
+        else:
+            def run(*args: Any) -> Any:
+                if ENABLED:
+                    return compiled_body(*args)
+                return numpy(*args)
+        functools.update_wrapper(run, body)
+        run.twins = pair  # type: ignore[attr-defined]
+        return run  # type: ignore[return-value]
+
+    return decorate
+
 
 class _Lazy:
     """A loop to compile at numba's start: calling it starts numba (``start``)."""
@@ -116,7 +172,9 @@ def _njit(numba: Any, f: Callable[..., Any]) -> Callable[..., Any]:
 def compiled(f: F) -> F:
     """``f``, compiled by numba (``nopython``, cached on disk, releasing the GIL) when it is
     first called, or ``f`` unchanged without numba (then its callers run their twins, see
-    the module docstring)."""
+    the module docstring). Listed in ``LOOPS``; a compiled loop runs only in the compiled
+    body of a pair (``twins``), directly or called by another loop."""
+    LOOPS.append(f)
     if not _AVAILABLE:
         return f
     with _lock:
@@ -150,7 +208,7 @@ def start() -> None:
         for lazy in _lazy:
             lazy.dispatcher = _njit(numba, lazy.python)
         # every module holding compiled loops now names numba's dispatchers, also for the
-        # loops it imported from another (``row_steps`` calls ``rows_kernels._groups``):
+        # loops it imported from another (``merge_steps`` calls ``rows_kernels.hash_groups``):
         # numba compiles a call to a dispatcher, not to a lazy loop
         for namespace in {id(lazy.python.__globals__): lazy.python.__globals__
                           for lazy in _lazy}.values():
@@ -243,5 +301,5 @@ def warm_up(notice: Callable[[str], None] | None = None) -> None:
     _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["COLD_NOTICE", "ENABLED", "ENV", "MIN_SETS", "cache_is_cold", "compiled", "for_sets",
-           "start", "started", "warm_up"]
+__all__ = ["COLD_NOTICE", "ENABLED", "ENV", "LOOPS", "MIN_SETS", "PAIRS", "Twins",
+           "cache_is_cold", "compiled", "for_sets", "start", "started", "twins", "warm_up"]

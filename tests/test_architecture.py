@@ -309,3 +309,34 @@ def test_the_tracker_check_catches_what_it_is_for():
               "https://github.com/x/y/issues/3\nthe issue's unit\njob #1 of the sweep's 2\n"
               "format 2 since 2026-11-26\n")
     assert tracker_numbers(others) == []
+
+
+def private_imports(trees: dict[str, ast.Module] | None = None) -> list[str]:
+    """``from cftgnn.x import _name`` (or a relative ``from .x import _name``): a private
+    name of another module imported, which the attribute check above does not see (the name
+    is then read as the importer's own). Make the name public, or move it to its user."""
+    found = []
+    for name, tree in (TREES if trees is None else trees).items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom)
+                    and (node.level or (node.module or "").split(".")[0] == "cftgnn")):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{name}:{node.lineno}: from {'.' * node.level}"
+                                 f"{node.module or ''} import {alias.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert private_imports() == []
+
+
+def test_the_private_import_check_catches_what_it_is_for():
+    planted = {"cftgnn.a": ast.parse("from cftgnn.b import _helper, public\n"
+                                     "from .c import _other\n"
+                                     "from cftgnn.replay import tgn as _tgn\n"
+                                     "from numpy import _private\n"
+                                     "from cftgnn.d import __version__\n")}
+    assert private_imports(planted) == ["cftgnn.a:1: from cftgnn.b import _helper",
+                                        "cftgnn.a:2: from .c import _other"]

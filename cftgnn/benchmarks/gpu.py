@@ -39,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from cftgnn import jit
 from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
-from cftgnn.benchmarks.oracle import _draw
+from cftgnn.benchmarks.oracle import draw_set
 from cftgnn.benchmarks.tail import search_event
 from cftgnn.data.stream import EventStream
 from cftgnn.explain.base import Explainer
@@ -143,9 +143,9 @@ class _SharedDraw:
 
     def __call__(self, cand: Any) -> tuple[list[frozenset[int]], ...]:
         if self.drawn is None:
-            self.drawn = ([_draw(self.rng, cand) for _ in range(self.singles)],
-                          [_draw(self.rng, cand) for _ in range(self.batch)],
-                          [_draw(self.rng, cand) for _ in range(self.batch)])
+            self.drawn = ([draw_set(self.rng, cand) for _ in range(self.singles)],
+                          [draw_set(self.rng, cand) for _ in range(self.batch)],
+                          [draw_set(self.rng, cand) for _ in range(self.batch)])
         return self.drawn
 
 
@@ -179,7 +179,7 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
         # first timed batch pays for them
         replay = EventReplay(engines[side], ordered[0], k, m_max)
         cand = replay.candidates.ids
-        replay.exact([frozenset()] + [_draw(warm, cand) for _ in range(jit.MIN_SETS)]
+        replay.exact([frozenset()] + [draw_set(warm, cand) for _ in range(jit.MIN_SETS)]
                      if len(cand) else [frozenset()])
         _sync(models[side].device)
     cut_short = False

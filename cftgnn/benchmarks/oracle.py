@@ -59,7 +59,7 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def _draw(rng: np.random.Generator, cand: npt.NDArray[np.int64]) -> frozenset[int]:
+def draw_set(rng: np.random.Generator, cand: npt.NDArray[np.int64]) -> frozenset[int]:
     """A random removal set of 1 to |C|/4 candidates."""
     size = int(rng.integers(1, max(2, len(cand) // 4 + 1)))
     return frozenset(rng.choice(cand, size=size, replace=False).tolist())
@@ -158,7 +158,7 @@ def benchmark_oracle(
         sizes.append(len(cand))
         if len(cand) == 0:
             continue
-        sets = [_draw(rng, cand) for _ in range(sets_per_event)]
+        sets = [draw_set(rng, cand) for _ in range(sets_per_event)]
         p_orig = float(replay.exact([frozenset()])[0])
         singles: dict[str, list[float]] = {"exact": [], "approximate": []}
         for s in sets:
@@ -178,7 +178,7 @@ def benchmark_oracle(
             times["naive"].append(t_naive)
             max_dev = max(max_dev, abs(ref - float(replay.exact([s])[0])))
         # the event's own sets plus more drawn alike, uncached: P sets in one batched call
-        big = sets + [_draw(rng, cand) for _ in range(max(0, batch_size - len(sets)))]
+        big = sets + [draw_set(rng, cand) for _ in range(max(0, batch_size - len(sets)))]
         big = big[:batch_size]
         for mode, fn, key in (("exact", replay.exact, "batched"),
                               ("approximate", replay.approximate, "batched_approximate")):
@@ -190,7 +190,7 @@ def benchmark_oracle(
                                                    for s in big[len(singles[mode]):]]
                 same_sets[mode].append(t_batch / float(np.mean(own)))
         if sibling_batches and len(cand) > 1:
-            parent = _draw(sibling_rng, cand)
+            parent = draw_set(sibling_rng, cand)
             rest = sibling_rng.permutation(cand[~np.isin(cand, list(parent))])
             children = [parent | {int(c)} for c in rest[:batch_size]]
             for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):

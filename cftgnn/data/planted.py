@@ -34,7 +34,7 @@ import numpy as np
 
 from cftgnn.arrays import check_fits_memory
 from cftgnn.data.stream import EventCauses, EventStream, IntArray
-from cftgnn.data.synthetic import _count
+from cftgnn.data.synthetic import dataset_count
 from cftgnn.errors import ConfigError
 from cftgnn.options import number
 
@@ -160,11 +160,11 @@ def make_hawkes_stream(
     Raises:
         ConfigError: For an option out of range or sizes that would not fit in memory.
     """
-    num_nodes = _count("num_nodes", num_nodes, 2)
-    num_events = _count("num_events", num_events, 1)
-    feat_dim = _count("feat_dim", feat_dim, 0)
-    num_types = _count("num_types", num_types, 1)
-    num_excited = _count("num_excited", num_excited, 1)
+    num_nodes = dataset_count("num_nodes", num_nodes, 2)
+    num_events = dataset_count("num_events", num_events, 1)
+    feat_dim = dataset_count("feat_dim", feat_dim, 0)
+    num_types = dataset_count("num_types", num_types, 1)
+    num_excited = dataset_count("num_excited", num_excited, 1)
     base_rate = _real("base_rate", base_rate, 0.0)
     excitation = _real("excitation", excitation, 0.0, strict=False, below=1.0)
     decay = _real("decay", decay, 0.0)
@@ -284,11 +284,11 @@ def make_rule_stream(
             so dense that chance effects leave no room for noise, or sizes that would not fit
             in memory.
     """
-    num_nodes = _count("num_nodes", num_nodes, 3)
-    num_events = _count("num_events", num_events, 0)
-    feat_dim = _count("feat_dim", feat_dim, 0)
-    window = _count("window", window, 1)
-    delay = _count("delay", delay, 1)
+    num_nodes = dataset_count("num_nodes", num_nodes, 3)
+    num_events = dataset_count("num_events", num_events, 0)
+    feat_dim = dataset_count("feat_dim", feat_dim, 0)
+    window = dataset_count("window", window, 1)
+    delay = dataset_count("delay", delay, 1)
     motif_share = _real("motif_share", motif_share, 0.0, maximum=1.0)
     mean_gap = _real("mean_gap", mean_gap, 0.0)
     num_motifs = int(num_events * motif_share // 3)

@@ -16,7 +16,7 @@ _BYTES_PER_EVENT = 64
 _BYTES_PER_FEATURE = 12
 
 
-def _count(name: str, value: object, minimum: int) -> int:
+def dataset_count(name: str, value: object, minimum: int) -> int:
     """``value`` as an integer ``>= minimum`` (``as_integer``: ``1e3`` is
     ``1000``, ``2.5`` and ``"ten"`` are refused)."""
     whole = as_integer(value)
@@ -78,11 +78,11 @@ def make_synthetic_stream(
             allocating).
         DataFormatError: For probabilities outside ``[0, 1]``.
     """
-    num_nodes = _count("num_nodes", num_nodes, 2)
-    num_events = _count("num_events", num_events, 0)
-    feat_dim = _count("feat_dim", feat_dim, 0)
-    num_partners = _count("num_partners", num_partners, 1)
-    num_communities = _count("num_communities", num_communities, 1)
+    num_nodes = dataset_count("num_nodes", num_nodes, 2)
+    num_events = dataset_count("num_events", num_events, 0)
+    feat_dim = dataset_count("feat_dim", feat_dim, 0)
+    num_partners = dataset_count("num_partners", num_partners, 1)
+    num_communities = dataset_count("num_communities", num_communities, 1)
     check_fits_memory(synthetic_bytes(num_nodes, num_events, feat_dim, num_partners),
                       f"a synthetic stream of {num_events:,} events, {num_nodes:,} nodes and "
                       f"feat_dim {feat_dim:,}")

@@ -32,19 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn.arrays import mask_words
 from cftgnn.data.index import TemporalIndex
 from cftgnn.data.stream import EventStream, IntArray
 
 Words = npt.NDArray[np.uint64]
 
 
-def _words(n: int) -> int:
-    return max(1, (n + 63) // 64)
-
-
 def _bits(positions: IntArray, n: int) -> Words:
     """One row of bit words per position: bit ``p`` set, ``uint64 [len(positions), W]``."""
-    out = np.zeros((len(positions), _words(n)), dtype=np.uint64)
+    out = np.zeros((len(positions), mask_words(n)), dtype=np.uint64)
     rows = np.arange(len(positions))
     out[rows, positions // 64] = np.left_shift(np.uint64(1), (positions % 64).astype(np.uint64))
     return out
@@ -78,7 +75,7 @@ class Reach:
         """
         m = len(self.candidates)
         pos_of = {int(e): j for j, e in enumerate(self.candidates.tolist())}
-        masks = np.zeros((len(sets), _words(m)), dtype=np.uint64)
+        masks = np.zeros((len(sets), mask_words(m)), dtype=np.uint64)
         removed = np.zeros((len(sets), m), dtype=bool)
         for p, s in enumerate(sets):
             try:
@@ -129,10 +126,10 @@ def memory_reach(stream: EventStream, end: int, candidates: IntArray,
     """
     candidates = np.asarray(candidates, dtype=np.int64)
     m = len(candidates)
-    mem = np.zeros((stream.num_nodes, _words(m)), dtype=np.uint64)
+    mem = np.zeros((stream.num_nodes, mask_words(m)), dtype=np.uint64)
     first = int(candidates[0]) if m else end
     events = np.arange(first, end, dtype=np.int64)
-    per_event = np.zeros((len(events), _words(m)), dtype=np.uint64)
+    per_event = np.zeros((len(events), mask_words(m)), dtype=np.uint64)
     own = np.zeros_like(per_event)
     is_cand = np.isin(events, candidates)
     own[is_cand] = _bits(np.searchsorted(candidates, events[is_cand]), m)
@@ -185,7 +182,7 @@ def neighbourhood_reach(index: TemporalIndex, end: int, candidates: IntArray,
     m = len(candidates)
     first = int(candidates[0]) if m else end
     events = np.arange(first, end, dtype=np.int64)
-    per_event = np.zeros((len(events), _words(m)), dtype=np.uint64)
+    per_event = np.zeros((len(events), mask_words(m)), dtype=np.uint64)
     stream = index.stream
     for j, e in enumerate(candidates.tolist()):
         bit = _bits(np.array([j]), m)[0]

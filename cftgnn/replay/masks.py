@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn.arrays import mask_words
 from cftgnn.data.stream import IntArray
 
 BoolArray = npt.NDArray[np.bool_]
@@ -122,7 +123,7 @@ class RemovalSets:
 def bitmask(table: BoolArray, cols: IntArray, num_bits: int) -> npt.NDArray[np.uint64]:
     """Rows of ``table`` (``bool [R, K]``) as bitmasks with column ``k`` at bit ``cols[k]``,
     ``uint64 [R, ⌈num_bits / 64⌉]`` (at least one word)."""
-    num_words = max(1, -(-num_bits // 64))
+    num_words = mask_words(num_bits)
     out = np.zeros((table.shape[0], num_words), dtype=np.uint64)
     for w in range(num_words):
         in_word = (cols >= 64 * w) & (cols < 64 * (w + 1))

@@ -103,9 +103,9 @@ def test_numba_starts_at_the_first_compiled_call_not_at_import():
     import sys
 
     code = ("import sys, numpy as np, cftgnn.replay.tgn.rows_kernels as k, cftgnn.jit as j; "
-            "a = 'numba' in sys.modules; lazy = type(k._groups).__name__; "
+            "a = 'numba' in sys.modules; lazy = type(k.hash_groups).__name__; "
             "k.groups(np.arange(6, dtype=np.int64).reshape(3, 2) % 2); "
-            "print(a, lazy, 'numba' in sys.modules, j.started(), type(k._groups).__name__)")
+            "print(a, lazy, 'numba' in sys.modules, j.started(), type(k.hash_groups).__name__)")
     env = {**__import__("os").environ}
     env.pop("CFTGNN_JIT", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -161,13 +161,13 @@ def test_a_module_imported_after_numbas_start_gets_compiled_loops():
     handed to numba."""
     code = ("from cftgnn import jit; jit.start(); "
             "from cftgnn.replay.tgn import rows_kernels as rk; "
-            "print(type(rk._groups).__name__)")
+            "print(type(rk.hash_groups).__name__)")
     assert _python(code) == ["CPUDispatcher"]
     code = ("from cftgnn import jit\n"
             "with jit.for_sets(1):\n"
             "    from cftgnn.replay.tgn import rows_kernels as rk\n"
-            "print(type(rk._groups).__name__)\n"
-            "jit.start(); print(type(rk._groups).__name__)")
+            "print(type(rk.hash_groups).__name__)\n"
+            "jit.start(); print(type(rk.hash_groups).__name__)")
     assert _python(code) == ["_Lazy", "CPUDispatcher"]
 
 

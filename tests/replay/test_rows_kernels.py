@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cftgnn import jit
-from cftgnn.arrays import distinct_rows
+from cftgnn.arrays import distinct_rows, mask_words
 from cftgnn.replay.tgn import occupancy as occupancy_module
 from cftgnn.replay.tgn import row_steps, rows_kernels
 from cftgnn.replay.tgn.compare import probed_bits, rows_equal
@@ -24,6 +24,7 @@ from cftgnn.replay.tgn.row_steps import (
     split_pairs,
     unique_inverse,
 )
+from cftgnn.replay.tgn.rows import RowTable
 from cftgnn.replay.tgn.rows_kernels import (
     column_hits,
     column_view,
@@ -113,6 +114,26 @@ def test_occupancy_bits_follow_every_write_of_the_map(seed, num_p):
         write_entries(rowmap, occupied, p, c, values)
         assert np.array_equal(rowmap, want) and rowmap.flags.f_contiguous
         assert np.array_equal(occupied, occupancy(rowmap))
+
+
+@pytest.mark.parametrize(("num_bits", "words"), [(0, 1), (1, 1), (63, 1), (64, 1), (65, 2),
+                                                  (128, 2), (129, 3)])
+def test_a_mask_of_n_bits_has_a_word_per_64_bits_and_at_least_one(num_bits, words):
+    assert mask_words(num_bits) == words
+
+
+def test_a_row_map_of_no_sets_has_one_empty_word_per_column():
+    """The occupancy bits follow the masks' rule (``mask_words``): before 2026-12-02 they
+    alone counted no word for no sets, a bitmap of no column."""
+    rowmap = np.full((0, 3), -1, dtype=np.int32, order="F")
+    occupied = occupancy(rowmap)
+    assert occupied.shape == (3, 1) and not occupied.any()
+    table = RowTable(0, np.arange(3), 3, 2, torch.device("cpu"))
+    assert np.array_equal(table.occupied, occupied) and table.occupied.shape == (3, 1)
+    none = np.zeros(0, dtype=np.int64)
+    write_entries(rowmap, occupied, none, none, none)
+    assert not occupied.any() and all(len(a) == 0 for a in set_bits(occupied, np.arange(3), 0))
+    assert not referenced(rowmap, occupied, np.arange(3), 4).any()
 
 
 def test_lowest_bit_is_the_index_of_the_lowest_set_bit():

@@ -8,18 +8,41 @@ and, for a short masked history (the approximate oracle's), prepares the local r
 ends in one embedding pass over the distinct embeddings
 (``cftgnn.replay.batched.batched_logits``).
 
-The exact causal-cone replay is this package's:
+The exact causal-cone replay is this package's, a module per part of it:
 
 * ``cftgnn.replay.tgn.trajectory``: the recording (``Trajectory``, one ``BatchRecord`` per
   history batch) and the dependency sets over it (``Dependencies``);
 * ``cftgnn.replay.tgn.record``: the recorder (``record_trajectory``: every row stored once,
   only the rows the cone replay reads, held within a byte limit in segments);
+* ``cftgnn.replay.tgn.cone``: the driver (``cone_replay``: a history batch's steps in
+  order) and its counters (``ConeStats``);
 * ``cftgnn.replay.tgn.rows``: the table of perturbed rows (``RowTable``: its invariants, and
-  the operations of a batch on it as methods);
-* ``cftgnn.replay.tgn.cone``: the driver (``cone_replay``) and its counters;
+  each step of a batch on it as a method: ``split``, ``split_mixed``, ``new_pending``,
+  ``prune``, ``merge``, ``revive``, ``compact``);
+* ``cftgnn.replay.tgn.row_store``: the rows' buffers (``RowStore``: memory, last update,
+  pending event, representative set, node; grown and compacted in place);
+* ``cftgnn.replay.tgn.occupancy``: the bitmap of the row map's entries that hold a row,
+  which the scans of whole columns visit instead of every entry;
+* ``cftgnn.replay.tgn.rows_kernels``: the row map's kernels (lookups of a set's row of a
+  node, the column scans, the groupings of equal keys, remapping and moving rows);
+* ``cftgnn.replay.tgn.row_steps``: the compiled loops of whole steps of ``RowTable``
+  (``split``'s pairs, ``split_mixed``'s rows and pairs, ``new_pending``, ``revive``'s
+  receivers, ``other_memory``'s unique rows);
+* ``cftgnn.replay.tgn.prune_steps``: ``prune``'s first part, which rows are compared with
+  the recording and what the comparison finds;
+* ``cftgnn.replay.tgn.merge_steps``: ``merge``'s groups of rows of one node with equal
+  states;
+* ``cftgnn.replay.tgn.compare``: the comparisons of memory rows with the recording (bit for
+  bit, or within the opt-in tolerance), on the rows' device;
 * ``cftgnn.replay.tgn.dense``: the device-resident form of the same replay
   (``dense_replay``: a row per set and node in fixed buffers, no bookkeeping between the
   kernels), which the options choose on a GPU (``TGNReplayOptions.cone``).
+
+The bookkeeping's loops are compiled by numba; each step that runs one is a pair of twins
+(``cftgnn.jit.twins``: the compiled body and its NumPy or torch twin, defined side by side
+in the step's module and listed in ``cftgnn.jit.PAIRS``), and ``twins`` alone decides which
+runs (``tests/replay/test_twins.py`` holds every compiled loop to a pair, and compares each
+pair's bodies on a replay's calls).
 """
 
 from __future__ import annotations

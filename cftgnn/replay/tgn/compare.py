@@ -33,9 +33,9 @@ def probe_columns(dim: int, count: int = 16, device: torch.device | str = "cpu")
     leading coordinates agree often differ in a third of the others (UCI and Wikipedia · TGN),
     so a dozen spread coordinates rule out nearly every unequal pair before the whole rows
     are compared; equal rows agree on every coordinate, so the answer is the same. (With
-    the compiled loops, ``host_loops``, ``merge`` reads only the leading pair: its whole-row
-    comparison stops at the first differing coordinate. Made once per device and size:
-    callers only read it.)"""
+    the compiled loops, ``merge_steps.merge_groups``, ``merge`` reads only the leading pair:
+    its whole-row comparison stops at the first differing coordinate. Made once per device
+    and size: callers only read it.)"""
     step = max(1, dim // count)  # made on the device: no upload
     return torch.cat([torch.arange(min(dim, 2), device=device),
                       torch.arange(min(max(2, step), dim), dim, step, device=device)])
@@ -58,19 +58,46 @@ def memory_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tens
     Returns:
         ``bool [R]``, on the host.
     """
-    if tolerance == 0.0 and mem.device.type == "cpu" and (
-            host_loops(mem.device) or len(rt) <= ONE_PASS_ROWS):
-        r_np, l_np = (i.numpy() if isinstance(i, Tensor) else np.asarray(i) for i in (rt, lt))
-        table, at = ((recorded.table, recorded.ptr.numpy()[l_np])
-                     if isinstance(recorded, SharedRows) else (recorded, l_np))
-        if host_loops(mem.device):  # a compiled loop, no rows copied
-            return _equal_rows(bits(mem).numpy(), r_np, bits(table).numpy(), at)
+    if tolerance == 0.0:
+        return _bitwise_equal(mem, rt, recorded, lt)
+    return _torch_equal(mem, rt, recorded, lt, tolerance)
+
+
+def _host_rows(rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
+               lt: Tensor | npt.NDArray[np.int64]
+               ) -> tuple[npt.NDArray[np.int64], Tensor, npt.NDArray[np.int64]]:
+    """``memory_equal``'s rows on the host: ``rt`` as an array, and the table of recorded
+    rows with each one's row in it (``SharedRows`` read through their pointers)."""
+    r_np, l_np = (i.numpy() if isinstance(i, Tensor) else np.asarray(i) for i in (rt, lt))
+    if isinstance(recorded, SharedRows):
+        return r_np, recorded.table, recorded.ptr.numpy()[l_np]
+    return r_np, recorded, l_np
+
+
+def _bitwise_equal_numpy(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
+                         lt: Tensor | npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    if mem.device.type == "cpu" and len(rt) <= ONE_PASS_ROWS:
         # few rows, no numba (a single call's search): NumPy's gather and comparison, the
         # same booleans as torch's below at a tenth of its fixed cost (no index upload, no
         # tensors made: about 0.9 ms of a 9 ms Wikipedia · TGN single call, profiled)
+        r_np, table, at = _host_rows(rt, recorded, lt)
         equal: npt.NDArray[np.bool_] = (bits(mem).numpy()[r_np]
                                         == bits(table).numpy()[at]).all(axis=1)
         return equal
+    return _torch_equal(mem, rt, recorded, lt, 0.0)
+
+
+@jit.twins(numpy=_bitwise_equal_numpy, host=True)
+def _bitwise_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
+                   lt: Tensor | npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """``memory_equal`` bit for bit: a compiled loop, no rows copied."""
+    r_np, table, at = _host_rows(rt, recorded, lt)
+    return _equal_rows(bits(mem).numpy(), r_np, bits(table).numpy(), at)
+
+
+def _torch_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
+                 lt: Tensor | npt.NDArray[np.int64], tolerance: float) -> npt.NDArray[np.bool_]:
+    """``memory_equal`` by torch on ``mem``'s device."""
     if not isinstance(rt, Tensor) or not isinstance(lt, Tensor):  # one upload for both
         rt, lt = torch.as_tensor(np.stack([np.asarray(rt), np.asarray(lt)]), device=mem.device)
 
@@ -91,36 +118,38 @@ def memory_equal(mem: Tensor, rt: Tensor | npt.NDArray[np.int64], recorded: Tens
     return eq
 
 
-def host_loops(device: torch.device) -> bool:
-    """Whether rows on ``device`` are read by the compiled loops below, in place (on the CPU,
-    with numba: ``cftgnn.jit``), rather than gathered by torch."""
-    return device.type == "cpu" and jit.ENABLED
-
-
-def probed_bits(mem: Tensor, rows: npt.NDArray[np.int64], cols: Tensor) -> npt.NDArray[np.integer]:
-    """The bit patterns of ``mem[rows][:, cols]`` on the host, ``[R, k]`` (one gather and one
-    download; on the CPU a gather from ``mem``'s memory, no tensor made)."""
-    if host_loops(mem.device):
-        return _gather(bits(mem).numpy(), rows, cols.numpy())
+def _probed_bits_torch(mem: Tensor, rows: npt.NDArray[np.int64], cols: Tensor
+                       ) -> npt.NDArray[np.integer]:
     rt = torch.as_tensor(rows, device=mem.device)
     probe: npt.NDArray[np.integer] = bits(mem[rt[:, None], cols[None, :]]).cpu().numpy()
     return probe
 
 
-def rows_equal(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
-               ) -> npt.NDArray[np.bool_]:
-    """Whether rows ``mem[a[m]]`` and ``mem[b[m]]`` are equal bit for bit, ``bool [M]`` on the
-    host. With the compiled loops (``host_loops``), a loop over ``mem``'s memory that stops
-    at a pair's first differing coordinate and copies no row: about a third of the CPU
-    seconds of gathering both sides and comparing them (``merge`` on UCI · TGN 56484, K = 3:
-    0.1 s against 0.3 s over the search, profiled), else that gather, on ``mem``'s device."""
-    if host_loops(mem.device):
-        mb = bits(mem).numpy()
-        return _equal_rows(mb, a, mb, b)
+@jit.twins(numpy=_probed_bits_torch, host=True)
+def probed_bits(mem: Tensor, rows: npt.NDArray[np.int64], cols: Tensor) -> npt.NDArray[np.integer]:
+    """The bit patterns of ``mem[rows][:, cols]`` on the host, ``[R, k]`` (one gather and one
+    download; on the CPU a gather from ``mem``'s memory, no tensor made)."""
+    return _gather(bits(mem).numpy(), rows, cols.numpy())
+
+
+def _rows_equal_torch(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+                      ) -> npt.NDArray[np.bool_]:
     at = torch.as_tensor(a, device=mem.device)
     bt = torch.as_tensor(b, device=mem.device)
     same: npt.NDArray[np.bool_] = (bits(mem[at]) == bits(mem[bt])).all(dim=1).cpu().numpy()
     return same
+
+
+@jit.twins(numpy=_rows_equal_torch, host=True)
+def rows_equal(mem: Tensor, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.bool_]:
+    """Whether rows ``mem[a[m]]`` and ``mem[b[m]]`` are equal bit for bit, ``bool [M]`` on the
+    host. With the compiled loops, a loop over ``mem``'s memory that stops at a pair's first
+    differing coordinate and copies no row: about a third of the CPU seconds of gathering
+    both sides and comparing them (``merge`` on UCI · TGN 56484, K = 3: 0.1 s against 0.3 s
+    over the search, profiled), else (the twin) that gather, on ``mem``'s device."""
+    mb = bits(mem).numpy()
+    return _equal_rows(mb, a, mb, b)
 
 
 @jit.compiled
@@ -134,7 +163,7 @@ def _gather(m: npt.NDArray[np.integer], rows: npt.NDArray[np.int64],
 
 
 @jit.compiled
-def _same_row(x: npt.NDArray[np.integer], i: int, y: npt.NDArray[np.integer], j: int) -> bool:
+def same_row(x: npt.NDArray[np.integer], i: int, y: npt.NDArray[np.integer], j: int) -> bool:
     """Whether rows ``x[i]`` and ``y[j]`` hold the same bits, read until their first
     differing coordinate (the bitwise comparison of the compiled loops: ``_equal_rows``,
     ``prune_steps``)."""
@@ -147,12 +176,12 @@ def _same_row(x: npt.NDArray[np.integer], i: int, y: npt.NDArray[np.integer], j:
 @jit.compiled
 def _equal_rows(x: npt.NDArray[np.integer], a: npt.NDArray[np.int64],
                 y: npt.NDArray[np.integer], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits (``_same_row``)."""
+    """Whether ``x[a[m]]`` and ``y[b[m]]`` hold the same bits (``same_row``)."""
     out = np.empty(len(a), dtype=np.bool_)
     for i in range(len(a)):
-        out[i] = _same_row(x, a[i], y, b[i])
+        out[i] = same_row(x, a[i], y, b[i])
     return out
 
 
-__all__ = ["ONE_PASS_ROWS", "bits", "host_loops", "memory_equal", "probe_columns",
-           "probed_bits", "rows_equal"]
+__all__ = ["ONE_PASS_ROWS", "bits", "memory_equal", "probe_columns", "probed_bits",
+           "rows_equal", "same_row"]

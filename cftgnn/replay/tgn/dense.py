@@ -39,6 +39,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import mask_words
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.batched import NodeInputs
 from cftgnn.replay.masks import RemovalSets
@@ -82,7 +83,7 @@ def _columns_born(deps: Dependencies, num_batches: int) -> IntArray:
 
 def _final_masks(deps: Dependencies) -> npt.NDArray[np.uint64]:
     """Each column's dependency set after the last batch, ``uint64 [C, W]``."""
-    words = max(1, -(-len(deps.universe) // 64))
+    words = mask_words(len(deps.universe))
     out = np.zeros((deps.num_columns, words), dtype=np.uint64)
     for nodes, masks in zip(deps.nodes, deps.masks, strict=True):
         out[deps.columns[nodes]] = masks

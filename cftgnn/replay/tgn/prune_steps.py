@@ -2,9 +2,8 @@
 which live rows are never read again, which are compared with the recording, and what the
 comparison finds (about thirty NumPy passes per batch before 2026-11-27, over the live rows,
 on the far-back tail's 1,074 batches of UCI · TGN 56484). A compiled loop (``cftgnn.jit``)
-where the rows are read in place (on the CPU, bitwise: ``compare.host_loops`` and no
-tolerance), with its NumPy twin, ``prune_candidates``' other path, the code of ``prune``
-before; both give the same arrays.
+where the rows are read in place (on the CPU, bitwise: no tolerance), with its NumPy twin
+(``cftgnn.jit.twins``), the code of ``prune`` before; both give the same arrays.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import numpy.typing as npt
 from torch import Tensor
 
 from cftgnn import jit
-from cftgnn.replay.tgn.compare import _same_row, bits, host_loops, memory_equal
+from cftgnn.replay.tgn.compare import bits, memory_equal, same_row
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord
 
@@ -85,7 +84,7 @@ def _candidates(alive: BoolArray, row_n: IntArray, size: int, need: IntArray, x:
         if pos < 0:
             continue
         r[i], lc[i] = q, pos
-        equal = _same_row(mem, q, table, ptr[pos])  # compare.memory_equal, bitwise
+        equal = same_row(mem, q, table, ptr[pos])  # compare.memory_equal, bitwise
         mem_eq[q] = equal
         checked[q] = True
         same[i] = equal and lu[q] == lu_post[pos]
@@ -104,15 +103,14 @@ def prune_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray, lu: npt.NDA
     last-update times ``lu``, pending events ``pend``) after batch ``x`` (``rec``; each
     node's position in it ``loc``, ``-1`` for the others; ``need`` by node), the memory
     compared as ``compare.memory_equal`` compares it (with ``tolerance``)."""
-    if tolerance == 0.0 and host_loops(mem.device):  # one compiled pass, rows read in place
-        recorded = rec.mem_post
-        if isinstance(recorded, SharedRows):
-            table, ptr = recorded.table, recorded.ptr.numpy()
-        else:
-            table, ptr = recorded, np.arange(len(recorded), dtype=np.int64)
-        return Candidates(*_candidates(
-            alive, row_n, size, need, x, loc, bits(mem).numpy(), bits(table).numpy(), ptr, lu,
-            rec.lu_post, pend, rec.events, rec.inc_k, rec.inc_start, rec.inc_end))
+    if tolerance == 0.0:
+        return _bitwise_candidates(mem, alive, row_n, lu, pend, size, rec, loc, need, x)
+    return _candidates_numpy(mem, alive, row_n, lu, pend, size, rec, loc, need, x, tolerance)
+
+
+def _candidates_numpy(mem: Tensor, alive: BoolArray, row_n: IntArray,
+                      lu: npt.NDArray[np.float64], pend: IntArray, size: int, rec: BatchRecord,
+                      loc: IntArray, need: IntArray, x: int, tolerance: float) -> Candidates:
     live = np.flatnonzero(alive[:size])
     node = row_n[live]
     stale = need[node] < x  # never read again
@@ -129,6 +127,28 @@ def prune_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray, lu: npt.NDA
     reads_pending = need[n] > x  # the next batch applies the pending message
     pend_ok = (pend[r] == theirs) | ~reads_pending
     return Candidates(live[stale], r, lc, mem_eq, checked, same, theirs, reads_pending, pend_ok)
+
+
+def _bitwise_candidates_numpy(mem: Tensor, alive: BoolArray, row_n: IntArray,
+                              lu: npt.NDArray[np.float64], pend: IntArray, size: int,
+                              rec: BatchRecord, loc: IntArray, need: IntArray, x: int
+                              ) -> Candidates:
+    return _candidates_numpy(mem, alive, row_n, lu, pend, size, rec, loc, need, x, 0.0)
+
+
+@jit.twins(numpy=_bitwise_candidates_numpy, host=True)
+def _bitwise_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray,
+                        lu: npt.NDArray[np.float64], pend: IntArray, size: int,
+                        rec: BatchRecord, loc: IntArray, need: IntArray, x: int) -> Candidates:
+    """``prune_candidates`` bit for bit: one compiled pass, the rows read in place."""
+    recorded = rec.mem_post
+    if isinstance(recorded, SharedRows):
+        table, ptr = recorded.table, recorded.ptr.numpy()
+    else:
+        table, ptr = recorded, np.arange(len(recorded), dtype=np.int64)
+    return Candidates(*_candidates(
+        alive, row_n, size, need, x, loc, bits(mem).numpy(), bits(table).numpy(), ptr, lu,
+        rec.lu_post, pend, rec.events, rec.inc_k, rec.inc_start, rec.inc_end))
 
 
 __all__ = ["Candidates", "prune_candidates"]

@@ -2,11 +2,11 @@
 NumPy passes per batch), built on the kernels of ``cftgnn.replay.tgn.rows_kernels`` (whose
 module docstring says how their loops are written, and why): ``new_pending``,
 ``split_pairs`` (``RowTable.split``), ``mixed_rows`` and ``mixed_pairs``
-(``RowTable.split_mixed``), ``merge_groups`` (``RowTable.merge`` on the CPU),
-``revive_receivers`` (``RowTable.revive``) and ``unique_inverse``
-(``RowTable.other_memory``). Each has a NumPy twin, the steps' code before, that runs
-where numba is absent (``jit.ENABLED``) and gives the same integers in the same order, so
-the logits are the same bit for bit either way.
+(``RowTable.split_mixed``), ``revive_receivers`` (``RowTable.revive``) and ``unique_inverse``
+(``RowTable.other_memory``). Each is paired with its NumPy twin, the steps' code before
+(``cftgnn.jit.twins``, which decides which runs), that gives the same integers in the same
+order, so the logits are the same bit for bit either way. (``merge``'s groups:
+``cftgnn.replay.tgn.merge_steps``.)
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from cftgnn import jit
-from cftgnn.arrays import SMALL, unique
+from cftgnn.arrays import SMALL, as_int64, unique
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
 from cftgnn.replay.tgn.occupancy import Bits, lowest_bit
 from cftgnn.replay.tgn.rows_kernels import (
-    _groups,
-    _i64,
     column_hits,
     column_view,
     last_kept,
@@ -64,6 +62,20 @@ def _new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, p
         pend[q] = e
 
 
+def _new_pending_numpy(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray,
+                       pend: IntArray, size: int, read: npt.NDArray[np.bool_], loc: IntArray,
+                       events: IntArray, inc_k: IntArray, inc_start: IntArray,
+                       inc_end: IntArray, rem: npt.NDArray[np.bool_],
+                       touched: npt.NDArray[np.bool_]) -> None:
+    node = row_n[:size]
+    at = np.where(read[node] & alive[:size], loc[node], -1)
+    r = np.flatnonzero(at >= 0)
+    r = r[inc_end[at[r]] > inc_start[at[r]]]  # nodes with events in the batch
+    if len(r):
+        pend[r] = last_kept(events, inc_k, inc_start, inc_end, rem, rep[r], at[r])
+
+
+@jit.twins(numpy=_new_pending_numpy)
 def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pend: IntArray,
                 size: int, read: npt.NDArray[np.bool_], loc: IntArray, events: IntArray,
                 inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
@@ -73,16 +85,8 @@ def new_pending(row_n: IntArray, alive: npt.NDArray[np.bool_], rep: IntArray, pe
     event (``pend``, written in place) the last of them its representative set keeps
     (``last_kept`` over ``events``, ``inc_k``, ``inc_start``, ``inc_end``, ``rem``;
     ``touched`` as for ``mixed_pairs``). One pass over the rows, compiled."""
-    if jit.ENABLED:
-        _new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start,
-                     inc_end, rem, touched)
-        return
-    node = row_n[:size]
-    at = np.where(read[node] & alive[:size], loc[node], -1)
-    r = np.flatnonzero(at >= 0)
-    r = r[inc_end[at[r]] > inc_start[at[r]]]  # nodes with events in the batch
-    if len(r):
-        pend[r] = last_kept(events, inc_k, inc_start, inc_end, rem, rep[r], at[r])
+    _new_pending(row_n, alive, rep, pend, size, read, loc, events, inc_k, inc_start,
+                 inc_end, rem, touched)
 
 
 @jit.compiled
@@ -129,6 +133,17 @@ def _split_pairs(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: 
     return out_p[:m].copy(), out_j[:m].copy(), out_k[:m].copy(), len(cols) * num_p
 
 
+def _split_pairs_numpy(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
+                       rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_],
+                       last: IntArray, words: Words, masks: Words
+                       ) -> tuple[IntArray, IntArray, Words]:
+    hp, hj, _ = column_hits(rowmap, cols, also=rem[:, last])
+    keys: Words = np.bitwise_and(words[hp], masks[hj])
+    nonempty = keys.any(axis=1)
+    return hp[nonempty], hj[nonempty], keys[nonempty]
+
+
+@jit.twins(numpy=_split_pairs_numpy)
 def split_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
                 rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_], last: IntArray,
                 words: Words, masks: Words) -> tuple[IntArray, IntArray, Words]:
@@ -145,26 +160,22 @@ def split_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
         ``uint64 [Q, W]``, in the order of ``column_hits`` (column by column, sets
         ascending).
     """
-    if jit.ENABLED:  # one pass, the keys tested where they are read (few lists, as below)
-        args = (column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), rem, touched,
-                _i64(last), words, masks)
-        end = len(cols) * rowmap.shape[0]
-        bound = min(FEW_SPLIT, end)
-        pp, jj, key, at = _split_pairs(*args, 0, bound)
-        parts = [(pp, jj, key)]
-        while at < end:
-            bound = min(16 * bound, end - at)
-            pp, jj, key, at = _split_pairs(*args, at, bound)
-            parts.append((pp, jj, key))
-        if len(parts) == 1:
-            return pp, jj, key
-        return (np.concatenate([part[0] for part in parts]),
-                np.concatenate([part[1] for part in parts]),
-                np.concatenate([part[2] for part in parts]))
-    hp, hj, _ = column_hits(rowmap, cols, also=rem[:, last])
-    keys: Words = np.bitwise_and(words[hp], masks[hj])
-    nonempty = keys.any(axis=1)
-    return hp[nonempty], hj[nonempty], keys[nonempty]
+    # one pass, the keys tested where they are read (few lists, as below)
+    args = (column_view(rowmap), rowmap.shape[0], occupied, as_int64(cols), rem, touched,
+            as_int64(last), words, masks)
+    end = len(cols) * rowmap.shape[0]
+    bound = min(FEW_SPLIT, end)
+    pp, jj, key, at = _split_pairs(*args, 0, bound)
+    parts = [(pp, jj, key)]
+    while at < end:
+        bound = min(16 * bound, end - at)
+        pp, jj, key, at = _split_pairs(*args, at, bound)
+        parts.append((pp, jj, key))
+    if len(parts) == 1:
+        return pp, jj, key
+    return (np.concatenate([part[0] for part in parts]),
+            np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]))
 
 
 @jit.compiled
@@ -266,22 +277,12 @@ def _mixed_rows(mixed: npt.NDArray[np.bool_], alive: npt.NDArray[np.bool_], row_
     return is_m, mine, cols
 
 
-def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDArray[np.bool_],
-               alive: npt.NDArray[np.bool_], row_n: IntArray, size: int,
-               read: npt.NDArray[np.bool_], loc: IntArray, inc_start: IntArray,
-               inc_end: IntArray, rep: IntArray, row_pend: IntArray, src: IntArray,
-               dst: IntArray) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
-    """The rows ``RowTable.split_mixed`` splits (``mixed_pairs``' ``is_m``): the live mixed
-    rows ``q < size`` whose node's later state is read (``read``, by node) and has a new
-    message in the batch (position ``loc``, incidences ``inc_start:inc_end``); each such
-    row's own sender row (``mine``, as ``sender_rows`` gives it for its representative
-    ``rep`` and pending event ``row_pend``; other entries unset), and their nodes'
-    columns, distinct and ascending (empty where there is no such row).
-    """
-    if jit.ENABLED:  # one compiled pass over the rows
-        return _mixed_rows(mixed, alive, row_n, size, read, loc, inc_start, inc_end, rep,
-                           row_pend, column_view(rowmap), rowmap.shape[0], rowmap.shape[1],
-                           columns, src, dst)
+def _mixed_rows_numpy(rowmap: npt.NDArray[np.int32], columns: IntArray,
+                      mixed: npt.NDArray[np.bool_], alive: npt.NDArray[np.bool_],
+                      row_n: IntArray, size: int, read: npt.NDArray[np.bool_], loc: IntArray,
+                      inc_start: IntArray, inc_end: IntArray, rep: IntArray,
+                      row_pend: IntArray, src: IntArray, dst: IntArray
+                      ) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
     node = row_n[:size]
     m = np.flatnonzero(mixed[:size] & alive[:size] & read[node] & (loc[node] >= 0))
     lk = loc[node[m]]
@@ -294,6 +295,41 @@ def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDAr
     return is_m, mine, np.flatnonzero(np.bincount(cols))
 
 
+@jit.twins(numpy=_mixed_rows_numpy)
+def mixed_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, mixed: npt.NDArray[np.bool_],
+               alive: npt.NDArray[np.bool_], row_n: IntArray, size: int,
+               read: npt.NDArray[np.bool_], loc: IntArray, inc_start: IntArray,
+               inc_end: IntArray, rep: IntArray, row_pend: IntArray, src: IntArray,
+               dst: IntArray) -> tuple[npt.NDArray[np.bool_], IntArray, IntArray]:
+    """The rows ``RowTable.split_mixed`` splits (``mixed_pairs``' ``is_m``): the live mixed
+    rows ``q < size`` whose node's later state is read (``read``, by node) and has a new
+    message in the batch (position ``loc``, incidences ``inc_start:inc_end``); each such
+    row's own sender row (``mine``, as ``sender_rows`` gives it for its representative
+    ``rep`` and pending event ``row_pend``; other entries unset), and their nodes'
+    columns, distinct and ascending (empty where there is no such row).
+    """
+    # one compiled pass over the rows
+    return _mixed_rows(mixed, alive, row_n, size, read, loc, inc_start, inc_end, rep,
+                       row_pend, column_view(rowmap), rowmap.shape[0], rowmap.shape[1],
+                       columns, src, dst)
+
+
+def _mixed_pairs_numpy(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
+                       cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray,
+                       row_pend: IntArray, mine: IntArray, loc: IntArray, events: IntArray,
+                       inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+                       rem: npt.NDArray[np.bool_], touched: npt.NDArray[np.bool_],
+                       src: IntArray, dst: IntArray
+                       ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    pp, _, rr = column_hits(rowmap, cols, member=is_m)
+    n = row_n[rr]
+    pend = last_kept(events, inc_k, inc_start, inc_end, rem, pp, loc[n])
+    sender = sender_rows(rowmap, columns, pp, pend, n, src, dst)
+    off = np.flatnonzero((pend != row_pend[rr]) | (sender != mine[rr]))
+    return pp[off], rr[off], pend[off], sender[off]
+
+
+@jit.twins(numpy=_mixed_pairs_numpy)
 def mixed_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
                 cols: IntArray, is_m: npt.NDArray[np.bool_], row_n: IntArray, row_pend: IntArray,
                 mine: IntArray, loc: IntArray, events: IntArray, inc_k: IntArray,
@@ -315,112 +351,26 @@ def mixed_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray
         The compiled loop visits only the entries ``occupied`` marks (the entries holding a
         row, ``cftgnn.replay.tgn.occupancy``), the twin reads every entry of the columns.
     """
-    if jit.ENABLED:
-        # lists of a few pairs first (most batches move none), 16 times longer at each
-        # overflow, the scan going on from where it stopped: lists of every entry at once
-        # (megabytes a call) slowed the steps around this one, and scanning again from the
-        # start cost a second pass
-        args = (column_view(rowmap), rowmap.shape[0], occupied, columns, _i64(cols), is_m,
-                row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
-                src, dst)
-        end = len(cols) * rowmap.shape[0]
-        bound = min(FEW_PAIRS, end)
-        *part, at = _mixed_pairs(*args, 0, bound)
-        if at == end:
-            pp, rr, pend, sender = part
-            return pp, rr, pend, sender
-        parts = [part]
-        while at < end:
-            bound = min(16 * bound, end - at)
-            *part, at = _mixed_pairs(*args, at, bound)
-            parts.append(part)
-        pp, rr, pend, sender = (np.concatenate(column) for column in zip(*parts, strict=True))
+    # lists of a few pairs first (most batches move none), 16 times longer at each
+    # overflow, the scan going on from where it stopped: lists of every entry at once
+    # (megabytes a call) slowed the steps around this one, and scanning again from the
+    # start cost a second pass
+    args = (column_view(rowmap), rowmap.shape[0], occupied, columns, as_int64(cols), is_m,
+            row_n, row_pend, mine, loc, events, inc_k, inc_start, inc_end, rem, touched,
+            src, dst)
+    end = len(cols) * rowmap.shape[0]
+    bound = min(FEW_PAIRS, end)
+    *part, at = _mixed_pairs(*args, 0, bound)
+    if at == end:
+        pp, rr, pend, sender = part
         return pp, rr, pend, sender
-    pp, _, rr = column_hits(rowmap, cols, member=is_m)
-    n = row_n[rr]
-    pend = last_kept(events, inc_k, inc_start, inc_end, rem, pp, loc[n])
-    sender = sender_rows(rowmap, columns, pp, pend, n, src, dst)
-    off = np.flatnonzero((pend != row_pend[rr]) | (sender != mine[rr]))
-    return pp[off], rr[off], pend[off], sender[off]
-
-
-@jit.compiled
-def merge_groups(r: IntArray, row_n: IntArray, mem_bits: npt.NDArray[np.integer],
-                 mem_eq: npt.NDArray[np.bool_], checked: npt.NDArray[np.bool_],
-                 lu_bits: IntArray, pend: IntArray, rep: IntArray, need: IntArray, x: int,
-                 view: npt.NDArray[np.int32], num_p: int, columns: IntArray, src: IntArray,
-                 dst: IntArray, size: int) -> tuple[IntArray, IntArray, IntArray]:
-    """``RowTable.merge``'s groups of rows ``r`` with equal states, compiled (with the
-    rows' memory on the CPU, read in place as bits, ``mem_bits [capacity, d]``): the rows
-    of nodes with several rows among ``r``, and ``(head, group)`` of ``groups`` over their
-    keys (node, memory identity, last-update time ``lu_bits``, pending event, the
-    sender's memory identity), each step as ``merge``'s NumPy code takes it. The memory
-    identity is ``-1`` for a row ``checked`` and ``mem_eq`` (the recorded memory), else its
-    group by (node, two leading coordinates) where the row equals that group's first row
-    bit for bit in a group of several, else the row's own (``size + row``); the sender's
-    is the identity of the row of the sender of the row's pending event under its
-    representative set (``-1`` where the sender holds the recorded state, or the event is
-    not applied next: ``need[node] <= x``).
-
-    Returns:
-        ``(rows, head, group)``: the rows kept, ``int64``, and the groups over them.
-    """
-    count = np.zeros(len(columns), dtype=np.int64)  # rows per node
-    for i in range(len(r)):
-        count[row_n[r[i]]] += 1
-    m = 0
-    for i in range(len(r)):
-        m += count[row_n[r[i]]] > 1
-    rows = np.empty(m, dtype=np.int64)
-    m = 0
-    for i in range(len(r)):
-        if count[row_n[r[i]]] > 1:  # only nodes with several rows can merge
-            rows[m] = r[i]
-            m += 1
-    mem_id = np.empty(size, dtype=np.int64)
-    for q in range(size):
-        mem_id[q] = -1 if checked[q] and mem_eq[q] else size + q
-    nd = 0
-    for i in range(m):
-        nd += not mem_eq[rows[i]]
-    d = np.empty(nd, dtype=np.int64)  # rows whose memory is not the recorded one
-    lead = np.empty((nd, 3), dtype=np.int64)
-    k = 0
-    for i in range(m):
-        q = rows[i]
-        if not mem_eq[q]:
-            d[k] = q
-            lead[k, 0], lead[k, 1], lead[k, 2] = row_n[q], mem_bits[q, 0], mem_bits[q, 1]
-            k += 1
-    first, inv = _groups(lead)
-    size_of = np.zeros(len(first), dtype=np.int64)
-    for i in range(nd):
-        size_of[inv[i]] += 1
-    for i in range(nd):
-        if size_of[inv[i]] > 1:  # the whole row, until its first differing coordinate
-            a, b = d[i], d[first[inv[i]]]
-            same = True
-            for c in range(mem_bits.shape[1]):
-                if mem_bits[a, c] != mem_bits[b, c]:
-                    same = False
-                    break
-            if same:
-                mem_id[a] = inv[i]
-    key = np.empty((m, 5), dtype=np.int64)
-    for i in range(m):
-        q = rows[i]
-        node = row_n[q]
-        e = pend[q] if need[node] > x else -1
-        sid = -1
-        if e >= 0:  # the sender's row, as sender_rows finds it (written out)
-            c = columns[dst[e] if src[e] == node else src[e]]
-            ro = -1 if c < 0 else view[c * num_p + rep[q]]
-            if ro >= 0:
-                sid = mem_id[ro]
-        key[i, 0], key[i, 1], key[i, 2] = node, mem_id[q], lu_bits[q]
-        key[i, 3], key[i, 4] = pend[q], sid
-    head, group = _groups(key)
-    return rows, head, group
+    parts = [part]
+    while at < end:
+        bound = min(16 * bound, end - at)
+        *part, at = _mixed_pairs(*args, at, bound)
+        parts.append(part)
+    pp, rr, pend, sender = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return pp, rr, pend, sender
 
 
 @jit.compiled
@@ -456,24 +406,10 @@ def _revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes
     return v, n, pend, senders, np.searchsorted(senders, o)
 
 
-def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes: int,
-                     receivers: tuple[IntArray, IntArray], rec: BatchRecord, src: IntArray,
-                     dst: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
-    """``RowTable.revive``'s receivers: of the batch's receivers (``receivers``: their
-    senders ascending and positions ``v`` in ``rec.nodes``,
-    ``cftgnn.replay.tgn.trajectory.receivers``), those whose sender holds a row of
-    ``differs`` (``bool``, by row; the last entry stands for ``-1``; ``row_n`` the rows'
-    nodes, below ``num_nodes``).
-
-    Returns:
-        ``(v, n, pend, senders, of)``: the receivers' positions ``v`` (ascending), nodes and
-        recorded pending events, ``int64``, and their distinct senders (ascending) and each
-        receiver's among them; all empty where there are none.
-    """
-    if jit.ENABLED:  # in one compiled call, the nodes marked rather than sorted
-        return _revive_receivers(differs, row_n, num_nodes, receivers[0], receivers[1],
-                                 _i64(rec.nodes), rec.events, rec.inc_k, rec.inc_start,
-                                 rec.inc_end, src, dst)
+def _revive_receivers_numpy(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes: int,
+                            receivers: tuple[IntArray, IntArray], rec: BatchRecord,
+                            src: IntArray, dst: IntArray
+                            ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
     none = np.zeros(0, dtype=np.int64)
     rows = np.flatnonzero(differs[:-1])
     if not len(rows):
@@ -490,6 +426,27 @@ def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes:
     pend = rec.pending_at(v)
     senders, of = unique(other_endpoint(src, dst, pend, n), return_inverse=True)
     return v, n, pend, senders, of.reshape(-1)
+
+
+@jit.twins(numpy=_revive_receivers_numpy)
+def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes: int,
+                     receivers: tuple[IntArray, IntArray], rec: BatchRecord, src: IntArray,
+                     dst: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """``RowTable.revive``'s receivers: of the batch's receivers (``receivers``: their
+    senders ascending and positions ``v`` in ``rec.nodes``,
+    ``cftgnn.replay.tgn.trajectory.receivers``), those whose sender holds a row of
+    ``differs`` (``bool``, by row; the last entry stands for ``-1``; ``row_n`` the rows'
+    nodes, below ``num_nodes``).
+
+    Returns:
+        ``(v, n, pend, senders, of)``: the receivers' positions ``v`` (ascending), nodes and
+        recorded pending events, ``int64``, and their distinct senders (ascending) and each
+        receiver's among them; all empty where there are none.
+    """
+    # in one compiled call, the nodes marked rather than sorted
+    return _revive_receivers(differs, row_n, num_nodes, receivers[0], receivers[1],
+                             as_int64(rec.nodes), rec.events, rec.inc_k, rec.inc_start,
+                             rec.inc_end, src, dst)
 
 
 @jit.compiled
@@ -521,11 +478,19 @@ def unique_inverse(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]
     if len(key) <= SMALL:
         out: tuple[IntArray, IntArray] = unique(key, return_inverse=True)
         return out
-    if jit.ENABLED:
-        return _unique_inverse(_i64(key), lo, hi)
+    return _marked_unique(key, lo, hi)
+
+
+def _marked_unique_numpy(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
     uniq, inverse = np.unique(key, return_inverse=True)
     return uniq.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
-__all__ = ["FEW_PAIRS", "FEW_SPLIT", "merge_groups", "mixed_pairs", "mixed_rows",
+@jit.twins(numpy=_marked_unique_numpy)
+def _marked_unique(key: IntArray, lo: int, hi: int) -> tuple[IntArray, IntArray]:
+    """``unique_inverse`` of more than a few entries, by marking (the twin sorts)."""
+    return _unique_inverse(as_int64(key), lo, hi)
+
+
+__all__ = ["FEW_PAIRS", "FEW_SPLIT", "mixed_pairs", "mixed_rows",
            "new_pending", "revive_receivers", "split_pairs", "unique_inverse"]

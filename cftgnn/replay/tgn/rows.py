@@ -18,20 +18,14 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.arrays import SMALL, unique
+from cftgnn.arrays import mask_words, unique
 from cftgnn.models.tgn import TGN, other_endpoint
-from cftgnn.replay.tgn.compare import (
-    bits,
-    host_loops,
-    probe_columns,
-    probed_bits,
-    rows_equal,
-)
-from cftgnn.replay.tgn.occupancy import occupancy, words_for, write_entries
+from cftgnn.replay.tgn.compare import bits
+from cftgnn.replay.tgn.merge_steps import merge_groups
+from cftgnn.replay.tgn.occupancy import occupancy, write_entries
 from cftgnn.replay.tgn.prune_steps import prune_candidates
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.row_steps import (
-    merge_groups,
     mixed_pairs,
     mixed_rows,
     new_pending,
@@ -43,8 +37,6 @@ from cftgnn.replay.tgn.row_store import RowStore
 from cftgnn.replay.tgn.row_times import RowStepTimes
 from cftgnn.replay.tgn.row_times import timed as _timed
 from cftgnn.replay.tgn.rows_kernels import (
-    column_view,
-    groups,
     key_groups,
     lookup,
     referenced,
@@ -115,8 +107,8 @@ class RowTable(RowStore):
 
     Attributes:
         rowmap: Row of each (set, column), ``-1`` for the recorded state, ``int32 [P, C]``.
-        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, ceil(P / 64)]``
-            (counted by ``nbytes``).
+        occupied: Which entries of ``rowmap`` hold a row, a bit each, ``uint64 [C, W]``
+            (``W = cftgnn.arrays.mask_words(P)``; counted by ``nbytes``).
         mem: Rows' memory, ``[capacity, d]`` (the first ``size`` in use).
         lu: Rows' last-update times, ``float64 [capacity]``.
         pend: Rows' pending events, ``-1`` for none, ``int64 [capacity]``.
@@ -136,7 +128,7 @@ class RowTable(RowStore):
         # column-major: the steps read whole columns (every set's row of a few nodes)
         self.rowmap = np.full((num_p, num_columns), -1, dtype=np.int32, order="F")
         # which entries hold a row, a bit each (``cftgnn.replay.tgn.occupancy``)
-        self.occupied = np.zeros((num_columns, words_for(num_p)), dtype=np.uint64)
+        self.occupied = np.zeros((num_columns, mask_words(num_p)), dtype=np.uint64)
         self.step_times: RowStepTimes | None = None
         super().__init__(dim, device)
 
@@ -467,47 +459,10 @@ class RowTable(RowStore):
         number of rows merged away."""
         if len(r) < 2:
             return 0
-        size = self.size
-        if host_loops(self.mem.device):  # the steps below, in one compiled call
-            r, head, group = merge_groups(
-                r, self.n, bits(self.mem).numpy(), mem_eq, checked, self.lu.view(np.int64),
-                self.pend, self.rep, need, x, column_view(self.rowmap), len(self.rowmap),
-                self.columns, src, dst, size)
-            return self._merge_into(r, self.n[r], head, group)
-        n = self.n[r]
-        if len(r) <= SMALL and len(set(n.tolist())) == len(r):  # few, of distinct nodes
-            return 0  # (what the test below finds, without a count over every node id)
-        multi = np.bincount(n)[n] > 1  # only nodes with several rows can merge
-        if not multi.any():  # one row per node (always with one set): nothing to merge
-            return 0
-        r, n = r[multi], n[multi]
-        # memory identity: -1 the recorded memory, else one id per distinct memory of a node
-        mem_id = size + np.arange(size, dtype=np.int64)  # by default, every row its own
-        mem_id[np.flatnonzero(checked[:size] & mem_eq[:size])] = -1
-        dev = self.mem.device
-        d = np.flatnonzero(~mem_eq[r])  # rows whose memory is not the recorded one
-        cpu = host_loops(dev)
-        cols = probe_columns(self.mem.shape[1], device=dev)  # the leading pair first
-        probe = probed_bits(self.mem, r[d], cols[:2] if cpu else cols)  # [R', k]
-        first, inv = groups(np.column_stack([n[d], probe[:, :2].astype(np.int64)]))
-        cnt = np.bincount(inv, minlength=len(first))
-        grp = np.flatnonzero(cnt[inv] > 1)
-        # equal leading coordinates are not proof: rows that agree with the group's first
-        # row on the probed coordinates too are compared with it whole (with the compiled
-        # loops on the CPU every row is: the comparison stops at a pair's first differing
-        # coordinate and gathers nothing, so probing first would only add work)
-        if not cpu:
-            grp = grp[(probe[grp] == probe[first[inv[grp]]]).all(axis=1)]
-        if len(grp):
-            same = rows_equal(self.mem, r[d[grp]], r[d[first[inv[grp]]]])
-            mem_id[r[d[grp[same]]]] = inv[grp[same]]
-        pend = self.pend[r]
-        # the sender's memory identity, -1 for the recorded one or no message applied next
-        ro = self.sender_rows(self.rep[r], np.where(need[n] > x, pend, -1), n, src, dst)
-        sid = np.where(ro >= 0, mem_id[np.maximum(ro, 0)], -1)
-        key = np.stack([n, mem_id[r], self.lu[r].view(np.int64), pend, sid], axis=1)
-        head, group = groups(key)
-        return self._merge_into(r, n, head, group)
+        r, head, group = merge_groups(self.mem, r, self.n, mem_eq, checked, self.lu, self.pend,
+                                      self.rep, need, x, self.rowmap, self.columns, src, dst,
+                                      self.size)
+        return self._merge_into(r, self.n[r], head, group)
 
     def _merge_into(self, r: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
                     head: npt.NDArray[np.int64], group: npt.NDArray[np.int64]) -> int:

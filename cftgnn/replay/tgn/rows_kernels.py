@@ -13,10 +13,9 @@ both, and the result is the same bit for bit; ``np.flatnonzero`` with a division
 times faster than ``np.nonzero`` on a 2-D block, and nothing is sorted.
 
 The other kernels (row lookups, ``last_kept``, ``revive_pairs``, ``groups``, ``key_groups``,
-``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba
-(``cftgnn.jit``), each with a NumPy twin that runs where numba is absent (``jit.ENABLED``)
-and gives the same integers;
-``cftgnn.replay.tgn.row_steps`` holds the loops of whole steps built on them.
+``remap_columns``, ``referenced``, ``move_rows``) are loops compiled by numba, each paired
+with its NumPy twin (``cftgnn.jit.twins``: the same integers); ``row_steps`` holds the loops
+of whole steps built on them.
 ``column_hits`` stays NumPy; the two scans whose hits are then worked on entry by entry,
 ``row_steps.mixed_pairs`` (``RowTable.split_mixed``) and ``revive_pairs``
 (``RowTable.revive``), are compiled loops that do that work where they read the entry, in
@@ -44,7 +43,7 @@ import torch
 from torch import Tensor
 
 from cftgnn import jit
-from cftgnn.arrays import SMALL
+from cftgnn.arrays import SMALL, as_int64
 from cftgnn.data.index import concat_ranges
 from cftgnn.models.tgn import other_endpoint
 from cftgnn.replay.tgn.occupancy import Bits, lowest_bit, set_columns
@@ -107,17 +106,21 @@ def _lookup(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: IntAr
     return out
 
 
-def lookup(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: IntArray
-           ) -> IntArray:
-    """Row of node ``n[m]`` under set ``p[m]`` in a column-major row map whose node ``n`` has
-    column ``columns[n]`` (``-1``: none, then the answer is ``-1``), ``int64 [M]``."""
-    if jit.ENABLED:
-        return _lookup(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(n))
+def _lookup_numpy(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: IntArray
+                  ) -> IntArray:
     col = columns[n]
     out = np.full(len(n), -1, dtype=np.int64)
     has = np.flatnonzero(col >= 0)
     out[has] = column_view(rowmap)[map_at(len(rowmap), p[has], col[has])]
     return out
+
+
+@jit.twins(numpy=_lookup_numpy)
+def lookup(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray, n: IntArray
+           ) -> IntArray:
+    """Row of node ``n[m]`` under set ``p[m]`` in a column-major row map whose node ``n`` has
+    column ``columns[n]`` (``-1``: none, then the answer is ``-1``), ``int64 [M]``."""
+    return _lookup(column_view(rowmap), rowmap.shape[0], columns, as_int64(p), as_int64(n))
 
 
 @jit.compiled
@@ -134,18 +137,22 @@ def _sender_rows(view: npt.NDArray[np.int32], num_p: int, columns: IntArray, p: 
     return out
 
 
+def _sender_rows_numpy(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray,
+                       pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
+    out = np.full(len(p), -2, dtype=np.int64)
+    has = np.flatnonzero(pend >= 0)
+    out[has] = lookup(rowmap, columns, p[has], other_endpoint(src, dst, pend[has], n[has]))
+    return out
+
+
+@jit.twins(numpy=_sender_rows_numpy)
 def sender_rows(rowmap: npt.NDArray[np.int32], columns: IntArray, p: IntArray,
                 pend: IntArray, n: IntArray, src: IntArray, dst: IntArray) -> IntArray:
     """Row of the sender (``cftgnn.models.tgn.other_endpoint``) of node ``n[m]``'s pending
     event ``pend[m]`` under set ``p[m]``: ``-1`` for the recorded state, ``-2`` where there
     is no pending event (``pend[m] < 0``), ``int64 [M]``."""
-    if jit.ENABLED:
-        return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, _i64(p), _i64(pend),
-                            _i64(n), src, dst)
-    out = np.full(len(p), -2, dtype=np.int64)
-    has = np.flatnonzero(pend >= 0)
-    out[has] = lookup(rowmap, columns, p[has], other_endpoint(src, dst, pend[has], n[has]))
-    return out
+    return _sender_rows(column_view(rowmap), rowmap.shape[0], columns, as_int64(p),
+                        as_int64(pend), as_int64(n), src, dst)
 
 
 @jit.compiled
@@ -163,13 +170,9 @@ def _last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: 
     return out
 
 
-def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
-              rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
-    """``cftgnn.replay.tgn.trajectory.BatchRecord.last_kept``: the largest event of node
-    ``pos[m]``'s incidences ``inc_k[inc_start[pos[m]]:inc_end[pos[m]]]`` that set ``p[m]``
-    keeps (``rem [P, K]``), ``-1`` where it removes them all, ``int64 [M]``."""
-    if jit.ENABLED:
-        return _last_kept(events, inc_k, inc_start, inc_end, rem, _i64(p), _i64(pos))
+def _last_kept_numpy(events: IntArray, inc_k: IntArray, inc_start: IntArray,
+                     inc_end: IntArray, rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray
+                     ) -> IntArray:
     # the node's last event, unless the set removes it (rare: the rest scan every event)
     out = events[inc_k[inc_end[pos] - 1]]
     slow = np.flatnonzero(rem[p, inc_k[inc_end[pos] - 1]])
@@ -181,6 +184,15 @@ def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: I
         val = np.where(~rem[ps[owner], kk], events[kk], -1)
         out[slow] = np.maximum.reduceat(val, np.cumsum(lens) - lens)  # segments not empty
     return out
+
+
+@jit.twins(numpy=_last_kept_numpy)
+def last_kept(events: IntArray, inc_k: IntArray, inc_start: IntArray, inc_end: IntArray,
+              rem: npt.NDArray[np.bool_], p: IntArray, pos: IntArray) -> IntArray:
+    """``cftgnn.replay.tgn.trajectory.BatchRecord.last_kept``: the largest event of node
+    ``pos[m]``'s incidences ``inc_k[inc_start[pos[m]]:inc_end[pos[m]]]`` that set ``p[m]``
+    keeps (``rem [P, K]``), ``-1`` where it removes them all, ``int64 [M]``."""
+    return _last_kept(events, inc_k, inc_start, inc_end, rem, as_int64(p), as_int64(pos))
 
 
 @jit.compiled
@@ -262,24 +274,13 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArra
     by_sender = np.argsort(of, kind="stable")
     count = np.bincount(of, minlength=len(senders))
     start = np.cumsum(count) - count
-    if jit.ENABLED:
-        # lists of a few thousand pairs first, 16 times longer at each overflow, the scan
-        # going on from where it stopped (lists of megabytes at once slow the steps around)
-        args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
-                _i64(columns[senders]), differs, start, count, by_sender, _i64(n))
-        end = len(senders) * rowmap.shape[0]
-        bound = max(FEW_REVIVED, 64 * int(count.max(initial=0)))
-        *part, at = _revive_scan(*args, 0, bound)
-        if at == end:
-            pp, jj, key = part
-            return pp, jj, key
-        parts = [part]
-        while at < end:
-            bound *= 16
-            *part, at = _revive_scan(*args, at, bound)
-            parts.append(part)
-        pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
-        return pp, jj, key
+    return _revived(rowmap, occupied, columns, differs, senders, of, n, by_sender, count, start)
+
+
+def _revived_numpy(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
+                   differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray,
+                   n: IntArray, by_sender: IntArray, count: IntArray, start: IntArray
+                   ) -> tuple[IntArray, IntArray, IntArray]:
     pp, uu, rr = column_hits(rowmap, columns[senders], member=differs)
     if not len(pp):
         return pp, uu, rr
@@ -288,8 +289,33 @@ def revive_pairs(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArra
     jj = by_sender[concat_ranges(start[uu], start[uu] + reps)]
     unrowed = lookup(rowmap, columns, pp, n[jj]) < 0
     pp, jj, rr = pp[unrowed], jj[unrowed], rr[unrowed]
-    order = np.lexsort((pp, jj, pp >> 6, of[jj]))  # the compiled loop's order (above)
+    order = np.lexsort((pp, jj, pp >> 6, of[jj]))  # the compiled loop's order (below)
     return pp[order], jj[order], rr[order]
+
+
+@jit.twins(numpy=_revived_numpy)
+def _revived(rowmap: npt.NDArray[np.int32], occupied: Bits, columns: IntArray,
+             differs: npt.NDArray[np.bool_], senders: IntArray, of: IntArray, n: IntArray,
+             by_sender: IntArray, count: IntArray, start: IntArray
+             ) -> tuple[IntArray, IntArray, IntArray]:
+    """``revive_pairs`` of more than one set or a few receivers (``by_sender``: ``count[u]``
+    receivers of sender ``u`` from ``start[u]`` on), compiled: lists of a few thousand pairs
+    first, 16 times longer at each overflow, the scan going on from where it stopped."""
+    args = (column_view(rowmap), rowmap.shape[0], occupied, columns,
+            as_int64(columns[senders]), differs, start, count, by_sender, as_int64(n))
+    end = len(senders) * rowmap.shape[0]
+    bound = max(FEW_REVIVED, 64 * int(count.max(initial=0)))
+    *part, at = _revive_scan(*args, 0, bound)
+    if at == end:
+        pp, jj, key = part
+        return pp, jj, key
+    parts = [part]
+    while at < end:
+        bound *= 16
+        *part, at = _revive_scan(*args, at, bound)
+        parts.append(part)
+    pp, jj, key = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return pp, jj, key
 
 
 def _one_set_pairs(rowmap: npt.NDArray[np.int32], columns: IntArray,
@@ -322,8 +348,8 @@ def map_at(num_p: int, p: IntArray, c: IntArray) -> IntArray:
 
 
 @jit.compiled
-def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
-    """``groups`` by an open-addressing hash table of the rows (linear probing), each row
+def hash_groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+    """``groups``, compiled: by an open-addressing hash table of the rows (linear probing), each row
     compared whole with its slot's group's first row: a collision costs a probe, never a
     wrong group; a row equal to the row before it is in that row's group at once."""
     m, k = key.shape
@@ -371,6 +397,23 @@ def _groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     return first[:count].copy(), inverse
 
 
+def _groups_numpy(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+    m = len(key)
+    if m == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    # without numba: a stable lexsort of the columns (ties keep their order, the first row
+    # leads), the groups then numbered in the order of their keys
+    order = np.lexsort(key.T[::-1])
+    ranked = key[order]
+    head = np.empty(m, dtype=bool)
+    head[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=head[1:])
+    inverse = np.empty(m, dtype=np.int64)
+    inverse[order] = np.cumsum(head) - 1
+    return order[head], inverse
+
+
+@jit.twins(numpy=_groups_numpy)
 def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``(first, inverse)`` of the distinct rows of ``key [M, k]``, as
     ``cftgnn.arrays.distinct_rows`` gives them up to the numbering of the groups:
@@ -383,22 +426,11 @@ def groups(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     (the equality is exact, the hash only finds the candidate): one pass instead of a
     ``lexsort`` of ``k`` columns (``merge`` groups millions of rows per search;
     on UCI · TGN 54454, K = 3, its two groupings took 0.86 CPU s by ``lexsort``, ``np.unique``
-    of the rows as bytes before that was slower still)."""
-    m = len(key)
-    if m == 0:
+    of the rows as bytes before that was slower still). The twin's groups are numbered in
+    the order of their keys."""
+    if len(key) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if jit.ENABLED:
-        return _groups(np.ascontiguousarray(key, dtype=np.int64))
-    # without numba: a stable lexsort of the columns (ties keep their order, the first row
-    # leads), the groups then numbered in the order of their keys
-    order = np.lexsort(key.T[::-1])
-    ranked = key[order]
-    head = np.empty(m, dtype=bool)
-    head[0] = True
-    np.any(ranked[1:] != ranked[:-1], axis=1, out=head[1:])
-    inverse = np.empty(m, dtype=np.int64)
-    inverse[order] = np.cumsum(head) - 1
-    return order[head], inverse
+    return hash_groups(np.ascontiguousarray(key, dtype=np.int64))
 
 
 def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], ...]
@@ -424,7 +456,7 @@ def sorted_groups(key: npt.NDArray[np.int64], order_by: tuple[npt.NDArray[Any], 
 
 @jit.compiled
 def _key_groups(key: npt.NDArray[np.int64], unsigned_from: int) -> tuple[IntArray, IntArray]:
-    first, inverse = _groups(key)
+    first, inverse = hash_groups(key)
     count = len(first)
     order = np.arange(count)
     values = np.empty(count, dtype=np.int64)
@@ -449,12 +481,23 @@ def key_groups(key: npt.NDArray[np.int64], unsigned_from: int | None = None
     first primary; those from ``unsigned_from`` on compared as ``uint64``): the steps'
     groupings, each in one compiled call (hashing, then the groups' first rows sorted) where
     there are more than a few rows, else ``sorted_groups`` itself (the same answer)."""
-    k = key.shape[1]
-    at = k if unsigned_from is None else unsigned_from
-    if jit.ENABLED and len(key) > SMALL:
-        return _key_groups(np.ascontiguousarray(key, dtype=np.int64), at)
-    columns = [key[:, c].view(np.uint64) if c >= at else key[:, c] for c in range(k)]
+    at = key.shape[1] if unsigned_from is None else unsigned_from
+    if len(key) > SMALL:
+        return _hashed_key_groups(key, at)
+    return _key_groups_numpy(key, at)
+
+
+def _key_groups_numpy(key: npt.NDArray[np.int64], unsigned_from: int
+                      ) -> tuple[IntArray, IntArray]:
+    columns = [key[:, c].view(np.uint64) if c >= unsigned_from else key[:, c]
+               for c in range(key.shape[1])]
     return sorted_groups(key, tuple(columns[::-1]))
+
+
+@jit.twins(numpy=_key_groups_numpy)
+def _hashed_key_groups(key: npt.NDArray[np.int64], unsigned_from: int
+                       ) -> tuple[IntArray, IntArray]:
+    return _key_groups(np.ascontiguousarray(key, dtype=np.int64), unsigned_from)
 
 
 def _increasing(values: npt.NDArray[Any]) -> bool:
@@ -479,15 +522,19 @@ def _referenced(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: I
     return out
 
 
+def _referenced_numpy(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
+                      size: int) -> npt.NDArray[np.bool_]:
+    out = np.zeros(size, dtype=bool)
+    out[column_hits(rowmap, cols)[2]] = True
+    return out
+
+
+@jit.twins(numpy=_referenced_numpy)
 def referenced(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray, size: int
                ) -> npt.NDArray[np.bool_]:
     """Which of rows ``0..size-1`` some entry of ``rowmap[:, cols]`` holds, ``bool [size]``
     (compiled: the entries ``occupied`` marks, ``cftgnn.replay.tgn.occupancy``)."""
-    if jit.ENABLED:
-        return _referenced(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), size)
-    out = np.zeros(size, dtype=bool)
-    out[column_hits(rowmap, cols)[2]] = True
-    return out
+    return _referenced(column_view(rowmap), rowmap.shape[0], occupied, as_int64(cols), size)
 
 
 @jit.compiled
@@ -509,18 +556,21 @@ def _remap(view: npt.NDArray[np.int32], num_p: int, occupied: Bits, cols: IntArr
             occupied[cols[j], w] = left
 
 
+def _remap_columns_numpy(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
+                         table: npt.NDArray[np.int32]) -> None:
+    pp, jj, rr = column_hits(rowmap, cols)
+    column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
+    set_columns(rowmap, occupied, cols)
+
+
+@jit.twins(numpy=_remap_columns_numpy)
 def remap_columns(rowmap: npt.NDArray[np.int32], occupied: Bits, cols: IntArray,
                   table: npt.NDArray[np.int32]) -> None:
     """Rewrite in place every entry of ``rowmap[:, cols]`` that holds a row ``r`` to
     ``table[r]`` (``-1``: the recorded state again, its bit of ``occupied`` cleared), a
     compiled loop over the entries ``occupied`` marks (``cftgnn.replay.tgn.occupancy``; no
     list of the entries is made)."""
-    if jit.ENABLED:
-        _remap(column_view(rowmap), rowmap.shape[0], occupied, _i64(cols), table)
-        return
-    pp, jj, rr = column_hits(rowmap, cols)
-    column_view(rowmap)[map_at(rowmap.shape[0], pp, cols[jj])] = table[rr]
-    set_columns(rowmap, occupied, cols)
+    _remap(column_view(rowmap), rowmap.shape[0], occupied, as_int64(cols), table)
 
 
 @jit.compiled
@@ -532,21 +582,19 @@ def _move_rows(rows: npt.NDArray[Any], keep: IntArray) -> None:
                 rows[i, c] = rows[k, c]
 
 
-def move_rows(mem: Tensor, keep: IntArray) -> None:
-    """``mem[:len(keep)] = mem[keep]`` in place, for ``keep`` ascending with
-    ``keep[i] >= i`` (a compaction's rows kept: each row moves down over rows already
-    moved or dropped), without a gathered copy (on the CPU: a compiled loop)."""
-    if mem.device.type == "cpu" and jit.ENABLED:
-        _move_rows(mem.numpy(), _i64(keep))
-        return
+def _move_rows_torch(mem: Tensor, keep: IntArray) -> None:
     mem[:len(keep)] = mem[torch.as_tensor(keep, device=mem.device)]
 
 
-def _i64(a: npt.NDArray[np.integer]) -> IntArray:
-    """``a`` as ``int64`` (a copy only when it is of another type): one compiled kernel."""
-    return np.asarray(a, dtype=np.int64)
+@jit.twins(numpy=_move_rows_torch, host=True)
+def move_rows(mem: Tensor, keep: IntArray) -> None:
+    """``mem[:len(keep)] = mem[keep]`` in place, for ``keep`` ascending with
+    ``keep[i] >= i`` (a compaction's rows kept: each row moves down over rows already
+    moved or dropped), without a gathered copy (on the CPU: a compiled loop; the twin, a
+    gather by torch on ``mem``'s device)."""
+    _move_rows(mem.numpy(), as_int64(keep))
 
 
-__all__ = ["column_hits", "column_view", "groups", "key_groups", "last_kept", "lookup", "map_at",
-           "move_rows", "referenced", "remap_columns", "revive_pairs", "sender_rows",
-           "sorted_groups"]
+__all__ = ["column_hits", "column_view", "groups", "hash_groups", "key_groups", "last_kept",
+           "lookup", "map_at", "move_rows", "referenced", "remap_columns", "revive_pairs",
+           "sender_rows", "sorted_groups"]

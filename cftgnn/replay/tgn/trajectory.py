@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from torch import Tensor
 
+from cftgnn.arrays import mask_words
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN, other_endpoint
@@ -239,7 +240,7 @@ def dependencies(batches: list[BatchRecord], universe: npt.NDArray[np.int64], nu
     universe = np.asarray(universe, dtype=np.int64)
     if need is None:
         need = np.full(num_nodes, len(batches), dtype=np.int64)
-    num_words = max(1, -(-len(universe) // 64))
+    num_words = mask_words(len(universe))
     dep = np.zeros((num_nodes, num_words), dtype=np.uint64)
     out_nodes: list[npt.NDArray[np.int64]] = []
     out_masks: list[Words] = []
