@@ -309,8 +309,6 @@ MAX_FUNCTION_LINES = 150
 #: lands (the check fails on an entry that is within the limits again, or gone), and none
 #: joins it.
 _OVER_LIMIT_WHILE_SPLIT = {
-    "cftgnn.runs.pipeline",  # being split by concern (the explain run's steps)
-    "cftgnn.scoring.curves",  # to be split after the pipeline
     "cftgnn.evaluation.explainer_training",  # being split (training the learned explainers)
 }
 
