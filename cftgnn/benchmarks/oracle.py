@@ -13,6 +13,7 @@ import math
 import resource
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,184 @@ def draw_set(rng: np.random.Generator, cand: npt.NDArray[np.int64]) -> frozenset
     """A random removal set of 1 to |C|/4 candidates."""
     size = int(rng.integers(1, max(2, len(cand) // 4 + 1)))
     return frozenset(rng.choice(cand, size=size, replace=False).tolist())
+
+
+#: The figures timed per call, in the order ``per_call`` lists them (``batched*``: per set of
+#: a batch of P), and the per-event setup.
+_TIMED = ("naive", "exact", "approximate", "batched", "batched_approximate", "span_replay",
+          "setup")
+
+
+def _per_mode() -> dict[str, list[float]]:
+    return {"exact": [], "approximate": []}
+
+
+@dataclass
+class _Figures:
+    """What ``benchmark_oracle`` gathers over its events, one step of an event at a time (each
+    ``time_*`` method), and the result it makes of them (``results``)."""
+
+    #: The largest |exact - naive| so far (NaN: nothing is compared).
+    max_dev: float
+    times: dict[str, list[float]] = field(default_factory=lambda: {n: [] for n in _TIMED})
+    spans: list[int] = field(default_factory=list)  # events in [b0, i) per event
+    sizes: list[int] = field(default_factory=list)  # candidates per event
+    agree: int = 0
+    compared: int = 0
+    # cost of one batch of P in units of one single call of the same mode: of the median
+    # call on the event's timed sets, and of the mean call on the batch's own P sets
+    batch_units: dict[str, list[float]] = field(default_factory=_per_mode)
+    same_sets: dict[str, list[float]] = field(default_factory=_per_mode)
+    siblings: dict[str, list[float]] = field(default_factory=_per_mode)
+    generations: dict[str, list[float]] = field(default_factory=_per_mode)
+    generation_sizes: list[int] = field(default_factory=list)
+    exhaustive: dict[str, list[float]] = field(
+        default_factory=lambda: {"seconds": [], "sets": [], "events": []})
+
+    def time_singles(self, replay: EventReplay,
+                     sets: list[frozenset[int]]) -> dict[str, list[float]]:
+        """Each set alone, exact and approximate (and whether the two agree on a flip): the
+        seconds per set of each mode."""
+        p_orig = float(replay.exact([frozenset()])[0])
+        singles = _per_mode()
+        for s in sets:
+            exact, t_exact = _timed(replay.exact, [s])
+            approx, t_approx = _timed(replay.approximate, [s])
+            self.times["exact"].append(t_exact)
+            self.times["approximate"].append(t_approx)
+            singles["exact"].append(t_exact)
+            singles["approximate"].append(t_approx)
+            self.compared += 1
+            self.agree += is_flip(p_orig, float(exact[0])) == is_flip(p_orig, float(approx[0]))
+        return singles
+
+    def time_span_replay(self, replay: EventReplay, event: int,
+                         sets: list[frozenset[int]]) -> None:
+        """The generic path's unit: one masked replay of [b0, i) through the state verbs."""
+        self.times["span_replay"].append(_timed(replay.exact_replay, sets[:1])[1])
+        self.spans.append(event - replay.start)
+
+    def time_naive(self, model: TemporalModel, stream: EventStream, event: int,
+                   replay: EventReplay, sets: list[frozenset[int]]) -> None:
+        """The naive replay of each of ``sets``, and its deviation from the exact oracle."""
+        for s in sets:
+            ref, t_naive = _timed(naive_logit, model, stream, event, sorted(s))
+            self.times["naive"].append(t_naive)
+            self.max_dev = max(self.max_dev, abs(ref - float(replay.exact([s])[0])))
+
+    def time_batches(self, replay: EventReplay, big: list[frozenset[int]],
+                     singles: dict[str, list[float]], same_sets_singles: bool) -> None:
+        """One batched call of the P sets ``big`` (the event's own sets first, uncached), per
+        set and in single calls of each mode (``singles``: the event's sets timed alone)."""
+        for mode, fn, key in (("exact", replay.exact, "batched"),
+                              ("approximate", replay.approximate, "batched_approximate")):
+            _, t_batch = _timed(fn, big)
+            self.times[key].append(t_batch / len(big))
+            self.batch_units[mode].append(t_batch / float(np.median(singles[mode])))
+            if same_sets_singles:
+                own = singles[mode][: len(big)] + [_timed(fn, [s])[1]
+                                                   for s in big[len(singles[mode]):]]
+                self.same_sets[mode].append(t_batch / float(np.mean(own)))
+
+    def time_siblings(self, replay: EventReplay, rng: np.random.Generator,
+                      cand: npt.NDArray[np.int64], batch_size: int,
+                      sets_per_event: int) -> None:
+        """A batch of P siblings (a random parent set plus one more candidate each), in mean
+        single calls of its first ``sets_per_event`` sets."""
+        parent = draw_set(rng, cand)
+        rest = rng.permutation(cand[~np.isin(cand, list(parent))])
+        children = [parent | {int(c)} for c in rest[:batch_size]]
+        for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):
+            _, t_batch = _timed(fn, children)
+            alone = [_timed(fn, [c])[1] for c in children[:sets_per_event]]
+            self.siblings[mode].append(t_batch / float(np.mean(alone)))
+
+    def time_generation(self, replay: EventReplay, cand: npt.NDArray[np.int64],
+                        batch_size: int, seed: int, sets_per_event: int) -> None:
+        """NSGA-II's last generation on the event, timed again as one call, in mean single
+        calls of its first ``sets_per_event`` sets."""
+        last = _last_generation(replay, cand, batch_size, seed)
+        self.generation_sizes.append(len(last))
+        for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):
+            _, t_batch = _timed(fn, last)
+            alone = [_timed(fn, [c])[1] for c in last[:sets_per_event]]
+            self.generations[mode].append(t_batch / float(np.mean(alone)))
+
+    def time_exhaustive(self, replay: EventReplay, event: int, cand: npt.NDArray[np.int64],
+                        max_size: int, chunk: int) -> None:
+        """Every set of size ``<= max_size`` of the event's candidates, exactly."""
+        seconds, count = _all_small_sets(replay, cand, max_size, chunk)
+        self.exhaustive["seconds"].append(seconds)
+        self.exhaustive["sets"].append(count)
+        self.exhaustive["events"].append(event)
+
+    def results(self, model: TemporalModel, stream: EventStream, engine: ReplayEngine, *,
+                n_events: int, batch_size: int, m_max: int) -> dict[str, Any]:
+        """``benchmark_oracle``'s result, but for ``exhaustive`` and ``speedup_vs_naive``."""
+        spans, generation_sizes = self.spans, self.generation_sizes
+        return {
+            "dataset": stream.name,
+            "model": type(model).__name__,
+            "events": int(n_events),
+            "torch_threads": torch.get_num_threads(),
+            "device": str(model.device),
+            "batch_size_P": batch_size,
+            "m_max": m_max,
+            "mean_candidates": float(np.mean(self.sizes)),
+            "per_call": {name: _stats(v) for name, v in self.times.items() if name != "setup"},
+            "setup_per_event": _stats(self.times["setup"]),
+            "replay": type(engine.replay).__name__,
+            "span_events": {"median": float(np.median(spans)) if spans else float("nan"),
+                            "min": int(min(spans, default=0)),
+                            "max": int(max(spans, default=0))},
+            "approx_exact_sign_agreement": (self.agree / self.compared if self.compared
+                                            else float("nan")),
+            "batch_in_single_calls": _medians(self.batch_units),
+            "batch_in_single_calls_per_event": self.batch_units,
+            "batch_in_same_set_calls": _medians(self.same_sets),
+            "batch_in_same_set_calls_per_event": self.same_sets,
+            "sibling_batch_in_same_set_calls": _medians(self.siblings),
+            "sibling_batch_in_same_set_calls_per_event": self.siblings,
+            "generation_batch_in_same_set_calls": _medians(self.generations),
+            "generation_batch_in_same_set_calls_per_event": self.generations,
+            "generation_sets": {"median": float(np.median(generation_sizes))
+                                if generation_sizes else float("nan")},
+            "max_abs_exact_vs_naive": self.max_dev,
+        }
+
+    def exhaustive_results(self, max_size: int, chunk: int,
+                           max_span: int | None) -> dict[str, Any]:
+        """``benchmark_oracle``'s ``exhaustive``: seconds and sets per event, their rate, and
+        the process's peak resident memory."""
+        exhaustive = self.exhaustive
+        secs = np.asarray(exhaustive["seconds"], dtype=np.float64)
+        return {
+            "max_size": max_size,
+            "chunk": chunk,
+            "max_span": max_span,
+            "events": exhaustive["events"],
+            "seconds_per_event": exhaustive["seconds"],
+            "sets_per_event": exhaustive["sets"],
+            "median_s": float(np.median(secs)) if secs.size else float("nan"),
+            "min_s": float(secs.min()) if secs.size else float("nan"),
+            "max_s": float(secs.max()) if secs.size else float("nan"),
+            "sets_per_s": (float(np.sum(exhaustive["sets"]) / secs.sum())
+                           if secs.size and secs.sum() > 0 else float("nan")),
+            "peak_rss_mib": _peak_rss_mib(),
+        }
+
+
+def _sample_events(rng: np.random.Generator, stream: EventStream, n_events: int,
+                   min_event: int) -> npt.NDArray[np.int64]:
+    """``n_events`` distinct events from ``min_event`` on (the last one at the latest), in
+    stream order."""
+    return np.sort(
+        rng.choice(
+            np.arange(min(min_event, stream.num_events - 1), stream.num_events),
+            size=n_events,
+            replace=False,
+        )
+    )
 
 
 def benchmark_oracle(
@@ -121,139 +300,37 @@ def benchmark_oracle(
     """
     rng = np.random.default_rng(seed)
     index = TemporalIndex(stream)
-    events = np.sort(
-        rng.choice(
-            np.arange(min(min_event, stream.num_events - 1), stream.num_events),
-            size=n_events,
-            replace=False,
-        )
-    )
+    events = _sample_events(rng, stream, n_events, min_event)
     engine = ReplayEngine(model, stream, index)
-    times: dict[str, list[float]] = {
-        "naive": [],
-        "exact": [],
-        "approximate": [],
-        "batched": [],
-        "batched_approximate": [],
-        "span_replay": [],
-        "setup": [],
-    }
-    spans: list[int] = []  # events in [b0, i) per event
-    agree = compared = 0
-    max_dev = float("nan") if naive_per_event <= 0 else 0.0  # nan: nothing compared
-    sizes = []
-    # cost of one batch of P in units of one single call of the same mode: of the median
-    # call on the event's timed sets, and of the mean call on the batch's own P sets
-    batch_units: dict[str, list[float]] = {"exact": [], "approximate": []}
-    same_sets: dict[str, list[float]] = {"exact": [], "approximate": []}
-    siblings: dict[str, list[float]] = {"exact": [], "approximate": []}
-    generations: dict[str, list[float]] = {"exact": [], "approximate": []}
-    generation_sizes: list[int] = []
+    figures = _Figures(max_dev=float("nan") if naive_per_event <= 0 else 0.0)
     sibling_rng = np.random.default_rng([seed, 1])
-    exhaustive: dict[str, list[float]] = {"seconds": [], "sets": [], "events": []}
     for i in tqdm(events.tolist(), desc="benchmark events", disable=not progress):
         replay, t_setup = _timed(EventReplay, engine, i, k, m_max)
-        times["setup"].append(t_setup)
+        figures.times["setup"].append(t_setup)
         cand = replay.candidates.ids
-        sizes.append(len(cand))
+        figures.sizes.append(len(cand))
         if len(cand) == 0:
             continue
         sets = [draw_set(rng, cand) for _ in range(sets_per_event)]
-        p_orig = float(replay.exact([frozenset()])[0])
-        singles: dict[str, list[float]] = {"exact": [], "approximate": []}
-        for s in sets:
-            exact, t_exact = _timed(replay.exact, [s])
-            approx, t_approx = _timed(replay.approximate, [s])
-            times["exact"].append(t_exact)
-            times["approximate"].append(t_approx)
-            singles["exact"].append(t_exact)
-            singles["approximate"].append(t_approx)
-            compared += 1
-            agree += is_flip(p_orig, float(exact[0])) == is_flip(p_orig, float(approx[0]))
-        # the generic path's unit: one masked replay of [b0, i) through the state verbs
-        times["span_replay"].append(_timed(replay.exact_replay, sets[:1])[1])
-        spans.append(i - replay.start)
-        for s in sets[:naive_per_event]:
-            ref, t_naive = _timed(naive_logit, model, stream, i, sorted(s))
-            times["naive"].append(t_naive)
-            max_dev = max(max_dev, abs(ref - float(replay.exact([s])[0])))
+        singles = figures.time_singles(replay, sets)
+        figures.time_span_replay(replay, i, sets)
+        figures.time_naive(model, stream, i, replay, sets[:naive_per_event])
         # the event's own sets plus more drawn alike, uncached: P sets in one batched call
         big = sets + [draw_set(rng, cand) for _ in range(max(0, batch_size - len(sets)))]
-        big = big[:batch_size]
-        for mode, fn, key in (("exact", replay.exact, "batched"),
-                              ("approximate", replay.approximate, "batched_approximate")):
-            _, t_batch = _timed(fn, big)
-            times[key].append(t_batch / batch_size)
-            batch_units[mode].append(t_batch / float(np.median(singles[mode])))
-            if same_sets_singles:
-                own = singles[mode][: len(big)] + [_timed(fn, [s])[1]
-                                                   for s in big[len(singles[mode]):]]
-                same_sets[mode].append(t_batch / float(np.mean(own)))
+        figures.time_batches(replay, big[:batch_size], singles, same_sets_singles)
         if sibling_batches and len(cand) > 1:
-            parent = draw_set(sibling_rng, cand)
-            rest = sibling_rng.permutation(cand[~np.isin(cand, list(parent))])
-            children = [parent | {int(c)} for c in rest[:batch_size]]
-            for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):
-                _, t_batch = _timed(fn, children)
-                alone = [_timed(fn, [c])[1] for c in children[:sets_per_event]]
-                siblings[mode].append(t_batch / float(np.mean(alone)))
+            figures.time_siblings(replay, sibling_rng, cand, batch_size, sets_per_event)
         if population_batches and len(cand) > 6:  # smaller: NSGA-II enumerates every subset
-            last = _last_generation(replay, cand, batch_size, seed)
-            generation_sizes.append(len(last))
-            for mode, fn in (("exact", replay.exact), ("approximate", replay.approximate)):
-                _, t_batch = _timed(fn, last)
-                alone = [_timed(fn, [c])[1] for c in last[:sets_per_event]]
-                generations[mode].append(t_batch / float(np.mean(alone)))
+            figures.time_generation(replay, cand, batch_size, seed, sets_per_event)
         span = i - int(cand[0])
         if exhaustive_max_size > 0 and (exhaustive_max_span is None
                                         or span <= exhaustive_max_span):
-            seconds, count = _all_small_sets(replay, cand, exhaustive_max_size, exhaustive_chunk)
-            exhaustive["seconds"].append(seconds)
-            exhaustive["sets"].append(count)
-            exhaustive["events"].append(i)
-    res: dict[str, Any] = {
-        "dataset": stream.name,
-        "model": type(model).__name__,
-        "events": int(n_events),
-        "torch_threads": torch.get_num_threads(),
-        "device": str(model.device),
-        "batch_size_P": batch_size,
-        "m_max": m_max,
-        "mean_candidates": float(np.mean(sizes)),
-        "per_call": {name: _stats(v) for name, v in times.items() if name != "setup"},
-        "setup_per_event": _stats(times["setup"]),
-        "replay": type(engine.replay).__name__,
-        "span_events": {"median": float(np.median(spans)) if spans else float("nan"),
-                        "min": int(min(spans, default=0)), "max": int(max(spans, default=0))},
-        "approx_exact_sign_agreement": agree / compared if compared else float("nan"),
-        "batch_in_single_calls": _medians(batch_units),
-        "batch_in_single_calls_per_event": batch_units,
-        "batch_in_same_set_calls": _medians(same_sets),
-        "batch_in_same_set_calls_per_event": same_sets,
-        "sibling_batch_in_same_set_calls": _medians(siblings),
-        "sibling_batch_in_same_set_calls_per_event": siblings,
-        "generation_batch_in_same_set_calls": _medians(generations),
-        "generation_batch_in_same_set_calls_per_event": generations,
-        "generation_sets": {"median": float(np.median(generation_sizes))
-                            if generation_sizes else float("nan")},
-        "max_abs_exact_vs_naive": max_dev,
-    }
+            figures.time_exhaustive(replay, i, cand, exhaustive_max_size, exhaustive_chunk)
+    res = figures.results(model, stream, engine, n_events=n_events, batch_size=batch_size,
+                          m_max=m_max)
     if exhaustive_max_size > 0:
-        secs = np.asarray(exhaustive["seconds"], dtype=np.float64)
-        res["exhaustive"] = {
-            "max_size": exhaustive_max_size,
-            "chunk": exhaustive_chunk,
-            "max_span": exhaustive_max_span,
-            "events": exhaustive["events"],
-            "seconds_per_event": exhaustive["seconds"],
-            "sets_per_event": exhaustive["sets"],
-            "median_s": float(np.median(secs)) if secs.size else float("nan"),
-            "min_s": float(secs.min()) if secs.size else float("nan"),
-            "max_s": float(secs.max()) if secs.size else float("nan"),
-            "sets_per_s": (float(np.sum(exhaustive["sets"]) / secs.sum())
-                           if secs.size and secs.sum() > 0 else float("nan")),
-            "peak_rss_mib": _peak_rss_mib(),
-        }
+        res["exhaustive"] = figures.exhaustive_results(exhaustive_max_size, exhaustive_chunk,
+                                                      exhaustive_max_span)
     naive = res["per_call"]["naive"]["median_ms"]
     res["speedup_vs_naive"] = {
         name: naive / res["per_call"][name]["median_ms"]
