@@ -195,13 +195,14 @@ def _signatures(page: str) -> list[str]:
 
 
 def test_the_explain_package_lists_its_entry_points_first() -> None:
-    """``cftgnn.explain.__all__`` (the API page's order) starts with ``explain_event``, the
-    result and the explainers; the record version and the search internals come later."""
+    """``cftgnn.explain.__all__`` (the API page's order) starts with ``explain_event`` and
+    ``explain_events`` (with what the latter yields), the result and the explainers; the
+    record version and the search internals come later."""
     names = importlib.import_module("cftgnn.explain").__all__
     explainers = [n for n in names if n.endswith("Explainer")]
-    assert names[0] == "explain_event"
-    assert names[1:4] == ["ExplanationResult", "ExplanationStatus", "Explainer"]
-    assert names[4: 3 + len(explainers)] == explainers[1:], "the explainers follow"
+    assert names[:3] == ["explain_event", "explain_events", "Explained"]
+    assert names[3:6] == ["ExplanationResult", "ExplanationStatus", "Explainer"]
+    assert names[6: 5 + len(explainers)] == explainers[1:], "the explainers follow"
     assert names[-1] == "SCHEMA_VERSION"
 
 

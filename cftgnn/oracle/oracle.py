@@ -244,8 +244,10 @@ class Oracle:
             (``num_workers``; [``search_by_size``][cftgnn.explain.search_by_size] forks them
             from this process, ``cftgnn.oracle.workers``); 1: this process only. It never
             changes a logit, an answer or a counter.
-        fingerprint, pair, stream, tallies: The replay engine's (its attributes of those
-            names below; None and no tallies for toy oracles).
+        fingerprint: The run's model and stream (``fingerprint`` below; the engine's).
+        pair: Negative-pair logits (``pair`` below; the engine's).
+        stream: The event's stream (``stream`` below; the engine's).
+        tallies: Counter objects the backends update (``tallies`` below).
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
