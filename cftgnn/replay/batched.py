@@ -15,6 +15,7 @@ arithmetic grows with the number of distinct embeddings instead of with P.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -187,3 +188,36 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
     z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]
     out: Tensor = model.decoder(z[:, 0], z[:, 1])
     return out
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """What the passes of one explained event of a memoryless model share, when its node
+    inputs are zeros (``node_width`` of them: TGAT's node features, none for GraphMixer):
+    all P masks of the event in one ``batched_logits`` pass (``MemorylessReplay.make_plan``).
+
+    Attributes:
+        model: The model.
+        end: The explained event's id.
+        removed_mask: Events removed for every set (the base state's and the plan's own),
+            ``bool [E]``.
+        dst: The query's destination, None for the explained event's own (another: a
+            negative pair, ``MemorylessReplay.pair_plan``).
+    """
+
+    model: Any
+    end: int
+    removed_mask: npt.NDArray[np.bool_]
+    dst: int | None = None
+
+    def node_width(self) -> int:
+        """Width of the zero node inputs (none by default)."""
+        return 0
+
+    def logits(self, sets: RemovalSets) -> Tensor:
+        """All P masks in one pass, ``float32 [P]``."""
+        model = self.model
+        zeros = torch.zeros(1, self.node_width(), device=model.device).expand(
+            model.num_nodes, -1)
+        return batched_logits(model, sets, self.removed_mask, self.end,
+                              NodeInputs(zeros, zeros[:0]), self.dst)

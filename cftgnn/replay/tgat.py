@@ -8,41 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-from torch import Tensor
-
-from cftgnn.models.protocol import BoolArray
 from cftgnn.models.tgat import TGAT
-from cftgnn.replay.batched import NodeInputs, batched_logits
-from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.batched import WindowPlan
 from cftgnn.replay.plans import MemorylessReplay
 from cftgnn.replay.registry import register_replay
 
 
 @dataclass(frozen=True)
-class TGATPlan:
-    """What the embedding passes of one explained event share.
-
-    Attributes:
-        model: The TGAT.
-        end: The explained event's id.
-        removed_mask: Events removed for every set (the base state's and the plan's own),
-            ``bool [E]``.
-        dst: The query's destination, None for the explained event's own (another: a
-            negative pair, ``MemorylessReplay.pair_plan``).
-    """
+class TGATPlan(WindowPlan):
+    """TGAT's plan: ``WindowPlan`` with zero node inputs of the model's ``node_dim``."""
 
     model: TGAT
-    end: int
-    removed_mask: BoolArray
-    dst: int | None = None
 
-    def logits(self, sets: RemovalSets) -> Tensor:
-        """All P masks in one embedding pass, ``float32 [P]``."""
-        model = self.model
-        zeros = torch.zeros(1, model.node_dim, device=model.device).expand(model.num_nodes, -1)
-        return batched_logits(model, sets, self.removed_mask, self.end,
-                              NodeInputs(zeros, zeros[:0]), self.dst)
+    def node_width(self) -> int:
+        return int(self.model.node_dim)
 
 
 @register_replay(TGAT)
