@@ -181,7 +181,7 @@ class _Probe:
 
 SMALL: dict[str, dict[str, Any]] = {"nsga2": {"pop_size": 8}, "pso": {"n_particles": 8},
                                     "exhaustive": {"max_size": 3},
-                                    "pgexplainer": {"scorer": TrainedScorer(EdgeScorer(1), {})},
+                                    "pgexplainer": {"trained": TrainedScorer(EdgeScorer(1), {})},
                                     "tgnnexplainer": {"navigator": "perturb_one"},
                                     "tempme": {"trained": TrainedTempME(
                                         MotifEncoder(EncoderShape(edge_dim=0, hidden=4,

@@ -54,7 +54,7 @@ def test_compose_and_instantiate(explainer: str, strategy: str) -> None:
                                             *navigator])
     strat = instantiate(cfg.strategy)
     assert isinstance(strat, SelectionStrategy)
-    trained = ({"scorer": _identity_scorer()} if explainer == "pgexplainer" else
+    trained = ({"trained": _identity_scorer()} if explainer == "pgexplainer" else
                {"trained": TrainedTempME(MotifEncoder(EncoderShape(edge_dim=0, hidden=4,
                                                                    time_dim=2)), 4, 3, {})}
                if explainer == "tempme" else {})
