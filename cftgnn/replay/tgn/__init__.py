@@ -32,6 +32,8 @@ The exact causal-cone replay is this package's, a module per part of it:
   the recording and what the comparison finds;
 * ``cftgnn.replay.tgn.merge_steps``: ``merge``'s groups of rows of one node with equal
   states;
+* ``cftgnn.replay.tgn.row_times``: the optional CPU seconds of each of ``RowTable``'s steps
+  (``RowStepTimes``, asked for with ``ConeStats(steps=...)``; no clock read otherwise);
 * ``cftgnn.replay.tgn.compare``: the comparisons of memory rows with the recording (bit for
   bit, or within the opt-in tolerance), on the rows' device;
 * ``cftgnn.replay.tgn.dense``: the device-resident form of the same replay
