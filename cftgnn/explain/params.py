@@ -204,7 +204,7 @@ class BudgetParams(Params):
     def iteration_cap(self) -> int | None:
         """The search's iteration cap (None: none): ``max_iterations`` when set, else the
         explainer's own cap option (``own_cap``)."""
-        return self.cap_of(self.as_dict())
+        return self.cap_of(vars(self))
 
     @classmethod
     def cap_of(cls, options: Mapping[str, Any]) -> int | None:

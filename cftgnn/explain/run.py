@@ -23,6 +23,30 @@ from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import Oracle, OracleMode
 
 
+@dataclass(frozen=True)
+class Explained:
+    """One event explained by ``explain_events``.
+
+    Attributes:
+        oracle: The event's oracle, for the checks after the search (drop it before the
+            next event: its plans count against the engine's memory budget).
+        result: The explanation; ``setup_time_s`` holds the oracle's construction time.
+    """
+
+    oracle: Oracle
+    result: ExplanationResult
+
+
+def _explain_one(engine: ReplayEngine, explainer: Explainer, event_id: int, k: int | None,
+                 m_max: int, mode: OracleMode | str, constraints: Constraints,
+                 history: History | str) -> Explained:
+    """The event's oracle, built and timed, and the explainer's answer on it."""
+    start = time.perf_counter()
+    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history)
+    setup = time.perf_counter() - start
+    return Explained(oracle, dataclasses.replace(explainer.explain(oracle), setup_time_s=setup))
+
+
 def explain_event(
     engine: ReplayEngine,
     explainer: Explainer,
@@ -54,24 +78,8 @@ def explain_event(
         >>> explainer = CFTGNNExplainer(strategy=ClosestStrategy())
         >>> result = explain_event(engine, explainer, event_id=50_000)
     """
-    start = time.perf_counter()
-    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history)
-    setup = time.perf_counter() - start
-    return dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
-
-
-@dataclass(frozen=True)
-class Explained:
-    """One event explained by ``explain_events``.
-
-    Attributes:
-        oracle: The event's oracle, for the checks after the search (drop it before the
-            next event: its plans count against the engine's memory budget).
-        result: The explanation; ``setup_time_s`` holds the oracle's construction time.
-    """
-
-    oracle: Oracle
-    result: ExplanationResult
+    return _explain_one(engine, explainer, event_id, k, m_max, mode, constraints,
+                        history).result
 
 
 def explain_events(
@@ -110,12 +118,9 @@ def explain_events(
     ids = [int(e) for e in events]
     engine.expect(ids, k, m_max, history)
     for event_id in ids:
-        start = time.perf_counter()
-        oracle = engine.oracle(event_id, k, m_max, mode, constraints, history)
-        setup = time.perf_counter() - start
-        result = dataclasses.replace(explainer.explain(oracle), setup_time_s=setup)
-        yield Explained(oracle, result)
-        del oracle  # its plans go before the next event's are recorded (memory budget)
+        done = _explain_one(engine, explainer, event_id, k, m_max, mode, constraints, history)
+        yield done
+        del done  # its oracle's plans go before the next event's are recorded (memory budget)
 
 
 __all__ = ["Explained", "explain_event", "explain_events"]

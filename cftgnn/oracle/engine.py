@@ -478,9 +478,7 @@ class EventReplay:
         ``constraints`` decide its removable events ``R`` and ``max_size``.
         """
         p_orig = float(self.exact([frozenset()])[0])
-        removable = np.unique(np.asarray(list(constraints.removable(self.candidates,
-                                                                    self.engine.stream)),
-                                         dtype=np.int64))
+        removable = np.unique(constraints.removable(self.candidates, self.engine.stream))
         probe = None
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order

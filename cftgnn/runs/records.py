@@ -278,8 +278,9 @@ def record_fields() -> tuple[Field[Any], ...]:
     return tuple(f for f in fields(EventContext) if f.name != "checks") + fields(Checks)
 
 
-def _record_types() -> dict[str, Any]:
-    return {**typing.get_type_hints(EventContext), **typing.get_type_hints(Checks)}
+#: The Python type of each of ``record_fields``' columns (``arrow_type`` maps it).
+_RECORD_TYPES: dict[str, Any] = {**typing.get_type_hints(EventContext),
+                                 **typing.get_type_hints(Checks)}
 
 
 def arrow_type(kind: Any) -> pa.DataType:
@@ -326,7 +327,7 @@ GROUND_TRUTH_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 #: holds.
 RECORD_SCHEMA = pa.schema(
     [(c.name, arrow_type(column_types()[c.name])) for c in RESULT_COLUMNS]
-    + [(f.name, arrow_type(_record_types()[f.name])) for f in record_fields()
+    + [(f.name, arrow_type(_RECORD_TYPES[f.name])) for f in record_fields()
        if f.name not in column_types()]
     + list(ROBUSTNESS_COLUMNS) + list(GROUND_TRUTH_COLUMNS))
 
