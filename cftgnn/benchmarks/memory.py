@@ -35,12 +35,43 @@ from omegaconf import DictConfig, OmegaConf
 from cftgnn.benchmarks.options import check_memory_options
 from cftgnn.errors import ConfigError
 from cftgnn.files import atomic_write
-from cftgnn.oracle.snapshots import budget_bytes
+from cftgnn.oracle.snapshots import budget_bytes, snapshot_nbytes
 
 
 def _peak_gib() -> float:
     """This process's peak RSS so far, GiB (``ru_maxrss`` is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _rss_gib() -> float:
+    """This process's resident memory now, GiB (``VmRSS``; NaN where ``/proc`` is absent)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return math.nan
+
+
+def held_parts(stream: Any, index: Any, model: Any, engine: Any) -> dict[str, int]:
+    """Bytes held by each long-lived structure of a run, counted once each (storage shared
+    between them counts where it is met first, in this order).
+
+    Returns:
+        ``stream`` (its arrays), ``index`` (the ``TemporalIndex``'s arrays), ``model`` (the
+        tensors and arrays the model object holds besides those and its submodules: its
+        attached copy of the stream and its live state), ``snapshots`` (the engine's kept
+        unperturbed snapshots), ``cursor`` (the cursor's share of the budget), ``plans``
+        (the explained event's replay plans as last accounted).
+    """
+    seen_stream = snapshot_nbytes(stream)
+    seen_index = snapshot_nbytes((stream, index))
+    seen_model = snapshot_nbytes((stream, index, dict(vars(model))))
+    return {"stream": seen_stream, "index": seen_index - seen_stream,
+            "model": seen_model - seen_index, "snapshots": engine.snapshots.nbytes,
+            "cursor": engine.snapshots.cursor_nbytes, "plans": engine.snapshots.plans_nbytes}
 
 
 def measure(job: dict[str, Any]) -> dict[str, Any]:
@@ -57,20 +88,35 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
 
     torch.set_num_threads(int(job["num_threads"]))
     out: dict[str, Any] = {"peak_start_gib": _peak_gib()}
+    phases: list[dict[str, Any]] = []  # resident memory after each phase and the peak so far
+
+    def phase(name: str, **extra: Any) -> None:
+        phases.append({"phase": name, "rss_gib": _rss_gib(), "peak_gib": _peak_gib(), **extra})
+        held = ", ".join(f"{k} {_gib(v)}" for k, v in extra.get("held", {}).items())
+        print(f"  [{name}] RSS {phases[-1]['rss_gib']:.2f} GiB, peak {phases[-1]['peak_gib']:.2f}"
+              + (f"; held GiB: {held}" if held else ""), file=sys.stderr, flush=True)
+
+    phase("start")
     t0 = time.perf_counter()
     stream = make_synthetic_stream(num_nodes=int(job["num_nodes"]),
-                                   num_events=int(job["num_events"]), seed=int(job["seed"]))
+                                   num_events=int(job["num_events"]), seed=int(job["seed"]),
+                                   feat_dim=int(job.get("feat_dim", 0)))
+    out["stream_s"] = time.perf_counter() - t0
+    phase("stream")
     index = TemporalIndex(stream)
     out["load_index_s"] = time.perf_counter() - t0
     out["peak_load_gib"] = _peak_gib()
+    phase("index")
     model, _ = resolve_model(job["model"], stream, None, ".", "cpu", int(job["seed"]))
     # as explain.py: the engine first, so that the sampling pass leaves it snapshots
     engine = ReplayEngine(model, stream, index, memory_budget_gb=job["budget"])
+    phase("engine", held=held_parts(stream, index, model, engine))
     t0 = time.perf_counter()
     plan = plan_events(model, stream, int(job["n_events"]), job["sample_range"],
                        job["prediction"], 0.0, None, int(job["seed"]), engine=engine)
     out["sampling_s"] = time.perf_counter() - t0
     out["peak_sampling_gib"] = _peak_gib()
+    phase("sampling", held=held_parts(stream, index, model, engine))
     print(f"  {job['num_events']:,} events: load + index {out['load_index_s']:.1f} s, sampling "
           f"{out['sampling_s']:.1f} s, peak RSS so far {out['peak_sampling_gib']:.2f} GiB",
           file=sys.stderr, flush=True)
@@ -85,6 +131,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         explainer = make_explainer(job["explainer"], job["strategy"])
         result = explainer.explain(oracle)
         times.append(time.perf_counter() - t0)  # explain.py's time_s
+        plans_nbytes = engine.snapshots.plans_nbytes  # this event's, while they are held
         checks = after_search(oracle, result, curves, slots=slots,
                               negative_dst=negative_destination(pool, int(event_id),
                                                                 int(job["seed"])))
@@ -95,13 +142,15 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
                         result.final_logit, bool(result.is_counterfactual)])
         said = ("no curves" if math.isnan(checks.curve_time_s)
                 else f"{checks.curve_time_s:.1f} s curves")
+        phase(f"event {event_id}", held={**held_parts(stream, index, model, engine),
+                                         "plans": plans_nbytes})
         print(f"  event {event_id}: {walls[-1]:.1f} s wall ({times[-1]:.1f} s setup + search, "
               f"{said}), peak RSS so far {_peak_gib():.2f} GiB, "
               f"{len(engine.snapshots)} snapshots", file=sys.stderr, flush=True)
     out.update(curves=curves.value, event_s=times, event_wall_s=walls, curve_s=curve_s,
                records=records, snapshots=len(engine.snapshots),
                snapshot_spacing=engine.snapshots.spacing,
-               setup_events=engine.counters.setup_events, peak_gib=_peak_gib())
+               setup_events=engine.counters.setup_events, peak_gib=_peak_gib(), phases=phases)
     return out
 
 
@@ -137,10 +186,48 @@ def _fmt_budget(budget: float | None) -> str:
     return "none" if budget is None else f"{budget:g} GiB"
 
 
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f}"
+
+
+def breakdown(res: dict[str, Any], num_events: int) -> list[str]:
+    """Where a run's memory went, as lines for the table: resident memory after each phase
+    (and the peak so far), the bytes each long-lived structure held after the sampling pass
+    (per event for those that grow with the stream), and the most the snapshots and one
+    event's plans held while the events were explained."""
+    phases = res.get("phases") or []
+    if not phases:
+        return []
+    steps = ", ".join(f"{p['phase']} {p['rss_gib']:.2f}" for p in phases
+                      if not p["phase"].startswith("event"))
+    events = [p for p in phases if p["phase"].startswith("event")]
+    lines = [f"    RSS GiB after each phase: {steps}"
+             + (f", events {min(p['rss_gib'] for p in events):.2f}-"
+                f"{max(p['rss_gib'] for p in events):.2f}" if events else "")]
+    peak = max(p["peak_gib"] for p in phases)
+    first = next(p["phase"] for p in phases if p["peak_gib"] >= peak - 1e-9)
+    lines.append(f"    peak {peak:.2f} GiB, reached by the end of phase {first!r}")
+    held = next((p["held"] for p in phases if p["phase"] == "sampling"), None)
+    if held is not None:
+        per = max(1, num_events)
+        lines.append("    held after sampling, GiB: " + ", ".join(
+            f"{name} {_gib(held[name])}"
+            + (f" ({held[name] / per:.0f} B/event)" if name in ("stream", "index", "model")
+               else "")
+            for name in ("stream", "index", "model", "snapshots", "cursor")))
+    if events:
+        snaps = max(p["held"]["snapshots"] for p in events)
+        plans = max(p["held"]["plans"] for p in events)
+        lines.append(f"    while explaining, GiB: snapshots up to {_gib(snaps)}, one event's "
+                     f"plans up to {_gib(plans)}")
+    return lines
+
+
 def run(cfg: DictConfig) -> list[dict[str, Any]]:
     """Every (stream, budget) configuration in its own process; prints a table."""
     check_memory_options(cfg)
     streams = cast("list[list[int]]", OmegaConf.to_container(cfg.streams))  # (checked)
+    streams = [[*s, 0] if len(s) == 2 else s for s in streams]  # feat_dim 0 by default
     budgets = cast("list[Any]", OmegaConf.to_container(cfg.budgets))
     for budget in budgets:  # before any child starts
         try:
@@ -164,20 +251,21 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
           f"mode={cfg.mode}, curves={base['curves']}, {cfg.num_threads} torch thread(s); "
           "per event: wall = setup + search + checks (median, min-max), time_s = setup + "
           "search, curves = the curve call (medians)")
-    header = (f"{'events':>10} {'nodes':>7} {'budget':>8} {'load+index':>10} "
+    header = (f"{'events':>10} {'nodes':>7} {'F':>3} {'budget':>8} {'load+index':>10} "
               f"{'sampling':>9} {'wall per event s':>24} {'time_s':>7} {'curves':>7} "
               f"{'peak RSS':>9} {'snapshots':>9}  records")
     print(header)
-    for num_events, num_nodes in streams:
+    for num_events, num_nodes, feat_dim in streams:
         first: list[Any] | None = None
         for budget in budgets:
             job = {**base, "num_events": int(num_events), "num_nodes": int(num_nodes),
-                   "budget": None if budget is None else float(budget)}
+                   "feat_dim": int(feat_dim), "budget": None if budget is None else float(budget)}
             res = run_child(job, cfg.timeout_s)
-            row = {"num_events": num_events, "num_nodes": num_nodes, "budget": budget, **res}
+            row = {"num_events": num_events, "num_nodes": num_nodes, "feat_dim": feat_dim,
+                   "budget": budget, **res}
             rows.append(row)
             if "error" in res:
-                print(f"{num_events:>10,} {num_nodes:>7,} {_fmt_budget(budget):>8} "
+                print(f"{num_events:>10,} {num_nodes:>7,} {feat_dim:>3} {_fmt_budget(budget):>8} "
                       f"{res['error']} (peak RSS {res['peak_rss_gib']:.2f} GiB)", flush=True)
                 continue
             same = "-"
@@ -190,11 +278,13 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
             curve = np.array(res["curve_s"], dtype=np.float64)
             curve_p50 = (f"{np.nanmedian(curve):>6.2f}s" if np.isfinite(curve).any()
                          else f"{'-':>7}")
-            print(f"{num_events:>10,} {num_nodes:>7,} {_fmt_budget(budget):>8} "
+            print(f"{num_events:>10,} {num_nodes:>7,} {feat_dim:>3} {_fmt_budget(budget):>8} "
                   f"{res['load_index_s']:>9.1f}s {res['sampling_s']:>8.1f}s "
                   f"{np.median(wall):>8.2f} ({wall.min():.2f}-{wall.max():.2f}) "
                   f"{np.median(ev):>6.2f}s {curve_p50} "
                   f"{res['peak_rss_gib']:>7.2f}Gi {res['snapshots']:>9}  {same}", flush=True)
+            for line in breakdown(res, int(num_events)):
+                print(line, flush=True)
     if cfg.out:
         atomic_write(Path(str(cfg.out)), json.dumps(rows, indent=1).encode())
     return rows

@@ -107,7 +107,8 @@ def check_index_options(cfg: Any) -> None:
 
 
 def check_memory_options(cfg: Any) -> None:
-    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]``, counts,
+    """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]`` (and an
+    optional third entry, ``feat_dim >= 0``), counts,
     ``curves`` as ``explain.py``'s, the ``explainer.*`` and ``strategy.*`` options by their
     declarations (the ``budgets`` entries are checked by the engine's own
     rule when the run starts).
@@ -117,13 +118,15 @@ def check_memory_options(cfg: Any) -> None:
     """
     streams = OmegaConf.to_container(cfg.streams)
     if not isinstance(streams, list) or not all(
-            isinstance(s, list) and len(s) == 2 for s in streams):
-        raise ConfigError("streams must be a list of [num_events, num_nodes]")
-    for num_events, num_nodes in streams:
-        if not (is_integer(num_events) and is_integer(num_nodes)
-                and num_events >= 1 and num_nodes >= 2):
-            raise ConfigError(f"streams must hold [num_events, num_nodes] integers, got "
-                              f"{[num_events, num_nodes]!r}")
+            isinstance(s, list) and len(s) in (2, 3) for s in streams):
+        raise ConfigError("streams must be a list of [num_events, num_nodes] or "
+                          "[num_events, num_nodes, feat_dim]")
+    for entry in streams:
+        num_events, num_nodes, feat_dim = [*entry, 0][:3]
+        if not (is_integer(num_events) and is_integer(num_nodes) and is_integer(feat_dim)
+                and num_events >= 1 and num_nodes >= 2 and feat_dim >= 0):
+            raise ConfigError(f"streams must hold [num_events, num_nodes] integers (and "
+                              f"feat_dim >= 0), got {entry!r}")
     budgets = OmegaConf.to_container(cfg.budgets)
     if not isinstance(budgets, list) or not budgets:
         raise ConfigError("budgets must be a non-empty list of GiB (null = no bound)")

@@ -193,6 +193,17 @@ class SnapshotStore:
         """Bytes of the kept snapshots (the cursor not included)."""
         return sum(self._size.values())
 
+    @property
+    def cursor_nbytes(self) -> int:
+        """Bytes the budget reserves for the engine's cursor (one snapshot's, the latest
+        offered)."""
+        return self._reserve
+
+    @property
+    def plans_nbytes(self) -> int:
+        """Bytes of the explained event's replay plans, as last accounted (``make_room``)."""
+        return self._plans
+
     def __len__(self) -> int:
         return len(self._kept)
 

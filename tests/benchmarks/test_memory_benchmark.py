@@ -16,8 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
                       "be a number >= 0 or null, got 'abc'"),
     ("budgets=[-1]", "error: budgets: each entry is a memory_budget_gb: memory_budget_gb must "
                      "be a number >= 0 or null, got -1"),
-    ("streams=[[1.5,3]]", "error: streams must hold [num_events, num_nodes] integers, got "
-                          "[1.5, 3]"),
+    ("streams=[[1.5,3]]", "error: streams must hold [num_events, num_nodes] integers (and "
+                          "feat_dim >= 0), got [1.5, 3]"),
+    ("streams=[[100,3,-1]]", "error: streams must hold [num_events, num_nodes] integers (and "
+                             "feat_dim >= 0), got [100, 3, -1]"),
+    ("streams=[[100,3,1,2]]", "error: streams must be a list of [num_events, num_nodes] or "
+                              "[num_events, num_nodes, feat_dim]"),
     ("n_events=abc", "error: n_events must be an integer >= 0, got 'abc'"),
     ("timeout_s=-3", "error: timeout_s must be null or a number > 0, got -3"),
     ("curves=every", "error: curves must be one of auto, none, common, all, got 'every'"),
