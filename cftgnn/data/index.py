@@ -87,33 +87,47 @@ class TemporalIndex:
     """
 
     def __init__(self, stream: EventStream) -> None:
+        # Each temporary is freed as soon as it is used: on a stream of tens of millions of
+        # events every array of incidences is 16 bytes per event (docs/benchmarks.md).
         self.stream = stream
         n_ev, n_nodes = stream.num_events, stream.num_nodes
-        eids = np.arange(n_ev, dtype=np.int64)
-        nonself = stream.src != stream.dst
+        nonself = np.flatnonzero(stream.src != stream.dst)
         node = np.concatenate([stream.src, stream.dst[nonself]])
-        nbr = np.concatenate([stream.dst, stream.src[nonself]])
-        eid = np.concatenate([eids, eids[nonself]])
         self._stride = n_ev + 1
-        key = node * self._stride + eid
+        key = node * self._stride
+        del node
+        key[:n_ev] += np.arange(n_ev, dtype=np.int64)
+        key[n_ev:] += nonself
         order = np.argsort(key, kind="stable")
         self._key: IntArray = key[order]
+        del key
+        eid = np.concatenate([np.arange(n_ev, dtype=np.int64), nonself])
         self.adj_eid: IntArray = eid[order]
+        del eid
+        nbr = np.concatenate([stream.dst, stream.src[nonself]])
         self.adj_nbr: IntArray = nbr[order]
+        del nbr, order, nonself
         self.indptr: IntArray = np.zeros(n_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(node, minlength=n_nodes), out=self.indptr[1:])
+        node_sorted = self._key // self._stride  # each incidence's node, in adjacency order
+        np.cumsum(np.bincount(node_sorted, minlength=n_nodes), out=self.indptr[1:])
 
-        # Distinct neighbours with the first event id between the pair.
-        pair = node * max(n_nodes, 1) + nbr
-        order2 = np.lexsort((eid, pair))
-        pair_sorted = pair[order2]
-        first = np.ones(len(pair_sorted), dtype=bool)
-        first[1:] = pair_sorted[1:] != pair_sorted[:-1]
+        # Distinct neighbours with the first event id between the pair. The incidences are
+        # in (node, event id) order, so a stable sort by (node, neighbour) puts each pair's
+        # earliest event first.
+        pair = node_sorted
+        pair *= max(n_nodes, 1)
+        pair += self.adj_nbr
+        order2 = np.argsort(pair, kind="stable")
+        pair = pair[order2]
+        first = np.ones(len(pair), dtype=bool)
+        np.not_equal(pair[1:], pair[:-1], out=first[1:])
         sel = order2[first]
-        self.nb_node: IntArray = nbr[sel]
-        self.nb_first: IntArray = eid[sel]
+        del order2
+        self.nb_node: IntArray = self.adj_nbr[sel]
+        self.nb_first: IntArray = self.adj_eid[sel]
         self.nb_indptr: IntArray = np.zeros(n_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(node[sel], minlength=n_nodes), out=self.nb_indptr[1:])
+        np.cumsum(np.bincount(pair[first] // max(n_nodes, 1), minlength=n_nodes),
+                  out=self.nb_indptr[1:])
 
     # ------------------------------------------------------------------ checks
     def _check_event(self, event_id: int, allow_end: bool = False) -> int:

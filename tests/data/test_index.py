@@ -123,3 +123,70 @@ def test_bad_node_and_boundary_queries_raise():
         index.recent_neighbors([1], 6, 2)
     with pytest.raises(IndexQueryError, match="k must be"):
         index.candidates(3, -1, 8)
+
+
+def brute_arrays(stream: EventStream) -> dict[str, np.ndarray]:
+    """The index's CSR arrays by loops: each node's incidences by event id (a self-loop
+    once), and its distinct neighbours by id with the first event between them."""
+    incid: dict[int, list[tuple[int, int]]] = {v: [] for v in range(stream.num_nodes)}
+    for e in range(stream.num_events):
+        a, b = int(stream.src[e]), int(stream.dst[e])
+        incid[a].append((e, b))
+        if a != b:
+            incid[b].append((e, a))
+    out: dict[str, list[int]] = {k: [] for k in ("_key", "adj_eid", "adj_nbr", "nb_node",
+                                                 "nb_first")}
+    indptr, nb_indptr = [0], [0]
+    for v in range(stream.num_nodes):
+        firsts: dict[int, int] = {}
+        for e, other in sorted(incid[v]):
+            out["_key"].append(v * (stream.num_events + 1) + e)
+            out["adj_eid"].append(e)
+            out["adj_nbr"].append(other)
+            firsts.setdefault(other, e)
+        for other in sorted(firsts):
+            out["nb_node"].append(other)
+            out["nb_first"].append(firsts[other])
+        indptr.append(len(out["adj_eid"]))
+        nb_indptr.append(len(out["nb_node"]))
+    arrays = {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+    arrays["indptr"] = np.array(indptr, dtype=np.int64)
+    arrays["nb_indptr"] = np.array(nb_indptr, dtype=np.int64)
+    return arrays
+
+
+@settings(max_examples=200, deadline=None)
+@given(streams())
+def test_index_arrays_equal_brute_force(stream):
+    index = TemporalIndex(stream)
+    for name, want in brute_arrays(stream).items():
+        got = getattr(index, name)
+        assert got.dtype == np.int64, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_an_empty_stream_has_empty_arrays():
+    stream = EventStream(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), None, None, 3)
+    index = TemporalIndex(stream)
+    for name, want in brute_arrays(stream).items():
+        np.testing.assert_array_equal(getattr(index, name), want, err_msg=name)
+
+
+def test_building_the_index_frees_its_temporaries_as_it_goes():
+    """The construction's peak allocation stays near twice its result (about 60 bytes per
+    event on this stream): every incidence array is 16 bytes per event, and building one
+    array after another while freeing each temporary keeps a few of them alive at a time
+    (the construction of before 2026-12-02 held eleven at once: about 200 bytes per event,
+    11 GiB more than the result on a stream of tgbl-flight's 67M events)."""
+    import tracemalloc
+
+    stream = make_synthetic_stream(num_nodes=2000, num_events=200_000, seed=0)
+    tracemalloc.start()
+    try:
+        index = TemporalIndex(stream)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    held = sum(a.nbytes for a in vars(index).values() if isinstance(a, np.ndarray))
+    assert held / stream.num_events > 50  # what the index keeps (_key, adjacency, neighbours)
+    assert peak / stream.num_events < 125, peak / stream.num_events
