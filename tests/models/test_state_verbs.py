@@ -143,3 +143,27 @@ def test_model_rejects_a_stream_of_another_shape(factory: ModelFactory,
     other = planted_stream(num_events=50, num_src=5, num_dst=5, feat_dim=3)
     with pytest.raises(ModelStateError, match="nodes"):
         model.attach(other)
+
+
+def test_attaching_on_the_cpu_shares_the_streams_arrays_and_writes_none(
+        factory: ModelFactory, stream: EventStream) -> None:
+    """On the CPU the model reads the stream's own arrays (no copy of ``src``, ``dst``,
+    ``t`` and the features per attached stream), and replaying, predicting and resetting
+    leave them as they were."""
+    before = [np.array(a) for a in (stream.src, stream.dst, stream.t, stream.edge_feat)]
+    model = factory(stream)
+    model.attach(stream)
+    tensors = (*model.endpoints, model.event_times, model.edge_features)
+    for tensor, array in zip(tensors, (stream.src, stream.dst, stream.t, stream.edge_feat),
+                             strict=True):
+        assert tensor.device.type == "cpu"
+        assert np.shares_memory(tensor.numpy(), array)
+    mask = np.zeros(stream.num_events, dtype=bool)
+    mask[::7] = True
+    model.advance(0, BATCH * 6, mask)
+    with torch.no_grad():
+        model.predict(*queries(stream, BATCH * 6))
+    model.reset()
+    for array, copy in zip((stream.src, stream.dst, stream.t, stream.edge_feat), before,
+                           strict=True):
+        np.testing.assert_array_equal(array, copy)
