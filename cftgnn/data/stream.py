@@ -27,6 +27,28 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _frozen(a: np.ndarray) -> bool:
+    """Whether nothing can write to ``a``'s memory: it and every array it views are
+    read-only, down to one that owns its data."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.base is None:
+            return True
+        a = a.base
+    return False  # a buffer of another kind (bytes, mmap): copied, to be safe
+
+
+def _stream_array(a: np.ndarray, dtype: type[np.generic]) -> np.ndarray:
+    """``a`` as the stream keeps it: read-only, C-contiguous, of ``dtype``. A frozen array
+    (``_frozen``) of that dtype and layout is kept as it is, anything else copied: on a
+    stream of tens of millions of events a copy of every array would double its memory
+    while it is made (the generators and ``prefix`` hand their arrays over frozen)."""
+    if a.dtype == dtype and a.flags.c_contiguous and _frozen(a):
+        return a
+    return _readonly(a.astype(dtype))
+
+
 @dataclass(frozen=True, eq=False)
 class EventCauses:
     """The known causes of each event of a generated stream, as a CSR side table.
@@ -170,11 +192,11 @@ class EventStream:
                 f"{where}: timestamps must be non-decreasing, but t[{i}] = {t[i]} < "
                 f"t[{i - 1}] = {t[i - 1]}"
             )
-        object.__setattr__(self, "src", _readonly(src.astype(np.int64)))
-        object.__setattr__(self, "dst", _readonly(dst.astype(np.int64)))
-        object.__setattr__(self, "t", _readonly(t.astype(np.float64)))
-        object.__setattr__(self, "edge_feat", _readonly(feat.astype(np.float32)))
-        object.__setattr__(self, "labels", _readonly(labels.astype(np.int64)))
+        object.__setattr__(self, "src", _stream_array(src, np.int64))
+        object.__setattr__(self, "dst", _stream_array(dst, np.int64))
+        object.__setattr__(self, "t", _stream_array(t, np.float64))
+        object.__setattr__(self, "edge_feat", _stream_array(feat, np.float32))
+        object.__setattr__(self, "labels", _stream_array(labels, np.int64))
         object.__setattr__(self, "num_nodes", num_nodes)
         if self.causes is not None and self.causes.num_events != n:
             raise DataFormatError(f"{where}: causes cover {self.causes.num_events} events, the "

@@ -12,8 +12,10 @@ from cftgnn.options import as_integer
 #: Bytes a generated stream holds per event besides its features (``src``, ``dst``, ``t``,
 #: ``labels``: 8 each) plus the generator's temporaries of that length (about as much again).
 _BYTES_PER_EVENT = 64
-#: Bytes of one feature value (``float32``) plus its ``float64`` draw.
-_BYTES_PER_FEATURE = 12
+#: Bytes of one feature value (``float32``; its ``float64`` draws are made in chunks).
+_BYTES_PER_FEATURE = 4
+#: Rows of features drawn at a time (the same values as one draw of them all).
+_FEATURE_ROWS = 1 << 16
 
 
 def dataset_count(name: str, value: object, minimum: int) -> int:
@@ -118,8 +120,13 @@ def make_synthetic_stream(
     feat = np.zeros((num_events, feat_dim), dtype=np.float32)
     if feat_dim:
         feat[:, 0] = to_partner
-        feat[:, 1:] = rng.normal(size=(num_events, feat_dim - 1))
+        for lo in range(0, num_events, _FEATURE_ROWS):
+            hi = min(num_events, lo + _FEATURE_ROWS)
+            feat[lo:hi, 1:] = rng.normal(size=(hi - lo, feat_dim - 1))
     labels = to_partner.astype(np.int64)
+    del to_partner, gaps
+    for array in (src, dst, t, feat, labels):  # frozen: the stream keeps them, no copies
+        array.setflags(write=False)
     return EventStream(
         src,
         dst,
