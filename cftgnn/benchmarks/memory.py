@@ -111,12 +111,19 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     # as explain.py: the engine first, so that the sampling pass leaves it snapshots
     engine = ReplayEngine(model, stream, index, memory_budget_gb=job["budget"])
     phase("engine", held=held_parts(stream, index, model, engine))
+    if job.get("stop_after") == "engine":  # the loaded stream's memory alone
+        out.update(stopped="engine", phases=phases, peak_gib=_peak_gib())
+        return out
     t0 = time.perf_counter()
     plan = plan_events(model, stream, int(job["n_events"]), job["sample_range"],
                        job["prediction"], 0.0, None, int(job["seed"]), engine=engine)
     out["sampling_s"] = time.perf_counter() - t0
     out["peak_sampling_gib"] = _peak_gib()
     phase("sampling", held=held_parts(stream, index, model, engine))
+    if job.get("stop_after") == "sampling":
+        out.update(stopped="sampling", phases=phases, peak_gib=_peak_gib(),
+                   snapshots=len(engine.snapshots))
+        return out
     print(f"  {job['num_events']:,} events: load + index {out['load_index_s']:.1f} s, sampling "
           f"{out['sampling_s']:.1f} s, peak RSS so far {out['peak_sampling_gib']:.2f} GiB",
           file=sys.stderr, flush=True)
@@ -207,10 +214,10 @@ def breakdown(res: dict[str, Any], num_events: int) -> list[str]:
     peak = max(p["peak_gib"] for p in phases)
     first = next(p["phase"] for p in phases if p["peak_gib"] >= peak - 1e-9)
     lines.append(f"    peak {peak:.2f} GiB, reached by the end of phase {first!r}")
-    held = next((p["held"] for p in phases if p["phase"] == "sampling"), None)
-    if held is not None:
-        per = max(1, num_events)
-        lines.append("    held after sampling, GiB: " + ", ".join(
+    last = next((p for p in reversed(phases) if p["phase"] in ("sampling", "engine")), None)
+    if last is not None:
+        held, per = last["held"], max(1, num_events)
+        lines.append(f"    held after {last['phase']}, GiB: " + ", ".join(
             f"{name} {_gib(held[name])}"
             + (f" ({held[name] / per:.0f} B/event)" if name in ("stream", "index", "model")
                else "")
@@ -242,6 +249,7 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
         "prediction": str(cfg.prediction), "mode": str(cfg.mode), "m_max": int(cfg.m_max),
         "k": cfg.k, "seed": int(cfg.seed), "num_threads": int(cfg.num_threads),
         "curves": str(cfg.get("curves", "auto")),
+        "stop_after": str(cfg.get("stop_after", "events")),
     }
     rows: list[dict[str, Any]] = []
     model_name = str(cfg.model["_target_"]).rsplit(".", 1)[-1]
@@ -267,6 +275,15 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
             if "error" in res:
                 print(f"{num_events:>10,} {num_nodes:>7,} {feat_dim:>3} {_fmt_budget(budget):>8} "
                       f"{res['error']} (peak RSS {res['peak_rss_gib']:.2f} GiB)", flush=True)
+                continue
+            if "stopped" in res:  # stop_after: the phases it ran
+                sampled = (f"{res['sampling_s']:>8.1f}s" if "sampling_s" in res
+                           else f"{'-':>9}")
+                print(f"{num_events:>10,} {num_nodes:>7,} {feat_dim:>3} {_fmt_budget(budget):>8} "
+                      f"{res['load_index_s']:>9.1f}s {sampled} stopped after "
+                      f"{res['stopped']!r}, peak RSS {res['peak_rss_gib']:.2f}Gi", flush=True)
+                for line in breakdown(res, int(num_events)):
+                    print(line, flush=True)
                 continue
             same = "-"
             if first is None:

@@ -109,7 +109,8 @@ def check_index_options(cfg: Any) -> None:
 def check_memory_options(cfg: Any) -> None:
     """``benchmark_memory.py``: ``streams`` of ``[num_events >= 1, num_nodes >= 2]`` (and an
     optional third entry, ``feat_dim >= 0``), counts,
-    ``curves`` as ``explain.py``'s, the ``explainer.*`` and ``strategy.*`` options by their
+    ``curves`` as ``explain.py``'s, ``stop_after`` one of ``engine``, ``sampling``,
+    ``events``, the ``explainer.*`` and ``strategy.*`` options by their
     declarations (the ``budgets`` entries are checked by the engine's own
     rule when the run starts).
 
@@ -137,6 +138,7 @@ def check_memory_options(cfg: Any) -> None:
     integer(cfg, "k", minimum=1, optional=True)
     number(cfg, "timeout_s", minimum=0, strict_minimum=True, optional=True)
     choice(cfg, "curves", CURVES_OPTIONS)
+    choice(cfg, "stop_after", ("engine", "sampling", "events"))
     check_explainer_options(cfg.get("explainer"))
     check_strategy_options(cfg.get("strategy"))
 

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ("n_events=abc", "error: n_events must be an integer >= 0, got 'abc'"),
     ("timeout_s=-3", "error: timeout_s must be null or a number > 0, got -3"),
     ("curves=every", "error: curves must be one of auto, none, common, all, got 'every'"),
+    ("stop_after=index", "error: stop_after must be one of engine, sampling, events, got "
+                         "'index'"),
 ])
 def test_bad_options_end_in_one_line(arg: str, message: str, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_memory.py"), arg],
@@ -62,3 +64,47 @@ def test_the_child_times_each_event_whole_and_its_curve_call(curves: str) -> Non
             assert math.isnan(curve)
         else:
             assert 0 < curve <= wall - time_s
+
+
+def _job(**over: object) -> dict:
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.load(ROOT / "conf" / "benchmark_memory.yaml")
+    node = {name: OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / name / f"{file}.yaml"))
+            for name, file in (("model", "tgn"), ("explainer", "greedy"),
+                               ("strategy", "closest"))}
+    return {**node, "n_events": 2, "sample_range": [0.85, 1.0], "prediction": "any",
+            "mode": str(conf.mode), "m_max": 16, "k": None, "seed": 0, "num_threads": 1,
+            "curves": "none", "num_events": 3000, "num_nodes": 60, "budget": 0.5, **over}
+
+
+def test_the_child_reports_where_the_memory_goes() -> None:
+    """Each phase's resident memory and peak, and the bytes of each structure: the stream's
+    arrays (with ``feat_dim`` features), the index's, the model's state and event ids (on
+    the CPU it reads the stream's own arrays), the snapshots and one event's plans."""
+    from cftgnn.benchmarks.memory import breakdown, measure
+
+    out = measure(_job(feat_dim=3))
+    names = [p["phase"] for p in out["phases"]]
+    assert names[:5] == ["start", "stream", "index", "engine", "sampling"]
+    assert len(names) == 5 + len(out["event_s"]) >= 6
+    assert all(p["rss_gib"] > 0 and p["peak_gib"] >= p["rss_gib"] - 1e-3 for p in out["phases"])
+    held = out["phases"][3]["held"]
+    assert held["stream"] == 3000 * (8 + 8 + 8 + 8 + 3 * 4)  # src, dst, t, labels, features
+    assert held["index"] > 3000 * 3 * 8  # _key, adj_eid, adj_nbr: one entry per event at least
+    assert 3000 * 8 <= held["model"] < 3000 * 8 + 60 * 4096  # event ids + O(N·d) state
+    assert held["cursor"] > 0 and held["snapshots"] == 0 and held["plans"] == 0
+    events = out["phases"][5:]
+    assert max(p["held"]["plans"] for p in events) > 0  # each event's plans, while held
+    lines = breakdown(out, 3000)
+    assert lines[0].startswith("    RSS GiB after each phase: start ")
+    assert "stream 0.00 (44 B/event)" in lines[2]
+
+
+def test_stop_after_engine_measures_the_loaded_stream_alone() -> None:
+    from cftgnn.benchmarks.memory import measure
+
+    out = measure(_job(stop_after="engine"))
+    assert out["stopped"] == "engine"
+    assert [p["phase"] for p in out["phases"]] == ["start", "stream", "index", "engine"]
+    assert "event_s" not in out and "sampling_s" not in out
