@@ -62,13 +62,19 @@ def held_parts(stream: Any, index: Any, model: Any, engine: Any) -> dict[str, in
     Returns:
         ``stream`` (its arrays), ``index`` (the ``TemporalIndex``'s arrays), ``model`` (the
         tensors and arrays the model object holds besides those and its submodules: its
-        attached copy of the stream and its live state), ``snapshots`` (the engine's kept
+        event ids, its live state and any copy of the stream's arrays; tensors that read
+        the stream's own memory count with the stream), ``snapshots`` (the engine's kept
         unperturbed snapshots), ``cursor`` (the cursor's share of the budget), ``plans``
         (the explained event's replay plans as last accounted).
     """
     seen_stream = snapshot_nbytes(stream)
     seen_index = snapshot_nbytes((stream, index))
-    seen_model = snapshot_nbytes((stream, index, dict(vars(model))))
+    arrays = (stream.src, stream.dst, stream.t, stream.edge_feat, stream.labels)
+    shared = {int(a.__array_interface__["data"][0]) for a in arrays if a.size}
+    own = {name: value for name, value in vars(model).items()  # not the stream's own memory
+           if not (isinstance(value, torch.Tensor) and value.numel()
+                   and int(value.untyped_storage().data_ptr()) in shared)}
+    seen_model = snapshot_nbytes((stream, index, own))
     return {"stream": seen_stream, "index": seen_index - seen_stream,
             "model": seen_model - seen_index, "snapshots": engine.snapshots.nbytes,
             "cursor": engine.snapshots.cursor_nbytes, "plans": engine.snapshots.plans_nbytes}
