@@ -127,8 +127,8 @@ def find_tgb_folder(name: str, data_dir: str | os.PathLike[str] | None = None) -
 
     Looked for under the first of ``data_dir``, ``$CFTGNN_TGB_DIR`` and py-tgb's package folder
     ``tgb/datasets`` that is given, in ``<that>/<name with - as _>/`` and then in ``<that>/``.
-    (py-tgb's own loader always looks under its package folder, whatever ``root`` says: TGB
-    issue #116.)
+    (py-tgb's own loader always looks under its package folder, whatever ``root`` says:
+    TGB issue #116.)
 
     Raises:
         ConfigError: ``data_dir`` or ``$CFTGNN_TGB_DIR`` names a folder that does not exist.
@@ -266,6 +266,28 @@ def load_tgb(
     return load_processed(path, resolve_cache_dir(cache_dir), use_cache, options, parse)
 
 
+def tgb_negatives_path(name: str, folder: str | os.PathLike[str], split: str) -> Path:
+    """The file of TGB's ``split`` negatives of ``name``: ``<name>_<split>_ns_v2.pkl``
+    (``_ns.pkl`` at version 1) in ``folder/<name with - as _>/`` or in ``folder``; cheap, so a
+    run can check it before any work.
+
+    Raises:
+        ConfigError: ``split`` is neither val nor test, or ``name`` is not a TGB link dataset.
+        DataNotFoundError: The file is in neither place.
+    """
+    if split not in TGB_SPLITS:
+        raise ConfigError(f"TGB's negatives exist for the splits {TGB_SPLITS}, not {split!r}")
+    fname = tgb_file_names(name)[split]
+    root = Path(folder).expanduser()
+    looked = [root / fname, root / name.replace("-", "_") / fname]
+    path = next((p for p in looked if p.is_file()), None)
+    if path is None:
+        raise DataNotFoundError(f"TGB's {split} negatives of {name} not found: looked for "
+                                f"{looked[0]} and {looked[1]}; they come in TGB's {name} "
+                                "download, beside the edge list")
+    return path
+
+
 def _split_events(stream: EventStream, split: str) -> tuple[int, int]:
     info = stream.meta.get("tgb")
     if not isinstance(info, dict) or not {"name", "val_start", "test_start"} <= set(info):
@@ -325,15 +347,8 @@ def load_tgb_negatives(
     """
     lo, hi = _split_events(stream, split)
     info = stream.meta["tgb"]
-    name = str(info["name"])
-    fname = tgb_file_names(name)[split]
     root = Path(data_dir).expanduser() if data_dir not in (None, "") else Path(info["folder"])
-    looked = [root / name.replace("-", "_") / fname, root / fname]
-    path = next((p for p in looked if p.is_file()), None)
-    if path is None:
-        raise DataNotFoundError(f"TGB's {split} negatives of {name} not found: looked for "
-                                f"{looked[1]} and {looked[0]}; they come in TGB's {name} "
-                                "download, beside the edge list")
+    path = tgb_negatives_path(str(info["name"]), root, split)
     keys, values = _key_arrays(load_numpy_pickle(path), path)
     where = str(path)
     ev = pd.MultiIndex.from_arrays([stream.src[lo:hi], stream.dst[lo:hi],
@@ -379,5 +394,6 @@ __all__ = [
     "load_tgb_negatives",
     "pytgb_datasets_dir",
     "tgb_file_names",
+    "tgb_negatives_path",
     "tgb_split",
 ]
