@@ -11,7 +11,7 @@ files itself, without importing py-tgb (docs/datasets.md says why):
   (``cftgnn.data.tgb_formats``: the same node ids, integer timestamps and edge features) and
   carries TGB's chronological split in ``stream.meta["tgb"]``;
 - ``load_tgb_negatives`` reads a split's negatives with a restricted unpickler
-  (``cftgnn.data.safe_pickle``) into a [`TGBNegatives`][cftgnn.data.tgb_negatives.TGBNegatives]
+  (``cftgnn.data.safe_pickle``) into a [`TGBNegatives`][cftgnn.data.TGBNegatives]
   table in the stream's event ids.
 
 Node ids are TGB's own (after its destination shift or relabelling), so TGB's negatives and
@@ -219,13 +219,11 @@ def load_tgb(
     for each layout; ``num_nodes`` is the largest id + 1, so ids TGB never uses, e.g. those
     its destination shift skips, count as nodes without events), TGB's integer timestamps
     (fractional ones truncated, as TGB's ``astype(int)``), and TGB's edge features as float32.
-    Its ``meta["tgb"]`` carries TGB's split and where the files are::
-
-        {"name": "tgbl-wiki", "val_start": <first validation event id>,
-         "test_start": <first test event id>, "folder": "<the folder of the files>",
-         "version": 2, "layout": "jodie", "val_time": ..., "test_time": ..., "edgelist": ...}
-
-    so train is ids ``[0, val_start)``, validation ``[val_start, test_start)``, test
+    Its ``meta["tgb"]`` carries TGB's split and where the files are: ``name`` (e.g.
+    ``"tgbl-wiki"``), ``val_start`` (the first validation event id), ``test_start`` (the first
+    test event id), ``folder`` (the folder of the files, a string), and ``version``,
+    ``layout``, ``val_time``, ``test_time`` (TGB's two thresholds) and ``edgelist`` (the file
+    name); so train is ids ``[0, val_start)``, validation ``[val_start, test_start)``, test
     ``[test_start, E)``, by TGB's rule (``tgb_split``: events at the training split's last
     timestamp ``val_time`` are all training events, TGB's ``t <= val_time``; ties never
     straddle a boundary). TGB keeps file order and a file whose timestamps decrease is

@@ -378,3 +378,23 @@ def test_bad_input_is_one_error_line_and_exit_2(tmp_path, case):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(expected.format(tmp=tmp_path)), lines
     assert done.stdout == ""  # refused before any work: nothing was loaded or printed
+
+
+def test_the_loading_benchmark_times_a_cold_and_a_cached_load(tmp_path, capsys):
+    from cftgnn.benchmarks.tgb_load import main
+
+    rows = main([str(tmp_path), "--events", "300", "--features", "3", "--repeats", "1"])
+    assert [r["cached"] for r in rows] == [False, True]
+    assert all(r["events"] == 300 and r["features"] == 3 for r in rows)
+    assert "from the processed copy" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_loading_benchmark_times_pytgbs_loader_too(tmp_path):
+    pytest.importorskip("tgb", reason="py-tgb is not installed (pip install -e '.[tgb]')")
+    from cftgnn.benchmarks.tgb_load import main
+
+    rows = main([str(tmp_path), "--events", "300", "--features", "3", "--repeats", "1",
+                 "--pytgb"])
+    assert [r["cached"] for r in rows] == [False, True, False, True]
+    assert all(r["events"] == 300 and r["features"] == 3 for r in rows)
