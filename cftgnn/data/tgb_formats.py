@@ -6,7 +6,8 @@ integer timestamps (TGB keeps ``timestamps.astype(int)``, so fractional times ar
 toward zero), and the edge features ``LinkPropPredDataset.edge_feat`` holds. The layouts:
 
 - ``jodie`` (TGB's ``load_edgelist_wiki``: tgbl-wiki, -uci, -enron, -lastfm, -subreddit):
-  a header line, then ``src, dst, t, label, features...``; TGB shifts every destination by
+  a header line (skipped unread: JODIE's names fewer columns than its lines hold), then
+  ``src, dst, t, label, features...`` (at least the first three); TGB shifts every destination by
   ``max(src) + 1`` (on the non-bipartite tgbl-uci and tgbl-enron too, so a node that sends and
   receives has two ids there, as in TGB); the features are the columns after the fourth.
 - ``weighted`` (``csv_to_pd_data_sc``: tgbl-coin, tgbl-review): ``ts, src, dst, weight``;
@@ -137,7 +138,7 @@ def _first_appearance(src: pd.Series, dst: pd.Series) -> tuple[np.ndarray, np.nd
 
 def parse_jodie(path: Path, raw: bytes, edge_features: bool) -> TGBEdges:
     """The jodie layout (module docstring)."""
-    df = _table(path, raw, None, 4, "jodie (src, dst, t, label, features...)")
+    df = _table(path, raw, None, 3, "jodie (src, dst, t[, label, features...])")
     used = [0, 1, 2, *range(4, df.shape[1])] if edge_features else [0, 1, 2]
     names = ["src", "dst", "t"] + [f"feature {j - 4}" for j in used[3:]]
     table = numeric_columns(path, df.iloc[:, used], FIRST_LINE, names, fields=df.shape[1])
@@ -145,7 +146,8 @@ def parse_jodie(path: Path, raw: bytes, edge_features: bool) -> TGBEdges:
     dst_raw = check_ids(path, table[:, 1], "dst", FIRST_LINE)
     t = np.trunc(table[:, 2]).astype(np.int64)
     dst = dst_raw + int(src.max()) + 1
-    label_col = pd.to_numeric(df.iloc[:, 3], errors="coerce").to_numpy(dtype=np.float64)
+    label_col = pd.to_numeric(df.iloc[:, 3], errors="coerce").to_numpy(dtype=np.float64) \
+        if df.shape[1] > 3 else np.zeros(len(src))
     integral = np.isfinite(label_col).all() and (label_col >= 0).all() and \
         (label_col == np.floor(label_col)).all()
     labels = label_col.astype(np.int64) if integral else np.zeros(len(src), np.int64)

@@ -45,8 +45,12 @@ def write_edgelist(root: Path, name: str, header: str, rows: list[tuple]) -> Pat
     return path
 
 
+#: JODIE's header (as in tgbl-wiki's file) names one column for all the features.
+JODIE_HEADER = "user_id,item_id,timestamp,state_label,comma_separated_list_of_features"
+
+
 def write_jodie(root: Path, name: str = "tgbl-wiki", rows: list[tuple] = JODIE_ROWS) -> Path:
-    return write_edgelist(root, name, "user_id,item_id,timestamp,state_label,f0,f1", rows)
+    return write_edgelist(root, name, JODIE_HEADER, rows)
 
 
 def write_negatives(root: Path, name: str, split: str, table: dict) -> Path:
@@ -271,7 +275,8 @@ def test_safe_pickle_reads_numpy_pickles_of_every_protocol_and_refuses_object_ar
 
 # ---------------------------------------------------------------- py-tgb's own reader
 FIXTURES = {
-    "tgbl-wiki": ("user_id,item_id,timestamp,state_label,f0,f1", JODIE_ROWS),
+    "tgbl-wiki": (JODIE_HEADER, JODIE_ROWS),
+    "tgbl-enron": ("src,dst,t", [(0, 1, 0), (1, 0, 5), (2, 1, 9), (1, 2, 9), (0, 2, 12)]),
     "tgbl-uci": ("src,dst,t,label", [(0, 1, 0, 0), (1, 0, 5, 0), (2, 1, 9, 0), (1, 2, 9, 0),
                                      (0, 2, 12, 0), (2, 0, 14, 0)]),
     "tgbl-coin": ("day,src,dst,w", [(10 + i, f"0x{i % 3}", f"0x{(i * 7) % 5 + 1}", float(i))
