@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -126,6 +127,18 @@ def test_unsorted_file_is_refused_naming_the_line_or_sorted_stably(tmp_path):
         load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False)
     s = load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False, sort=True)
     assert s.src.tolist() == [1, 2, 0] and s.meta["sorted_on_load"] is True
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("x", "line 3: feature 1 = 'x' is not a number"),
+    ("", "line 3: missing value for feature 1"),
+    ("1e39", "line 3: a feature is not finite (or too large for float32)"),
+])
+def test_a_bad_feature_is_named_by_its_line(tmp_path, bad, message):
+    rows = [(0, 0, 0, 0, 1.0, 1.0), (1, 0, 1, 0, 2.0, bad), (1, 1, 2, 0, 3.0, 3.0)]
+    write_jodie(tmp_path, rows=rows)
+    with pytest.raises(DataFormatError, match=re.escape(message)):
+        load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False)
 
 
 # --------------------------------------------------------------- the relabelling layouts
