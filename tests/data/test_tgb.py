@@ -277,6 +277,13 @@ def test_safe_pickle_reads_numpy_pickles_of_every_protocol_and_refuses_object_ar
         back = load_numpy_pickle(path)
         assert back.keys() == table.keys()
         assert all(np.array_equal(back[k], table[k]) for k in table)
+    # numpy 1.x (which wrote TGB's files) names numpy.core.*: protocol 3's GLOBAL opcodes hold
+    # the names as text, so the numpy 2 pickle becomes numpy 1's by renaming them
+    old = pickle.dumps(table, protocol=3).replace(b"numpy._core.", b"numpy.core.")
+    assert b"numpy.core.multiarray\n_reconstruct" in old and b"numpy._core" not in old
+    (tmp_path / "numpy1.pkl").write_bytes(old)
+    back = load_numpy_pickle(tmp_path / "numpy1.pkl")
+    assert all(np.array_equal(back[k], table[k]) for k in table)
     path = tmp_path / "objects.pkl"
     path.write_bytes(pickle.dumps({(1, 2, 3): np.array([1, "x"], dtype=object)}))
     with pytest.raises(DataFormatError, match="dtype object"):
