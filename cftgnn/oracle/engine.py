@@ -62,6 +62,7 @@ from cftgnn.replay.plans import (
     BudgetedReplay,
     ModelReplay,
     PairReplay,
+    PairsReplay,
     RecordedPlan,
     ReplayPlan,
 )
@@ -320,6 +321,8 @@ class EventReplay:
         self._approx_plan: ReplayPlan | None = None
         # the plans of negative pairs, by destination (``pair_logits``), made on first use
         self._pair_plans: dict[int, ReplayPlan] = {}
+        # the plans of D pairs at once, by (approximate, destinations) (``pairs_logits``)
+        self._pairs_plans: dict[tuple[bool, bytes], ReplayPlan] = {}
         engine.snapshots.plans_built(span, snapshot_nbytes(self._plan))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
@@ -345,7 +348,8 @@ class EventReplay:
     def _account_plans(self, extra: int = 0) -> None:
         """Account for every plan of the event in the engine's memory budget (``make_room``),
         and ``extra`` bytes of one about to be made."""
-        plans = (self._plan, self._approx_plan, *self._pair_plans.values())
+        plans = (self._plan, self._approx_plan, *self._pair_plans.values(),
+                 *self._pairs_plans.values())
         self.engine.snapshots.make_room(snapshot_nbytes(plans) + extra)
 
     def _pair_plan(self, dst: int) -> ReplayPlan:
@@ -365,6 +369,61 @@ class EventReplay:
                     self.base, self.start, self.event_id, dst, self._own, removable=self._cand)
             self._account_plans()
         return self._pair_plans[dst]
+
+    def _pairs_plan(self, dsts: npt.NDArray[np.int64], approximate: bool) -> ReplayPlan:
+        """The plan of the pairs ``(src_i, dsts[j], t_i)`` over the exact or the approximate
+        history (made on first use per destinations, and accounted for in the engine's
+        memory budget with the others): the engine's replay's ``pairs_plan`` where it has one
+        (``PairsReplay``), else ``GenericReplay``'s (one masked replay per set, the D pairs
+        predicted together)."""
+        key = (approximate, dsts.tobytes())
+        if key not in self._pairs_plans:
+            engine = self.engine
+            replay = engine.replay
+            if not isinstance(replay, PairsReplay):
+                replay = GenericReplay(engine.model)
+            if isinstance(replay, BudgetedReplay):  # room before recording, as for _plan
+                self._account_plans(replay.plan_nbytes(self.base, self.start, self.event_id))
+            mask = self._mask(frozenset(), approximate=True) if approximate else self._own
+            start = time.perf_counter()
+            with eval_mode(engine.model):
+                self._pairs_plans[key] = replay.pairs_plan(
+                    self.base, self.start, self.event_id, dsts, mask, removable=self._cand)
+            self._account_plans()
+            engine.counters.setup_s += time.perf_counter() - start
+        return self._pairs_plans[key]
+
+    def pairs_logits(self, sets: Sequence[frozenset[int]], dsts: npt.ArrayLike,
+                     approximate: bool = False) -> npt.NDArray[np.float64]:
+        """Logits of the pairs ``(src_i, dsts[j], t_i)`` — the explained source and time
+        with each of D destinations (the rank target's true destination and negatives) —
+        with each removal set removed, ``[P, D]``, in one batched call.
+
+        The history is ``exact``'s, or with ``approximate`` the approximate oracle's. The D
+        destinations (repeats scored once) share one plan, made on the first call for them
+        (``PairsReplay.pairs_plan`` of the engine's replay: TGN's cone and local replays
+        with the source's and every destination's embeddings computed once per distinct
+        value, TGAT's and GraphMixer's window pass; else one masked replay per set with the
+        D pairs predicted together). Each column equals ``pair_logits(sets, dsts[j])`` and
+        ``naive_logit(..., dst=dsts[j])`` (tests check both). Counted as the engine's
+        evaluations (one per set), like ``exact``.
+        """
+        ends = np.asarray(dsts, dtype=np.int64).reshape(-1)
+        uniq, inv = np.unique(ends, return_inverse=True)
+        if not sets:
+            return np.zeros((0, len(ends)), dtype=np.float64)
+        plan = self._pairs_plan(uniq, approximate)
+        engine = self.engine
+        start = time.perf_counter()
+        with eval_mode(engine.model), torch.no_grad():
+            logits = plan.logits(RemovalSets.from_sets([frozenset(int(e) for e in s)
+                                                        for s in sets]))
+            out = logits.double().cpu().numpy().reshape(len(sets), len(uniq))[:, inv]
+        engine.counters.evaluations += len(sets)
+        engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
+            map(len, sets))
+        engine.counters.eval_s += time.perf_counter() - start
+        return np.ascontiguousarray(out)
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self.engine.stream.num_events, dtype=bool)

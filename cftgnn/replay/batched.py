@@ -98,9 +98,11 @@ def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
 
 def batched_logits(model: TemporalModel, sets: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
-                   inputs: NodeInputs, dst: int | None = None) -> Tensor:
+                   inputs: NodeInputs, dst: int | IntArray | None = None) -> Tensor:
     """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``
-    (with ``dst``, of the pair of its source and time with that destination instead).
+    (with ``dst`` a node, of the pair of its source and time with that destination instead;
+    with ``dst`` an array of D nodes, of the D pairs at once, ``[P, D]``: the source's
+    embedding is computed once per distinct value with the destinations', in one pass).
 
     Equal, up to float rounding, to embedding each perturbation on its own.
 
@@ -113,13 +115,15 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
             oracle's history), or None.
         position: Stream position of the explained event (history bound).
         inputs: Layer-0 inputs per perturbation.
-        dst: The query's destination, None for the event's own (another: a negative pair).
+        dst: The query's destination, None for the event's own (another: a negative pair),
+            or ``int64 [D]`` destinations (the rank target's positive and negatives).
     """
     num_p = sets.num_sets
     stream_feat = model.edge_features  # [E, F] on the model's device
     dev = stream_feat.device
+    many = dst is not None and np.ndim(dst) == 1
     if num_p == 0:
-        return torch.zeros(0, device=dev)
+        return torch.zeros((0, len(np.asarray(dst))) if many else 0, device=dev)
     index = model.index
     emb, num_neighbors = model.embedding, model.num_neighbors
     stream = model.stream
@@ -180,14 +184,27 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
                            _on(edge, dev))
         return ident, table
 
-    p_all = np.repeat(np.arange(num_p, dtype=np.int64), 2)  # [2P]: src, dst of each set
-    link = np.array([stream.src[position], stream.dst[position] if dst is None else dst],
-                    dtype=np.int64)
+    if many:  # the source, then the D destinations
+        link = np.concatenate([[stream.src[position]], np.asarray(dst, dtype=np.int64)])
+    else:
+        link = np.array([stream.src[position], stream.dst[position] if dst is None else dst],
+                        dtype=np.int64)
+    width = len(link)
+    p_all = np.repeat(np.arange(num_p, dtype=np.int64), width)  # [width P]: each set's link
     ident, table = embed(emb.num_layers, p_all, np.tile(link, num_p),
-                         np.full(2 * num_p, position), np.full(2 * num_p, times[position]))
-    z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]
-    out: Tensor = model.decoder(z[:, 0], z[:, 1])
-    return out
+                         np.full(width * num_p, position),
+                         np.full(width * num_p, times[position]))
+    if not many:
+        z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]
+        out: Tensor = model.decoder(z[:, 0], z[:, 1])
+        return out
+    ident = ident.reshape(num_p, width)
+    # decode each distinct (source row, destination row) pair once: [P, D] -> pairs
+    keys = np.stack([np.repeat(ident[:, 0], width - 1), ident[:, 1:].reshape(-1)], axis=1)
+    pairs, inv = distinct_rows(keys)  # [P D, 2] -> U distinct pairs
+    z_src, z_dst = table[_on(keys[pairs, 0], dev)], table[_on(keys[pairs, 1], dev)]
+    logits: Tensor = model.decoder(z_src, z_dst)  # [U]
+    return logits[_on(inv, dev)].view(num_p, width - 1)
 
 
 @dataclass(frozen=True)
@@ -202,20 +219,21 @@ class WindowPlan:
         removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
         dst: The query's destination, None for the explained event's own (another: a
-            negative pair, ``MemorylessReplay.pair_plan``).
+            negative pair, ``MemorylessReplay.pair_plan``), or ``int64 [D]`` destinations
+            (``MemorylessReplay.pairs_plan``: ``logits`` is then ``[P, D]``).
     """
 
     model: Any
     end: int
     removed_mask: npt.NDArray[np.bool_]
-    dst: int | None = None
+    dst: int | IntArray | None = None
 
     def node_width(self) -> int:
         """Width of the zero node inputs (none by default)."""
         return 0
 
     def logits(self, sets: RemovalSets) -> Tensor:
-        """All P masks in one pass, ``float32 [P]``."""
+        """All P masks in one pass, ``float32 [P]`` (``[P, D]`` for D destinations)."""
         model = self.model
         zeros = torch.zeros(1, self.node_width(), device=model.device).expand(
             model.num_nodes, -1)

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -183,8 +184,9 @@ class TGNPlan:
         local: The same history prepared for the local replay, or None when it is long.
         options: The replay's options (read at every call).
         dst: The query's destination, None for the explained event's own; another (a
-            negative pair, ``TGNReplay.pair_plan``) is predicted instead, and its calls are
-            not added to the options' ``stats`` (the explained event's work).
+            negative pair, ``TGNReplay.pair_plan``) is predicted instead, or ``int64 [D]``
+            destinations (``TGNReplay.pairs_plan``: ``logits`` is ``[P, D]``), and their
+            calls are not added to the options' ``stats`` (the explained event's work).
     """
 
     model: TGN
@@ -192,7 +194,7 @@ class TGNPlan:
     local: LocalPlan | None
     options: TGNReplayOptions
     fitted: list[int] = field(default_factory=list)  # the pass size that fitted the budget
-    dst: int | None = None
+    dst: int | IntArray | None = None
 
     def _pass_size(self) -> int:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
@@ -205,10 +207,12 @@ class TGNPlan:
         deps = self.trajectory.deps
         columns = deps.num_columns if deps is not None else model.num_nodes
         k, layers = model.num_neighbors, model.embedding.num_layers
-        # per set: its row-map entries, and the embedding tables of its two endpoints'
-        # computation trees (one row of the memory size per tree node)
+        # per set: its row-map entries, and the embedding tables of its link's computation
+        # trees (one row of the memory size per tree node): the source and the destination,
+        # or the source and each of D destinations
         tree = sum(k ** layer for layer in range(layers + 1))
-        per_set = 4 * columns + 2 * tree * model.memory_dim * 4
+        ends = 2 if self.dst is None or np.ndim(self.dst) == 0 else 1 + len(self.dst)
+        per_set = 4 * columns + ends * tree * model.memory_dim * 4
         if opts.dense_on(self.trajectory.final_input.device):
             per_set += dense_nbytes_per_set(columns, model.memory_dim)
         step = min(step, max(1, int(budget // (2 * per_set))))
@@ -306,8 +310,20 @@ class TGNReplay:
         query."""
         return self._plan(base, end, removed_mask, removable, int(dst))
 
+    def pairs_plan(self, base: Any, start: int, end: int, dsts: IntArray,
+                   removed_mask: BoolArray | None = None,
+                   removable: IntArray | None = None) -> TGNPlan:
+        """The plan of the pairs ``(src_end, dsts[j], t_end)``
+        (``cftgnn.replay.plans.PairsReplay``): one recording whose rows and dependency sets
+        are those of the states any of the D predictions reads (``Trajectory.dst``), one
+        cone replay per call for all of them, and one embedding pass in which the source's
+        rows and every destination's are computed once per distinct value
+        (``batched_logits``): logits ``[P, D]``."""
+        return self._plan(base, end, removed_mask, removable,
+                          np.asarray(dsts, dtype=np.int64).reshape(-1))
+
     def _plan(self, base: Any, end: int, removed_mask: BoolArray | None,
-              removable: IntArray | None, dst: int | None) -> TGNPlan:
+              removable: IntArray | None, dst: int | IntArray | None) -> TGNPlan:
         state: State = base
         model = self.model
         local = None
