@@ -48,6 +48,7 @@ from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.history import History, check_history, history_end
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.probe import ModelProbe
+from cftgnn.oracle.target import RankScores, RankTarget
 from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,
@@ -240,6 +241,7 @@ class ReplayEngine:
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
         history: History | str = History.EVENT,
+        target: RankTarget | None = None,
     ) -> Oracle:
         """Build the oracle of one explained event (candidates, base state, backends).
 
@@ -253,8 +255,11 @@ class ReplayEngine:
             history: The explained prediction's history (``cftgnn.oracle.history``):
                 every earlier event (``event``) or the batches before the event's own
                 (``batch_start``, models with memory only).
+            target: None for the logit target; a ``RankTarget`` (the event's negatives and
+                k) for the rank target (``cftgnn.oracle.target``).
         """
-        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints)
+        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints,
+                                                                     target)
 
 
 class EventReplay:
@@ -395,18 +400,12 @@ class EventReplay:
 
     def pairs_logits(self, sets: Sequence[frozenset[int]], dsts: npt.ArrayLike,
                      approximate: bool = False) -> npt.NDArray[np.float64]:
-        """Logits of the pairs ``(src_i, dsts[j], t_i)`` — the explained source and time
-        with each of D destinations (the rank target's true destination and negatives) —
-        with each removal set removed, ``[P, D]``, in one batched call.
-
-        The history is ``exact``'s, or with ``approximate`` the approximate oracle's. The D
-        destinations (repeats scored once) share one plan, made on the first call for them
-        (``PairsReplay.pairs_plan`` of the engine's replay: TGN's cone and local replays
-        with the source's and every destination's embeddings computed once per distinct
-        value, TGAT's and GraphMixer's window pass; else one masked replay per set with the
-        D pairs predicted together). Each column equals ``pair_logits(sets, dsts[j])`` and
-        ``naive_logit(..., dst=dsts[j])`` (tests check both). Counted as the engine's
-        evaluations (one per set), like ``exact``.
+        """Logits of the pairs ``(src_i, dsts[j], t_i)`` (the explained source and time with
+        each of D destinations: the rank target's) under P removal sets, ``[P, D]``, in one
+        batched call over ``exact``'s history (or, with ``approximate``, the approximate
+        one). The D destinations (repeats scored once) share one plan, made on first use
+        (``_pairs_plan``). Each column equals ``pair_logits(sets, dsts[j])`` and
+        ``naive_logit(..., dst=dsts[j])`` (tested). Counted as ``exact``'s evaluations.
         """
         ends = np.asarray(dsts, dtype=np.int64).reshape(-1)
         uniq, inv = np.unique(ends, return_inverse=True)
@@ -526,17 +525,33 @@ class EventReplay:
                                            self._cand, self.engine.batch_size)
         return self._reach.consequence(sets)
 
+    def rank_scores(self, target: RankTarget) -> RankScores:
+        """The rank target's backends (``cftgnn.oracle.target``): the true destination and
+        the negatives scored in one ``pairs_logits`` call per batch of sets, over the exact
+        and the approximate history."""
+        dsts = np.concatenate([[int(self.engine.stream.dst[self.event_id])],
+                               target.negatives]).astype(np.int64)
+        return RankScores(target, lambda sets: self.pairs_logits(sets, dsts),
+                          lambda sets: self.pairs_logits(sets, dsts, approximate=True))
+
     def oracle(
         self,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
+        target: RankTarget | None = None,
     ) -> Oracle:
         """An [``Oracle``][cftgnn.oracle.Oracle] over these backends; its original logit is
         ``exact(∅)``.
 
-        ``constraints`` decide its removable events ``R`` and ``max_size``.
+        ``constraints`` decide its removable events ``R`` and ``max_size``. With a
+        ``target`` (``RankTarget``), the oracle's scalar is the rank margin of the true
+        destination among the target's negatives instead of the logit (``RankScores``,
+        kept as ``oracle.target``): its original value is the margin with nothing removed.
         """
-        p_orig = float(self.exact([frozenset()])[0])
+        scores = None if target is None else self.rank_scores(target)
+        exact = self.exact if scores is None else scores.exact
+        approximate = self.approximate if scores is None else scores.approximate
+        p_orig = float(exact([frozenset()])[0])
         removable = np.unique(constraints.removable(self.candidates, self.engine.stream))
         probe = None
         model = self.engine.model
@@ -548,12 +563,13 @@ class EventReplay:
             probe = ModelProbe(model, self.base, self.start, self.event_id, removable,
                                self.history_end, state)
         oracle = Oracle(
-            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+            self.candidates, p_orig, exact=exact, approximate=approximate, mode=mode,
             removable=removable, max_size=constraints.max_size, consequence=self.consequence,
             probe=probe, num_workers=self.engine.num_workers,
             fingerprint=self.engine.fingerprint, pair=self.pair_logits,
             stream=self.engine.stream,
             tallies=[self.engine.counters],  # worker processes' replays counted too
+            target=scores,
         )
         return oracle
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the probe needs torch and a model; the oracle itself does n
     from cftgnn.data.stream import EventStream
     from cftgnn.oracle.fingerprint import ModelFingerprint
     from cftgnn.oracle.probe import ModelProbe
+    from cftgnn.oracle.target import RankScores
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -248,6 +249,7 @@ class Oracle:
         pair: Negative-pair logits (``pair`` below; the engine's).
         stream: The event's stream (``stream`` below; the engine's).
         tallies: Counter objects the backends update (``tallies`` below).
+        target: The rank target's backends (``target`` below), or None.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
@@ -271,6 +273,7 @@ class Oracle:
         pair: PairFn | None = None,
         stream: EventStream | None = None,
         tallies: Iterable[object] = (),
+        target: RankScores | None = None,
     ) -> None:
         self.candidates = candidates
         self._consequence = consequence
@@ -280,9 +283,8 @@ class Oracle:
         try:
             self.mode = OracleMode(mode)
         except ValueError as err:
-            raise OracleError(
-                f"unknown oracle mode {mode!r}; expected one of "
-                f"{[m.value for m in OracleMode]}") from err
+            raise OracleError(f"unknown oracle mode {mode!r}; expected one of "
+                              f"{[m.value for m in OracleMode]}") from err
         self.candidate_ids: frozenset[int] = frozenset(int(e) for e in candidates.ids)
         if removable is None:
             self.removable: npt.NDArray[np.int64] = np.asarray(candidates.ids, dtype=np.int64)
@@ -299,14 +301,15 @@ class Oracle:
         #: The run's model and stream (the replay engine's; None for toy oracles): what
         #: a trained explainer checks its checkpoint against (docs/design.md §8).
         self.fingerprint: ModelFingerprint | None = fingerprint
-        #: Exact logits of the explained source with another destination under removal sets
-        #: (``PairFn``; the replay engine's, None for toy oracles): not counted, not
-        #: cached, never an explainer's (the ``tempme`` protocol's negative pairs).
+        #: Exact logits of the explained source with another destination (``PairFn``; the
+        #: engine's, None for toy oracles): not counted, not cached, never an explainer's.
         self.pair: PairFn | None = pair
-        #: The stream the event belongs to (the replay engine's, None for toy oracles):
-        #: its times and endpoints, for explainers that read the neighbourhood themselves
-        #: (TemGX's temporal window); never a model.
+        #: The event's stream (the engine's, None for toy oracles): its times and endpoints,
+        #: for explainers that read the neighbourhood (TemGX's window); never a model.
         self.stream: EventStream | None = stream
+        #: None for the logit target; the rank target's backends (``RankScores``: k, each
+        #: exact set's TGB rank) when the backends return rank margins; records read it.
+        self.target: RankScores | None = target
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)
