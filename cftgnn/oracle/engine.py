@@ -48,7 +48,6 @@ from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.history import History, check_history, history_end
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.probe import ModelProbe
-from cftgnn.oracle.target import RankScores, RankTarget
 from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,
@@ -56,6 +55,7 @@ from cftgnn.oracle.snapshots import (
     release_freed_memory,
     snapshot_nbytes,
 )
+from cftgnn.oracle.target import RankScores, RankTarget
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets

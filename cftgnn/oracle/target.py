@@ -132,15 +132,30 @@ class RankTarget:
 
 @dataclass(frozen=True)
 class RankTargets:
-    """The rank target of every event of a split: TGB's negatives and one k.
+    """The rank target of the events of TGB's splits: their negatives and one k.
 
     Attributes:
-        negatives: The split's negatives (``TGBNegatives``, in the stream's ids).
+        tables: The negatives of one or more splits (``TGBNegatives``, in the stream's
+            ids; an event is looked up in the first table that holds it).
         k: The top k.
     """
 
-    negatives: TGBNegatives
+    tables: tuple[TGBNegatives, ...]
     k: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ConfigError(f"target_k must be an integer >= 1, got {self.k!r}")
+        if not self.tables:
+            raise ConfigError("target=rank needs the negatives of at least one split")
+
+    def _table(self, event_id: int) -> TGBNegatives | None:
+        return next((t for t in self.tables if event_id in t), None)
+
+    def eligible(self) -> npt.NDArray[np.int64]:
+        """The events with at least k negatives, ascending (what sampling draws from)."""
+        ids = [t.event_ids[t.counts() >= self.k] for t in self.tables]
+        return np.unique(np.concatenate(ids)).astype(np.int64)
 
     def check(self, event_ids: Iterable[int]) -> None:
         """Refuse, before any work, an event without negatives or a k above an event's
@@ -149,25 +164,30 @@ class RankTargets:
         Raises:
             ConfigError: Naming the first such event.
         """
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ConfigError(f"target_k must be an integer >= 1, got {self.k!r}")
-        negs = self.negatives
-        for e in event_ids:
-            if int(e) not in negs:
-                lo, hi = ((int(negs.event_ids[0]), int(negs.event_ids[-1]))
-                          if negs.num_events else (None, None))
-                raise ConfigError(
-                    f"target=rank: event {int(e)} has no negatives in {negs.source} (the "
-                    f"{negs.split} split's events run from {lo} to {hi}); explain events of "
-                    "that split")
-            count = len(negs.of(int(e)))
+        for e in (int(x) for x in event_ids):
+            table = self._table(e)
+            if table is None:
+                spans = "; ".join(
+                    f"{t.split}: events {int(t.event_ids[0])} to {int(t.event_ids[-1])}"
+                    if t.num_events else f"{t.split}: none" for t in self.tables)
+                raise ConfigError(f"target=rank: event {e} has no TGB negatives ({spans}); "
+                                  "explain events of a split that has them")
+            count = len(table.of(e))
             if self.k > count:
                 raise ConfigError(f"target_k={self.k} is more than the {count} negatives of "
-                                  f"event {int(e)} ({negs.source})")
+                                  f"event {e} ({table.source})")
 
     def of(self, event_id: int) -> RankTarget:
-        """The rank target of one event (its negatives, ``k``)."""
-        return RankTarget(self.negatives.of(int(event_id)), self.k)
+        """The rank target of one event (its negatives, ``k``).
+
+        Raises:
+            ConfigError: The event has no negatives.
+        """
+        table = self._table(int(event_id))
+        if table is None:
+            self.check([event_id])
+        assert table is not None
+        return RankTarget(table.of(int(event_id)), self.k)
 
 
 #: Logits of P removal sets for D destinations, ``[P, D]`` (``EventReplay.pairs_logits``

@@ -33,6 +33,7 @@ from cftgnn.runs.options import (
     curves_choice,
     protocol_option,
 )
+from cftgnn.runs.targets import target_options
 from cftgnn.scoring.protocols import (
     CurveSet,
     Protocol,
@@ -85,6 +86,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
+        **target_options(cfg).as_dict(),  # nothing for target=logit (runs before it)
         **protocol_keys(protocols),
         # the tempme protocol's negative destinations are drawn from the seed (already above)
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),

@@ -16,7 +16,8 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.plans import PairsReplay
-from tests.oracle.test_pair_plans import KINDS, removal_sets, stream, tiny  # noqa: F401
+from tests.oracle.test_pair_plans import KINDS, removal_sets, tiny
+from tests.oracle.test_pair_plans import stream as stream  # noqa: F401 (the fixture)
 
 ATOL = 1e-6
 

@@ -65,10 +65,15 @@ def test_k_outside_the_negatives_is_refused():
     with pytest.raises(OracleError, match="k must be in"):
         RankTarget(np.array([1, 2]), k=0)
     negs = TGBNegatives.from_lists("test", {10: [1, 2, 3], 11: [4, 5]})
-    RankTargets(negs, 2).check([10, 11])
+    RankTargets((negs,), 2).check([10, 11])
+    np.testing.assert_array_equal(RankTargets((negs,), 3).eligible(), [10])
     with pytest.raises(ConfigError, match="more than the 2 negatives of event 11"):
-        RankTargets(negs, 3).check([10, 11])
-    with pytest.raises(ConfigError, match="event 5 has no negatives"):
-        RankTargets(negs, 1).check([5])
+        RankTargets((negs,), 3).check([10, 11])
+    with pytest.raises(ConfigError, match="event 5 has no TGB negatives"):
+        RankTargets((negs,), 1).check([5])
     with pytest.raises(ConfigError, match="target_k"):
-        RankTargets(negs, 0).check([10])
+        RankTargets((negs,), 0)
+    val = TGBNegatives.from_lists("val", {3: [7]})
+    both = RankTargets((val, negs), 1)
+    np.testing.assert_array_equal(both.of(3).negatives, [7])
+    np.testing.assert_array_equal(both.of(11).negatives, [4, 5])
