@@ -195,6 +195,10 @@ class TGNPlan:
     options: TGNReplayOptions
     fitted: list[int] = field(default_factory=list)  # the pass size that fitted the budget
     dst: int | IntArray | None = None
+    #: The D destinations' unperturbed embeddings, kept between calls (``batched_logits``),
+    #: one store for the local replay's inputs and one for the cone replay's.
+    unperturbed: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False,
+                                                   repr=False)
 
     def _pass_size(self) -> int:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
@@ -235,6 +239,7 @@ class TGNPlan:
         if self.local is not None and sets.num_sets <= opts.local_max_sets:
             inputs = local_replay(model, self.local, sets)
             shared: BoolArray | None = self.local.removed_mask
+            replay = "local"
         else:
             budget = (None if opts.memory_budget_gb is None
                       else int(opts.memory_budget_gb * 2**30) // 2)
@@ -249,7 +254,10 @@ class TGNPlan:
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)
             shared = traj.removed_mask
-        return batched_logits(model, sets, shared, traj.end, inputs, self.dst)
+            replay = "cone"
+        # the local and the cone replay's inputs: one store of unperturbed rows each
+        kept = self.unperturbed.setdefault(replay, {})
+        return batched_logits(model, sets, shared, traj.end, inputs, self.dst, kept)
 
 
 @register_replay(TGN)
