@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.explain.params import check_explainer_options, check_strategy_options
+from cftgnn.explain.post import PostProcessing
 from cftgnn.options import (
     boolean,
     choice,
@@ -88,6 +89,30 @@ def check_oracle_options(cfg: Any) -> None:
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
     integer(cfg, "num_threads", minimum=1)
+    checkpoint_file(cfg)
+    device(cfg)
+
+
+def check_rank_options(cfg: Any) -> None:
+    """``benchmark_rank.py``: counts of the right type and range, the mode, the explainer's
+    and the post-processing options.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=1)
+    integer(cfg, "num_negatives", minimum=1)
+    integer(cfg, "target_k", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    integer(cfg, "num_threads", minimum=1)
+    choice(cfg, "mode", ["approximate", "exact"])
+    if int(cfg.target_k) > int(cfg.num_negatives):
+        raise ConfigError(f"target_k={cfg.target_k} is more than num_negatives="
+                          f"{cfg.num_negatives}")
+    check_explainer_options(cfg.get("explainer"))
+    check_strategy_options(cfg.get("strategy"))
+    PostProcessing.from_config(cfg)
     checkpoint_file(cfg)
     device(cfg)
 

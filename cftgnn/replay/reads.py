@@ -28,18 +28,21 @@ IntArray = npt.NDArray[np.int64]
 def _join(keys: IntArray, owners: IntArray, p: IntArray, hits: IntArray
           ) -> tuple[IntArray, IntArray]:
     """``(p', owner)`` for every ``(p[i], hits[i])`` and every ``owner`` with
-    ``(owner, hits[i])`` among ``(owners, keys)``."""
-    order = np.argsort(keys, kind="stable")
-    k_sorted, o_sorted = keys[order], owners[order]
-    lo = np.searchsorted(k_sorted, hits, "left")
-    hi = np.searchsorted(k_sorted, hits, "right")
+    ``(owner, hits[i])`` among ``(owners, keys)``; ``keys`` ascending."""
+    lo = np.searchsorted(keys, hits, "left")
+    hi = np.searchsorted(keys, hits, "right")
     counts = hi - lo
     total = int(counts.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    at = starts + np.arange(total)
-    return np.repeat(p, counts), o_sorted[at]
+    return np.repeat(p, counts), owners[starts + np.arange(total)]
+
+
+def _by_key(owners: IntArray, keys: IntArray) -> tuple[IntArray, IntArray]:
+    """``(owners, keys)`` ordered by key."""
+    order = np.argsort(keys, kind="stable")
+    return owners[order], keys[order]
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,10 @@ class TreeReads:
 
     Attributes:
         width: W.
-        event_query, event: Pairs ``(query, slot event)`` of the trees, ``int64 [A]`` each.
-        node_query, node: Pairs ``(query, node whose layer-0 input it reads)``, ``[B]`` each.
+        event_query, event: Pairs ``(query, slot event)`` of the trees, ``int64 [A]`` each,
+            ordered by event.
+        node_query, node: Pairs ``(query, node whose layer-0 input it reads)``, ``[B]`` each,
+            ordered by node.
     """
 
     width: int
@@ -110,9 +115,9 @@ def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes:
             _, first = np.unique(key, axis=0, return_index=True)
             q, n, before = q[first], n[first], before[first]
     empty = np.zeros(0, dtype=np.int64)
-    return TreeReads(width, np.concatenate(ev_q) if ev_q else empty,
-                     np.concatenate(ev) if ev else empty, np.concatenate(nd_q),
-                     np.concatenate(nd))
+    by_event = _by_key(np.concatenate(ev_q) if ev_q else empty,
+                       np.concatenate(ev) if ev else empty)
+    return TreeReads(width, *by_event, *_by_key(np.concatenate(nd_q), np.concatenate(nd)))
 
 
 __all__ = ["TreeReads", "tree_reads"]

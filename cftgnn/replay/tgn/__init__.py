@@ -342,6 +342,11 @@ class TGNReplay:
         history = removed_mask if local is None else local.removed_mask
         trajectory = record_trajectory(model, state, end, history, removable,
                                        self.record_bytes, dst)
+        if dst is not None and np.ndim(dst) == 1:
+            # D destinations: the cone replay for every call, whose rows are only those a
+            # set perturbs (the local replay has a row for every node it touches), so that
+            # the destinations a set does not reach read their unperturbed embedding
+            local = None
         return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
