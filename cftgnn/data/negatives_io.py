@@ -93,7 +93,7 @@ def random_negatives(stream: EventStream, event_ids: npt.ArrayLike, count: int,
     ids = np.unique(np.asarray(event_ids, dtype=np.int64))
     rng = np.random.default_rng(seed)
     size = min(int(count), len(pool) - 1)
-    rows = {}
+    rows: dict[int, npt.ArrayLike] = {}
     for e in ids.tolist():
         others = pool[pool != int(stream.dst[e])]
         rows[e] = rng.choice(others, size=size, replace=False)

@@ -63,7 +63,7 @@ class GenericPlan:
         if self.dst is not None:
             dst = np.asarray(self.dst, dtype=stream.dst.dtype).reshape(-1)
             src, t = np.repeat(src, len(dst)), np.repeat(t, len(dst))
-        if np.ndim(self.dst) == 1:  # [P, D]
+        if isinstance(self.dst, np.ndarray):  # [P, D]
             rows = [model.predict(src, dst, t).reshape(1, -1).float().cpu()
                     for _ in self._replayed(sets)]
             return torch.cat(rows) if rows else torch.zeros(0, len(dst))

@@ -162,7 +162,7 @@ class MemorylessReplay:
     #: removal mask (the base state's and the plan's own), ``bool [E]``, and the query's
     #: destination (None: the explained event's own; ``pair_plan``), or destinations
     #: (``int64 [D]``; ``pairs_plan``).
-    make_plan: Callable[[Any, int, BoolArray, int | IntArray | None], ReplayPlan]
+    make_plan: Callable[..., ReplayPlan]
 
     #: Whether ``make_plan`` takes an array of destinations (``WindowPlan``); else
     #: ``pairs_plan`` stacks one plan per destination (``StackedPairsPlan``).

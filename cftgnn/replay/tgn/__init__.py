@@ -215,7 +215,7 @@ class TGNPlan:
         # trees (one row of the memory size per tree node): the source and the destination,
         # or the source and each of D destinations
         tree = sum(k ** layer for layer in range(layers + 1))
-        ends = 2 if self.dst is None or np.ndim(self.dst) == 0 else 1 + len(self.dst)
+        ends = 1 + len(self.dst) if isinstance(self.dst, np.ndarray) else 2
         per_set = 4 * columns + ends * tree * model.memory_dim * 4
         if opts.dense_on(self.trajectory.final_input.device):
             per_set += dense_nbytes_per_set(columns, model.memory_dim)
