@@ -70,6 +70,10 @@ def test_approximate_pairs_logits_equal_the_approximate_per_set_replay(stream, n
     dsts = some_destinations(stream, i)
     got = replay.pairs_logits(sets, dsts, approximate=True)
     np.testing.assert_allclose(got[:, 0], replay.approximate(sets), atol=ATOL)
+    # single sets (TGN: the local replay, relative to the empty set's rows) agree
+    for s, row in zip(sets, got, strict=True):
+        np.testing.assert_allclose(replay.pairs_logits([s], dsts, approximate=True)[0], row,
+                                   atol=ATOL)
     mask = replay._mask(frozenset(), approximate=True)
     for j in (1, 3):
         plan = GenericReplay(model).pair_plan(replay.base, replay.start, i, int(dsts[j]), mask)

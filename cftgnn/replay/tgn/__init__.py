@@ -61,7 +61,7 @@ from cftgnn.data.stream import IntArray
 from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
-from cftgnn.replay.batched import batched_logits
+from cftgnn.replay.batched import NodeInputs, batched_logits
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.registry import register_replay
@@ -222,6 +222,34 @@ class TGNPlan:
         step = min(step, max(1, int(budget // (2 * per_set))))
         return min([step, *self.fitted])
 
+    def _relative(self, inputs: NodeInputs) -> NodeInputs:
+        """The local replay's inputs relative to the empty set's: the unperturbed input of
+        a touched node is the empty set's final row (kept in ``unperturbed``), and a set's
+        row equal to it bit for bit is no perturbed row, so that the D destinations a set
+        does not reach read their unperturbed embedding (``batched_logits``; the local
+        replay gives every set a row of every node it touches)."""
+        assert self.local is not None and inputs.rowmap is not None
+        loc = self.local.loc
+        touched = np.flatnonzero(loc >= 0)
+        store = self.unperturbed.setdefault("local_inputs", {})
+        if not store:
+            empty = local_replay(self.model, self.local, RemovalSets.from_sets([frozenset()]))
+            base = empty.base.clone()
+            dev = base.device
+            base[torch.as_tensor(touched, device=dev)] = empty(
+                np.zeros(len(touched), dtype=np.int64), touched)
+            store["base"] = base
+        base = store["base"]
+        rowmap = np.asarray(inputs.rowmap).copy()
+        node_of = np.full(rowmap.shape[1], -1, dtype=np.int64)
+        node_of[loc[touched]] = touched
+        p, c = np.nonzero(rowmap >= 0)
+        dev = base.device
+        same = (inputs.extra[torch.as_tensor(rowmap[p, c], device=dev)]
+                == base[torch.as_tensor(node_of[c], device=dev)]).all(dim=1).cpu().numpy()
+        rowmap[p[same], c[same]] = -1
+        return NodeInputs(base, inputs.extra, rowmap, loc)
+
     def final_state(self) -> State:
         """The recorded state at the explained event, the trajectory's final snapshot
         (``RecordedPlan``)."""
@@ -238,6 +266,8 @@ class TGNPlan:
         model, traj, opts = self.model, self.trajectory, self.options
         if self.local is not None and sets.num_sets <= opts.local_max_sets:
             inputs = local_replay(model, self.local, sets)
+            if isinstance(self.dst, np.ndarray):
+                inputs = self._relative(inputs)
             shared: BoolArray | None = self.local.removed_mask
             replay = "local"
         else:
@@ -342,11 +372,6 @@ class TGNReplay:
         history = removed_mask if local is None else local.removed_mask
         trajectory = record_trajectory(model, state, end, history, removable,
                                        self.record_bytes, dst)
-        if dst is not None and np.ndim(dst) == 1:
-            # D destinations: the cone replay for every call, whose rows are only those a
-            # set perturbs (the local replay has a row for every node it touches), so that
-            # the destinations a set does not reach read their unperturbed embedding
-            local = None
         return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
