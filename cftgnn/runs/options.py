@@ -13,6 +13,7 @@ from cftgnn.explain.params import check_explainer_options, check_strategy_option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
+from cftgnn.oracle.target import Target
 from cftgnn.runs.targets import target_options
 from cftgnn.scoring.groups import PredictionGroup
 from cftgnn.scoring.protocols import CurveSet, Protocol
@@ -171,7 +172,11 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "group", optional=True)
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
     check_strategy_options(cfg.get("strategy"))  # strategy.*: likewise
-    target_options(cfg)  # target, target_k, target_negatives
+    if target_options(cfg).target is Target.RANK and (
+            Protocol.TEMPME in protocol_option(cfg) or cfg.get("curves") == CurveSet.ALL.value):
+        raise ConfigError("protocol=tempme scores negative pairs' logits against the explained "
+                          "logit; it is not available with target=rank (use protocol=common or "
+                          "tgnnexplainer)")
     PostProcessing.from_config(cfg)  # ceiling, prune, certify, certify_max_time_s: the same
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 

@@ -97,6 +97,8 @@ def test_rank_runs_honour_constraints_and_differ_from_logit_runs(tmp_path, negat
     (["target=rank", "target_k=0"], "target_k must be"),
     (["target=ranks"], "target must be one of logit, rank"),
     (["target=rank", "target_negatives=/nonexistent.npz"], "does not exist"),
+    (["target=rank", "target_negatives={neg}", "protocol=tempme"], "not available with target"),
+    (["target=rank", "robustness=true"], "not available with target=rank"),
 ])
 def test_bad_rank_options_are_one_error_line(tmp_path, negatives, overrides, message):
     args = [o.replace("{neg}", str(negatives)) for o in overrides]
