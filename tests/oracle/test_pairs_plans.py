@@ -80,3 +80,20 @@ def test_approximate_pairs_logits_equal_the_approximate_per_set_replay(stream, n
         with eval_mode(model), torch.no_grad():
             ref = plan.logits(RemovalSets.from_sets(sets)).double().numpy()
         np.testing.assert_allclose(got[:, j], ref, atol=ATOL)
+
+
+def test_the_dense_cone_replay_gives_the_same_pairs(stream):
+    from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
+
+    model = tiny("tgn2", stream)
+    rows = EventReplay(ReplayEngine(model, stream, checkpoint_every=2), 260, m_max=60)
+    engine = ReplayEngine(model, stream, checkpoint_every=2,
+                          replay=TGNReplay(model, TGNReplayOptions(cone="dense")))
+    dense = EventReplay(engine, 260, m_max=60)
+    sets = removal_sets(dense.candidates.ids, np.random.default_rng(0))
+    dsts = some_destinations(stream, 260)
+    got = dense.pairs_logits(sets, dsts)
+    np.testing.assert_allclose(got, rows.pairs_logits(sets, dsts), atol=ATOL)
+    for j in (1, 4):
+        ref = [naive_logit(model, stream, 260, sorted(s), dst=int(dsts[j])) for s in sets[:3]]
+        np.testing.assert_allclose(got[:3, j], ref, atol=ATOL)
