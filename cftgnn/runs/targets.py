@@ -11,12 +11,12 @@ is one ``error:`` line before any event is explained.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from cftgnn.data.negatives_io import load_negatives
 from cftgnn.data.stream import EventStream
+from cftgnn.data.tgb import load_tgb_negatives
 from cftgnn.data.tgb_negatives import TGB_SPLITS, TGBNegatives
 from cftgnn.errors import ConfigError, DataNotFoundError
 from cftgnn.explain.result import ExplanationResult
@@ -72,14 +72,10 @@ def _tgb_negatives(stream: EventStream) -> tuple[TGBNegatives, ...]:
         raise ConfigError(f"target=rank needs TGB's negatives: stream {stream.name!r} is not a "
                           "TGB dataset (dataset=tgb dataset.name=tgbl-...); or give a table of "
                           "your own with target_negatives=<file.npz>")
-    try:
-        tgb = importlib.import_module("cftgnn.data.tgb")
-    except ImportError as exc:
-        raise ConfigError(f"target=rank cannot read TGB's negatives here ({exc})") from None
     tables, missing = [], []
     for split in TGB_SPLITS:
         try:
-            tables.append(tgb.load_tgb_negatives(stream, split))
+            tables.append(load_tgb_negatives(stream, split))
         except DataNotFoundError as exc:
             missing.append(str(exc))
     if not tables:

@@ -126,3 +126,40 @@ def test_a_file_that_is_not_a_negatives_table_is_refused(tmp_path):
              indptr=np.array([0, 1]), dst=np.array([2]))
     with pytest.raises(CftgnnError, match="not a negatives file"):
         load_negatives(objects)
+
+
+def _tgb_run(tmp_path: Path, *overrides: str):
+    from tests.data.test_tgb import write_jodie
+
+    write_jodie(tmp_path / "tgb")
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose("explain", overrides=[
+            "dataset=tgb", "dataset.name=tgbl-wiki", f"dataset.data_dir={tmp_path / 'tgb'}",
+            f"dataset.cache_dir={tmp_path / 'cache'}", "checkpoint=null", "progress=false",
+            "picture=false", f"out_dir={tmp_path / 'out'}", "target=rank", *overrides])
+
+
+def test_a_rank_run_reads_tgb_s_negatives_of_the_event_s_split(tmp_path):
+    from cftgnn.data import load_tgb
+    from tests.data.test_tgb import tgb_keys, write_jodie, write_negatives
+
+    write_jodie(tmp_path / "tgb")
+    s = load_tgb("tgbl-wiki", data_dir=tmp_path / "tgb", use_cache=False)
+    t = s.meta["tgb"]["test_start"]
+    nodes = np.unique(s.dst)
+    test = {k: nodes[nodes != int(k[1])] for k in dict.fromkeys(tgb_keys(s, t, s.num_events))}
+    write_negatives(tmp_path / "tgb", "tgbl-wiki", "test", test)  # no val file: test only
+    pipeline.run(_tgb_run(tmp_path, "explainer=exhaustive", "explainer.max_size=2",
+                          f"events=[{s.num_events - 1}]", "target_k=2"))
+    (rec,) = read_records(tmp_path / "out").itertuples()
+    assert rec.target == "rank" and rec.target_k == 2 and rec.num_negatives == len(nodes) - 1
+    assert 1.0 <= rec.rank_before <= len(nodes)
+    assert (rec.original_logit > 0) == (rec.rank_before <= 2)
+    # an event of the validation split has no negatives here: one line, before any work
+    with pytest.raises(CftgnnError, match=f"event {t - 1} has no TGB negatives"):
+        pipeline.run(_tgb_run(tmp_path, f"events=[{t - 1}]", f"out_dir={tmp_path / 'v'}"))
+
+
+def test_a_rank_run_without_tgb_s_negatives_files_is_refused(tmp_path):
+    with pytest.raises(CftgnnError, match="no TGB negatives found"):
+        pipeline.run(_tgb_run(tmp_path))
