@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,12 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from testsupport.models import ModelFactory, tgat, tgn1
-from testsupport.tgb import tgb_stream, tgb_tables
+from testsupport.tgbstreams import tgb_stream, tgb_tables, write_tgb_wiki
 
 import cftgnn.config  # noqa: F401
 from cftgnn.data.stream import EventStream
 from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.data.tgb import load_tgb, load_tgb_negatives
 from cftgnn.data.tgb_negatives import TGBNegatives
 from cftgnn.errors import ConfigError, DataFormatError, DataNotFoundError
 from cftgnn.models.base import eval_mode
@@ -132,7 +135,7 @@ def tgb_cfg(tmp_path: Path, *overrides: str) -> Any:
             "model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.embedding_dim=8",
             "model.num_neighbors=3", "model.batch_size=25", "epochs=2", "lr=0.01",
             "progress=false", f"out_dir={tmp_path}", "tgb.max_pairs=64", *overrides])
-    cfg.dataset = OmegaConf.create({"_target_": "testsupport.tgb.tgb_stream"})
+    cfg.dataset = OmegaConf.create({"_target_": "testsupport.tgbstreams.tgb_stream"})
     return cfg
 
 
@@ -182,3 +185,49 @@ def test_negatives_inside_the_training_part_are_refused() -> None:
     tables["val"] = TGBNegatives.from_lists("val", {100: [1, 2], 300: [3]})
     with pytest.raises(DataFormatError, match="inside the training part"):
         evaluate_tgb(DstScorer(stream, 25), Split(275, 325, 400), tables)  # type: ignore[arg-type]
+
+
+TINY = ["model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.embedding_dim=8",
+        "model.num_neighbors=3", "model.batch_size=25", "epochs=1", "progress=false"]
+
+
+def train_py(tmp_path: Path, root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), *TINY, "dataset=tgb",
+         "dataset.name=tgbl-wiki", f"dataset.data_dir={root}",
+         f"paths.cache_dir={tmp_path / 'cache'}", f"out_dir={tmp_path / 'out'}", *extra],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def test_train_py_on_a_tgb_download_reports_tgb_metrics(tmp_path: Path) -> None:
+    """TGB's layout on disk (edge list and negatives pickles), read through dataset=tgb."""
+    root = write_tgb_wiki(tmp_path / "tgb")
+    done = train_py(tmp_path, root, "tgb.hits_k=3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    card = json.loads((tmp_path / "out" / "tgn_tgbl-wiki.json").read_text())
+    stream = load_tgb("tgbl-wiki", root, use_cache=False)
+    info = stream.meta["tgb"]
+    assert card["tgb_split"]["val_start"] == info["val_start"] == 280
+    assert card["split"]["train_end"] == 275 and card["split"]["val_end"] == 325
+    for part, n in (("val", info["test_start"] - info["val_start"]),
+                    ("test", stream.num_events - info["test_start"])):
+        got = card["metrics"]["tgb"][part]
+        assert got["n"] == n and set(got) == {"mrr", "hits@3", "n", "mean_negatives"}
+        assert 0 < got["mrr"] <= 1
+    # the card's numbers are the checkpoint's, ranked again here
+    model = load_checkpoint(tmp_path / "out" / "tgn_tgbl-wiki.pt", stream)
+    tables = {s: load_tgb_negatives(stream, s) for s in ("val", "test")}
+    again = evaluate_tgb(model, Split(275, 325, stream.num_events), tables, k=3)
+    assert math.isclose(again["test"]["mrr"], card["metrics"]["tgb"]["test"]["mrr"],
+                        rel_tol=1e-9)
+
+
+def test_train_py_without_tgb_negatives_stops_in_one_line(tmp_path: Path) -> None:
+    root = write_tgb_wiki(tmp_path / "tgb")
+    (root / "tgbl_wiki" / "tgbl-wiki_test_ns_v2.pkl").unlink()
+    done = train_py(tmp_path, root)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: TGB's test negatives of tgbl-wiki")
+    assert "Traceback" not in done.stderr and "epoch" not in done.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
