@@ -290,10 +290,12 @@ def evaluate_tgb(model: TemporalModel, split: Split, tables: dict[str, TGBNegati
         progress: Show a progress bar over the pairs.
 
     Returns:
-        ``{"val": {...}, "test": {...}, "k", "protocol"}``, each part's ``mrr``,
-        ``hits@<k>``, ``n`` (events ranked) and ``mean_negatives``.
+        ``{"val": {...}, "test": {...}, "k", "pairs", "seconds", "protocol"}``: each part's
+        ``mrr``, ``hits@<k>``, ``n`` (events ranked) and ``mean_negatives``; the pairs
+        scored and the walk's seconds (the replay of the training part included).
     """
     lo, hi = rank_walk_bounds(tables, split.train_end, model.stream.name)
+    t0 = time.perf_counter()
     model.reset()
     model.advance(0, lo)
     ranker = NegativeRanker(model, tables, max_pairs, progress)
@@ -302,7 +304,8 @@ def evaluate_tgb(model: TemporalModel, split: Split, tables: dict[str, TGBNegati
             pass
     finally:
         ranker.close()
-    return {**ranker.summary(k), "k": k, "protocol": RANK_PROTOCOL}
+    return {**ranker.summary(k), "k": k, "pairs": ranker.pairs,
+            "seconds": time.perf_counter() - t0, "protocol": RANK_PROTOCOL}
 
 
 #: How cards and logs number epochs: the first is epoch 1 (a card's ``best_epoch`` and each

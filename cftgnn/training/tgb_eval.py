@@ -158,6 +158,7 @@ class NegativeRanker:
         self.max_pairs = max(1, int(max_pairs))
         self.ranks = {s: np.full(t.num_events, np.nan) for s, t in self.tables.items()}
         total = sum(int(t.indptr[-1]) + t.num_events for t in self.tables.values())
+        self.pairs = 0  # scored so far
         self._bar = tqdm(total=total, desc="TGB ranks", unit="pair", leave=False,
                          disable=not progress, mininterval=5)
 
@@ -195,6 +196,7 @@ class NegativeRanker:
         neg_ptr = np.r_[0, np.cumsum(counts)]
         self.ranks[split][q0:q1] = tgb_ranks(logits[is_pos].astype(np.float64),
                                              logits[~is_pos].astype(np.float64), neg_ptr)
+        self.pairs += len(group)
         self._bar.update(len(group))
 
     def close(self) -> None:

@@ -39,11 +39,13 @@ def tgb_tables(stream: EventStream, seed: int = 0, most: int = 9) -> dict[str, T
 
 
 def write_tgb_wiki(root: Path, num_events: int = 400, num_src: int = 12, num_dst: int = 10,
-                   feat_dim: int = 3, most: int = 6, seed: int = 0) -> Path:
+                   feat_dim: int = 3, most: int = 6, seed: int = 0,
+                   count: int | None = None) -> Path:
     """A tiny ``tgbl-wiki`` in TGB's own layout under ``root/tgbl_wiki/``: the edge list
     (``user_id,item_id,timestamp,state_label,features...``, destinations from 0, which TGB
     shifts by ``max(src) + 1``) and the validation and test negatives pickles (TGB's dict from
-    ``(src, dst, t)`` in TGB's ids to an array of other destinations, 0 to ``most`` each).
+    ``(src, dst, t)`` in TGB's ids to an array of other destinations, 0 to ``most`` each, or
+    ``count`` each when given).
 
     Returns:
         ``root`` (what ``dataset.data_dir`` takes).
@@ -72,8 +74,8 @@ def write_tgb_wiki(root: Path, num_events: int = 400, num_src: int = 12, num_dst
         for e in range(lo, hi):
             others = np.setdiff1d(np.arange(shift, shift + num_dst), [stream.dst[e]])
             key = (np.int64(stream.src[e]), np.int64(stream.dst[e]), np.int64(stream.t[e]))
-            table.setdefault(key, rng.choice(others, int(rng.integers(0, most + 1)),
-                                             replace=False))
+            n = count if count is not None else int(rng.integers(0, most + 1))
+            table.setdefault(key, rng.choice(others, n, replace=False))
         with open(folder / f"tgbl-wiki_{split}_ns_v2.pkl", "wb") as f:
             pickle.dump(table, f)
     return root

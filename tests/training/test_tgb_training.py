@@ -93,6 +93,7 @@ def test_toy_ranks_are_the_hand_computed_ones_from_the_batch_start_state() -> No
             assert math.isclose(got[part]["mrr"], float(np.mean(1 / np.array(ranks))))
             assert math.isclose(got[part]["hits@3"], float(np.mean(np.array(ranks) <= 3)))
         assert got["k"] == 3
+        assert got["pairs"] == sum(int(t.indptr[-1]) + t.num_events for t in tables.values())
 
 
 @pytest.mark.parametrize("factory", [tgn1, tgat], ids=["tgn", "tgat"])
