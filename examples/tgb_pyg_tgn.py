@@ -26,7 +26,7 @@ explain it (docs/own_model.md, "A TGN trained on TGB").
 5. Explain test events with ``scripts/explain.py model=pyg_tgn dataset=tgb
    history=batch_start``: the prediction of that evaluation loop.
 
-``tests/evaluation/test_tgb_pyg_tgn_example.py`` runs it on a tiny TGB-layout stream and
+``tests/runs/test_tgb_pyg_tgn_example.py`` runs it on a tiny TGB-layout stream and
 checks its MRRs against ``scripts/train.py``'s ranking of the saved checkpoint.
 """
 
