@@ -47,10 +47,10 @@ def _admitted() -> dict[tuple[str, str], Any]:
         ("numpy", "ndarray"): np.ndarray,
         ("numpy", "dtype"): np.dtype,
     }
-    for core in ("numpy.core", "numpy._core"):
-        table[(f"{core}.multiarray", "_reconstruct")] = multiarray._reconstruct
-        table[(f"{core}.multiarray", "scalar")] = multiarray.scalar
-        table[(f"{core}.numeric", "_frombuffer")] = numeric._frombuffer
+    for core in ("numpy.core", "numpy._core"):  # numpy's own names, as its pickles state them
+        for module, name in ((multiarray, "_reconstruct"), (multiarray, "scalar"),
+                             (numeric, "_frombuffer")):
+            table[(f"{core}.{module.__name__.rsplit('.', 1)[1]}", name)] = getattr(module, name)
     return table
 
 
@@ -97,7 +97,7 @@ def load_numpy_pickle(path: Path) -> Any:
     where = str(path)
     try:
         with open(path, "rb") as f:
-            obj = _NumpyOnlyUnpickler(f, where).load()  # type: ignore[arg-type]
+            obj = _NumpyOnlyUnpickler(f, where).load()
     except DataFormatError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,

@@ -11,7 +11,7 @@ files itself, without importing py-tgb (docs/datasets.md says why):
   (``cftgnn.data.tgb_formats``: the same node ids, integer timestamps and edge features) and
   carries TGB's chronological split in ``stream.meta["tgb"]``;
 - ``load_tgb_negatives`` reads a split's negatives with a restricted unpickler
-  (``cftgnn.data.safe_pickle``) into a [`TGBNegatives`][cftgnn.data.tgb_negatives.TGBNegatives]
+  (``cftgnn.data.safe_pickle``) into a [`TGBNegatives`][cftgnn.data.TGBNegatives]
   table in the stream's event ids.
 
 Node ids are TGB's own (after its destination shift or relabelling), so TGB's negatives and
@@ -127,8 +127,8 @@ def find_tgb_folder(name: str, data_dir: str | os.PathLike[str] | None = None) -
 
     Looked for under the first of ``data_dir``, ``$CFTGNN_TGB_DIR`` and py-tgb's package folder
     ``tgb/datasets`` that is given, in ``<that>/<name with - as _>/`` and then in ``<that>/``.
-    (py-tgb's own loader always looks under its package folder, whatever ``root`` says: TGB
-    issue #116.)
+    (py-tgb's own loader always looks under its package folder, whatever ``root`` says:
+    TGB issue #116.)
 
     Raises:
         ConfigError: ``data_dir`` or ``$CFTGNN_TGB_DIR`` names a folder that does not exist.
@@ -219,13 +219,11 @@ def load_tgb(
     for each layout; ``num_nodes`` is the largest id + 1, so ids TGB never uses, e.g. those
     its destination shift skips, count as nodes without events), TGB's integer timestamps
     (fractional ones truncated, as TGB's ``astype(int)``), and TGB's edge features as float32.
-    Its ``meta["tgb"]`` carries TGB's split and where the files are::
-
-        {"name": "tgbl-wiki", "val_start": <first validation event id>,
-         "test_start": <first test event id>, "folder": "<the folder of the files>",
-         "version": 2, "layout": "jodie", "val_time": ..., "test_time": ..., "edgelist": ...}
-
-    so train is ids ``[0, val_start)``, validation ``[val_start, test_start)``, test
+    Its ``meta["tgb"]`` carries TGB's split and where the files are: ``name`` (e.g.
+    ``"tgbl-wiki"``), ``val_start`` (the first validation event id), ``test_start`` (the first
+    test event id), ``folder`` (the folder of the files, a string), and ``version``,
+    ``layout``, ``val_time``, ``test_time`` (TGB's two thresholds) and ``edgelist`` (the file
+    name); so train is ids ``[0, val_start)``, validation ``[val_start, test_start)``, test
     ``[test_start, E)``, by TGB's rule (``tgb_split``: events at the training split's last
     timestamp ``val_time`` are all training events, TGB's ``t <= val_time``; ties never
     straddle a boundary). TGB keeps file order and a file whose timestamps decrease is
@@ -264,6 +262,28 @@ def load_tgb(
         return _stream_of(edges, p, name, version, layout, sort)
 
     return load_processed(path, resolve_cache_dir(cache_dir), use_cache, options, parse)
+
+
+def tgb_negatives_path(name: str, folder: str | os.PathLike[str], split: str) -> Path:
+    """The file of TGB's ``split`` negatives of ``name``: ``<name>_<split>_ns_v2.pkl``
+    (``_ns.pkl`` at version 1) in ``folder/<name with - as _>/`` or in ``folder``; cheap, so a
+    run can check it before any work.
+
+    Raises:
+        ConfigError: ``split`` is neither val nor test, or ``name`` is not a TGB link dataset.
+        DataNotFoundError: The file is in neither place.
+    """
+    if split not in TGB_SPLITS:
+        raise ConfigError(f"TGB's negatives exist for the splits {TGB_SPLITS}, not {split!r}")
+    fname = tgb_file_names(name)[split]
+    root = Path(folder).expanduser()
+    looked = [root / fname, root / name.replace("-", "_") / fname]
+    path = next((p for p in looked if p.is_file()), None)
+    if path is None:
+        raise DataNotFoundError(f"TGB's {split} negatives of {name} not found: looked for "
+                                f"{looked[0]} and {looked[1]}; they come in TGB's {name} "
+                                "download, beside the edge list")
+    return path
 
 
 def _split_events(stream: EventStream, split: str) -> tuple[int, int]:
@@ -325,15 +345,8 @@ def load_tgb_negatives(
     """
     lo, hi = _split_events(stream, split)
     info = stream.meta["tgb"]
-    name = str(info["name"])
-    fname = tgb_file_names(name)[split]
     root = Path(data_dir).expanduser() if data_dir not in (None, "") else Path(info["folder"])
-    looked = [root / name.replace("-", "_") / fname, root / fname]
-    path = next((p for p in looked if p.is_file()), None)
-    if path is None:
-        raise DataNotFoundError(f"TGB's {split} negatives of {name} not found: looked for "
-                                f"{looked[1]} and {looked[0]}; they come in TGB's {name} "
-                                "download, beside the edge list")
+    path = tgb_negatives_path(str(info["name"]), root, split)
     keys, values = _key_arrays(load_numpy_pickle(path), path)
     where = str(path)
     ev = pd.MultiIndex.from_arrays([stream.src[lo:hi], stream.dst[lo:hi],
@@ -379,5 +392,6 @@ __all__ = [
     "load_tgb_negatives",
     "pytgb_datasets_dir",
     "tgb_file_names",
+    "tgb_negatives_path",
     "tgb_split",
 ]

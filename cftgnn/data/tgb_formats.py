@@ -106,7 +106,7 @@ def _empty_fields(path: Path, df: pd.DataFrame, names: list[str]) -> None:
 
 
 def _numbers(path: Path, values: pd.Series, name: str) -> npt.NDArray[np.float64]:
-    out = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    out = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, copy=True)
     bad = np.flatnonzero(~np.isfinite(out))
     if bad.size:
         r = int(bad[0])
@@ -123,7 +123,7 @@ def _integers(path: Path, values: pd.Series, name: str) -> npt.NDArray[np.int64]
         r = int(bad[0])
         raise DataFormatError(f"{path}, line {r + FIRST_LINE}: {name} = {values.iloc[r]!r} is "
                               "not an integer")
-    return text.astype(np.int64).to_numpy()
+    return np.asarray(text.astype(np.int64).to_numpy(), dtype=np.int64)
 
 
 def _first_appearance(src: pd.Series, dst: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
