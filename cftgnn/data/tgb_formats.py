@@ -6,7 +6,8 @@ integer timestamps (TGB keeps ``timestamps.astype(int)``, so fractional times ar
 toward zero), and the edge features ``LinkPropPredDataset.edge_feat`` holds. The layouts:
 
 - ``jodie`` (TGB's ``load_edgelist_wiki``: tgbl-wiki, -uci, -enron, -lastfm, -subreddit):
-  a header line, then ``src, dst, t, label, features...``; TGB shifts every destination by
+  a header line (skipped unread: JODIE's names fewer columns than its lines hold), then
+  ``src, dst, t, label, features...`` (at least the first three); TGB shifts every destination by
   ``max(src) + 1`` (on the non-bipartite tgbl-uci and tgbl-enron too, so a node that sends and
   receives has two ids there, as in TGB); the features are the columns after the fourth.
 - ``weighted`` (``csv_to_pd_data_sc``: tgbl-coin, tgbl-review): ``ts, src, dst, weight``;
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from pandas.api.types import is_numeric_dtype
 
 from cftgnn.data.loaders import check_ids, numeric_columns, read_table
 from cftgnn.errors import DataFormatError
@@ -135,22 +137,43 @@ def _first_appearance(src: pd.Series, dst: pd.Series) -> tuple[np.ndarray, np.nd
     return codes[0::2].astype(np.int64), codes[1::2].astype(np.int64), len(uniques)
 
 
+def _jodie_features(path: Path, df: pd.DataFrame) -> npt.NDArray[np.float32]:
+    """The columns after the fourth, ``float32 [E, F]``: straight from pandas when every one
+    is numeric and finite (the common case: one conversion), else checked column by column
+    for the message naming the line."""
+    block = df.iloc[:, 4:]
+    if all(is_numeric_dtype(block[c]) for c in block.columns):
+        with np.errstate(over="ignore"):  # a value past float32's range: checked below
+            feat = block.to_numpy(dtype=np.float32)
+        if np.isfinite(feat).all():
+            return feat
+    used = [0, 1, 2, *range(4, df.shape[1])]  # with the ids, so a short line reads as one
+    names = ["src", "dst", "t"] + [f"feature {j}" for j in range(block.shape[1])]
+    checked = numeric_columns(path, df.iloc[:, used], FIRST_LINE, names,
+                              fields=df.shape[1])[:, 3:]
+    bad = np.flatnonzero((np.abs(checked) > np.finfo(np.float32).max).any(axis=1))
+    if bad.size:
+        raise DataFormatError(f"{path}, line {int(bad[0]) + FIRST_LINE}: a feature is not "
+                              "finite (or too large for float32)")
+    return checked.astype(np.float32)
+
+
 def parse_jodie(path: Path, raw: bytes, edge_features: bool) -> TGBEdges:
     """The jodie layout (module docstring)."""
-    df = _table(path, raw, None, 4, "jodie (src, dst, t, label, features...)")
-    used = [0, 1, 2, *range(4, df.shape[1])] if edge_features else [0, 1, 2]
-    names = ["src", "dst", "t"] + [f"feature {j - 4}" for j in used[3:]]
-    table = numeric_columns(path, df.iloc[:, used], FIRST_LINE, names, fields=df.shape[1])
+    df = _table(path, raw, None, 3, "jodie (src, dst, t[, label, features...])")
+    table = numeric_columns(path, df.iloc[:, :3], FIRST_LINE, ["src", "dst", "t"],
+                            fields=df.shape[1])
+    feat = _jodie_features(path, df) if edge_features else np.zeros((len(df), 0), np.float32)
     src = check_ids(path, table[:, 0], "src", FIRST_LINE)
     dst_raw = check_ids(path, table[:, 1], "dst", FIRST_LINE)
     t = np.trunc(table[:, 2]).astype(np.int64)
     dst = dst_raw + int(src.max()) + 1
-    label_col = pd.to_numeric(df.iloc[:, 3], errors="coerce").to_numpy(dtype=np.float64)
+    label_col = pd.to_numeric(df.iloc[:, 3], errors="coerce").to_numpy(dtype=np.float64) \
+        if df.shape[1] > 3 else np.zeros(len(src))
     integral = np.isfinite(label_col).all() and (label_col >= 0).all() and \
         (label_col == np.floor(label_col)).all()
     labels = label_col.astype(np.int64) if integral else np.zeros(len(src), np.int64)
-    feat = table[:, 3:] if edge_features else np.zeros((len(src), 0))
-    return TGBEdges(src, dst, t, feat.astype(np.float32), labels, int(dst.max()) + 1)
+    return TGBEdges(src, dst, t, feat, labels, int(dst.max()) + 1)
 
 
 def _relabelled(path: Path, raw: bytes, names: list[str], layout: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -45,8 +46,12 @@ def write_edgelist(root: Path, name: str, header: str, rows: list[tuple]) -> Pat
     return path
 
 
+#: JODIE's header (as in tgbl-wiki's file) names one column for all the features.
+JODIE_HEADER = "user_id,item_id,timestamp,state_label,comma_separated_list_of_features"
+
+
 def write_jodie(root: Path, name: str = "tgbl-wiki", rows: list[tuple] = JODIE_ROWS) -> Path:
-    return write_edgelist(root, name, "user_id,item_id,timestamp,state_label,f0,f1", rows)
+    return write_edgelist(root, name, JODIE_HEADER, rows)
 
 
 def write_negatives(root: Path, name: str, split: str, table: dict) -> Path:
@@ -122,6 +127,18 @@ def test_unsorted_file_is_refused_naming_the_line_or_sorted_stably(tmp_path):
         load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False)
     s = load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False, sort=True)
     assert s.src.tolist() == [1, 2, 0] and s.meta["sorted_on_load"] is True
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("x", "line 3: feature 1 = 'x' is not a number"),
+    ("", "line 3: missing value for feature 1"),
+    ("1e39", "line 3: a feature is not finite (or too large for float32)"),
+])
+def test_a_bad_feature_is_named_by_its_line(tmp_path, bad, message):
+    rows = [(0, 0, 0, 0, 1.0, 1.0), (1, 0, 1, 0, 2.0, bad), (1, 1, 2, 0, 3.0, 3.0)]
+    write_jodie(tmp_path, rows=rows)
+    with pytest.raises(DataFormatError, match=re.escape(message)):
+        load_tgb("tgbl-wiki", data_dir=tmp_path, use_cache=False)
 
 
 # --------------------------------------------------------------- the relabelling layouts
@@ -260,6 +277,13 @@ def test_safe_pickle_reads_numpy_pickles_of_every_protocol_and_refuses_object_ar
         back = load_numpy_pickle(path)
         assert back.keys() == table.keys()
         assert all(np.array_equal(back[k], table[k]) for k in table)
+    # numpy 1.x (which wrote TGB's files) names numpy.core.*: protocol 3's GLOBAL opcodes hold
+    # the names as text, so the numpy 2 pickle becomes numpy 1's by renaming them
+    old = pickle.dumps(table, protocol=3).replace(b"numpy._core.", b"numpy.core.")
+    assert b"numpy.core.multiarray\n_reconstruct" in old and b"numpy._core" not in old
+    (tmp_path / "numpy1.pkl").write_bytes(old)
+    back = load_numpy_pickle(tmp_path / "numpy1.pkl")
+    assert all(np.array_equal(back[k], table[k]) for k in table)
     path = tmp_path / "objects.pkl"
     path.write_bytes(pickle.dumps({(1, 2, 3): np.array([1, "x"], dtype=object)}))
     with pytest.raises(DataFormatError, match="dtype object"):
@@ -271,7 +295,8 @@ def test_safe_pickle_reads_numpy_pickles_of_every_protocol_and_refuses_object_ar
 
 # ---------------------------------------------------------------- py-tgb's own reader
 FIXTURES = {
-    "tgbl-wiki": ("user_id,item_id,timestamp,state_label,f0,f1", JODIE_ROWS),
+    "tgbl-wiki": (JODIE_HEADER, JODIE_ROWS),
+    "tgbl-enron": ("src,dst,t", [(0, 1, 0), (1, 0, 5), (2, 1, 9), (1, 2, 9), (0, 2, 12)]),
     "tgbl-uci": ("src,dst,t,label", [(0, 1, 0, 0), (1, 0, 5, 0), (2, 1, 9, 0), (1, 2, 9, 0),
                                      (0, 2, 12, 0), (2, 0, 14, 0)]),
     "tgbl-coin": ("day,src,dst,w", [(10 + i, f"0x{i % 3}", f"0x{(i * 7) % 5 + 1}", float(i))
