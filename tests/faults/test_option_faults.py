@@ -72,6 +72,8 @@ CASES = [
     ("explain.py", ["-m", "n_events=interval(1,2)"],
      "error: BasicSweeper does not support sweep type : INTERVAL_SWEEP"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
+    ("train.py", ["tgb.hits_k=0"], "tgb.hits_k must be an integer >= 1"),
+    ("train.py", ["tgb.max_pairs=1.5"], "tgb.max_pairs must be an integer >= 1, got 1.5"),
     ("train_explainer.py", ["explainer=attention"],
      "train_explainer.py trains explainer=pgexplainer or explainer=tempme, the explainers "
      "that learn (got explainer=attention)"),
