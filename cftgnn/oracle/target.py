@@ -10,7 +10,8 @@ test, Δ, certificates, pruning, constraints, records) reads only its sign and s
   2023, ``tgb/linkproppred/evaluate.py``): the true destination ``v`` ranked among the
   event's negative destinations ``n_1..n_N`` by the logits of the pairs ``(u, ·, t_i)``,
   ``rank = 0.5 · (#{n_j > s} + #{n_j ≥ s}) + 1`` (the mean of the optimistic and the
-  pessimistic rank), and hits@k iff ``rank ≤ k``. The oracle's scalar is then a *rank
+  pessimistic rank; ``cftgnn.training.metrics.tgb_ranks``, the one definition training's
+  MRR uses too), and hits@k iff ``rank ≤ k``. The oracle's scalar is then a *rank
   margin* ``q(s)`` whose sign is "in the top k" (``rank_margin``): a counterfactual is a
   set whose removal takes the true destination out of the top k (or, for an event whose
   true destination is not in the top k, into it: the same rule as a negative logit's).
@@ -31,6 +32,7 @@ import numpy.typing as npt
 
 from cftgnn.data.tgb_negatives import TGBNegatives
 from cftgnn.errors import ConfigError, OracleError
+from cftgnn.training.metrics import tgb_ranks
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -45,30 +47,6 @@ class Target(str, Enum):
 
     LOGIT = "logit"
     RANK = "rank"
-
-
-def tgb_rank(pos: npt.ArrayLike, neg: npt.ArrayLike) -> FloatArray:
-    """TGB's rank of each positive among its negatives (``tgb/linkproppred/evaluate.py``).
-
-    ``rank = 0.5 · (#{n > s} + #{n ≥ s}) + 1``: the optimistic rank (ties below the
-    positive) and the pessimistic one (ties above it) averaged; Huang et al., "Temporal
-    Graph Benchmark for Machine Learning on Temporal Graphs", NeurIPS 2023.
-
-    Args:
-        pos: Scores of the positives, ``[P]``.
-        neg: Scores of their negatives, ``[P, N]``.
-
-    Returns:
-        Ranks ``float64 [P]``, in ``[1, N + 1]`` (halves at ties).
-    """
-    s = np.asarray(pos, dtype=np.float64).reshape(-1, 1)
-    n = np.asarray(neg, dtype=np.float64).reshape(len(s), -1)
-    return 0.5 * ((n > s).sum(axis=1) + (n >= s).sum(axis=1)) + 1.0
-
-
-def hits_at(pos: npt.ArrayLike, neg: npt.ArrayLike, k: int) -> npt.NDArray[np.bool_]:
-    """TGB's hits@k of each positive: ``tgb_rank ≤ k``, ``bool [P]``."""
-    return tgb_rank(pos, neg) <= k
 
 
 def rank_margin(pos: npt.ArrayLike, neg: npt.ArrayLike, k: int) -> FloatArray:
@@ -102,7 +80,7 @@ def rank_margin(pos: npt.ArrayLike, neg: npt.ArrayLike, k: int) -> FloatArray:
     q = s - kth
     tie = q == 0
     if tie.any():
-        q[tie] = np.where(hits_at(s[tie], n[tie], k), TIE_MARGIN, -TIE_MARGIN)
+        q[tie] = np.where(tgb_ranks(s[tie], n[tie]) <= k, TIE_MARGIN, -TIE_MARGIN)
     return q
 
 
@@ -235,7 +213,7 @@ class RankScores:
         logits = np.asarray(fn(sets), dtype=np.float64).reshape(len(sets), -1)
         pos, neg = logits[:, 0], logits[:, 1:]
         if keep:
-            for s, r in zip(sets, tgb_rank(pos, neg).tolist(), strict=True):
+            for s, r in zip(sets, tgb_ranks(pos, neg).tolist(), strict=True):
                 self._ranks[s] = r
         return rank_margin(pos, neg, self.k)
 
@@ -262,5 +240,5 @@ class RankScores:
         return self._ranks[key]
 
 
-__all__ = ["PairsFn", "RankScores", "RankTarget", "RankTargets", "TIE_MARGIN", "Target", "hits_at",
-           "rank_margin", "tgb_rank"]
+__all__ = ["PairsFn", "RankScores", "RankTarget", "RankTargets", "TIE_MARGIN", "Target",
+           "rank_margin"]

@@ -12,8 +12,9 @@ import pytest
 
 from cftgnn.explain import CFTGNNExplainer, ExhaustiveExplainer, GreedyExplainer, PostProcessing
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.oracle.target import RankScores, RankTarget, tgb_rank
+from cftgnn.oracle.target import RankScores, RankTarget
 from cftgnn.testing import AdditivePairsBackend, make_candidates
+from cftgnn.training.metrics import tgb_ranks
 
 # the true destination (column 0) scores 3.0 and ranks first among four negatives; removing
 # event 11 lowers it by 1.0 (a tie with the best negative: rank 1.5), 12 raises negative 1 by
@@ -110,4 +111,4 @@ def test_greedy_cftgnn_prune_certify_and_constraints_on_the_rank_margin():
     result = ExhaustiveExplainer(max_size=len(IDS)).explain(oracle)
     assert 14 not in result.explanation
     assert frozenset(result.explanation) in brute_force(2, allowed)
-    assert tgb_rank([1.0], [[1.0]])[0] == 1.5
+    assert tgb_ranks(np.array([1.0]), np.array([[1.0]]))[0] == 1.5
