@@ -28,6 +28,8 @@ CASES = [
      "temgx, all, or a list of them"),
     ("explain.py", ["protocol=[common,tmpme]"], "got ['common', 'tmpme']"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
+    ("explain.py", ["replay.cone=sparse"],
+     "error: replay.cone must be one of auto, rows, dense, got 'sparse'"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
     ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
     ("explain.py", ["+n_evnts=2"], "unknown option 'n_evnts' (did you mean 'n_events'?)"),
