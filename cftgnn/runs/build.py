@@ -29,7 +29,7 @@ from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import model_fingerprint
 from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.replay.tgn import Cone, TGNReplayOptions
+from cftgnn.replay.tgn import Cone, TGNReplay
 from cftgnn.runs.options import (
     curves_choice,
     protocol_option,
@@ -257,15 +257,25 @@ def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:
 
 
 def apply_replay_options(cfg: DictConfig, engine: ReplayEngine) -> None:
-    """``explain.py``'s ``replay.*`` options on the engine's replay: ``replay.cone`` is TGN's
-    ``TGNReplayOptions.cone`` (which form of the exact cone replay runs); a model without a
-    cone replay (TGAT, the window models, a generic replay) has nothing to set. Checked
-    before anything loads (``check_explain_options``); it never changes a record (both
-    forms are exact), so the run's fingerprint leaves it out."""
+    """``explain.py``'s ``replay.*`` options on the engine's replay, then the pass budget
+    checked against one set, before any work.
+
+    ``replay.cone`` is TGN's ``TGNReplayOptions.cone`` (which form of the exact cone replay
+    runs); a model without a cone replay (TGAT, the window models, a generic replay) has
+    nothing to set. Checked before anything loads (``check_explain_options``); it never
+    changes a record (both forms are exact), so the run's fingerprint leaves it out.
+
+    Raises:
+        ConfigError: When one removal set's evaluation cannot fit a pass
+            (``TGNReplay.check_one_set``: every exact call, a K = 4 certification's chunks
+            too, is split into passes of at least one set).
+    """
     replay = cfg.get("replay")
-    options = getattr(engine.replay, "options", None)
-    if replay is not None and isinstance(options, TGNReplayOptions):
-        options.cone = Cone(str(replay.get("cone", Cone.AUTO.value)))
+    if not isinstance(engine.replay, TGNReplay):
+        return
+    if replay is not None:
+        engine.replay.options.cone = Cone(str(replay.get("cone", Cone.AUTO.value)))
+    engine.replay.check_one_set()
 
 
 def second_model(cfg: DictConfig, stream: EventStream,

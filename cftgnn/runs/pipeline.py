@@ -181,6 +181,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     # the engine first: the sampling pass shares its index and leaves it snapshots
     engine = ReplayEngine(model, stream, memory_budget_gb=budget, num_workers=num_workers)
     engine.fingerprint = run_fp
+    engine.progress = bool(cfg.progress)  # each event's exact enumeration shows a bar
     apply_replay_options(cfg, engine)
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
