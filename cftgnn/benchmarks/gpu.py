@@ -17,7 +17,9 @@ Then one tail event's exhaustive search (``tail``; the tail benchmark's ``search
 fresh engine per side) is timed on each side. Times are taken with the CUDA device
 synchronised before and after; one torch CPU thread (``num_threads``) for both sides. The
 figures go to ``gpu_check.json`` (rewritten after every part, so a run cut short keeps what
-it measured) and ``gpu_check.md`` in ``out_dir``.
+it measured) and ``gpu_check.md`` in ``out_dir``. Each pair's ``placement`` fits
+``device=auto``'s rule (``cftgnn.oracle.placement``) to its timed calls
+(``cftgnn.benchmarks.gpu_placement``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from cftgnn import jit
+from cftgnn.benchmarks.gpu_placement import placement_figures, placement_line
 from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
 from cftgnn.benchmarks.oracle import draw_set
 from cftgnn.benchmarks.tail import search_event
@@ -111,8 +114,10 @@ def oracle_event(engine: ReplayEngine, device: torch.device, event_id: int, draw
     # the batch takes are warm (on a fresh machine numba compiles a loop at its first call
     # with new types: 0.6 s inside one CPU batch of 256 on the H100's host otherwise)
     out, t_batch = _timed(device, replay.exact, list(batch))
+    batches = math.ceil((replay.history_end - replay.start) / engine.batch_size)
     return {"setup_s": setup, "exact_s": t_exact, "approximate_s": t_approx,
-            "batch_s": t_batch, "candidates": cand.tolist(), "sets": [sorted(x) for x in sets],
+            "batch_s": t_batch, "history_batches": batches,
+            "candidates": cand.tolist(), "sets": [sorted(x) for x in sets],
             "logits": {"exact": exact, "approximate": approx,
                        "batch": [float(x) for x in out]}}
 
@@ -235,7 +240,8 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
                  if not (run[sides[0]]["cut_short"] or run[s]["cut_short"])]
         agree[name] = [sum(a["explanation"] == b["explanation"] for a, b in whole), len(whole)]
     return {"events": rows, "figures": figures, "max_abs_logit_diff": diffs,
-            "answers_agree": agree, "cut_short": cut_short}
+            "answers_agree": agree, "cut_short": cut_short,
+            "placement": placement_figures(ok, sides, batch_size)}
 
 
 def tail_search(models: Mapping[str, TemporalModel], stream: EventStream, event_id: int, *,
@@ -328,6 +334,8 @@ def format_markdown(res: Mapping[str, Any]) -> str:
             lines.append(f"| {pair} | {name}: same answer on both sides, of the events "
                          f"neither side's cap cut short (cut short, {left} / {right}: "
                          f"{cut[left]} / {cut[right]}) | | | {same}/{total} | |")
+        if (line := placement_line(pair, part, left)) is not None:
+            lines.append(line)
         if part.get("cut_short"):
             lines.append(f"| {pair} | time_budget_s reached: {part['n_events']} events "
                          f"measured | | | | |")

@@ -130,8 +130,18 @@ def test_the_benchmark_runs_both_sides_on_the_cpu_and_writes_json_and_markdown(t
     tail = res["tail"]
     assert tail["event_id"] == 1900 and tail["same_answer"]
     assert {s["status"] for s in tail["sides"].values()} == {"ok"}
+    place = part["placement"]  # device=auto's rule fitted to the timed calls
+    assert place["calls"] == 2 * (2 + 1)  # 2 events: 2 single calls and a batch each
+    assert all(row["oracle"][side]["history_batches"] >= 1 for row in part["events"]
+               for side in ("cpu", "gpu"))
+    assert set(place["fitted"]) == {"cpu_s_per_batch", "cpu_s_per_batch_set",
+                                    "gpu_s_per_batch", "gpu_s_per_batch_set"}
+    assert place["measured_costs"]["on_gpu"] == 0  # not measured yet: every call on the CPU
+    assert place["measured_costs"]["auto_over_cpu"] == 1.0
+    assert 0 <= place["fitted_rule"]["faster_side"] <= place["fitted_rule"]["calls"] == 6
     md = (tmp_path / "gpu_check.md").read_text()
-    assert md.count("| synthetic-tgn |") == 11  # 6 figures, logits, 2 answers, tail 2
+    assert md.count("| synthetic-tgn |") == 12  # 6 figures, logits, 2 answers, rule, tail 2
+    assert "device=auto, the rule fitted to these calls" in md
     assert "| pair | figure | cpu | gpu | ratio | target |" in md
     assert "event 1900" in md and "not on a GPU: no verdict" in md
 
