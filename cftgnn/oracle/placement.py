@@ -1,6 +1,6 @@
 """``device=auto``'s rule: where an exact call of P removal sets runs faster, CPU or GPU.
 
-One rule, written here and nowhere else (issue 58, item 4). An exact call replays the
+One rule, written here and nowhere else. An exact call replays the
 explained event's history batch by batch, so its seconds on a device are about
 
     ``batches · (s_per_batch + s_per_batch_set · P)``
@@ -79,8 +79,8 @@ class DeviceCosts:
 
 #: The four constants as a GPU machine measured them (``fit_costs`` of
 #: ``scripts/benchmark_gpu.py``'s ``placement`` figures), or None. They wait for the device
-#: measurement (issue 58, item 6, ``scripts/gpu/check.sh``): until then every call runs on
-#: the CPU under ``device=auto``.
+#: measurement (``scripts/gpu/check.sh``'s benchmark): until then ``place_call`` keeps
+#: every call on the CPU (``explain.py``'s ``device=auto`` does not consult it yet).
 MEASURED_COSTS: DeviceCosts | None = None
 
 

@@ -23,7 +23,7 @@ from cftgnn.replay.tgn.dense import dense_nbytes_per_set
 
 #: The share of a GPU's memory one pass of the cone replay may take (the rest: the model,
 #: the plans, the embedding pass, the allocator's slack). Waits for the device measurement
-#: (issue 58, item 6: ``scripts/gpu/check.sh``'s peak memory of a 4,096-set pass): 0.5 is a
+#: (``scripts/gpu/check.sh``: the peak memory of a 4,096-set pass): 0.5 is a
 #: guess, not measured.
 DEVICE_PASS_SHARE = 0.5
 
