@@ -302,7 +302,6 @@ def test_the_dry_run_covers_the_device_calls_list(tmp_path):
 
 @pytest.mark.parametrize(("override", "words"), [
     ("right_cone=sparse", "right_cone must be one of auto, rows, dense, got 'sparse'"),
-    ("batch_sizes=[{pair:uci-tgx,size:5}]", "unknown model 'tgx'"),
     ("batch_sizes=[{pair:uci-tgn,size:0}]", "size must be an integer >= 1"),
     ("searches=[{pair:uci-tgn,event:5,max_size:0}]", "max_size must be an integer >= 1"),
     ("searches=[{pair:uci-tgn,event:5,max_size:2,sides:left}]",

@@ -128,6 +128,10 @@ CASES = [
     ("benchmark_quality.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
     ("benchmark_gpu.py", ["devices=[cpu,cpu]", "checkpoint=tgn.pt"],
      "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "batch_sizes=[{pair:uci-tgx,size:5}]"],
+     "error: batch_sizes[0].pair entry 'uci-tgx': unknown model 'tgx'"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "searches=[{pair:wiki-tgn,event:1,max_size:2}]"],
+     "error: searches[0].pair entry 'wiki-tgn': unknown dataset 'wiki'"),
 ]
 
 
