@@ -12,7 +12,7 @@
 5. Explain it with ``scripts/explain.py history=batch_start``: the prediction PyG's
    evaluation loop makes (a batch's events reach memory and loader after the batch).
 
-It runs in a few seconds on a CPU; ``tests/evaluation/test_own_pyg_tgn_example.py`` runs it
+It runs in a few seconds on a CPU; ``tests/runs/test_own_pyg_tgn_example.py`` runs it
 and checks the records against PyG's evaluation loop written without cftgnn.
 """
 

@@ -261,7 +261,7 @@ def test_every_config_writes_the_one_default_of_m_max():
 
 @pytest.mark.parametrize("cone", ["auto", "rows", "dense"])
 def test_the_replay_options_compose_and_pass_the_checks(cone):
-    """``replay.cone`` (``tests/evaluation/test_replay_option.py`` runs each on the engine)."""
+    """``replay.cone`` (``tests/runs/test_replay_option.py`` runs each on the engine)."""
     from cftgnn.runs.options import check_explain_options
 
     with initialize_config_dir(str(CONF), version_base="1.3"):

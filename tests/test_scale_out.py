@@ -117,7 +117,7 @@ def test_shard_sweep_composes_with_every_documented_launcher(launcher):
 
 @pytest.mark.parametrize("launcher", [
     # joblib's documented command also runs (with 4 shards) in the default suite:
-    # tests/evaluation/test_pipeline.py::test_sharded_sweep_through_joblib_then_merge_command
+    # tests/runs/test_pipeline.py::test_sharded_sweep_through_joblib_then_merge_command
     pytest.param("joblib", marks=pytest.mark.slow),
     "submitit_local",
 ])

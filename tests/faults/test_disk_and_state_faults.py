@@ -9,7 +9,7 @@ equal to an uninterrupted one.
 
 A full disk is a small tmpfs mounted for the test (Linux, root); where it cannot be mounted
 those tests skip, saying why. The kill -9 loop of ``train_explainer.py`` runs one trial here
-and 20 under ``-m slow`` (``explain.py``'s loop is in ``tests/evaluation/test_faults.py``);
+and 20 under ``-m slow`` (``explain.py``'s loop is in ``tests/runs/test_faults.py``);
 under ``-m slow`` too, the PGExplainer's and TempME's trainings killed once their first epoch's
 state is written resume there to an uninterrupted run's weights and card.
 """
