@@ -25,7 +25,9 @@ def test_dataset_options_compose(dataset, tmp_path, monkeypatch):
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("dataset_info", overrides=[f"dataset={dataset}"])
     assert cfg.dataset._target_.startswith("cftgnn.data.")
-    if "data_dir" in cfg.dataset:
+    if dataset == "tgb":  # TGB's downloads have their own folder ($CFTGNN_TGB_DIR, py-tgb's)
+        assert cfg.dataset.data_dir is None and cfg.dataset.name is None
+    elif "data_dir" in cfg.dataset:
         assert cfg.dataset.data_dir == str(tmp_path / "data")  # the env var overrides
 
 

@@ -105,7 +105,8 @@ def _has_debug_option(app: HydraApp) -> bool:
 #: Overrides that name things of a real stream or a trained model, or sizes and outputs.
 STREAM_SPECIFIC = {"dataset", "debug", "checkpoint", "events", "n_events", "out_dir", "out",
                    "progress", "hydra.run.dir", "constraints.nodes", "constraints.events",
-                   "constraints.before", "sample.min_abs_logit", "sample.max_abs_logit"}
+                   "constraints.before", "sample.min_abs_logit", "sample.max_abs_logit",
+                   "tgb_negatives"}
 _ABSENT = object()
 #: T-GNNExplainer navigators that read a trained PGExplainer (none exists for the debug stream).
 TRAINED_NAVIGATORS = ("pgexplainer", "mlp")

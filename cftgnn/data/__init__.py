@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
     from cftgnn.data.planted import make_planted_stream
     from cftgnn.data.stream import EventCauses, EventStream
     from cftgnn.data.synthetic import make_synthetic_stream
+    from cftgnn.data.tgb import load_tgb, load_tgb_negatives
+    from cftgnn.data.tgb_negatives import TGBNegatives
     from cftgnn.data.user_streams import load_csv, load_jodie_ml
 
 _EXPORTS = {
@@ -28,6 +30,8 @@ _EXPORTS = {
     "cftgnn.data.planted": ("make_planted_stream",),
     "cftgnn.data.stream": ("EventCauses", "EventStream"),
     "cftgnn.data.synthetic": ("make_synthetic_stream",),
+    "cftgnn.data.tgb": ("load_tgb", "load_tgb_negatives"),
+    "cftgnn.data.tgb_negatives": ("TGBNegatives",),
     "cftgnn.data.user_streams": ("load_csv", "load_jodie_ml"),
 }
 
@@ -40,9 +44,12 @@ __all__ = [
     "Candidates",
     "EventCauses",
     "EventStream",
+    "TGBNegatives",
     "TemporalIndex",
     "load_csv",
     "load_jodie_ml",
+    "load_tgb",
+    "load_tgb_negatives",
     "load_uci",
     "load_wikipedia",
     "make_planted_stream",

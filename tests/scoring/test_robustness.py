@@ -112,7 +112,7 @@ def _second_checkpoint(tmp_path):
     import cftgnn.config  # noqa: F401
     from cftgnn.training.checkpoint import save_checkpoint
     from cftgnn.training.resolve import resolve_model
-    from tests.evaluation.test_pipeline import CONF
+    from tests.runs.test_pipeline import CONF
 
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose("explain", overrides=["debug=default"])
@@ -126,7 +126,7 @@ def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
     from cftgnn.runs import pipeline
     from cftgnn.runs.records import read_records
     from cftgnn.scoring.summaries import summarize
-    from tests.evaluation.test_pipeline import cfg_for
+    from tests.runs.test_pipeline import cfg_for
 
     pt = _second_checkpoint(tmp_path)
     out = tmp_path / "run"
@@ -158,7 +158,7 @@ def test_explain_records_robustness_with_a_second_checkpoint(tmp_path):
 
 def test_explain_refuses_bad_robustness_options_before_loading(tmp_path):
     from cftgnn.runs import pipeline
-    from tests.evaluation.test_pipeline import cfg_for
+    from tests.runs.test_pipeline import cfg_for
 
     with pytest.raises(ConfigError, match="robustness must be true or false"):
         pipeline.run(cfg_for(tmp_path, "robustness=maybe"))
