@@ -259,3 +259,14 @@ def test_every_config_writes_the_one_default_of_m_max():
              and path.parent.name not in ("experiment", "sweep", "debug", "baseline")}
     assert len(found) >= 9 and "explain.yaml" in found
     assert {name: v for name, v in found.items() if v != M_MAX} == {}
+
+
+@pytest.mark.parametrize("cone", ["auto", "rows", "dense"])
+def test_the_replay_options_compose_and_pass_the_checks(cone):
+    """``replay.cone`` (``tests/runs/test_replay_option.py`` runs each on the engine)."""
+    from cftgnn.runs.options import check_explain_options
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"replay.cone={cone}"])
+    check_explain_options(cfg)
+    assert cfg.replay.cone == cone
