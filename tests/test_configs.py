@@ -284,3 +284,14 @@ def test_the_target_options_compose_and_check(overrides, target, k, negatives):
 
     check_rank_options(bench)
     assert bench.num_negatives == 999 and bench.mode == "approximate"
+
+
+@pytest.mark.parametrize("cone", ["auto", "rows", "dense"])
+def test_the_replay_options_compose_and_pass_the_checks(cone):
+    """``replay.cone`` (``tests/runs/test_replay_option.py`` runs each on the engine)."""
+    from cftgnn.runs.options import check_explain_options
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"replay.cone={cone}"])
+    check_explain_options(cfg)
+    assert cfg.replay.cone == cone

@@ -133,6 +133,9 @@ class ReplayEngine:
         self.model = model
         #: Handed to every oracle (``explain.py``'s and the tail benchmark's ``num_workers``).
         self.num_workers = num_workers
+        #: Handed to every oracle: its exact enumerations show a progress bar per event
+        #: (``explain.py``'s ``progress`` sets it; off by default).
+        self.progress = False
         self.replay: ModelReplay = replay if replay is not None else replay_for(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
@@ -565,7 +568,7 @@ class EventReplay:
         oracle = Oracle(
             self.candidates, p_orig, exact=exact, approximate=approximate, mode=mode,
             removable=removable, max_size=constraints.max_size, consequence=self.consequence,
-            probe=probe, num_workers=self.engine.num_workers,
+            probe=probe, num_workers=self.engine.num_workers, progress=self.engine.progress,
             fingerprint=self.engine.fingerprint, pair=self.pair_logits,
             stream=self.engine.stream,
             tallies=[self.engine.counters],  # worker processes' replays counted too

@@ -245,6 +245,7 @@ class Oracle:
             (``num_workers``; [``search_by_size``][cftgnn.explain.search_by_size] forks them
             from this process, ``cftgnn.oracle.workers``); 1: this process only. It never
             changes a logit, an answer or a counter.
+        progress: Exact enumerations show a bar of their sets (the engine's ``progress``).
         fingerprint: The run's model and stream (``fingerprint`` below; the engine's).
         pair: Negative-pair logits (``pair`` below; the engine's).
         stream: The event's stream (``stream`` below; the engine's).
@@ -269,6 +270,7 @@ class Oracle:
         consequence: ConsequenceFn | None = None,
         probe: ModelProbe | None = None,
         num_workers: int = 1,
+        progress: bool = False,
         fingerprint: ModelFingerprint | None = None,
         pair: PairFn | None = None,
         stream: EventStream | None = None,
@@ -316,6 +318,7 @@ class Oracle:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise OracleError(f"num_workers must be an integer >= 1, got {num_workers!r}")
         self.num_workers = num_workers
+        self.progress = bool(progress)
         #: Counter objects (dataclasses of numbers) that the backends update in place, such
         #: as the replay engine's ``ReplayCounters``: what worker processes add to them is
         #: added back here (``cftgnn.oracle.workers``; ``peak_*`` fields take the maximum).

@@ -27,6 +27,10 @@ from cftgnn.training.options import checkpoint_file, device
 #: 5 to 12 times it (70-200 s against 14-17 s); docs/metrics.md.
 AUTO_CURVES_MAX_EVENTS = 200_000
 
+#: The values of the ``replay.cone`` option: ``cftgnn.replay.tgn.Cone``'s, listed here so that
+#: the option is checked before torch loads (a test holds the two equal).
+CONE_OPTIONS = ("auto", "rows", "dense")
+
 #: The values of the ``curves`` option.
 CURVES_OPTIONS = ("auto", *(c.value for c in CurveSet))
 
@@ -126,14 +130,14 @@ def check_explain_options(cfg: Any) -> None:
     truncated), ``shard`` one of ``num_shards`` (``shard_of``);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.runs.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
-    [``CurveSet``][cftgnn.runs.CurveSet] value); ``protocol`` a protocol's name, a list
-    of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
-    explainer's declaration (``check_explainer_options``), the ``strategy.*`` options by the
-    strategy's (``check_strategy_options``) and ``ceiling``, ``prune``,
-    ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
-    one this machine has (``cftgnn.training.options.device``: torch loads for a device other than
-    ``cpu`` or ``auto``).
+    ``History``'s values; ``replay.cone`` one of ``CONE_OPTIONS``; ``curves`` one of
+    ``CURVES_OPTIONS`` (``auto`` or a [``CurveSet``][cftgnn.runs.CurveSet] value);
+    ``protocol`` a protocol's name, a list of them or ``all`` (``protocols_choice``); the
+    ``explainer.*`` options by the explainer's declaration (``check_explainer_options``),
+    the ``strategy.*`` options by the strategy's (``check_strategy_options``) and
+    ``ceiling``, ``prune``, ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s,
+    without torch; ``device`` one this machine has (``cftgnn.training.options.device``:
+    torch loads for a device other than ``cpu`` or ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -159,6 +163,8 @@ def check_explain_options(cfg: Any) -> None:
     choice(cfg, "mode", ["approximate", "exact", "auto"])
     choice(cfg, "history", [h.value for h in History])
     choice(cfg, "curves", CURVES_OPTIONS)
+    if cfg.get("replay") is not None:
+        choice(cfg, "replay.cone", CONE_OPTIONS)
     protocol_option(cfg)
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
@@ -181,6 +187,6 @@ def check_explain_options(cfg: Any) -> None:
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
+__all__ = ["AUTO_CURVES_MAX_EVENTS", "CONE_OPTIONS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
            "PredictionGroup", "check_served", "curves_choice", "protocol_option",
            "protocols_choice", "check_candidate_options", "check_explain_options", "shard_of"]

@@ -64,6 +64,7 @@ from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.runs.build import (
     Robustness,
+    apply_replay_options,
     auto_ratios,
     build_explainer,
     cfg_name,
@@ -183,6 +184,8 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     # the engine first: the sampling pass shares its index and leaves it snapshots
     engine = ReplayEngine(model, stream, memory_budget_gb=budget, num_workers=num_workers)
     engine.fingerprint = run_fp
+    engine.progress = bool(cfg.progress)  # each event's exact enumeration shows a bar
+    apply_replay_options(cfg, engine)
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed),
@@ -209,9 +212,11 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         _start_compiled_loops(cfg, engine, mode, todo)
-        extra = None if robust is None else Robustness(
-            robust, None if second is None else ReplayEngine(second, stream, engine.index,
-                                                          memory_budget_gb=budget))
+        second_engine = None if second is None else ReplayEngine(second, stream, engine.index,
+                                                                 memory_budget_gb=budget)
+        if second_engine is not None:
+            apply_replay_options(cfg, second_engine)
+        extra = None if robust is None else Robustness(robust, second_engine)
         _explain(cfg, engine, explainer, todo, store, names, tracker, shard, len(done),
                  constraints, mode, extra, targets)
         records = store.load()

@@ -36,6 +36,8 @@ The exact causal-cone replay is this package's, a module per part of it:
   (``RowStepTimes``, asked for with ``ConeStats(steps=...)``; no clock read otherwise);
 * ``cftgnn.replay.tgn.compare``: the comparisons of memory rows with the recording (bit for
   bit, or within the opt-in tolerance), on the rows' device;
+* ``cftgnn.replay.tgn.passes``: what a pass may hold (the memory budget, a share of a
+  GPU's memory) and what one set needs;
 * ``cftgnn.replay.tgn.dense``: the device-resident form of the same replay
   (``dense_replay``: a row per set and node in fixed buffers, no bookkeeping between the
   kernels), which the options choose on a GPU (``TGNReplayOptions.cone``).
@@ -67,6 +69,12 @@ from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.registry import register_replay
 from cftgnn.replay.tgn.cone import ConeBudgetExceeded, ConeStats, cone_replay
 from cftgnn.replay.tgn.dense import dense_nbytes_per_set, dense_replay
+from cftgnn.replay.tgn.passes import (
+    DEVICE_PASS_SHARE,
+    check_one_set,
+    device_memory_bytes,
+    pass_budget_bytes,
+)
 from cftgnn.replay.tgn.record import record_trajectory
 from cftgnn.replay.tgn.trajectory import Trajectory
 
@@ -200,13 +208,19 @@ class TGNPlan:
     unperturbed: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False,
                                                    repr=False)
 
+    def _budget(self) -> int | None:
+        """Bytes a pass may hold on the trajectory's device (``pass_budget_bytes``: the
+        memory budget, or a share of a GPU's memory), None for no bound."""
+        return pass_budget_bytes(self.options.memory_budget_gb,
+                                 self.trajectory.final_input.device, MIN_PASS_BUDGET_GB)
+
     def _pass_size(self) -> int:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
         opts = self.options
         step = max(1, opts.max_sets_per_pass)
-        if opts.memory_budget_gb is None:
+        budget = self._budget()
+        if budget is None:
             return step
-        budget = opts.memory_budget_gb * 2**30
         model = self.model
         deps = self.trajectory.deps
         columns = deps.num_columns if deps is not None else model.num_nodes
@@ -271,8 +285,8 @@ class TGNPlan:
             shared: BoolArray | None = self.local.removed_mask
             replay = "local"
         else:
-            budget = (None if opts.memory_budget_gb is None
-                      else int(opts.memory_budget_gb * 2**30) // 2)
+            whole = self._budget()
+            budget = None if whole is None else whole // 2
             try:
                 stats = opts.stats if self.dst is None else None
                 if opts.dense_on(traj.final_input.device):
@@ -317,6 +331,22 @@ class TGNReplay:
                                          else max(float(memory_budget_gb), MIN_PASS_BUDGET_GB))
         self.record_bytes = (None if memory_budget_gb is None
                              else int(float(memory_budget_gb) * 2**30) // 4)
+
+    def check_one_set(self) -> None:
+        """Refuse, before any work, a pass budget that cannot hold one removal set's
+        evaluation on the model's device (``cftgnn.replay.tgn.passes.check_one_set``: a row
+        for every node of the stream, in the form ``cone`` chooses there).
+
+        Raises:
+            ConfigError: Naming the sizes and what to change.
+        """
+        device = self.model.device
+        memory = device_memory_bytes(device)
+        where = ("memory_budget_gb, at least 1 GiB" if memory is None
+                 else f"{DEVICE_PASS_SHARE:g} of the device's {memory / 2**30:.3g} GiB")
+        budget = pass_budget_bytes(self.options.memory_budget_gb, device, MIN_PASS_BUDGET_GB,
+                                   memory)
+        check_one_set(self.model, budget, self.options.dense_on(device), where)
 
     def plan_nbytes(self, base: Any, start: int, end: int) -> int:
         """An upper estimate of the bytes of the plan of ``[start, end)`` from ``base``,
