@@ -380,10 +380,8 @@ class EventReplay:
 
     def _pairs_plan(self, dsts: npt.NDArray[np.int64], approximate: bool) -> ReplayPlan:
         """The plan of the pairs ``(src_i, dsts[j], t_i)`` over the exact or the approximate
-        history (made on first use per destinations, and accounted for in the engine's
-        memory budget with the others): the engine's replay's ``pairs_plan`` where it has one
-        (``PairsReplay``), else ``GenericReplay``'s (one masked replay per set, the D pairs
-        predicted together)."""
+        history, made on first use and accounted for in the memory budget: the replay's
+        ``pairs_plan`` (``PairsReplay``), else ``GenericReplay``'s."""
         key = (approximate, dsts.tobytes())
         if key not in self._pairs_plans:
             engine = self.engine
@@ -530,8 +528,7 @@ class EventReplay:
 
     def rank_scores(self, target: RankTarget) -> RankScores:
         """The rank target's backends (``cftgnn.oracle.target``): the true destination and
-        the negatives scored in one ``pairs_logits`` call per batch of sets, over the exact
-        and the approximate history."""
+        the negatives in one ``pairs_logits`` call per batch, exact or approximate."""
         dsts = np.concatenate([[int(self.engine.stream.dst[self.event_id])],
                                target.negatives]).astype(np.int64)
         return RankScores(target, lambda sets: self.pairs_logits(sets, dsts),

@@ -58,9 +58,8 @@ LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 #: A batched consequence measure: P removal sets -> how many later history events each one
 #: changes, ``int [P]`` (``cftgnn.replay.consequence``).
 ConsequenceFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
-#: Exact logits of another destination for the explained source at the explained time, under
-#: removal sets: ``pair(sets, dst)`` (``EventReplay.pair_logits``; the ``tempme`` curve
-#: protocol's negative pairs).
+#: Exact logits of the explained source and time with another destination under removal
+#: sets: ``pair(sets, dst)`` (``EventReplay.pair_logits``; the ``tempme`` negative pairs).
 PairFn = Callable[[Sequence[frozenset[int]], int], npt.ArrayLike]
 
 RemovalSet = frozenset[int]
@@ -300,8 +299,8 @@ class Oracle:
         if probe is not None and not np.array_equal(probe.removable, self.removable):
             raise OracleError("the probe is over other events than the oracle's removable ones")
         self.probe: ModelProbe | None = probe
-        #: The run's model and stream (the replay engine's; None for toy oracles): what
-        #: a trained explainer checks its checkpoint against (docs/design.md §8).
+        #: The run's model and stream (the engine's; None for toy oracles), which a trained
+        #: explainer checks its checkpoint against (docs/design.md §8).
         self.fingerprint: ModelFingerprint | None = fingerprint
         #: Exact logits of the explained source with another destination (``PairFn``; the
         #: engine's, None for toy oracles): not counted, not cached, never an explainer's.
@@ -309,8 +308,7 @@ class Oracle:
         #: The event's stream (the engine's, None for toy oracles): its times and endpoints,
         #: for explainers that read the neighbourhood (TemGX's window); never a model.
         self.stream: EventStream | None = stream
-        #: None for the logit target; the rank target's backends (``RankScores``: k, each
-        #: exact set's TGB rank) when the backends return rank margins; records read it.
+        #: The rank target's backends (``RankScores``: k, the ranks), None for the logit's.
         self.target: RankScores | None = target
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
@@ -319,9 +317,8 @@ class Oracle:
             raise OracleError(f"num_workers must be an integer >= 1, got {num_workers!r}")
         self.num_workers = num_workers
         self.progress = bool(progress)
-        #: Counter objects (dataclasses of numbers) that the backends update in place, such
-        #: as the replay engine's ``ReplayCounters``: what worker processes add to them is
-        #: added back here (``cftgnn.oracle.workers``; ``peak_*`` fields take the maximum).
+        #: Counters the backends update in place (the engine's ``ReplayCounters``); worker
+        #: processes' additions are added back (``cftgnn.oracle.workers``; ``peak_*``: max).
         self.tallies: list[object] = list(tallies)
         exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
         self._exact = _Channel(exact, exact_cache)
