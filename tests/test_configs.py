@@ -259,3 +259,39 @@ def test_every_config_writes_the_one_default_of_m_max():
              and path.parent.name not in ("experiment", "sweep", "debug", "baseline")}
     assert len(found) >= 9 and "explain.yaml" in found
     assert {name: v for name, v in found.items() if v != M_MAX} == {}
+
+
+@pytest.mark.parametrize(("overrides", "target", "k", "negatives"), [
+    ([], "logit", 1, None),
+    (["target=rank"], "rank", 1, None),
+    (["target=rank", "target_k=10", "target_negatives=neg.npz"], "rank", 10, "neg.npz"),
+])
+def test_the_target_options_compose_and_check(overrides, target, k, negatives):
+    from cftgnn.oracle.target import Target
+    from cftgnn.runs.options import check_explain_options
+    from cftgnn.runs.targets import target_options
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=overrides)
+    check_explain_options(cfg)
+    opts = target_options(cfg)
+    assert (opts.target, opts.k, opts.negatives) == (Target(target), k, negatives)
+    # run.json says nothing of the logit target (runs before the option read the same)
+    assert bool(opts.as_dict()) is (target == "rank")
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        bench = compose("benchmark_rank", overrides=[f"target_k={k}"])
+    from cftgnn.benchmarks.options import check_rank_options
+
+    check_rank_options(bench)
+    assert bench.num_negatives == 999 and bench.mode == "approximate"
+
+
+@pytest.mark.parametrize("cone", ["auto", "rows", "dense"])
+def test_the_replay_options_compose_and_pass_the_checks(cone):
+    """``replay.cone`` (``tests/runs/test_replay_option.py`` runs each on the engine)."""
+    from cftgnn.runs.options import check_explain_options
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("explain", overrides=[f"replay.cone={cone}"])
+    check_explain_options(cfg)
+    assert cfg.replay.cone == cone

@@ -17,7 +17,9 @@ Then one tail event's exhaustive search (``tail``; the tail benchmark's ``search
 fresh engine per side) is timed on each side. Times are taken with the CUDA device
 synchronised before and after; one torch CPU thread (``num_threads``) for both sides. The
 figures go to ``gpu_check.json`` (rewritten after every part, so a run cut short keeps what
-it measured) and ``gpu_check.md`` in ``out_dir``.
+it measured) and ``gpu_check.md`` in ``out_dir``. Each pair's ``placement`` fits
+``device=auto``'s rule (``cftgnn.oracle.placement``) to its timed calls
+(``cftgnn.benchmarks.gpu_placement``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,18 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from cftgnn import jit
+from cftgnn.benchmarks.gpu_placement import placement_figures, placement_line
+from cftgnn.benchmarks.gpu_searches import (
+    batch_size_of,
+    run_search,
+    search_lines,
+    search_name,
+    side_engine,
+    tail_search,
+)
+from cftgnn.benchmarks.gpu_searches import sync_device as _sync
 from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
 from cftgnn.benchmarks.oracle import draw_set
-from cftgnn.benchmarks.tail import search_event
 from cftgnn.data.stream import EventStream
 from cftgnn.explain.base import Explainer
 from cftgnn.explain.run import explain_event
@@ -56,16 +67,15 @@ TARGETS: dict[tuple[str, str], tuple[str, float]] = {
     ("wikipedia-tgn", "exact_ms"): ("speedup", 5.0),
     ("wikipedia-tgn", "batch_ms"): ("speedup", 5.0),
     ("*", "explainer:cftgnn"): ("seconds", 0.3),
-    ("tail", "tail_s"): ("seconds", 10.0),
+    ("tail", "tail_s"): ("seconds", 1.0),  # UCI 56484 K = 3 (the GPU replay's target)
 }
+
+#: The benchmark's parts, in the order they run (``parts`` chooses; ``scripts/gpu/check.sh``
+#: runs the searches as a step of their own, under their own timeout).
+GPU_PARTS = ("pairs", "tail", "searches")
 
 JSON_NAME = "gpu_check.json"
 MD_NAME = "gpu_check.md"
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _timed(device: torch.device, fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
@@ -111,8 +121,10 @@ def oracle_event(engine: ReplayEngine, device: torch.device, event_id: int, draw
     # the batch takes are warm (on a fresh machine numba compiles a loop at its first call
     # with new types: 0.6 s inside one CPU batch of 256 on the H100's host otherwise)
     out, t_batch = _timed(device, replay.exact, list(batch))
+    batches = math.ceil((replay.history_end - replay.start) / engine.batch_size)
     return {"setup_s": setup, "exact_s": t_exact, "approximate_s": t_approx,
-            "batch_s": t_batch, "candidates": cand.tolist(), "sets": [sorted(x) for x in sets],
+            "batch_s": t_batch, "history_batches": batches,
+            "candidates": cand.tolist(), "sets": [sorted(x) for x in sets],
             "logits": {"exact": exact, "approximate": approx,
                        "batch": [float(x) for x in out]}}
 
@@ -154,7 +166,8 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
                    k: int | None, m_max: int, seed: int,
                    explainers: Mapping[str, tuple[Callable[[], Explainer], str]],
                    memory_budget_gb: float | None = 0.5,
-                   deadline: float | None = None) -> dict[str, Any]:
+                   deadline: float | None = None,
+                   cones: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """Both sides (``models``: side label -> model on its device) on the same events, sets
     and explainers; see the module docstring. Before the first event, each side builds its
     plan once untimed (CUDA's context and first kernels; both cursors move there alike).
@@ -165,10 +178,11 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
         ``{"events": [...], "figures": {figure: {side: stats}}, "max_abs_logit_diff": {...},
         "answers_agree": {explainer: [agreeing, compared]}, "cut_short": bool}`` (answers
         compared where neither side's explanation was cut short by its cap); single and
-        batch calls in ms, setup in ms, explanations in seconds.
+        batch calls in ms, setup in ms, explanations in seconds. ``cones``: each side's
+        ``replay.cone`` (``side_engine``).
     """
     sides = list(models)
-    engines = {side: ReplayEngine(m, stream, memory_budget_gb=memory_budget_gb)
+    engines = {side: side_engine(m, stream, memory_budget_gb, (cones or {}).get(side))
                for side, m in models.items()}
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []
@@ -235,30 +249,8 @@ def benchmark_pair(models: Mapping[str, TemporalModel], stream: EventStream,
                  if not (run[sides[0]]["cut_short"] or run[s]["cut_short"])]
         agree[name] = [sum(a["explanation"] == b["explanation"] for a, b in whole), len(whole)]
     return {"events": rows, "figures": figures, "max_abs_logit_diff": diffs,
-            "answers_agree": agree, "cut_short": cut_short}
-
-
-def tail_search(models: Mapping[str, TemporalModel], stream: EventStream, event_id: int, *,
-                max_size: int, k: int | None, m_max: int,
-                memory_budget_gb: float | None = 0.5) -> dict[str, Any]:
-    """One event's exhaustive search up to ``max_size`` on each side (a fresh engine each,
-    as the tail benchmark runs it): the tail benchmark's row per side and whether the
-    answers agree."""
-    out: dict[str, Any] = {"event_id": int(event_id), "max_size": max_size, "sides": {}}
-    for side, model in models.items():
-        engine = ReplayEngine(model, stream, memory_budget_gb=memory_budget_gb)
-        _sync(model.device)
-        row = search_event(engine, event_id, max_size, k, m_max)
-        _sync(model.device)
-        out["sides"][side] = {key: row.get(key) for key in (
-            "status", "candidates", "span", "setup_s", "search_s", "seconds", "found",
-            "explanation", "final_logit", "certified_minimal", "min_size_lower_bound")}
-    rows = list(out["sides"].values())
-    out["same_answer"] = all(r.get("explanation") == rows[0].get("explanation")
-                             and r.get("found") == rows[0].get("found") for r in rows)
-    logits = [r["final_logit"] for r in rows if r.get("final_logit") is not None]
-    out["max_abs_final_logit_diff"] = float(max(logits) - min(logits)) if logits else 0.0
-    return out
+            "answers_agree": agree, "cut_short": cut_short,
+            "placement": placement_figures(ok, sides, batch_size)}
 
 
 def _target(pair: str, figure: str) -> tuple[str, float] | None:
@@ -310,6 +302,8 @@ def format_markdown(res: Mapping[str, Any]) -> str:
         if "error" in part:
             lines.append(f"| {pair} | FAILED: {_one_line(part['error'])} | | | | |")
             continue
+        labels["batch_ms"] = (f"batch of {part.get('batch_size', res['config']['batch_size'])}"
+                              " exact sets, ms")
         for figure, by_side in part["figures"].items():
             a, b = by_side[left], by_side[right]
             ratio = a["median"] / b["median"] if b.get("n") and b["median"] > 0 else math.nan
@@ -328,6 +322,8 @@ def format_markdown(res: Mapping[str, Any]) -> str:
             lines.append(f"| {pair} | {name}: same answer on both sides, of the events "
                          f"neither side's cap cut short (cut short, {left} / {right}: "
                          f"{cut[left]} / {cut[right]}) | | | {same}/{total} | |")
+        if (line := placement_line(pair, part, left)) is not None:
+            lines.append(line)
         if part.get("cut_short"):
             lines.append(f"| {pair} | time_budget_s reached: {part['n_events']} events "
                          f"measured | | | | |")
@@ -347,6 +343,7 @@ def format_markdown(res: Mapping[str, Any]) -> str:
                      f"{_verdict(TARGETS[('tail', 'tail_s')], gpu, ratio, on_gpu)} |")
         lines.append(f"| {tail['pair']} | tail: same answer; final logit difference | | | "
                      f"{tail['same_answer']}; {tail['max_abs_final_logit_diff']:.1e} | |")
+    lines += search_lines(res.get("searches") or [], left, right, on_gpu)
     if res.get("failures"):
         lines += ["", "Failed parts: " + "; ".join(_one_line(f) for f in res["failures"])]
     return "\n".join(lines) + "\n"
@@ -392,7 +389,8 @@ def _events(stream: EventStream, n: int, sample_range: Sequence[float], seed: in
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """The benchmark of ``conf/benchmark_gpu.yaml``: every pair, then the tail event; writes
+    """The benchmark of ``conf/benchmark_gpu.yaml``: every pair, the tail event, then the
+    searches (those of ``parts``); writes
     ``gpu_check.json`` and ``gpu_check.md`` into ``out_dir`` after every part, prints the
     table. A part that fails is recorded (``failures``) and the next one runs."""
     check_gpu_options(cfg)
@@ -418,20 +416,23 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             loaded[key] = (stream, models)
         return loaded[key]
 
+    cones = {"cpu": None, "gpu": cfg.get("right_cone")}  # the right side's replay.cone
     budget = cfg.get("time_budget_s")
     deadline = None if budget is None else time.perf_counter() + float(budget)
-    for dataset, kind in pairs(cfg):
+    parts = set(cfg.get("parts") or GPU_PARTS)
+    for dataset, kind in pairs(cfg) if "pairs" in parts else []:
         key = f"{dataset}-{kind}"
         try:
             stream, models = load(dataset, kind)
             events = _events(stream, int(cfg.n_events), list(cfg.sample_range), int(cfg.seed))
             part = benchmark_pair(models, stream, events,
                                   sets_per_event=int(cfg.sets_per_event),
-                                  batch_size=int(cfg.batch_size), k=cfg.k,
+                                  batch_size=batch_size_of(cfg, key), k=cfg.k,
                                   m_max=int(cfg.m_max), seed=int(cfg.seed),
                                   explainers=_explainers(cfg, dataset, kind),
                                   memory_budget_gb=cfg.memory_budget_gb,
-                                  deadline=deadline)
+                                  deadline=deadline, cones=cones)
+            part["batch_size"] = batch_size_of(cfg, key)
             part["n_events"] = sum(r["status"] == "ok" for r in part["events"])
             if part["cut_short"]:
                 res["failures"].append(f"{key}: time_budget_s reached after "
@@ -443,22 +444,28 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         _write(res, out_dir)
         print(f"{key}: done", flush=True)
     tail = cfg.tail
-    if tail.event is not None:
+    if tail.event is not None and "tail" in parts:
         dataset, kind = pair_of(cfg, tail.pair, "tail.pair")
         try:
             stream, models = load(dataset, kind)
             res["tail"] = tail_search(models, stream, int(tail.event),
                                       max_size=int(tail.max_size), k=cfg.k,
                                       m_max=int(cfg.m_max),
-                                      memory_budget_gb=cfg.memory_budget_gb)
+                                      memory_budget_gb=cfg.memory_budget_gb, cones=cones)
             res["tail"]["pair"] = str(tail.pair)
         except Exception as exc:
             res["tail"] = {"pair": str(tail.pair), "error": f"{type(exc).__name__}: {exc}"}
             res["failures"].append(f"tail: {type(exc).__name__}: {exc}")
+        _write(res, out_dir)
+    for search in cfg.get("searches") or [] if "searches" in parts else []:  # each written
+        res.setdefault("searches", []).append(run_search(cfg, search, load, cones))
+        if "error" in res["searches"][-1]:
+            res["failures"].append(f"search {search_name(search)}: "
+                                   f"{res['searches'][-1]['error']}")
         _write(res, out_dir)
     print(format_markdown(res))
     print(f"wrote {out_dir / JSON_NAME} and {out_dir / MD_NAME}")
     return res
 
 
-__all__ = ["benchmark_pair", "format_markdown", "run", "tail_search"]
+__all__ = ["GPU_PARTS", "benchmark_pair", "format_markdown", "run", "tail_search"]

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from cftgnn.config import group_options
 from cftgnn.errors import ConfigError
 from cftgnn.explain.params import check_explainer_options, check_strategy_options
+from cftgnn.explain.post import PostProcessing
 from cftgnn.options import (
     boolean,
     choice,
@@ -88,6 +89,30 @@ def check_oracle_options(cfg: Any) -> None:
     integer(cfg, "m_max", minimum=1)
     integer(cfg, "k", minimum=1, optional=True)
     integer(cfg, "num_threads", minimum=1)
+    checkpoint_file(cfg)
+    device(cfg)
+
+
+def check_rank_options(cfg: Any) -> None:
+    """``benchmark_rank.py``: counts of the right type and range, the mode, the explainer's
+    and the post-processing options.
+
+    Raises:
+        ConfigError: Naming the first bad option.
+    """
+    integer(cfg, "n_events", minimum=1)
+    integer(cfg, "num_negatives", minimum=1)
+    integer(cfg, "target_k", minimum=1)
+    integer(cfg, "m_max", minimum=1)
+    integer(cfg, "k", minimum=1, optional=True)
+    integer(cfg, "num_threads", minimum=1)
+    choice(cfg, "mode", ["approximate", "exact"])
+    if int(cfg.target_k) > int(cfg.num_negatives):
+        raise ConfigError(f"target_k={cfg.target_k} is more than num_negatives="
+                          f"{cfg.num_negatives}")
+    check_explainer_options(cfg.get("explainer"))
+    check_strategy_options(cfg.get("strategy"))
+    PostProcessing.from_config(cfg)
     checkpoint_file(cfg)
     device(cfg)
 
@@ -255,8 +280,49 @@ def check_gpu_options(cfg: Any) -> None:
         pair_of(cfg, tail.get("pair"), "tail.pair")
         integer(tail, "event", minimum=0)
         integer(tail, "max_size", minimum=1)
+    _check_gpu_extras(cfg)
     for name in devices:  # last: torch loads for a device other than cpu or auto
         device_name(name)
+
+
+def _check_gpu_extras(cfg: Any) -> None:
+    """``benchmark_gpu.py``'s ``parts`` (of ``pairs``, ``tail``, ``searches``),
+    ``right_cone``, ``batch_sizes`` (``{pair, size}``: known pairs, sizes >= 1) and
+    ``searches`` (each a known pair, an event, ``max_size >= 1``, ``sides`` both or right,
+    optional targets ``max_s`` and ``min_speedup`` > 0)."""
+    chosen = cfg.get("parts")
+    if chosen is not None and (isinstance(chosen, str) or not set(chosen) <= {
+            "pairs", "tail", "searches"} or not len(chosen)):
+        raise ConfigError(f"parts must be a non-empty list of pairs, tail, searches, got "
+                          f"{chosen!r}")
+    if cfg.get("right_cone") is not None:
+        choice(cfg, "right_cone", ("auto", "rows", "dense"))
+    for i, entry in enumerate(cfg.get("batch_sizes") or []):
+        if not OmegaConf.is_dict(entry) and not isinstance(entry, dict) or \
+                set(entry) != {"pair", "size"}:
+            raise ConfigError(f"batch_sizes[{i}] must be {{pair, size}}, got {entry!r}")
+        pair_of(cfg, entry.get("pair"), f"batch_sizes[{i}].pair")
+        integer(entry, "size", minimum=1)
+    searches = cfg.get("searches") or []
+    if not OmegaConf.is_list(searches) and not isinstance(searches, list):
+        raise ConfigError(f"searches must be a list of {{pair, event, max_size, sides}}, "
+                          f"got {searches!r}")
+    for i, search in enumerate(searches):
+        if not OmegaConf.is_dict(search) and not isinstance(search, dict):
+            raise ConfigError(f"searches[{i}] must be {{pair, event, max_size, sides}}, got "
+                              f"{search!r}")
+        unknown = set(search) - {"pair", "event", "max_size", "sides", "max_s", "min_speedup"}
+        if unknown:
+            raise ConfigError(f"searches[{i}]: unknown key(s) {', '.join(sorted(unknown))} "
+                              "(known: pair, event, max_size, sides, max_s, min_speedup)")
+        pair_of(cfg, search.get("pair"), f"searches[{i}].pair")
+        integer(search, "event", minimum=0)
+        integer(search, "max_size", minimum=1)
+        if search.get("sides", "both") not in ("both", "right"):
+            raise ConfigError(f"searches[{i}].sides must be both or right, got "
+                              f"{search.get('sides')!r}")
+        for key in ("max_s", "min_speedup"):
+            number(search, key, minimum=0.0, strict_minimum=True, optional=True)
 
 
 def check_quality_options(cfg: Any) -> None:

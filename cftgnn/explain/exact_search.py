@@ -14,6 +14,9 @@ exact evaluations), in batched calls:
   docs/quality.md). The exhaustive explainer and every explainer's ``certify`` use it. With
   ``num_workers > 1`` the chunks of a size go to forked worker processes
   (``cftgnn.oracle.workers``), with the same chunks, logits and answer as one process.
+  With the oracle's ``progress`` (``explain.py``'s ``progress=true``), an enumeration of more
+  than one chunk shows a bar of its sets for the event (tqdm, on stderr, gone when it ends):
+  a K = 4 certification over 64 candidates is 679,120 sets, 166 calls of 4,096.
 * [``prune``][cftgnn.explain.prune] shrinks a counterfactual by dropping one event at a time (all
   ``X \\ {e}`` in one batched call) while it stays counterfactual, until no single event can be
   dropped (1-minimal).
@@ -29,9 +32,11 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from tqdm import tqdm
 
 from cftgnn.errors import ExplainerError
 from cftgnn.oracle.oracle import Oracle, is_flip
@@ -98,6 +103,7 @@ def search_by_size(
     max_calls: int | None = None,
     deadline: float | None = None,
     num_workers: int | None = None,
+    progress: bool | None = None,
 ) -> SizeSearch:
     """Every removal set of size ``1..max_size`` over ``ranked``, exactly, smallest first.
 
@@ -130,6 +136,8 @@ def search_by_size(
             Chunks then start at 64 sets and are sized to the time left.
         num_workers: Processes the sets of one size are split across; None: the oracle's
             ``num_workers``.
+        progress: Show a bar of the sets evaluated (when there is more than one chunk of
+            them); None: the oracle's ``progress``.
 
     Returns:
         The [``SizeSearch``][cftgnn.explain.SizeSearch].
@@ -142,10 +150,22 @@ def search_by_size(
     workers = oracle.num_workers if num_workers is None else num_workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ExplainerError(f"num_workers must be an integer >= 1, got {workers!r}")
+    events = [int(e) for e in np.asarray(ranked, dtype=np.int64).reshape(-1)]
+    show = oracle.progress if progress is None else progress
     with _cyclic_gc_paused(), contextlib.ExitStack() as stack:
-        return _search_by_size(oracle, [int(e) for e in np.asarray(ranked, dtype=np.int64)
-                                        .reshape(-1)], max_size, chunk_size, max_calls,
-                               deadline, _Evaluations(oracle, workers, stack))
+        bar = stack.enter_context(_bar(oracle, len(events), max_size, chunk_size, show))
+        return _search_by_size(oracle, events, max_size, chunk_size, max_calls, deadline,
+                               _Evaluations(oracle, workers, stack), bar)
+
+
+def _bar(oracle: Oracle, num_events: int, max_size: int, chunk_size: int,
+         show: bool) -> tqdm[Any]:
+    """The enumeration's bar: every set of sizes ``1..max_size`` of ``num_events`` events
+    (the most it evaluates), shown when ``show`` and there is more than one chunk."""
+    total = sum(math.comb(num_events, size) for size in range(1, max(0, max_size) + 1))
+    return tqdm(total=total, desc=f"event {oracle.event_id}: exact sets of <= {max_size}",
+                unit="set", unit_scale=True, leave=False, dynamic_ncols=True,
+                disable=not show or total <= chunk_size)
 
 
 class _Evaluations:
@@ -194,7 +214,7 @@ class _Evaluations:
 
 def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size: int,
                     max_calls: int | None, deadline: float | None,
-                    chunks: _Evaluations) -> SizeSearch:
+                    chunks: _Evaluations, bar: tqdm[Any]) -> SizeSearch:
     p0 = oracle.original_logit
     calls = 0  # backend evaluations of the chunks submitted (their sets not cached before)
     evaluated = 0
@@ -214,6 +234,7 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
         combos = itertools.combinations(by_time, size)
         chunks.size(math.comb(len(by_time), size),
                     chunk_size if deadline is None else min(chunk_size, _MIN_TIMED_CHUNK))
+        bar.set_postfix_str(f"size {size}", refresh=False)
         best: frozenset[int] | None = None
         best_margin, best_logit = -math.inf, math.nan
         more, cut, tag = True, False, 0
@@ -243,6 +264,7 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
             for d in done:  # merged by set: the outcome does not depend on arrival order
                 per_set = d.seconds / len(d.sets)
                 evaluated += len(d.sets)
+                bar.update(len(d.sets))
                 margins = _flip_margins(p0, d.logits)
                 top = float(margins.max())
                 if top == -math.inf or top < best_margin:

@@ -45,7 +45,10 @@ from cftgnn.oracle.oracle import is_flip
 #: not recorded).
 #: 9: the ``temgx`` protocol's curve and single-removal logits (``temgx_curve_logits``,
 #: ``single_removal_logits``; empty in older records: not computed).
-SCHEMA_VERSION = 9
+#: 10: what was explained (``target``: ``logit`` in older records) and, for the rank target,
+#: its ``target_k``, ``num_negatives`` and TGB's ranks before and after the answer
+#: (``rank_before``, ``rank_after``; null in older records and for the logit target).
+SCHEMA_VERSION = 10
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import Oracle, OracleMode
+from cftgnn.oracle.target import RankTarget, RankTargets
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,10 @@ class Explained:
 
 def _explain_one(engine: ReplayEngine, explainer: Explainer, event_id: int, k: int | None,
                  m_max: int, mode: OracleMode | str, constraints: Constraints,
-                 history: History | str) -> Explained:
+                 history: History | str, target: RankTarget | None = None) -> Explained:
     """The event's oracle, built and timed, and the explainer's answer on it."""
     start = time.perf_counter()
-    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history)
+    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history, target)
     setup = time.perf_counter() - start
     return Explained(oracle, dataclasses.replace(explainer.explain(oracle), setup_time_s=setup))
 
@@ -56,6 +57,7 @@ def explain_event(
     mode: OracleMode | str = OracleMode.APPROXIMATE,
     constraints: Constraints = NO_CONSTRAINTS,
     history: History | str = History.EVENT,
+    target: RankTarget | None = None,
 ) -> ExplanationResult:
     """Explain one event: build its oracle with ``engine`` and run ``explainer`` on it.
 
@@ -72,6 +74,8 @@ def explain_event(
         constraints: User constraints (removable events, maximum size).
         history: The explained prediction's history, ``event`` or ``batch_start``
             (``cftgnn.oracle.history``).
+        target: None to explain the logit; a ``RankTarget`` (the event's negatives and k)
+            to explain the true destination's TGB rank (``cftgnn.oracle.target``).
 
     Example:
         >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())
@@ -79,7 +83,7 @@ def explain_event(
         >>> result = explain_event(engine, explainer, event_id=50_000)
     """
     return _explain_one(engine, explainer, event_id, k, m_max, mode, constraints,
-                        history).result
+                        history, target).result
 
 
 def explain_events(
@@ -91,6 +95,7 @@ def explain_events(
     mode: OracleMode | str = OracleMode.APPROXIMATE,
     constraints: Constraints = NO_CONSTRAINTS,
     history: History | str = History.EVENT,
+    targets: RankTargets | None = None,
 ) -> Iterator[Explained]:
     """Explain ``events`` in the given order with one explainer, one event at a time.
 
@@ -107,6 +112,8 @@ def explain_events(
         mode: Search mode of the oracles; confirmation is exact.
         constraints: User constraints (removable events, maximum size).
         history: The explained predictions' history, ``event`` or ``batch_start``.
+        targets: None for the logit target; the rank target's negatives and k
+            (``RankTargets``), checked for every event before the first is explained.
 
     Yields:
         Each event's oracle and explanation, in the order of ``events``.
@@ -116,9 +123,12 @@ def explain_events(
         ...     print(done.result.event_id, done.result.explanation)
     """
     ids = [int(e) for e in events]
+    if targets is not None:
+        targets.check(ids)
     engine.expect(ids, k, m_max, history)
     for event_id in ids:
-        done = _explain_one(engine, explainer, event_id, k, m_max, mode, constraints, history)
+        done = _explain_one(engine, explainer, event_id, k, m_max, mode, constraints, history,
+                            None if targets is None else targets.of(event_id))
         yield done
         del done  # its oracle's plans go before the next event's are recorded (memory budget)
 

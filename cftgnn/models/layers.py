@@ -427,3 +427,15 @@ class LinkDecoder(nn.Module):
         """Logits ``[B]`` for embeddings ``[B, dim]`` of sources and destinations."""
         h = (self.lin_src(z_src) + self.lin_dst(z_dst)).relu()
         return self.lin_out(h).squeeze(-1)
+
+    def grid(self, z_src: Tensor, z_dst: Tensor, chunk: int = 1 << 22) -> Tensor:
+        """Logits ``[S, T]`` of every pair of ``z_src [S, dim]`` and ``z_dst [T, dim]``:
+        ``forward``'s arithmetic with each row projected once, the pairs' hidden layer
+        broadcast in chunks of at most ``chunk`` values (a source against D
+        destinations, for each of P removal sets)."""
+        a, b = self.lin_src(z_src), self.lin_dst(z_dst)  # [S, H], [T, H]
+        w, c = self.lin_out.weight[0], self.lin_out.bias[0]  # [H], []
+        step = max(1, chunk // max(1, b.numel()))
+        out = [(a[lo:lo + step, None, :] + b[None]).relu_() @ w + c
+               for lo in range(0, len(a), step)]
+        return torch.cat(out) if out else a.new_zeros(0, len(b))

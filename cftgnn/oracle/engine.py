@@ -55,6 +55,7 @@ from cftgnn.oracle.snapshots import (
     release_freed_memory,
     snapshot_nbytes,
 )
+from cftgnn.oracle.target import RankScores, RankTarget
 from cftgnn.replay.consequence import Reach, memory_reach, neighbourhood_reach
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
@@ -62,6 +63,7 @@ from cftgnn.replay.plans import (
     BudgetedReplay,
     ModelReplay,
     PairReplay,
+    PairsReplay,
     RecordedPlan,
     ReplayPlan,
 )
@@ -131,6 +133,9 @@ class ReplayEngine:
         self.model = model
         #: Handed to every oracle (``explain.py``'s and the tail benchmark's ``num_workers``).
         self.num_workers = num_workers
+        #: Handed to every oracle: its exact enumerations show a progress bar per event
+        #: (``explain.py``'s ``progress`` sets it; off by default).
+        self.progress = False
         self.replay: ModelReplay = replay if replay is not None else replay_for(model)
         self.stream = stream
         self.index = index if index is not None else TemporalIndex(stream)
@@ -239,6 +244,7 @@ class ReplayEngine:
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
         history: History | str = History.EVENT,
+        target: RankTarget | None = None,
     ) -> Oracle:
         """Build the oracle of one explained event (candidates, base state, backends).
 
@@ -252,8 +258,11 @@ class ReplayEngine:
             history: The explained prediction's history (``cftgnn.oracle.history``):
                 every earlier event (``event``) or the batches before the event's own
                 (``batch_start``, models with memory only).
+            target: None for the logit target; a ``RankTarget`` (the event's negatives and
+                k) for the rank target (``cftgnn.oracle.target``).
         """
-        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints)
+        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints,
+                                                                     target)
 
 
 class EventReplay:
@@ -320,6 +329,8 @@ class EventReplay:
         self._approx_plan: ReplayPlan | None = None
         # the plans of negative pairs, by destination (``pair_logits``), made on first use
         self._pair_plans: dict[int, ReplayPlan] = {}
+        # the plans of D pairs at once, by (approximate, destinations) (``pairs_logits``)
+        self._pairs_plans: dict[tuple[bool, bytes], ReplayPlan] = {}
         engine.snapshots.plans_built(span, snapshot_nbytes(self._plan))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
@@ -345,7 +356,8 @@ class EventReplay:
     def _account_plans(self, extra: int = 0) -> None:
         """Account for every plan of the event in the engine's memory budget (``make_room``),
         and ``extra`` bytes of one about to be made."""
-        plans = (self._plan, self._approx_plan, *self._pair_plans.values())
+        plans = (self._plan, self._approx_plan, *self._pair_plans.values(),
+                 *self._pairs_plans.values())
         self.engine.snapshots.make_room(snapshot_nbytes(plans) + extra)
 
     def _pair_plan(self, dst: int) -> ReplayPlan:
@@ -365,6 +377,53 @@ class EventReplay:
                     self.base, self.start, self.event_id, dst, self._own, removable=self._cand)
             self._account_plans()
         return self._pair_plans[dst]
+
+    def _pairs_plan(self, dsts: npt.NDArray[np.int64], approximate: bool) -> ReplayPlan:
+        """The plan of the pairs ``(src_i, dsts[j], t_i)`` over the exact or the approximate
+        history, made on first use and accounted for in the memory budget: the replay's
+        ``pairs_plan`` (``PairsReplay``), else ``GenericReplay``'s."""
+        key = (approximate, dsts.tobytes())
+        if key not in self._pairs_plans:
+            engine = self.engine
+            replay = engine.replay
+            if not isinstance(replay, PairsReplay):
+                replay = GenericReplay(engine.model)
+            if isinstance(replay, BudgetedReplay):  # room before recording, as for _plan
+                self._account_plans(replay.plan_nbytes(self.base, self.start, self.event_id))
+            mask = self._mask(frozenset(), approximate=True) if approximate else self._own
+            start = time.perf_counter()
+            with eval_mode(engine.model):
+                self._pairs_plans[key] = replay.pairs_plan(
+                    self.base, self.start, self.event_id, dsts, mask, removable=self._cand)
+            self._account_plans()
+            engine.counters.setup_s += time.perf_counter() - start
+        return self._pairs_plans[key]
+
+    def pairs_logits(self, sets: Sequence[frozenset[int]], dsts: npt.ArrayLike,
+                     approximate: bool = False) -> npt.NDArray[np.float64]:
+        """Logits of the pairs ``(src_i, dsts[j], t_i)`` (the explained source and time with
+        each of D destinations: the rank target's) under P removal sets, ``[P, D]``, in one
+        batched call over ``exact``'s history (or, with ``approximate``, the approximate
+        one). The D destinations (repeats scored once) share one plan, made on first use
+        (``_pairs_plan``). Each column equals ``pair_logits(sets, dsts[j])`` and
+        ``naive_logit(..., dst=dsts[j])`` (tested). Counted as ``exact``'s evaluations.
+        """
+        ends = np.asarray(dsts, dtype=np.int64).reshape(-1)
+        uniq, inv = np.unique(ends, return_inverse=True)
+        if not sets:
+            return np.zeros((0, len(ends)), dtype=np.float64)
+        plan = self._pairs_plan(uniq, approximate)
+        engine = self.engine
+        start = time.perf_counter()
+        with eval_mode(engine.model), torch.no_grad():
+            logits = plan.logits(RemovalSets.from_sets([frozenset(int(e) for e in s)
+                                                        for s in sets]))
+            out = logits.double().cpu().numpy().reshape(len(sets), len(uniq))[:, inv]
+        engine.counters.evaluations += len(sets)
+        engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
+            map(len, sets))
+        engine.counters.eval_s += time.perf_counter() - start
+        return np.ascontiguousarray(out)
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self.engine.stream.num_events, dtype=bool)
@@ -467,17 +526,32 @@ class EventReplay:
                                            self._cand, self.engine.batch_size)
         return self._reach.consequence(sets)
 
+    def rank_scores(self, target: RankTarget) -> RankScores:
+        """The rank target's backends (``cftgnn.oracle.target``): the true destination and
+        the negatives in one ``pairs_logits`` call per batch, exact or approximate."""
+        dsts = np.concatenate([[int(self.engine.stream.dst[self.event_id])],
+                               target.negatives]).astype(np.int64)
+        return RankScores(target, lambda sets: self.pairs_logits(sets, dsts),
+                          lambda sets: self.pairs_logits(sets, dsts, approximate=True))
+
     def oracle(
         self,
         mode: OracleMode | str = OracleMode.APPROXIMATE,
         constraints: Constraints = NO_CONSTRAINTS,
+        target: RankTarget | None = None,
     ) -> Oracle:
         """An [``Oracle``][cftgnn.oracle.Oracle] over these backends; its original logit is
         ``exact(∅)``.
 
-        ``constraints`` decide its removable events ``R`` and ``max_size``.
+        ``constraints`` decide its removable events ``R`` and ``max_size``. With a
+        ``target`` (``RankTarget``), the oracle's scalar is the rank margin of the true
+        destination among the target's negatives instead of the logit (``RankScores``,
+        kept as ``oracle.target``): its original value is the margin with nothing removed.
         """
-        p_orig = float(self.exact([frozenset()])[0])
+        scores = None if target is None else self.rank_scores(target)
+        exact = self.exact if scores is None else scores.exact
+        approximate = self.approximate if scores is None else scores.approximate
+        p_orig = float(exact([frozenset()])[0])
         removable = np.unique(constraints.removable(self.candidates, self.engine.stream))
         probe = None
         model = self.engine.model
@@ -489,12 +563,13 @@ class EventReplay:
             probe = ModelProbe(model, self.base, self.start, self.event_id, removable,
                                self.history_end, state)
         oracle = Oracle(
-            self.candidates, p_orig, exact=self.exact, approximate=self.approximate, mode=mode,
+            self.candidates, p_orig, exact=exact, approximate=approximate, mode=mode,
             removable=removable, max_size=constraints.max_size, consequence=self.consequence,
-            probe=probe, num_workers=self.engine.num_workers,
+            probe=probe, num_workers=self.engine.num_workers, progress=self.engine.progress,
             fingerprint=self.engine.fingerprint, pair=self.pair_logits,
             stream=self.engine.stream,
             tallies=[self.engine.counters],  # worker processes' replays counted too
+            target=scores,
         )
         return oracle
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the probe needs torch and a model; the oracle itself does n
     from cftgnn.data.stream import EventStream
     from cftgnn.oracle.fingerprint import ModelFingerprint
     from cftgnn.oracle.probe import ModelProbe
+    from cftgnn.oracle.target import RankScores
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -57,9 +58,8 @@ LogitFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
 #: A batched consequence measure: P removal sets -> how many later history events each one
 #: changes, ``int [P]`` (``cftgnn.replay.consequence``).
 ConsequenceFn = Callable[[Sequence[frozenset[int]]], npt.ArrayLike]
-#: Exact logits of another destination for the explained source at the explained time, under
-#: removal sets: ``pair(sets, dst)`` (``EventReplay.pair_logits``; the ``tempme`` curve
-#: protocol's negative pairs).
+#: Exact logits of the explained source and time with another destination under removal
+#: sets: ``pair(sets, dst)`` (``EventReplay.pair_logits``; the ``tempme`` negative pairs).
 PairFn = Callable[[Sequence[frozenset[int]], int], npt.ArrayLike]
 
 RemovalSet = frozenset[int]
@@ -244,10 +244,12 @@ class Oracle:
             (``num_workers``; [``search_by_size``][cftgnn.explain.search_by_size] forks them
             from this process, ``cftgnn.oracle.workers``); 1: this process only. It never
             changes a logit, an answer or a counter.
+        progress: Exact enumerations show a bar of their sets (the engine's ``progress``).
         fingerprint: The run's model and stream (``fingerprint`` below; the engine's).
         pair: Negative-pair logits (``pair`` below; the engine's).
         stream: The event's stream (``stream`` below; the engine's).
         tallies: Counter objects the backends update (``tallies`` below).
+        target: The rank target's backends (``target`` below), or None.
 
     Raises:
         OracleError: On a non-finite original logit, a missing approximate backend, removable
@@ -267,10 +269,12 @@ class Oracle:
         consequence: ConsequenceFn | None = None,
         probe: ModelProbe | None = None,
         num_workers: int = 1,
+        progress: bool = False,
         fingerprint: ModelFingerprint | None = None,
         pair: PairFn | None = None,
         stream: EventStream | None = None,
         tallies: Iterable[object] = (),
+        target: RankScores | None = None,
     ) -> None:
         self.candidates = candidates
         self._consequence = consequence
@@ -280,9 +284,8 @@ class Oracle:
         try:
             self.mode = OracleMode(mode)
         except ValueError as err:
-            raise OracleError(
-                f"unknown oracle mode {mode!r}; expected one of "
-                f"{[m.value for m in OracleMode]}") from err
+            raise OracleError(f"unknown oracle mode {mode!r}; expected one of "
+                              f"{[m.value for m in OracleMode]}") from err
         self.candidate_ids: frozenset[int] = frozenset(int(e) for e in candidates.ids)
         if removable is None:
             self.removable: npt.NDArray[np.int64] = np.asarray(candidates.ids, dtype=np.int64)
@@ -296,26 +299,26 @@ class Oracle:
         if probe is not None and not np.array_equal(probe.removable, self.removable):
             raise OracleError("the probe is over other events than the oracle's removable ones")
         self.probe: ModelProbe | None = probe
-        #: The run's model and stream (the replay engine's; None for toy oracles): what
-        #: a trained explainer checks its checkpoint against (docs/design.md §8).
+        #: The run's model and stream (the engine's; None for toy oracles), which a trained
+        #: explainer checks its checkpoint against (docs/design.md §8).
         self.fingerprint: ModelFingerprint | None = fingerprint
-        #: Exact logits of the explained source with another destination under removal sets
-        #: (``PairFn``; the replay engine's, None for toy oracles): not counted, not
-        #: cached, never an explainer's (the ``tempme`` protocol's negative pairs).
+        #: Exact logits of the explained source with another destination (``PairFn``; the
+        #: engine's, None for toy oracles): not counted, not cached, never an explainer's.
         self.pair: PairFn | None = pair
-        #: The stream the event belongs to (the replay engine's, None for toy oracles):
-        #: its times and endpoints, for explainers that read the neighbourhood themselves
-        #: (TemGX's temporal window); never a model.
+        #: The event's stream (the engine's, None for toy oracles): its times and endpoints,
+        #: for explainers that read the neighbourhood (TemGX's window); never a model.
         self.stream: EventStream | None = stream
+        #: The rank target's backends (``RankScores``: k, the ranks), None for the logit's.
+        self.target: RankScores | None = target
         if max_size is not None and int(max_size) < 1:
             raise OracleError(f"max_size must be >= 1, got {max_size}")
         self.max_size = None if max_size is None else int(max_size)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise OracleError(f"num_workers must be an integer >= 1, got {num_workers!r}")
         self.num_workers = num_workers
-        #: Counter objects (dataclasses of numbers) that the backends update in place, such
-        #: as the replay engine's ``ReplayCounters``: what worker processes add to them is
-        #: added back here (``cftgnn.oracle.workers``; ``peak_*`` fields take the maximum).
+        self.progress = bool(progress)
+        #: Counters the backends update in place (the engine's ``ReplayCounters``); worker
+        #: processes' additions are added back (``cftgnn.oracle.workers``; ``peak_*``: max).
         self.tallies: list[object] = list(tallies)
         exact_cache: dict[RemovalSet, float] = {frozenset(): self.original_logit}
         self._exact = _Channel(exact, exact_cache)

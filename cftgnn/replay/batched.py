@@ -14,7 +14,7 @@ arithmetic grows with the number of distinct embeddings instead of with P.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from cftgnn.arrays import distinct_rows
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.neighbors import recent_kept_neighbors_where
 from cftgnn.replay.masks import RemovalSets
+from cftgnn.replay.reads import tree_reads
 
 IntArray = npt.NDArray[np.int64]
 
@@ -58,9 +59,15 @@ class NodeInputs:
     columns: IntArray | None = None
 
     def rows(self, p: IntArray, n: IntArray) -> IntArray:
-        """Row of ``extra`` per query, ``-1`` for ``base``, ``int64 [M]``."""
+        """Row of ``extra`` per query, ``-1`` for ``base``, ``int64 [M]``; a perturbation
+        ``-1`` is none (the unperturbed input, ``base``)."""
         if self.rowmap is None:
             return np.full(len(n), -1, dtype=np.int64)
+        if (p < 0).any():
+            out = np.full(len(n), -1, dtype=np.int64)
+            some = np.flatnonzero(p >= 0)
+            out[some] = self.rows(p[some], n[some])
+            return out
         if self.columns is None:
             return self.rowmap[p, n].astype(np.int64, copy=False)
         col = self.columns[n]
@@ -71,6 +78,24 @@ class NodeInputs:
         has = np.flatnonzero(col >= 0)
         out[has] = self.rowmap[p[has], col[has]]
         return out
+
+    def perturbed(self) -> tuple[IntArray, IntArray, IntArray]:
+        """``(p, n, unknown)``: the perturbations ``p`` and nodes ``n`` whose input is a
+        perturbed row (each pair once), and the nodes whose input was not computed
+        (``columns == -2``), which may differ under any perturbation."""
+        empty = np.zeros(0, dtype=np.int64)
+        if self.rowmap is None:
+            return empty, empty, empty
+        p, c = np.nonzero(self.rowmap >= 0)
+        if self.columns is None:
+            return p.astype(np.int64), c.astype(np.int64), empty
+        has = np.flatnonzero(self.columns >= 0)
+        node_of = np.full(self.rowmap.shape[1], -1, dtype=np.int64)
+        node_of[self.columns[has]] = has
+        n = node_of[c]
+        keep = n >= 0
+        unknown = np.flatnonzero(self.columns < -1).astype(np.int64)
+        return p[keep].astype(np.int64), n[keep], unknown
 
     def __call__(self, p: IntArray, n: IntArray) -> Tensor:
         """Inputs of nodes ``n`` under perturbations ``p``, ``[M, in_dim]``."""
@@ -98,9 +123,12 @@ def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
 
 def batched_logits(model: TemporalModel, sets: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
-                   inputs: NodeInputs, dst: int | None = None) -> Tensor:
+                   inputs: NodeInputs, dst: int | IntArray | None = None,
+                   unperturbed: dict[str, Any] | None = None) -> Tensor:
     """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``
-    (with ``dst``, of the pair of its source and time with that destination instead).
+    (with ``dst`` a node, of the pair of its source and time with that destination instead;
+    with ``dst`` an array of D nodes, of the D pairs at once, ``[P, D]``: the source's
+    embedding is computed once per distinct value with the destinations', in one pass).
 
     Equal, up to float rounding, to embedding each perturbation on its own.
 
@@ -113,13 +141,19 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
             oracle's history), or None.
         position: Stream position of the explained event (history bound).
         inputs: Layer-0 inputs per perturbation.
-        dst: The query's destination, None for the event's own (another: a negative pair).
+        dst: The query's destination, None for the event's own (another: a negative pair),
+            or ``int64 [D]`` destinations (the rank target's positive and negatives).
+        unperturbed: With D destinations, a dict the caller keeps between calls with the
+            same destinations, ``shared`` and unperturbed inputs (``inputs`` of no set): the
+            queries' unperturbed trees and embeddings are stored there on the first call and
+            read by the next ones (None: computed in every call).
     """
     num_p = sets.num_sets
     stream_feat = model.edge_features  # [E, F] on the model's device
     dev = stream_feat.device
+    many = dst is not None and np.ndim(dst) == 1
     if num_p == 0:
-        return torch.zeros(0, device=dev)
+        return torch.zeros((0, len(np.asarray(dst))) if many else 0, device=dev)
     index = model.index
     emb, num_neighbors = model.embedding, model.num_neighbors
     stream = model.stream
@@ -131,7 +165,8 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
     def neighbors(p: IntArray, n: IntArray, before: IntArray
                   ) -> tuple[IntArray, IntArray, npt.NDArray[np.bool_]]:
         def is_removed(eid: IntArray) -> npt.NDArray[np.bool_]:
-            out = sets.lookup(p, eid)
+            out = sets.lookup(np.maximum(p, 0), eid)  # p = -1: no set's removals
+            out[p < 0] = False
             return out if shared is None else out | shared[eid]
 
         return recent_kept_neighbors_where(index, n, before, num_neighbors, is_removed,
@@ -180,14 +215,42 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
                            _on(edge, dev))
         return ident, table
 
-    p_all = np.repeat(np.arange(num_p, dtype=np.int64), 2)  # [2P]: src, dst of each set
-    link = np.array([stream.src[position], stream.dst[position] if dst is None else dst],
-                    dtype=np.int64)
-    ident, table = embed(emb.num_layers, p_all, np.tile(link, num_p),
-                         np.full(2 * num_p, position), np.full(2 * num_p, times[position]))
-    z = table[_on(ident, dev)].view(num_p, 2, -1)  # [P, 2, d]
-    out: Tensor = model.decoder(z[:, 0], z[:, 1])
-    return out
+    def top(p: IntArray, nodes: IntArray) -> Tensor:
+        """The top layer's embeddings of ``nodes`` under ``p`` at the explained position."""
+        ident, table = embed(emb.num_layers, p, nodes, np.full(len(p), position),
+                             np.full(len(p), times[position]))
+        return table[_on(ident, dev)]
+
+    if not many:
+        link = np.array([stream.src[position], stream.dst[position] if dst is None else dst],
+                        dtype=np.int64)
+        z = top(np.repeat(np.arange(num_p, dtype=np.int64), 2),
+                np.tile(link, num_p)).view(num_p, 2, -1)  # [P, 2, d]
+        out: Tensor = model.decoder(z[:, 0], z[:, 1])
+        return out
+    # the source, then the D destinations: a query that no removal of a set reaches
+    # (``cftgnn.replay.reads``) is its unperturbed embedding, computed once per plan
+    link = np.concatenate([[stream.src[position]], np.asarray(dst, dtype=np.int64)])
+    width = len(link)
+    got = {} if unperturbed is None else unperturbed
+    if not got:
+        got["reads"] = tree_reads(index, num_neighbors, emb.num_layers, link, position, shared)
+        got["z"] = top(np.full(width, -1), link)  # [W, d]
+    reads, z_base = got["reads"], got["z"]
+    changed = reads.changed(sets, *inputs.perturbed())  # [P, W]
+    pp, jj = np.nonzero(changed)
+    rows = np.tile(np.arange(width, dtype=np.int64), (num_p, 1))  # [P, W] rows of z_all
+    rows[pp, jj] = width + np.arange(len(pp))
+    z_all = torch.cat([z_base, top(pp.astype(np.int64), link[jj])]) if len(pp) else z_base
+    # every set's source against the unperturbed destinations, [P, D], then the pairs
+    # whose destination a set changes
+    z_src = z_all[_on(rows[:, 0], dev)]  # [P, d]
+    logits: Tensor = model.decoder.grid(z_src, z_base[1:])
+    dp, dj = np.nonzero(rows[:, 1:] >= width)
+    if len(dp):
+        pt, jt = _on(dp, dev), _on(dj, dev)
+        logits[pt, jt] = model.decoder(z_src[pt], z_all[_on(rows[dp, dj + 1], dev)])
+    return logits
 
 
 @dataclass(frozen=True)
@@ -202,22 +265,25 @@ class WindowPlan:
         removed_mask: Events removed for every set (the base state's and the plan's own),
             ``bool [E]``.
         dst: The query's destination, None for the explained event's own (another: a
-            negative pair, ``MemorylessReplay.pair_plan``).
+            negative pair, ``MemorylessReplay.pair_plan``), or ``int64 [D]`` destinations
+            (``MemorylessReplay.pairs_plan``: ``logits`` is then ``[P, D]``).
     """
 
     model: Any
     end: int
     removed_mask: npt.NDArray[np.bool_]
-    dst: int | None = None
+    dst: int | IntArray | None = None
+    #: The D destinations' unperturbed embeddings, kept between calls (``batched_logits``).
+    unperturbed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def node_width(self) -> int:
         """Width of the zero node inputs (none by default)."""
         return 0
 
     def logits(self, sets: RemovalSets) -> Tensor:
-        """All P masks in one pass, ``float32 [P]``."""
+        """All P masks in one pass, ``float32 [P]`` (``[P, D]`` for D destinations)."""
         model = self.model
         zeros = torch.zeros(1, self.node_width(), device=model.device).expand(
             model.num_nodes, -1)
         return batched_logits(model, sets, self.removed_mask, self.end,
-                              NodeInputs(zeros, zeros[:0]), self.dst)
+                              NodeInputs(zeros, zeros[:0]), self.dst, self.unperturbed)

@@ -110,6 +110,7 @@ class DyGFormerReplay(MemorylessReplay):
     """The replay of a DyGFormer (registered: ``cftgnn.replay.registry.replay_for``)."""
 
     make_plan = DyGFormerPlan
+    many_destinations = False  # its plan takes one destination: pairs_plan stacks them
 
 
 __all__ = ["DyGFormerPlan", "DyGFormerReplay"]

@@ -13,6 +13,7 @@ Which one a model gets is decided by ``cftgnn.replay.registry.replay_for``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,9 @@ class GenericPlan:
         end: The explained event's id; history is ``[start, end)``.
         removed_mask: Events removed for every set (the approximate history's), ``bool [E]``.
         dst: The query's destination, None for the explained event's own (another: a
-            negative pair, ``GenericReplay.pair_plan``).
+            negative pair, ``GenericReplay.pair_plan``), or ``int64 [D]`` destinations
+            (``GenericReplay.pairs_plan``: ``logits`` is ``[P, D]``, the D pairs predicted
+            together after each set's one replay).
     """
 
     model: ReplayableModel
@@ -45,28 +48,38 @@ class GenericPlan:
     start: int
     end: int
     removed_mask: BoolArray
-    dst: int | None = None
+    dst: int | IntArray | None = None
 
     def logits(self, sets: RemovalSets) -> Tensor:
         """Restore, advance ``[start, end)`` with the set masked, predict; for each set.
 
         Returns:
-            ``float32 [P]``.
+            ``float32 [P]`` (``[P, D]`` for D destinations).
         """
         model = self.model
         stream = model.stream
         query = slice(self.end, self.end + 1)
         src, dst, t = stream.src[query].copy(), stream.dst[query].copy(), stream.t[query].copy()
         if self.dst is not None:
-            dst = np.asarray([self.dst], dtype=stream.dst.dtype)
-        out = []
+            dst = np.asarray(self.dst, dtype=stream.dst.dtype).reshape(-1)
+            src, t = np.repeat(src, len(dst)), np.repeat(t, len(dst))
+        if isinstance(self.dst, np.ndarray):  # [P, D]
+            rows = [model.predict(src, dst, t).reshape(1, -1).float().cpu()
+                    for _ in self._replayed(sets)]
+            return torch.cat(rows) if rows else torch.zeros(0, len(dst))
+        return torch.cat([model.predict(src, dst, t).reshape(-1).float().cpu()
+                          for _ in self._replayed(sets)] or [torch.zeros(0)])
+
+    def _replayed(self, sets: RemovalSets) -> Iterator[None]:
+        """Restore and advance ``[start, end)`` with each set masked, in turn (the model
+        holds each set's state while the caller predicts)."""
+        model = self.model
         for row in sets.table:
             mask = self.removed_mask.copy()
             mask[sets.events[row]] = True
             model.restore(self.base)
             model.advance(self.start, self.end, mask)
-            out.append(model.predict(src, dst, t).reshape(-1).float().cpu())
-        return torch.cat(out) if out else torch.zeros(0)
+            yield
 
 
 class GenericReplay:
@@ -94,6 +107,16 @@ class GenericReplay:
         plan = self.plan(base, start, end, removed_mask, removable)
         return GenericPlan(plan.model, plan.base, plan.start, plan.end, plan.removed_mask,
                            int(dst))
+
+    def pairs_plan(self, base: Any, start: int, end: int, dsts: IntArray,
+                   removed_mask: BoolArray | None = None,
+                   removable: IntArray | None = None) -> GenericPlan:
+        """The plan of the pairs ``(src_end, dsts[j], t_end)``
+        (``cftgnn.replay.plans.PairsReplay``): one replay per set, then the D pairs'
+        prediction in one call, ``[P, D]``."""
+        plan = self.plan(base, start, end, removed_mask, removable)
+        return GenericPlan(plan.model, plan.base, plan.start, plan.end, plan.removed_mask,
+                           np.asarray(dsts, dtype=np.int64).reshape(-1))
 
 
 @dataclass(frozen=True)

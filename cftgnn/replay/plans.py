@@ -15,8 +15,11 @@ Which replay a model gets is ``cftgnn.replay.registry.replay_for``'s answer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import torch
 from torch import Tensor
 
 from cftgnn.data.stream import IntArray
@@ -71,6 +74,24 @@ class PairReplay(Protocol):
 
 
 @runtime_checkable
+class PairsReplay(Protocol):
+    """A replay whose plans predict D pairs at once: the explained source and time with each
+    of D destinations (the rank target's positive and negatives), over the same history and
+    removals, in one batched call whose logits are ``[P, D]``.
+
+    ``GenericReplay`` (one masked replay per set, the D pairs predicted together), the
+    memoryless replays (``MemorylessReplay``) and TGN's are; a model's own batched replay
+    (``NativeReplay``) is not, and goes through ``GenericReplay``.
+    """
+
+    def pairs_plan(self, base: Any, start: int, end: int, dsts: IntArray,
+                   removed_mask: BoolArray | None = None,
+                   removable: IntArray | None = None) -> ReplayPlan:
+        """``ModelReplay.plan`` of the same history, whose ``logits`` are those of the
+        pairs ``(src_end, dsts[j], t_end)``, ``float32 [P, D]``."""
+
+
+@runtime_checkable
 class RecordedPlan(Protocol):
     """A plan that replayed its history when it was made and kept the model's state at its
     end (TGN's recorded trajectory): whoever needs that state (the oracle's probe) restores
@@ -114,6 +135,19 @@ class BatchedReplay(Protocol):
         """Logits ``[P]`` of the event at ``end`` after replaying with each set removed."""
 
 
+@dataclass(frozen=True)
+class StackedPairsPlan:
+    """D one-destination plans read as one plan of D pairs (``PairsReplay``): each call
+    asks every plan and stacks their logits, ``[P, D]``. For a replay whose plans take one
+    destination (DyGFormer's window pass); exact as each of them is."""
+
+    plans: tuple[ReplayPlan, ...]
+
+    def logits(self, sets: RemovalSets) -> Tensor:
+        """Every plan's logits, column by column, ``float32 [P, D]``."""
+        return torch.stack([plan.logits(sets).reshape(-1) for plan in self.plans], dim=1)
+
+
 class MemorylessReplay:
     """The replay of a model without memory (TGAT, GraphMixer, DyGFormer): nothing to replay,
     so the plan is the explained event and the removals every set shares; a subclass names
@@ -126,8 +160,13 @@ class MemorylessReplay:
 
     #: The plan class: called with the model, the explained event's id, the shared
     #: removal mask (the base state's and the plan's own), ``bool [E]``, and the query's
-    #: destination (None: the explained event's own; ``pair_plan``).
-    make_plan: Callable[[Any, int, BoolArray, int | None], ReplayPlan]
+    #: destination (None: the explained event's own; ``pair_plan``), or destinations
+    #: (``int64 [D]``; ``pairs_plan``).
+    make_plan: Callable[..., ReplayPlan]
+
+    #: Whether ``make_plan`` takes an array of destinations (``WindowPlan``); else
+    #: ``pairs_plan`` stacks one plan per destination (``StackedPairsPlan``).
+    many_destinations: bool = True
 
     def __init__(self, model: ReplayableModel) -> None:
         self.model = model
@@ -144,8 +183,20 @@ class MemorylessReplay:
         neighbour windows, sampled for ``dst`` instead of the event's own destination."""
         return self._plan(base, end, removed_mask, int(dst))
 
+    def pairs_plan(self, base: Any, start: int, end: int, dsts: IntArray,
+                   removed_mask: BoolArray | None = None,
+                   removable: IntArray | None = None) -> ReplayPlan:
+        """The plan of the pairs ``(src_end, dsts[j], t_end)`` (``PairsReplay``): the
+        source's windows and every destination's in one pass, logits ``[P, D]`` (one plan
+        per destination, stacked, where ``many_destinations`` is false)."""
+        ends = np.asarray(dsts, dtype=np.int64).reshape(-1)
+        if not self.many_destinations:
+            return StackedPairsPlan(tuple(self._plan(base, end, removed_mask, int(d))
+                                          for d in ends.tolist()))
+        return self._plan(base, end, removed_mask, ends)
+
     def _plan(self, base: Any, end: int, removed_mask: BoolArray | None,
-              dst: int | None) -> ReplayPlan:
+              dst: int | IntArray | None) -> ReplayPlan:
         state: State = base
         shared = state.removed.numpy().copy()
         if removed_mask is not None:
@@ -154,4 +205,4 @@ class MemorylessReplay:
 
 
 __all__ = ["BatchedReplay", "BudgetedReplay", "MemorylessReplay", "ModelReplay", "PairReplay",
-           "RecordedPlan", "ReplayPlan"]
+           "PairsReplay", "RecordedPlan", "ReplayPlan", "StackedPairsPlan"]

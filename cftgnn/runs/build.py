@@ -29,10 +29,12 @@ from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import model_fingerprint
 from cftgnn.oracle.history import History
 from cftgnn.oracle.oracle import Oracle
+from cftgnn.replay.tgn import Cone, TGNReplay
 from cftgnn.runs.options import (
     curves_choice,
     protocol_option,
 )
+from cftgnn.runs.targets import target_options
 from cftgnn.scoring.protocols import (
     CurveSet,
     Protocol,
@@ -85,6 +87,7 @@ def fingerprint(cfg: DictConfig, stream: EventStream, weights: str,
         "m_max": int(cfg.m_max),
         "mode": str(cfg.mode),
         "history": history_of(cfg).value,
+        **target_options(cfg).as_dict(),  # nothing for target=logit (runs before it)
         **protocol_keys(protocols),
         # the tempme protocol's negative destinations are drawn from the seed (already above)
         "auto_threshold": float(cfg.get("auto_threshold", 1.5)),
@@ -255,6 +258,28 @@ def robustness_options(cfg: DictConfig) -> RobustnessOptions | None:
         raise ConfigError(f"unknown robust.* option: {exc}") from None
 
 
+def apply_replay_options(cfg: DictConfig, engine: ReplayEngine) -> None:
+    """``explain.py``'s ``replay.*`` options on the engine's replay, then the pass budget
+    checked against one set, before any work.
+
+    ``replay.cone`` is TGN's ``TGNReplayOptions.cone`` (which form of the exact cone replay
+    runs); a model without a cone replay (TGAT, the window models, a generic replay) has
+    nothing to set. Checked before anything loads (``check_explain_options``); it never
+    changes a record (both forms are exact), so the run's fingerprint leaves it out.
+
+    Raises:
+        ConfigError: When one removal set's evaluation cannot fit a pass
+            (``TGNReplay.check_one_set``: every exact call, a K = 4 certification's chunks
+            too, is split into passes of at least one set).
+    """
+    replay = cfg.get("replay")
+    if not isinstance(engine.replay, TGNReplay):
+        return
+    if replay is not None:
+        engine.replay.options.cone = Cone(str(replay.get("cone", Cone.AUTO.value)))
+    engine.replay.check_one_set()
+
+
 def second_model(cfg: DictConfig, stream: EventStream,
                  device: Any) -> tuple[TemporalModel | None, str]:
     """The second checkpoint of model noise (``robust.checkpoint``): ``auto`` =
@@ -317,7 +342,8 @@ class Robustness:
         return cols
 
 
-__all__ = ["Robustness", "auto_ratios", "build_explainer", "cfg_name", "constraints_of",
-           "curves_of", "fingerprint", "fresh_fallback", "history_of", "make_explainer",
-           "model_fingerprint", "output_dir", "protocol_keys", "protocols_of",
-           "recorded_protocols", "robustness_options", "second_model", "tracking_group"]
+__all__ = ["Robustness", "apply_replay_options", "auto_ratios", "build_explainer", "cfg_name",
+           "constraints_of", "curves_of", "fingerprint", "fresh_fallback", "history_of",
+           "make_explainer", "model_fingerprint", "output_dir", "protocol_keys",
+           "protocols_of", "recorded_protocols", "robustness_options", "second_model",
+           "tracking_group"]

@@ -13,6 +13,8 @@ from cftgnn.explain.params import check_explainer_options, check_strategy_option
 from cftgnn.explain.post import PostProcessing
 from cftgnn.options import boolean, choice, integer, integer_list, number, text
 from cftgnn.oracle.history import History
+from cftgnn.oracle.target import Target
+from cftgnn.runs.targets import target_options
 from cftgnn.scoring.groups import PredictionGroup
 from cftgnn.scoring.protocols import CurveSet, Protocol
 from cftgnn.training.options import checkpoint_file, device
@@ -24,6 +26,10 @@ from cftgnn.training.options import checkpoint_file, device
 #: (median 0.012 s against 0.047 s, 0.066 s against 0.26 s), on the 1M-event synthetic stream
 #: 5 to 12 times it (70-200 s against 14-17 s); docs/metrics.md.
 AUTO_CURVES_MAX_EVENTS = 200_000
+
+#: The values of the ``replay.cone`` option: ``cftgnn.replay.tgn.Cone``'s, listed here so that
+#: the option is checked before torch loads (a test holds the two equal).
+CONE_OPTIONS = ("auto", "rows", "dense")
 
 #: The values of the ``curves`` option.
 CURVES_OPTIONS = ("auto", *(c.value for c in CurveSet))
@@ -124,14 +130,14 @@ def check_explain_options(cfg: Any) -> None:
     truncated), ``shard`` one of ``num_shards`` (``shard_of``);
     ``sample.prediction`` one of [``PredictionGroup``][cftgnn.runs.PredictionGroup]'s
     values; ``sample.range`` two numbers ``0 <= start < end <= 1``; ``history`` one of
-    ``History``'s values; ``curves`` one of ``CURVES_OPTIONS`` (``auto`` or a
-    [``CurveSet``][cftgnn.runs.CurveSet] value); ``protocol`` a protocol's name, a list
-    of them or ``all`` (``protocols_choice``); the ``explainer.*`` options by the
-    explainer's declaration (``check_explainer_options``), the ``strategy.*`` options by the
-    strategy's (``check_strategy_options``) and ``ceiling``, ``prune``,
-    ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s, without torch; ``device``
-    one this machine has (``cftgnn.training.options.device``: torch loads for a device other than
-    ``cpu`` or ``auto``).
+    ``History``'s values; ``replay.cone`` one of ``CONE_OPTIONS``; ``curves`` one of
+    ``CURVES_OPTIONS`` (``auto`` or a [``CurveSet``][cftgnn.runs.CurveSet] value);
+    ``protocol`` a protocol's name, a list of them or ``all`` (``protocols_choice``); the
+    ``explainer.*`` options by the explainer's declaration (``check_explainer_options``),
+    the ``strategy.*`` options by the strategy's (``check_strategy_options``) and
+    ``ceiling``, ``prune``, ``certify``, ``certify_max_time_s`` by ``PostProcessing``'s,
+    without torch; ``device`` one this machine has (``cftgnn.training.options.device``:
+    torch loads for a device other than ``cpu`` or ``auto``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -157,6 +163,8 @@ def check_explain_options(cfg: Any) -> None:
     choice(cfg, "mode", ["approximate", "exact", "auto"])
     choice(cfg, "history", [h.value for h in History])
     choice(cfg, "curves", CURVES_OPTIONS)
+    if cfg.get("replay") is not None:
+        choice(cfg, "replay.cone", CONE_OPTIONS)
     protocol_option(cfg)
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
@@ -170,10 +178,15 @@ def check_explain_options(cfg: Any) -> None:
     text(cfg, "group", optional=True)
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
     check_strategy_options(cfg.get("strategy"))  # strategy.*: likewise
+    if target_options(cfg).target is Target.RANK and (
+            Protocol.TEMPME in protocol_option(cfg) or cfg.get("curves") == CurveSet.ALL.value):
+        raise ConfigError("protocol=tempme scores negative pairs' logits against the explained "
+                          "logit; it is not available with target=rank (use protocol=common or "
+                          "tgnnexplainer)")
     PostProcessing.from_config(cfg)  # ceiling, prune, certify, certify_max_time_s: the same
     device(cfg)  # last: a device other than cpu or auto loads torch to be checked
 
 
-__all__ = ["AUTO_CURVES_MAX_EVENTS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
+__all__ = ["AUTO_CURVES_MAX_EVENTS", "CONE_OPTIONS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
            "PredictionGroup", "check_served", "curves_choice", "protocol_option",
            "protocols_choice", "check_candidate_options", "check_explain_options", "shard_of"]

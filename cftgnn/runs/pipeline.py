@@ -59,10 +59,12 @@ from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.history import History, check_history
 from cftgnn.oracle.oracle import OracleMode
 from cftgnn.oracle.snapshots import DEFAULT_MEMORY_BUDGET_GB, budget_bytes
+from cftgnn.oracle.target import RankTargets
 from cftgnn.oracle.workers import check_workers
 from cftgnn.replay.tgn import TGNReplay
 from cftgnn.runs.build import (
     Robustness,
+    apply_replay_options,
     auto_ratios,
     build_explainer,
     cfg_name,
@@ -89,6 +91,7 @@ from cftgnn.runs.options import (
 from cftgnn.runs.records import RECORD_SCHEMA, EventContext, RecordStore, event_record
 from cftgnn.runs.sampling import PredictionGroup, plan_events, quota
 from cftgnn.runs.showcase import describe_record, pick_shown, why_shown
+from cftgnn.runs.targets import rank_columns, rank_targets_of
 from cftgnn.scoring.checks import after_search
 from cftgnn.scoring.curves import (
     ACC_SHARES,
@@ -154,6 +157,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     torch.set_num_threads(int(cfg.num_threads))
     stream: EventStream = instantiate(cfg.dataset)
     constraints.validate(stream)  # nodes and events named exist, before the model loads
+    targets = rank_targets_of(cfg, stream)  # target=rank: the negatives, before the model
     model, weights = resolve_model(cfg.model, stream, cfg.checkpoint, cfg.paths.checkpoint_dir,
                                    device, cfg.seed)
     if (stale := card_mismatch(weights)) is not None:  # a warning: the run goes on
@@ -180,10 +184,13 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     # the engine first: the sampling pass shares its index and leaves it snapshots
     engine = ReplayEngine(model, stream, memory_budget_gb=budget, num_workers=num_workers)
     engine.fingerprint = run_fp
+    engine.progress = bool(cfg.progress)  # each event's exact enumeration shows a bar
+    apply_replay_options(cfg, engine)
     plan = plan_events(model, stream, int(cfg.n_events), cfg.sample.range,
                        cfg.sample.prediction, float(cfg.sample.min_abs_logit),
                        cfg.sample.max_abs_logit, int(cfg.seed),
-                       None if cfg.events is None else list(cfg.events), history, engine)
+                       None if cfg.events is None else list(cfg.events), history, engine,
+                       None if targets is None else targets.eligible())
     plan = plan.iloc[shard::num_shards].reset_index(drop=True)
     done = store.done() & set(plan["event_id"].tolist())
     todo = plan[~plan["event_id"].isin(done)]
@@ -205,11 +212,13 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     with tracking(tracker, config, name=run_name, group=tracking_group(cfg), dir=str(out)):
         mode = _search_mode(cfg, engine, plan, out, f"{names['dataset']}-{names['model']}")
         _start_compiled_loops(cfg, engine, mode, todo)
-        extra = None if robust is None else Robustness(
-            robust, None if second is None else ReplayEngine(second, stream, engine.index,
-                                                          memory_budget_gb=budget))
+        second_engine = None if second is None else ReplayEngine(second, stream, engine.index,
+                                                                 memory_budget_gb=budget)
+        if second_engine is not None:
+            apply_replay_options(cfg, second_engine)
+        extra = None if robust is None else Robustness(robust, second_engine)
         _explain(cfg, engine, explainer, todo, store, names, tracker, shard, len(done),
-                 constraints, mode, extra)
+                 constraints, mode, extra, targets)
         records = store.load()
         if not records.empty:
             records = records[records["event_id"].isin(plan["event_id"])]
@@ -369,10 +378,10 @@ def _warn_short_groups(cfg: DictConfig, plan: pd.DataFrame, num_shards: int) -> 
 def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: pd.DataFrame,
              store: RecordStore, names: Mapping[str, str], tracker: Tracker, shard: int,
              already: int, constraints: Constraints, auto: ModeChoice | None = None,
-             robust: Robustness | None = None) -> None:
+             robust: Robustness | None = None, targets: RankTargets | None = None) -> None:
     """Explain ``todo`` in stream order with the run's one explainer
     (``cftgnn.explain.run.explain_events``), writing a record after each event (with its
-    robustness columns when ``robust`` is given)."""
+    robustness columns when ``robust`` is given, its ranks under ``targets``)."""
     flips = 0
     history = history_of(cfg)
     protocols = protocols_of(cfg, engine.stream.num_events)
@@ -386,7 +395,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
     mode = str(cfg.mode) if auto is None else auto.mode
     rows = zip(todo["group"].tolist(), todo["screen_logit"].tolist(), strict=True)
     explained = explain_events(engine, explainer, todo["event_id"].tolist(), cfg.k,
-                               int(cfg.m_max), mode, constraints, history)
+                               int(cfg.m_max), mode, constraints, history, targets)
     for n, (done, (group, screen_logit)) in enumerate(zip(explained, rows, strict=True),
                                                       start=1):
         oracle, result = done.oracle, done.result
@@ -407,6 +416,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
             shard=int(shard),
             history=history.value,
             group_logit=group_logit,
+            **rank_columns(oracle, result),
             checks=checks,
         ))
         if robust is not None:

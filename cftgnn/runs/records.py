@@ -250,6 +250,14 @@ class EventContext:
             the explained ``original_logit``) or ``explained`` (the sampling pass scored the
             explained prediction: ``history=batch_start``). Schema 5; ``screen`` in older
             records.
+        target: What was explained (``cftgnn.oracle.target``): ``logit`` (the logit's sign;
+            older records) or ``rank`` (the true destination's TGB rank; schema 10).
+        target_k: The rank target's k (None for the logit target).
+        num_negatives: The event's number of negatives (None for the logit target).
+        rank_before: TGB's rank of the true destination with nothing removed (None for the
+            logit target).
+        rank_after: Its rank with the answer removed (NaN when nothing was answered; None
+            for the logit target).
         checks: The exact checks after the search (``cftgnn.scoring.checks.Checks``): the
             logit with only the explanation kept (``keep_logit``, fidelity−), each protocol's
             curve logits and their seconds; each of its fields is a record column, in
@@ -268,6 +276,11 @@ class EventContext:
     shard: int
     history: str = field(default="event", metadata={"since": 5, "old": "event"})
     group_logit: str = field(default="screen", metadata={"since": 5, "old": "screen"})
+    target: str = field(default="logit", metadata={"since": 10, "old": "logit"})
+    target_k: int | None = field(default=None, metadata={"since": 10, "old": None})
+    num_negatives: int | None = field(default=None, metadata={"since": 10, "old": None})
+    rank_before: float | None = field(default=None, metadata={"since": 10, "old": None})
+    rank_after: float | None = field(default=None, metadata={"since": 10, "old": None})
     checks: Checks = Checks()
 
 

@@ -136,6 +136,7 @@ def sample_events(
     min_abs_logit: float = 0.0,
     max_abs_logit: float | None = None,
     seed: int = 0,
+    eligible: npt.NDArray[np.bool_] | None = None,
 ) -> pd.DataFrame:
     """A seeded sample of events, by group, from their screening logits.
 
@@ -148,6 +149,8 @@ def sample_events(
         min_abs_logit: Keep events with ``|logit| >= min_abs_logit`` only.
         max_abs_logit: Keep events with ``|logit| <= max_abs_logit`` only (None = no bound).
         seed: Random seed; each group draws from its own generator.
+        eligible: Which events of the range may be drawn, ``bool [R]`` (None: all; the
+            rank target's: those with negatives).
 
     Returns:
         Columns ``event_id`` (ascending), ``group`` and ``screen_logit``.
@@ -159,6 +162,8 @@ def sample_events(
     ok = np.abs(values) >= min_abs_logit
     if max_abs_logit is not None:
         ok &= np.abs(values) <= max_abs_logit
+    if eligible is not None:
+        ok &= np.asarray(eligible, dtype=bool).reshape(-1)
     correct = values > 0
     picked: list[npt.NDArray[np.int64]] = []
     for g, (group, count) in enumerate(quota(prediction, n)):
@@ -202,6 +207,7 @@ def plan_events(
     events: Sequence[int] | None = None,
     history: History | str = History.EVENT,
     engine: ReplayEngine | None = None,
+    eligible: npt.NDArray[np.int64] | None = None,
 ) -> pd.DataFrame:
     """The events a run explains: sampled (see [``sample_events``][cftgnn.runs.sample_events])
     or given explicitly.
@@ -219,6 +225,8 @@ def plan_events(
         history: The explained prediction's history (see ``screen_logits``).
         engine: The engine that will explain the events (see ``screen_logits``), or
             None.
+        eligible: The only event ids sampling may draw (``target=rank``: the events with
+            negatives; the screening pass then covers only their span), or None.
 
     Returns:
         Columns ``event_id`` (ascending), ``group`` and ``screen_logit``.
@@ -236,8 +244,17 @@ def plan_events(
             "screen_logit": values,
         })
     lo, hi = event_range(stream, share)
+    mask = None
+    if eligible is not None:
+        inside = np.asarray(eligible, dtype=np.int64)
+        inside = inside[(inside >= lo) & (inside < hi)]
+        if len(inside) == 0:
+            return sample_events(np.zeros(0), 0, 0)
+        lo, hi = int(inside[0]), int(inside[-1]) + 1  # screen only their span
+        mask = np.zeros(hi - lo, dtype=bool)
+        mask[inside - lo] = True
     logits = screen_logits(model, stream, lo, hi, history=history, engine=engine)
-    return sample_events(logits, lo, n, prediction, min_abs_logit, max_abs_logit, seed)
+    return sample_events(logits, lo, n, prediction, min_abs_logit, max_abs_logit, seed, mask)
 
 
 __all__ = [

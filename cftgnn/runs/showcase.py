@@ -126,9 +126,17 @@ def describe_record(record: pd.Series | Mapping[str, Any], stream: EventStream,
     if why:
         head += f": {why}"
     verdict = "flipped" if flips else "not flipped"
-    lines = [head,
-             f"  original logit {logit_text(p0)} ({_prediction(p0)}) → final logit "
-             f"{logit_text(p)} ({verdict})",
+    if record.get("target", "logit") == "rank":  # the margins, read as TGB's ranks
+        k, before, after = (int(record["target_k"]), float(record["rank_before"]),
+                            float(record["rank_after"]))
+        inside = "in" if p0 > 0 else "not in"
+        moved = f"rank {after:g}" if math.isfinite(after) else "nothing removed"
+        result = f"  true destination's rank {before:g} of {int(record['num_negatives']) + 1} "
+        result += f"({inside} the top {k}) → {moved} ({verdict})"
+    else:
+        result = (f"  original logit {logit_text(p0)} ({_prediction(p0)}) → final logit "
+                  f"{logit_text(p)} ({verdict})")
+    lines = [head, result,
              f"  after removing {len(removed)} of {int(record['num_candidates'])} candidate "
              "events" + (":" if removed else "")]
     for e in removed[:MAX_LISTED]:

@@ -6,6 +6,7 @@ These have known answers, so explainers can be tested without a trained model (l
 
 from cftgnn.testing.backends import (
     AdditiveBackend,
+    AdditivePairsBackend,
     HashedBackend,
     InteractionBackend,
     ScriptedBackend,
@@ -22,6 +23,7 @@ from cftgnn.testing.search import (
 
 __all__ = [
     "AdditiveBackend",
+    "AdditivePairsBackend",
     "HashedBackend",
     "InteractionBackend",
     "ScriptedBackend",

@@ -154,3 +154,32 @@ __all__ = [
     "ShiftedBackend",
     "ToyBackend",
 ]
+
+
+class AdditivePairsBackend:
+    """Toy pair logits for the rank target (``cftgnn.oracle.target.RankScores``): the
+    explained source's logit with each of D destinations is ``base_d − Σ_{e ∈ s} w_{e,d}``,
+    ``[P, D]``; column 0 is the true destination, the rest its negatives. The TGB rank of
+    any set is then known by hand.
+
+    Args:
+        base: Logits with nothing removed, ``[D]``.
+        weights: Per removable event, its contribution to each destination's logit, ``[D]``
+            (events absent weigh 0).
+    """
+
+    def __init__(self, base: Sequence[float], weights: Mapping[int, Sequence[float]]) -> None:
+        self.base = np.asarray(base, dtype=np.float64)
+        self.weights = {int(e): np.asarray(w, dtype=np.float64) for e, w in weights.items()}
+        self.calls = 0
+        self.batches = 0
+
+    def __call__(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
+        self.batches += 1
+        self.calls += len(sets)
+        out = np.tile(self.base, (len(sets), 1))
+        for row, s in enumerate(sets):
+            for e in s:
+                if int(e) in self.weights:
+                    out[row] -= self.weights[int(e)]
+        return out

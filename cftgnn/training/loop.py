@@ -1,7 +1,9 @@
 """Training and evaluation of temporal link predictors (self-supervised, random negatives).
 
 Protocol: chronological 70/15/15 split with the split points rounded down to batch
-boundaries (so that no history batch straddles two splits); one random negative destination per
+boundaries (so that no history batch straddles two splits; on a TGB stream, TGB's own split
+points, rounded down the same way, and TGB's MRR and hits@k on the card:
+``cftgnn.training.tgb_eval``); one random negative destination per
 positive event, drawn from the stream's destination nodes; BCE loss; Adam; early stopping on
 validation AP. Test metrics are reported *transductive* (all test events) and *inductive*
 (test events with an endpoint that never occurs in a training event).
@@ -23,7 +25,7 @@ import importlib.metadata
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
+from cftgnn.data.tgb_negatives import TGBNegatives
 from cftgnn.errors import ConfigError, TrainingError
 from cftgnn.files import check_writable_dir
 from cftgnn.models.base import TemporalModel, eval_mode
@@ -44,6 +47,13 @@ from cftgnn.training.checkpoint import checkpoint_path, model_kind, save_checkpo
 from cftgnn.training.metrics import average_precision, roc_auc
 from cftgnn.training.options import check_train_options
 from cftgnn.training.resolve import resolve_device
+from cftgnn.training.tgb_eval import (
+    RANK_PROTOCOL,
+    NegativeRanker,
+    TGBSplit,
+    load_negatives,
+    rank_walk_bounds,
+)
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +204,8 @@ def score_range(model: TemporalModel, lo: int, hi: int, seed: int, progress: boo
 
 def score_batches(model: TemporalModel, lo: int, hi: int,
                   negs: npt.NDArray[np.int64] | None = None, progress: bool = False,
-                  own_batch_neighbors: bool = True
+                  own_batch_neighbors: bool = True,
+                  before_advance: Callable[[int, int], None] | None = None
                   ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
     """Score the events ``[lo, hi)`` batch by batch, advancing the model over each batch
     after scoring it (the scoring rule of ``score_range``, streamed: nothing is kept).
@@ -209,6 +220,10 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
             its own batch (``before`` = its position, as in training); False: only the
             consumed batches (the prediction of ``history=batch_start``,
             ``cftgnn.oracle.history``).
+        before_advance: Called with each batch's ``(a, b)`` after its prediction and
+            before the model consumes it, in eval mode without gradients: where more
+            queries are scored from the same state (TGB's negatives,
+            ``cftgnn.training.tgb_eval``).
 
     Yields:
         ``(a, logits)``: the batch's first event and its logits, ``float32 [b - a]``, then
@@ -225,6 +240,8 @@ def score_batches(model: TemporalModel, lo: int, hi: int,
                 dst = np.r_[dst, negs[a - lo:b - lo]]
             logits = model.predict(src, dst, t, before=own if own_batch_neighbors else None
                                    ).cpu().numpy()
+            if before_advance is not None:
+                before_advance(a, b)
             model.advance(a, b)
             yield a, logits
 
@@ -254,6 +271,41 @@ def evaluate_test(model: TemporalModel, split: Split, seed: int,
     inductive = ~seen[test_src] | ~seen[test_dst]
     return {"transductive": link_metrics(pos, neg),
             "inductive": link_metrics(pos[inductive], neg[inductive])}
+
+
+def evaluate_tgb(model: TemporalModel, split: Split, tables: dict[str, TGBNegatives],
+                 k: int = 10, max_pairs: int = 8192, progress: bool = False) -> dict[str, Any]:
+    """TGB's MRR and hits@k of the validation and test parts (``cftgnn.training.tgb_eval``).
+
+    Replays the training part from scratch, then walks the rest of the stream batch by batch
+    as ``score_range`` does, ranking every event with negatives against them before its batch
+    is consumed.
+
+    Args:
+        model: The trained, attached model.
+        split: The batch-aligned split trained on (``TGBSplit``'s points).
+        tables: TGB's negatives by split (``load_negatives``).
+        k: The k of hits@k.
+        max_pairs: Pairs per model call.
+        progress: Show a progress bar over the pairs.
+
+    Returns:
+        ``{"val": {...}, "test": {...}, "k", "pairs", "seconds", "protocol"}``: each part's
+        ``mrr``, ``hits@<k>``, ``n`` (events ranked) and ``mean_negatives``; the pairs
+        scored and the walk's seconds (the replay of the training part included).
+    """
+    lo, hi = rank_walk_bounds(tables, split.train_end, model.stream.name)
+    t0 = time.perf_counter()
+    model.reset()
+    model.advance(0, lo)
+    ranker = NegativeRanker(model, tables, max_pairs, progress)
+    try:
+        for _ in score_batches(model, lo, hi, before_advance=ranker):
+            pass
+    finally:
+        ranker.close()
+    return {**ranker.summary(k), "k": k, "pairs": ranker.pairs,
+            "seconds": time.perf_counter() - t0, "protocol": RANK_PROTOCOL}
 
 
 #: How cards and logs number epochs: the first is epoch 1 (a card's ``best_epoch`` and each
@@ -371,6 +423,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         ConfigError: For a bad device, a checkpoint that exists without ``overwrite=true``,
             or a stream too small to train and validate on (``check_trainable``); before
             training.
+        DataNotFoundError: For a TGB stream whose negatives file is missing, before
+            training.
         TrainingError: For a loss or validation AP that is not a number (nothing is saved).
     """
     check_train_options(cfg)
@@ -384,10 +438,20 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                                        edge_dim=stream.feat_dim)
     model.to(device)
     model.attach(stream)
-    split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
-                                float(cfg.split.test))
-    check_trainable(split, model.batch_size, float(cfg.split.val), float(cfg.split.test),
-                    stream.name)
+    tgb = TGBSplit.of(stream, model.batch_size)
+    if tgb is None:
+        tables: dict[str, TGBNegatives] = {}
+        split = Split.chronological(stream.num_events, model.batch_size, float(cfg.split.val),
+                                    float(cfg.split.test))
+        check_trainable(split, model.batch_size, float(cfg.split.val), float(cfg.split.test),
+                        stream.name)
+    else:  # TGB's split, on whole batches; its negatives read before any training
+        split = Split(tgb.train_end, tgb.val_end, stream.num_events)
+        tgb.check_trainable(model.batch_size, stream.num_events)
+        tables = load_negatives(stream)
+        log.info("TGB's split of %s: validation from event %d, test from %d (trained on "
+                 "[0, %d), split.val and split.test not used)", tgb.name, tgb.val_start,
+                 tgb.test_start, split.train_end)
     log.info("%s on %s: %d events, split %s, device %s", type(model).__name__, stream.name,
              stream.num_events, split, device)
     t0 = time.perf_counter()
@@ -396,10 +460,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     train_seconds = time.perf_counter() - t0
     test = evaluate_test(model, split, seed=int(cfg.seed) + 2)
     log.info("test transductive %s inductive %s", test["transductive"], test["inductive"])
+    metrics: dict[str, Any] = {"test": test, "best_val_ap": fitted["best_val_ap"]}
+    if tgb is not None:
+        metrics["tgb"] = evaluate_tgb(model, split, tables, k=int(cfg.tgb.hits_k),
+                                      max_pairs=int(cfg.tgb.max_pairs),
+                                      progress=bool(cfg.progress))
+        log.info("TGB %s: val MRR %.4f, test MRR %.4f", tgb.name, metrics["tgb"]["val"]["mrr"],
+                 metrics["tgb"]["test"]["mrr"])
     card: dict[str, Any] = {
         "train_config": OmegaConf.to_container(cfg, resolve=True),
         "split": asdict(split),
-        "metrics": {"test": test, "best_val_ap": fitted["best_val_ap"]},
+        **({"tgb_split": tgb.card()} if tgb is not None else {}),
+        "metrics": metrics,
         "eval_seed": int(cfg.seed) + 2,
         "epochs_run": len(fitted["history"]),
         "best_epoch": fitted["best_epoch"],

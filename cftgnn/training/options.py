@@ -79,8 +79,8 @@ def checkpoint_file(cfg: Any, key: str = "checkpoint",
 def check_train_options(cfg: Any) -> None:
     """Refuse a top-level option of ``conf/train.yaml`` of the wrong type or range before
     anything loads: ``epochs >= 1`` (no untrained checkpoint is saved), integer counts
-    (never truncated), ``0 < lr``, split shares that leave a training part, a ``device``
-    this machine has (``device``).
+    (never truncated; ``tgb.hits_k`` and ``tgb.max_pairs`` >= 1), ``0 < lr``, split shares
+    that leave a training part, a ``device`` this machine has (``device``).
 
     Raises:
         ConfigError: Naming the first bad option.
@@ -95,6 +95,8 @@ def check_train_options(cfg: Any) -> None:
     if val is not None and test is not None and val + test >= 1:
         raise ConfigError(f"split.val + split.test must be < 1 (the rest trains), got "
                           f"{val} + {test}")
+    integer(cfg, "tgb.hits_k", minimum=1)
+    integer(cfg, "tgb.max_pairs", minimum=1)
     boolean(cfg, "progress")
     boolean(cfg, "save_checkpoint")
     boolean(cfg, "overwrite")

@@ -2,14 +2,16 @@
 # The GPU table's check, in ONE device call on a bare GPU machine without network
 # (Python 3.12 with torch + CUDA, torch-geometric, numpy, pandas, ... already installed):
 # installs the carried wheels that are missing, prints the versions and nvidia-smi, runs the
-# `gpu` tests, then the CPU-vs-GPU benchmark (scripts/benchmark_gpu.py), each step under its
-# own timeout (at most 450 s in all), going on to the next step when one fails. What comes
+# `gpu` tests, then the CPU-vs-GPU benchmark (scripts/benchmark_gpu.py: its pairs and tail
+# event, then its exhaustive searches as a step of their own), each step under its own
+# timeout (at most 480 s in all), going on to the next step when one fails. What comes
 # back, in $OUT (at most 8 files):
 #   check.log       install, versions, nvidia-smi, each step's exit status
 #   pytest_gpu.txt  python -m pytest -m gpu -rA (every gpu test's outcome)
-#   benchmark.log   the benchmark's output
-#   gpu_check.json  the benchmark's figures, plus "steps": each step's exit status and seconds
-#   gpu_check.md    the table (docs/benchmarks.md, "The GPU table")
+#   benchmark.log   the benchmark's output (both steps)
+#   gpu_check.json  the benchmark's figures, the searches merged in, plus "steps": each step's
+#                   exit status and seconds
+#   gpu_check.md    the table (docs/benchmarks.md, "The GPU table"), made from gpu_check.json
 #
 # Prepare, on the CPU machine, once per session (needs network; .gpu/ is git-ignored, never
 # commit it — it holds the data streams):
@@ -18,7 +20,9 @@
 #   run(command="bash scripts/gpu/check.sh", carry=[".gpu"], timeout_s=540)
 # On a machine without CUDA the script still runs every step (the gpu tests fail with
 # "no CUDA device", the benchmark records its failure); `GPU_CHECK_DEVICES=cpu,cpu` runs the
-# benchmark's whole path on the CPU instead.
+# benchmark's whole path on the CPU instead, `GPU_CHECK_ARGS` adds benchmark overrides (the
+# test suite's dry run: small sizes on the synthetic stream) and `GPU_CHECK_PYTEST` names
+# the tests of the pytest step (default: tests).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -33,6 +37,8 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export CFTGNN_DATA_DIR="${CFTGNN_DATA_DIR:-$ROOT/.gpu/data}"
 export WANDB_MODE=disabled MPLBACKEND=Agg PYTHONUNBUFFERED=1
 DEVICES="${GPU_CHECK_DEVICES:-cpu,cuda}"
+read -r -a BENCH_ARGS <<< "${GPU_CHECK_ARGS:-}"   # extra overrides, split at white space
+PYTEST_TARGET="${GPU_CHECK_PYTEST:-tests}"
 
 step() {  # step NAME SECONDS OUTFILE COMMAND...: run under a timeout, record the status
     local name="$1" limit="$2" out="$3"
@@ -102,10 +108,16 @@ step install 60 "$LOG" bash -c install_wheels
 step imports 20 "$LOG" "$PY" -c \
     "import hydra, omegaconf, pymoo, cftgnn; print('imports ok:', cftgnn.__file__)"
 step versions 20 "$LOG" bash -c versions
-step pytest_gpu 150 "$OUT/pytest_gpu.txt" \
-    "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider --continue-on-collection-errors tests
-step benchmark 200 "$OUT/benchmark.log" \
-    "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT"
+step pytest_gpu 90 "$OUT/pytest_gpu.txt" \
+    "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider --continue-on-collection-errors \
+    "$PYTEST_TARGET"
+step benchmark 170 "$OUT/benchmark.log" \
+    "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT" "parts=[pairs,tail]" \
+    "${BENCH_ARGS[@]}"
+mkdir -p "$OUT/searches"
+step searches 120 "$OUT/benchmark.log" \
+    "$PY" scripts/benchmark_gpu.py "devices=[$DEVICES]" "out_dir=$OUT/searches" \
+    "parts=[searches]" "${BENCH_ARGS[@]}"
 
 # each step's status into gpu_check.json (made when the benchmark wrote none)
 "$PY" - "$OUT" <<'EOF' 2>&1 | tee -a "$LOG"
@@ -119,6 +131,13 @@ try:
     res = json.loads(path.read_text())
 except (OSError, ValueError):
     res = {"failures": ["benchmark: no gpu_check.json written (see benchmark.log)"]}
+try:  # the searches' step wrote its own file: its searches and failures join the first
+    part = json.loads((out / "searches" / "gpu_check.json").read_text())
+    res["searches"] = part.get("searches", [])
+    res.setdefault("failures", []).extend(part.get("failures", []))
+except (OSError, ValueError):
+    res.setdefault("failures", []).append("searches: no gpu_check.json written (see "
+                                          "benchmark.log)")
 steps = []
 for line in (out / "steps.tsv").read_text().splitlines():
     name, rc, took, limit = line.split("\t")
@@ -128,8 +147,13 @@ for line in (out / "steps.tsv").read_text().splitlines():
         res.setdefault("failures", []).append(f"step {name}: exit {rc}")
 res["steps"] = steps
 path.write_text(json.dumps(res, indent=1) + "\n")
+if "sides" in res:  # the table of everything measured, the searches included
+    from cftgnn.benchmarks.gpu import format_markdown
+
+    (out / "gpu_check.md").write_text(format_markdown(res))
 print("steps:", ", ".join(f"{s['step']} {s['exit']} ({s['seconds']} s)" for s in steps))
 EOF
 rm -f "$STEPS"
+rm -rf "$OUT/searches"   # merged into gpu_check.json above
 tail -n 25 "$OUT/pytest_gpu.txt"
 cat "$OUT/gpu_check.md" 2>/dev/null || tail -n 20 "$OUT/benchmark.log"

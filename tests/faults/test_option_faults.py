@@ -28,6 +28,8 @@ CASES = [
      "temgx, all, or a list of them"),
     ("explain.py", ["protocol=[common,tmpme]"], "got ['common', 'tmpme']"),
     ("explain.py", ["sample.prediction=bogus"], "sample.prediction must be one of"),
+    ("explain.py", ["replay.cone=sparse"],
+     "error: replay.cone must be one of auto, rows, dense, got 'sparse'"),
     ("explain.py", ["logger=wandb", "logger.mode=bogus"], "logger.mode must be one of"),
     ("explain.py", ["sweep=baselines"], "sweep=baselines is a sweep, which runs only with -m"),
     ("explain.py", ["+n_evnts=2"], "unknown option 'n_evnts' (did you mean 'n_events'?)"),
@@ -72,6 +74,8 @@ CASES = [
     ("explain.py", ["-m", "n_events=interval(1,2)"],
      "error: BasicSweeper does not support sweep type : INTERVAL_SWEEP"),
     ("train.py", ["epochs=0"], "epochs must be an integer >= 1"),
+    ("train.py", ["tgb.hits_k=0"], "tgb.hits_k must be an integer >= 1"),
+    ("train.py", ["tgb.max_pairs=1.5"], "tgb.max_pairs must be an integer >= 1, got 1.5"),
     ("train_explainer.py", ["explainer=attention"],
      "train_explainer.py trains explainer=pgexplainer or explainer=tempme, the explainers "
      "that learn (got explainer=attention)"),
@@ -126,6 +130,10 @@ CASES = [
     ("benchmark_quality.py", ["checkpoint=tgn.pt"], "error: checkpoint 'tgn.pt' does not exist"),
     ("benchmark_gpu.py", ["devices=[cpu,cpu]", "checkpoint=tgn.pt"],
      "error: checkpoint 'tgn.pt' does not exist"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "batch_sizes=[{pair:uci-tgx,size:5}]"],
+     "error: batch_sizes[0].pair entry 'uci-tgx': unknown model 'tgx'"),
+    ("benchmark_gpu.py", ["devices=[cpu,cpu]", "searches=[{pair:wiki-tgn,event:1,max_size:2}]"],
+     "error: searches[0].pair entry 'wiki-tgn': unknown dataset 'wiki'"),
 ]
 
 

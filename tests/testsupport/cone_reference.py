@@ -12,12 +12,21 @@ three files were written by that commit's code running this module).
 ``uci_cases`` and ``wikipedia_case`` do the same for UCI · TGN and Wikipedia · TGN tail
 events (dataset tests).
 
-Bits depend on how torch sums: the references were computed on **one torch thread** of a CPU
-whose kernels torch picks as ``REFERENCE_CPU`` (``torch.backends.cpu.get_cpu_capability()``);
-``one_thread`` pins the thread count while they are computed again, and the test skips, saying
-why, on a CPU of another capability (regenerate there to use it).
+Bits depend on how torch sums, on **one torch thread** (``one_thread`` pins the count while
+they are computed again) and on the CPU's kernels. torch's capability name does not identify
+those: two AVX512 CPUs, one with AMX, differ in the last bit of every case (1.2e-7 at most,
+measured 2026-12-02). So each set of references is kept with the CPU it was computed on,
+named by ``kernel_probe`` (the bits of a fixed GRU, linear and attention computation):
+``references_for`` picks the folder ``data/<probe>/`` when this CPU's probe has one, else the
+first references (``data/*.npz``, computed on an AVX512 CPU without AMX, ``REFERENCE_CPU``,
+before the probe existed), else none and the test skips, saying why.
 
-Regenerate (only on purpose: a change of the references is a change of behaviour)::
+``data/d8030c068289/`` was computed on 2026-12-02 on an AVX512 CPU with AMX by the code of
+commit ``62c1067`` (the first that held the references, bitwise, on their CPU) running that
+commit's copy of this module; the code of main then reproduced them bit for bit.
+
+Add a CPU's references (only on purpose, and from the code of a commit that held them: a
+change of the references is a change of behaviour)::
 
     PYTHONPATH=.:tests python tests/testsupport/cone_reference.py \\
         [--uci DATA_DIR] [--wikipedia DATA_DIR]
@@ -26,6 +35,7 @@ Regenerate (only on purpose: a change of the references is a change of behaviour
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import sys
 from collections.abc import Iterator
@@ -42,8 +52,44 @@ from cftgnn.replay.tgn import TGNReplay, TGNReplayOptions
 from testsupport.streams import dense_stream
 
 DATA = Path(__file__).resolve().parents[1] / "replay" / "data"
-#: The CPU capability (torch's kernel choice) the references were computed with.
+#: The CPU capability (torch's kernel choice) the first references (``DATA/*.npz``) were
+#: computed with, on a CPU without AMX.
 REFERENCE_CPU = "AVX512"
+
+
+def kernel_probe() -> str:
+    """12 hex digits naming this CPU's float32 kernels on one thread: a hash of the bits of
+    a seeded ``GRUCell(300, 100)``, ``Linear(200, 100)`` and two-head attention, the
+    operations of TGN's memory, embedding and decoder. Two CPUs with one probe sum alike."""
+    gen = torch.Generator().manual_seed(0)
+    x, h = torch.randn(64, 300, generator=gen), torch.randn(64, 100, generator=gen)
+    q, kv = torch.randn(64, 1, 100, generator=gen), torch.randn(64, 10, 100, generator=gen)
+    torch.manual_seed(0)
+    gru, lin = torch.nn.GRUCell(300, 100), torch.nn.Linear(200, 100)
+    att = torch.nn.MultiheadAttention(100, 2, batch_first=True)
+    with one_thread(), torch.no_grad():
+        h2 = gru(x, h)
+        out = [h2, lin(torch.cat([h2, h], dim=1)), att(q, kv, kv)[0]]
+    digest = hashlib.sha256(b"".join(t.contiguous().numpy().tobytes() for t in out))
+    return digest.hexdigest()[:12]
+
+
+def has_amx() -> bool:
+    """Whether the CPU has AMX tiles (``amx_tile`` in ``/proc/cpuinfo``; False elsewhere)."""
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def references_for() -> Path | None:
+    """The folder of this CPU's references (see the module docstring), or None."""
+    probed = DATA / kernel_probe()
+    if probed.is_dir():
+        return probed
+    if torch.backends.cpu.get_cpu_capability() == REFERENCE_CPU and not has_amx():
+        return DATA
+    return None
 
 
 @contextlib.contextmanager
@@ -188,17 +234,19 @@ def main(argv: list[str]) -> None:
     events too)."""
     import tempfile
 
-    DATA.mkdir(parents=True, exist_ok=True)
-    print(f"CPU capability: {torch.backends.cpu.get_cpu_capability()} (REFERENCE_CPU says "
-          f"{REFERENCE_CPU})")
+    folder = DATA / kernel_probe()
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"CPU capability {torch.backends.cpu.get_cpu_capability()}, AMX {has_amx()}: "
+          f"writing {folder}")
     with one_thread(), tempfile.TemporaryDirectory() as cache:
-        np.savez_compressed(REFERENCE, **dict(cases()))
+        np.savez_compressed(folder / REFERENCE.name, **dict(cases()))
         if "--uci" in argv:
             data_dir = Path(argv[argv.index("--uci") + 1])
-            np.savez_compressed(UCI_REFERENCE, **dict(uci_cases(data_dir, Path(cache))))
+            np.savez_compressed(folder / UCI_REFERENCE.name,
+                                **dict(uci_cases(data_dir, Path(cache))))
         if "--wikipedia" in argv:
             data_dir = Path(argv[argv.index("--wikipedia") + 1])
-            np.savez_compressed(WIKIPEDIA_REFERENCE,
+            np.savez_compressed(folder / WIKIPEDIA_REFERENCE.name,
                                 logits=wikipedia_case(data_dir, Path(cache)))
 
 

@@ -36,6 +36,8 @@ The exact causal-cone replay is this package's, a module per part of it:
   (``RowStepTimes``, asked for with ``ConeStats(steps=...)``; no clock read otherwise);
 * ``cftgnn.replay.tgn.compare``: the comparisons of memory rows with the recording (bit for
   bit, or within the opt-in tolerance), on the rows' device;
+* ``cftgnn.replay.tgn.passes``: what a pass may hold (the memory budget, a share of a
+  GPU's memory) and what one set needs;
 * ``cftgnn.replay.tgn.dense``: the device-resident form of the same replay
   (``dense_replay``: a row per set and node in fixed buffers, no bookkeeping between the
   kernels), which the options choose on a GPU (``TGNReplayOptions.cone``).
@@ -53,6 +55,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -60,12 +63,18 @@ from cftgnn.data.stream import IntArray
 from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
-from cftgnn.replay.batched import batched_logits
+from cftgnn.replay.batched import NodeInputs, batched_logits
 from cftgnn.replay.local import LocalPlan, local_plan, local_replay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.registry import register_replay
 from cftgnn.replay.tgn.cone import ConeBudgetExceeded, ConeStats, cone_replay
 from cftgnn.replay.tgn.dense import dense_nbytes_per_set, dense_replay
+from cftgnn.replay.tgn.passes import (
+    DEVICE_PASS_SHARE,
+    check_one_set,
+    device_memory_bytes,
+    pass_budget_bytes,
+)
 from cftgnn.replay.tgn.record import record_trajectory
 from cftgnn.replay.tgn.trajectory import Trajectory
 
@@ -183,8 +192,9 @@ class TGNPlan:
         local: The same history prepared for the local replay, or None when it is long.
         options: The replay's options (read at every call).
         dst: The query's destination, None for the explained event's own; another (a
-            negative pair, ``TGNReplay.pair_plan``) is predicted instead, and its calls are
-            not added to the options' ``stats`` (the explained event's work).
+            negative pair, ``TGNReplay.pair_plan``) is predicted instead, or ``int64 [D]``
+            destinations (``TGNReplay.pairs_plan``: ``logits`` is ``[P, D]``), and their
+            calls are not added to the options' ``stats`` (the explained event's work).
     """
 
     model: TGN
@@ -192,27 +202,67 @@ class TGNPlan:
     local: LocalPlan | None
     options: TGNReplayOptions
     fitted: list[int] = field(default_factory=list)  # the pass size that fitted the budget
-    dst: int | None = None
+    dst: int | IntArray | None = None
+    #: The D destinations' unperturbed embeddings, kept between calls (``batched_logits``),
+    #: one store for the local replay's inputs and one for the cone replay's.
+    unperturbed: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False,
+                                                   repr=False)
+
+    def _budget(self) -> int | None:
+        """Bytes a pass may hold on the trajectory's device (``pass_budget_bytes``: the
+        memory budget, or a share of a GPU's memory), None for no bound."""
+        return pass_budget_bytes(self.options.memory_budget_gb,
+                                 self.trajectory.final_input.device, MIN_PASS_BUDGET_GB)
 
     def _pass_size(self) -> int:
         """Sets per pass: ``max_sets_per_pass``, fewer where the memory budget says so."""
         opts = self.options
         step = max(1, opts.max_sets_per_pass)
-        if opts.memory_budget_gb is None:
+        budget = self._budget()
+        if budget is None:
             return step
-        budget = opts.memory_budget_gb * 2**30
         model = self.model
         deps = self.trajectory.deps
         columns = deps.num_columns if deps is not None else model.num_nodes
         k, layers = model.num_neighbors, model.embedding.num_layers
-        # per set: its row-map entries, and the embedding tables of its two endpoints'
-        # computation trees (one row of the memory size per tree node)
+        # per set: its row-map entries, and the embedding tables of its link's computation
+        # trees (one row of the memory size per tree node): the source and the destination,
+        # or the source and each of D destinations
         tree = sum(k ** layer for layer in range(layers + 1))
-        per_set = 4 * columns + 2 * tree * model.memory_dim * 4
+        ends = 1 + len(self.dst) if isinstance(self.dst, np.ndarray) else 2
+        per_set = 4 * columns + ends * tree * model.memory_dim * 4
         if opts.dense_on(self.trajectory.final_input.device):
             per_set += dense_nbytes_per_set(columns, model.memory_dim)
         step = min(step, max(1, int(budget // (2 * per_set))))
         return min([step, *self.fitted])
+
+    def _relative(self, inputs: NodeInputs) -> NodeInputs:
+        """The local replay's inputs relative to the empty set's: the unperturbed input of
+        a touched node is the empty set's final row (kept in ``unperturbed``), and a set's
+        row equal to it bit for bit is no perturbed row, so that the D destinations a set
+        does not reach read their unperturbed embedding (``batched_logits``; the local
+        replay gives every set a row of every node it touches)."""
+        assert self.local is not None and inputs.rowmap is not None
+        loc = self.local.loc
+        touched = np.flatnonzero(loc >= 0)
+        store = self.unperturbed.setdefault("local_inputs", {})
+        if not store:
+            empty = local_replay(self.model, self.local, RemovalSets.from_sets([frozenset()]))
+            base = empty.base.clone()
+            dev = base.device
+            base[torch.as_tensor(touched, device=dev)] = empty(
+                np.zeros(len(touched), dtype=np.int64), touched)
+            store["base"] = base
+        base = store["base"]
+        rowmap = np.asarray(inputs.rowmap).copy()
+        node_of = np.full(rowmap.shape[1], -1, dtype=np.int64)
+        node_of[loc[touched]] = touched
+        p, c = np.nonzero(rowmap >= 0)
+        dev = base.device
+        same = (inputs.extra[torch.as_tensor(rowmap[p, c], device=dev)]
+                == base[torch.as_tensor(node_of[c], device=dev)]).all(dim=1).cpu().numpy()
+        rowmap[p[same], c[same]] = -1
+        return NodeInputs(base, inputs.extra, rowmap, loc)
 
     def final_state(self) -> State:
         """The recorded state at the explained event, the trajectory's final snapshot
@@ -230,10 +280,13 @@ class TGNPlan:
         model, traj, opts = self.model, self.trajectory, self.options
         if self.local is not None and sets.num_sets <= opts.local_max_sets:
             inputs = local_replay(model, self.local, sets)
+            if isinstance(self.dst, np.ndarray):
+                inputs = self._relative(inputs)
             shared: BoolArray | None = self.local.removed_mask
+            replay = "local"
         else:
-            budget = (None if opts.memory_budget_gb is None
-                      else int(opts.memory_budget_gb * 2**30) // 2)
+            whole = self._budget()
+            budget = None if whole is None else whole // 2
             try:
                 stats = opts.stats if self.dst is None else None
                 if opts.dense_on(traj.final_input.device):
@@ -245,7 +298,10 @@ class TGNPlan:
                 self.fitted[:] = [max(1, sets.num_sets // 2)]
                 return self.logits(sets)
             shared = traj.removed_mask
-        return batched_logits(model, sets, shared, traj.end, inputs, self.dst)
+            replay = "cone"
+        # the local and the cone replay's inputs: one store of unperturbed rows each
+        kept = self.unperturbed.setdefault(replay, {})
+        return batched_logits(model, sets, shared, traj.end, inputs, self.dst, kept)
 
 
 @register_replay(TGN)
@@ -275,6 +331,22 @@ class TGNReplay:
                                          else max(float(memory_budget_gb), MIN_PASS_BUDGET_GB))
         self.record_bytes = (None if memory_budget_gb is None
                              else int(float(memory_budget_gb) * 2**30) // 4)
+
+    def check_one_set(self) -> None:
+        """Refuse, before any work, a pass budget that cannot hold one removal set's
+        evaluation on the model's device (``cftgnn.replay.tgn.passes.check_one_set``: a row
+        for every node of the stream, in the form ``cone`` chooses there).
+
+        Raises:
+            ConfigError: Naming the sizes and what to change.
+        """
+        device = self.model.device
+        memory = device_memory_bytes(device)
+        where = ("memory_budget_gb, at least 1 GiB" if memory is None
+                 else f"{DEVICE_PASS_SHARE:g} of the device's {memory / 2**30:.3g} GiB")
+        budget = pass_budget_bytes(self.options.memory_budget_gb, device, MIN_PASS_BUDGET_GB,
+                                   memory)
+        check_one_set(self.model, budget, self.options.dense_on(device), where)
 
     def plan_nbytes(self, base: Any, start: int, end: int) -> int:
         """An upper estimate of the bytes of the plan of ``[start, end)`` from ``base``,
@@ -306,8 +378,20 @@ class TGNReplay:
         query."""
         return self._plan(base, end, removed_mask, removable, int(dst))
 
+    def pairs_plan(self, base: Any, start: int, end: int, dsts: IntArray,
+                   removed_mask: BoolArray | None = None,
+                   removable: IntArray | None = None) -> TGNPlan:
+        """The plan of the pairs ``(src_end, dsts[j], t_end)``
+        (``cftgnn.replay.plans.PairsReplay``): one recording whose rows and dependency sets
+        are those of the states any of the D predictions reads (``Trajectory.dst``), one
+        cone replay per call for all of them, and one embedding pass in which the source's
+        rows and every destination's are computed once per distinct value
+        (``batched_logits``): logits ``[P, D]``."""
+        return self._plan(base, end, removed_mask, removable,
+                          np.asarray(dsts, dtype=np.int64).reshape(-1))
+
     def _plan(self, base: Any, end: int, removed_mask: BoolArray | None,
-              removable: IntArray | None, dst: int | None) -> TGNPlan:
+              removable: IntArray | None, dst: int | IntArray | None) -> TGNPlan:
         state: State = base
         model = self.model
         local = None

@@ -71,7 +71,8 @@ def begin_recording(model: TGN, base: State, end: int,
 
 def finish_recording(model: TGN, base: State, end: int, records: list[BatchRecord],
                      removable: npt.NDArray[np.int64] | None = None,
-                     deps: Dependencies | None = None, dst: int | None = None) -> Trajectory:
+                     deps: Dependencies | None = None,
+                     dst: int | npt.NDArray[np.int64] | None = None) -> Trajectory:
     """The ``Trajectory`` of a recording whose batches were all applied: the final
     state and input, the removals every set shares, and the dependency sets of the
     ``removable`` events (``deps`` when the recording computed them already) for the query
@@ -306,7 +307,8 @@ class _Replayed:
 def record_trajectory(model: TGN, base: State, end: int,
                       removed_mask: npt.NDArray[np.bool_] | None = None,
                       removable: npt.NDArray[np.int64] | None = None,
-                      max_bytes: int | None = None, dst: int | None = None) -> Trajectory:
+                      max_bytes: int | None = None,
+                      dst: int | npt.NDArray[np.int64] | None = None) -> Trajectory:
     """Replay ``[base.position, end)`` (with an optional base removal mask) and record it.
 
     The batches are formed exactly as ``TemporalModel.advance`` forms them

@@ -290,7 +290,9 @@ class Trajectory:
         deps: Dependency sets over the removable events, made by ``dependencies_for``.
         dst: The query's destination, None for the event at ``end``'s own; another (a
             negative pair, ``cftgnn.replay.tgn.TGNReplay.pair_plan``) restricts ``deps`` to
-            the states the prediction of ``(src_end, dst, t_end)`` can read instead.
+            the states the prediction of ``(src_end, dst, t_end)`` can read instead, and
+            ``int64 [D]`` destinations (``TGNReplay.pairs_plan``) to the states any of the D
+            pairs' predictions can read.
     """
 
     start: int
@@ -300,7 +302,7 @@ class Trajectory:
     final_input: Tensor
     removed_mask: npt.NDArray[np.bool_] | None = None
     deps: Dependencies | None = field(default=None, repr=False)
-    dst: int | None = None
+    dst: int | npt.NDArray[np.int64] | None = None
     _bounds: tuple[list[BatchRecord], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = (
         field(default=None, repr=False, compare=False))
 
@@ -331,16 +333,18 @@ class Trajectory:
 def trajectory_dependencies(model: TGN, batches: list[BatchRecord], end: int,
                             removed_mask: npt.NDArray[np.bool_] | None,
                             universe: npt.NDArray[np.int64],
-                            dst: int | None = None) -> Dependencies:
+                            dst: int | npt.NDArray[np.int64] | None = None) -> Dependencies:
     """The dependency sets over ``universe`` of a recording of ``batches`` up to ``end``
     (the events ``removed_mask`` masks in it), restricted to the states the prediction of
     the event at ``end`` can read (``needed_until``), or, with ``dst``, of the pair of its
-    source and time with that destination. Reads only the records' events and nodes, so a
-    recording can compute it before its memory rows (``cftgnn.replay.tgn.record``)."""
+    source and time with that destination (with ``int64 [D]`` destinations, of any of those
+    D pairs). Reads only the records' events and nodes, so a recording can compute it before
+    its memory rows (``cftgnn.replay.tgn.record``)."""
     stream, index = model.stream, model.index
-    link = np.array([stream.src[end], stream.dst[end] if dst is None else dst],
-                    dtype=np.int64)
-    final = reachable_nodes(index, link, np.full(2, end), model.num_neighbors,
+    ends = (np.asarray([stream.dst[end]], dtype=np.int64) if dst is None
+            else np.asarray(dst, dtype=np.int64).reshape(-1))
+    link = np.unique(np.concatenate([np.asarray([stream.src[end]], dtype=np.int64), ends]))
+    final = reachable_nodes(index, link, np.full(len(link), end), model.num_neighbors,
                             model.embedding.num_layers, universe, removed_mask)
     need = needed_until(batches, final, model.num_nodes, stream.src, stream.dst, universe)
     return dependencies(batches, universe, model.num_nodes, stream.src, stream.dst, need)

@@ -1,0 +1,123 @@
+"""What each query of a batched embedding reads, and which sets can change it.
+
+A query's embedding (a node at the explained position, ``L`` attention layers) is a function
+of its computation tree: the slot events of its neighbour windows at every layer and the
+layer-0 inputs of the nodes in them. Under a removal set the windows are the most recent
+*kept* events, so a window holding none of the set's removed events is unchanged (removing an
+older event does not change the most recent ``k``), and by induction a query's embedding is
+the unperturbed one when the set removes no event of its unperturbed tree and perturbs the
+input of no node in it. ``tree_reads`` records those trees once for the queries of a call;
+``TreeReads.changed`` says, per set and query, whether the set can change it — the rank
+target's D destinations are mostly far from the removals, and their unperturbed embeddings
+are then computed once for all P sets (``cftgnn.replay.batched.batched_logits``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from cftgnn.data.index import TemporalIndex
+from cftgnn.models.neighbors import recent_kept_neighbors_where
+
+IntArray = npt.NDArray[np.int64]
+
+
+def _join(keys: IntArray, owners: IntArray, p: IntArray, hits: IntArray
+          ) -> tuple[IntArray, IntArray]:
+    """``(p', owner)`` for every ``(p[i], hits[i])`` and every ``owner`` with
+    ``(owner, hits[i])`` among ``(owners, keys)``; ``keys`` ascending."""
+    lo = np.searchsorted(keys, hits, "left")
+    hi = np.searchsorted(keys, hits, "right")
+    counts = hi - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return np.repeat(p, counts), owners[starts + np.arange(total)]
+
+
+def _by_key(owners: IntArray, keys: IntArray) -> tuple[IntArray, IntArray]:
+    """``(owners, keys)`` ordered by key."""
+    order = np.argsort(keys, kind="stable")
+    return owners[order], keys[order]
+
+
+@dataclass(frozen=True)
+class TreeReads:
+    """The unperturbed computation trees of W queries.
+
+    Attributes:
+        width: W.
+        event_query, event: Pairs ``(query, slot event)`` of the trees, ``int64 [A]`` each,
+            ordered by event.
+        node_query, node: Pairs ``(query, node whose layer-0 input it reads)``, ``[B]`` each,
+            ordered by node.
+    """
+
+    width: int
+    event_query: IntArray
+    event: IntArray
+    node_query: IntArray
+    node: IntArray
+
+    def changed(self, sets: object, p: IntArray, n: IntArray,
+                unknown: IntArray) -> npt.NDArray[np.bool_]:
+        """Whether each set can change each query's embedding, ``bool [P, W]``.
+
+        Args:
+            sets: The P removal sets (``RemovalSets``).
+            p, n: The perturbations and nodes whose layer-0 input is perturbed.
+            unknown: Nodes whose input may differ under any set.
+        """
+        table, events = sets.table, sets.events  # type: ignore[attr-defined]
+        out = np.zeros((table.shape[0], self.width), dtype=bool)
+        rp, rj = np.nonzero(table)
+        sp, sq = _join(self.event, self.event_query, rp.astype(np.int64), events[rj])
+        out[sp, sq] = True
+        sp, sq = _join(self.node, self.node_query, p, n)
+        out[sp, sq] = True
+        if len(unknown):
+            out[:, np.unique(self.node_query[np.isin(self.node, unknown)])] = True
+        return out
+
+
+def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes: IntArray,
+               position: int, shared: npt.NDArray[np.bool_] | None) -> TreeReads:
+    """The unperturbed trees of ``nodes`` queried at ``position`` (``shared``'s events
+    removed, as for every set), ``num_layers`` layers of ``num_neighbors`` slots."""
+    width = len(nodes)
+    q = np.arange(width, dtype=np.int64)
+    n = np.asarray(nodes, dtype=np.int64)
+    before = np.full(width, int(position), dtype=np.int64)
+    removed = 0 if shared is None else int(shared[:position].sum())
+
+    def is_removed(eid: IntArray) -> npt.NDArray[np.bool_]:
+        return np.zeros(eid.shape, dtype=bool) if shared is None else shared[eid]
+
+    ev_q, ev, nd_q, nd = [], [], [q], [n]
+    for _ in range(num_layers):
+        if len(q) == 0:
+            break
+        nbr, eid, valid = recent_kept_neighbors_where(index, n, before, num_neighbors,
+                                                      is_removed, removed)
+        rows, cols = np.nonzero(valid)
+        q, n, before = q[rows], nbr[rows, cols], eid[rows, cols]
+        ev_q.append(q)
+        ev.append(before)
+        nd_q.append(q)
+        nd.append(n)
+        # the next layer's queries: each distinct (query, node, bound) once
+        key = np.stack([q, n, before], axis=1)
+        if len(key):
+            _, first = np.unique(key, axis=0, return_index=True)
+            q, n, before = q[first], n[first], before[first]
+    empty = np.zeros(0, dtype=np.int64)
+    by_event = _by_key(np.concatenate(ev_q) if ev_q else empty,
+                       np.concatenate(ev) if ev else empty)
+    return TreeReads(width, *by_event, *_by_key(np.concatenate(nd_q), np.concatenate(nd)))
+
+
+__all__ = ["TreeReads", "tree_reads"]
