@@ -257,7 +257,8 @@ def test_explicit_events(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["dataset=wikipedai"], "error: unknown dataset 'wikipedai' (choose from: csv, jodie_ml, "
-                            "planted, planted_hawkes, planted_rule, synthetic, tgb, uci, wikipedia)"),
+                            "planted, planted_hawkes, planted_rule, synthetic, tgb, uci, "
+                            "wikipedia)"),
     (["-m", "strategy=closest,nearest"], "error: unknown strategy 'nearest'"),
     (["debug=default", "checkpoint=checkpoints/tgn_uci.pt"], "error: checkpoint"),
     (["debug=default", "model=tgat", "checkpoint=checkpoints/tgn_uci.pt"],
