@@ -313,8 +313,7 @@ class EventReplay:
         self._pair_plans: dict[int, ReplayPlan] = {}
         # the plans of D pairs at once, by (approximate, destinations) (``pairs_logits``)
         self._pairs_plans: dict[tuple[bool, bytes], ReplayPlan] = {}
-        # the exact logit plan; with a rank target, made on first use (``_plan_of``)
-        self._plan: ReplayPlan | None = None
+        self._plan: ReplayPlan | None = None  # the logit's; a rank target's: on use (_plan_of)
         with eval_mode(engine.model):
             if target is None:
                 self._plan = engine.replay.plan(self.base, self.start, self.event_id,
@@ -543,12 +542,13 @@ class EventReplay:
 
     def _recorded_state(self) -> Any:
         """The state at the explained event from an exact plan already recorded over the
-        whole history (``RecordedPlan.final_state``), the logit's or a pairs plan's (the
-        same replay of ``[b0, i)``; only the rows they keep differ), or None."""
+        whole history (``RecordedPlan.final_state``), the logit's, else (a rank target's
+        replay) the pairs plan's: the same replay of ``[b0, i)``, other rows kept."""
         if self._own is not None:  # its batch removed: not the probe's state
             return None
-        exact = [p for (approx, _), p in self._pairs_plans.items() if not approx]
-        for plan in (self._plan, *exact):
+        exact = ([self._plan] if self._plan is not None  # the logit's, where it is made
+                 else [p for (approx, _), p in self._pairs_plans.items() if not approx])
+        for plan in exact:
             if isinstance(plan, RecordedPlan):
                 return plan.final_state()
         return None
