@@ -344,6 +344,8 @@ class EventReplay:
         if self._approx_plan is None:
             engine = self.engine
             start = time.perf_counter()
+            if isinstance(engine.replay, BudgetedReplay):  # room before recording, as for _plan
+                self._account_plans(engine.replay.plan_nbytes(self.base, self.start, self.event_id))
             with eval_mode(engine.model):
                 self._approx_plan = engine.replay.plan(
                     self.base, self.start, self.event_id,

@@ -16,7 +16,6 @@ from typing import Any
 
 from cftgnn.data.negatives_io import load_negatives
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb import load_tgb_negatives
 from cftgnn.data.tgb_negatives import TGB_SPLITS, TGBNegatives
 from cftgnn.errors import ConfigError, DataNotFoundError
 from cftgnn.explain.result import ExplanationResult
@@ -72,6 +71,10 @@ def _tgb_negatives(stream: EventStream) -> tuple[TGBNegatives, ...]:
         raise ConfigError(f"target=rank needs TGB's negatives: stream {stream.name!r} is not a "
                           "TGB dataset (dataset=tgb dataset.name=tgbl-...); or give a table of "
                           "your own with target_negatives=<file.npz>")
+    # here, not at the top: the TGB reader needs pandas, which the option checks that import
+    # this module must not load (tests/faults/test_option_faults.py)
+    from cftgnn.data.tgb import load_tgb_negatives
+
     tables, missing = [], []
     for split in TGB_SPLITS:
         try:

@@ -86,9 +86,9 @@ def test_a_fractional_synthetic_size_is_one_line_in_train(tmp_path: Path) -> Non
 
 def test_a_synthetic_stream_too_big_for_the_machine_is_refused_before_allocating(
         capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = config("dataset_info", "dataset=synthetic", "dataset.feat_dim=1e8")
+    cfg = config("dataset_info", "dataset=synthetic", "dataset.feat_dim=1e9")
     message = refused(capsys, info.run, cfg)
-    assert "feat_dim 100,000,000 would need" in message and "TiB of memory" in message
+    assert "feat_dim 1,000,000,000 would need" in message and "TiB of memory" in message
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [

@@ -557,3 +557,35 @@ def test_the_sampling_pass_hands_its_snapshots_to_the_engine(stream):
         replayed[name] = eng.counters.setup_events
     assert results["handed"] == results["fresh"]
     assert replayed["handed"] < replayed["fresh"]
+
+
+def test_room_is_made_for_the_approximate_plan_before_it_is_recorded():
+    # a budget that the snapshots fill on the way to the event: the approximate plan, made
+    # on the first approximate call, is estimated and room made for it before it is
+    # recorded (as for the exact plan and the pair plans), so that snapshots, cursor and
+    # the event's plans never meet past the budget while it is being recorded
+    s = make_synthetic_stream(200, 3000, seed=5, feat_dim=2)
+    model = make_model("tgn", s)
+    size = snapshot_nbytes(_attached(model, s).snapshot())
+    engine = ReplayEngine(model, s, checkpoint_every=1, memory_budget_gb=60 * size / 2**30)
+    store, budget = engine.snapshots, engine.snapshots.budget
+    assert budget is not None
+    engine.base_state(engine.boundary(2900))  # the walk forward fills the budget
+    replay = EventReplay(engine, 2990, m_max=30)
+    exact = snapshot_nbytes(replay._plan)
+    estimate = engine.replay.plan_nbytes(replay.base, replay.start, 2990)
+    assert len(store) and store.nbytes + size + exact + estimate > budget  # room to make
+    record = engine.replay.plan
+    seen = []
+
+    def plan(*args, **kwargs):
+        seen.append((store.nbytes, store.plans_nbytes))
+        return record(*args, **kwargs)
+
+    engine.replay.plan = plan  # type: ignore[method-assign]
+    replay.approximate([frozenset()])
+    assert len(seen) == 1  # the approximate plan was recorded, once
+    snaps, plans = seen[0]
+    assert plans >= exact + estimate  # accounted before recording
+    assert snaps + store.cursor_nbytes + plans <= budget
+    assert snapshot_nbytes(replay._approx_plan) <= estimate
