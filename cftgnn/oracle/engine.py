@@ -259,10 +259,9 @@ class EventReplay:
             events before ``h``, and every replay of ``[b0, i)`` has the events ``[h, i)``
             removed, which is the state after the completed batches (an empty final batch
             adds nothing to a batch evaluation loop's state; docs/design.md §2).
-        target: The rank target the oracle will answer, if known (``oracle(target=)``):
-            the exact plan recorded at setup is then its pairs plan (``pairs_logits``),
-            whose recording also ends in the probe's state, and the logit's own plan is
-            made only if an exact logit is asked for. None (the default): the logit's.
+        target: The rank target ``oracle`` will answer, if known: the exact plan recorded
+            at setup is then its pairs plan (``pairs_logits``; the probe's state too), and
+            the logit's is made only if an exact logit is asked for. None: the logit's.
     """
 
     def __init__(
@@ -543,9 +542,8 @@ class EventReplay:
         return np.concatenate([own, target.negatives]).astype(np.int64)
 
     def _recorded_state(self) -> Any:
-        """The state at the explained event from an exact plan already recorded over the
-        whole history (``RecordedPlan.final_state``), the logit's, else (a rank target's
-        replay) the pairs plan's: the same replay of ``[b0, i)``, other rows kept."""
+        """The state at the event from the recorded exact plan (``RecordedPlan``): the
+        logit's, else a rank target's pairs plan (the same replay, other rows kept)."""
         if self._own is not None:  # its batch removed: not the probe's state
             return None
         exact = ([self._plan] if self._plan is not None  # the logit's, where it is made
