@@ -27,11 +27,9 @@ The engine builds oracles and never runs an explainer:
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,10 +42,12 @@ from cftgnn.errors import OracleError
 from cftgnn.models.base import eval_mode
 from cftgnn.models.protocol import ReplayableModel, SoftRemovalModel
 from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
+from cftgnn.oracle.counters import ReplayCounters
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.history import History, check_history, history_end
 from cftgnn.oracle.oracle import Oracle, OracleMode
 from cftgnn.oracle.probe import ModelProbe
+from cftgnn.oracle.reference import naive_logit as naive_logit  # noqa: F401 (re-exported)
 from cftgnn.oracle.snapshots import (
     DEFAULT_MEMORY_BUDGET_GB,
     SnapshotStore,
@@ -69,25 +69,6 @@ from cftgnn.replay.plans import (
 )
 from cftgnn.replay.registry import replay_for
 from cftgnn.training.checkpoint import load_checkpoint
-
-
-@dataclass
-class ReplayCounters:
-    """Work done by a [``ReplayEngine``][cftgnn.oracle.ReplayEngine] (cumulative).
-
-    Attributes:
-        evaluations: Removal sets evaluated (each one masked replay plus one prediction).
-        events_replayed: History events fed through the model by those replays (kept ones).
-        setup_events: Events advanced to move the unperturbed cursor or to reach a base state.
-        setup_s: Seconds spent building base states.
-        eval_s: Seconds spent in masked replays and predictions.
-    """
-
-    evaluations: int = 0
-    events_replayed: int = 0
-    setup_events: int = 0
-    setup_s: float = 0.0
-    eval_s: float = 0.0
 
 
 class ReplayEngine:
@@ -261,8 +242,8 @@ class ReplayEngine:
             target: None for the logit target; a ``RankTarget`` (the event's negatives and
                 k) for the rank target (``cftgnn.oracle.target``).
         """
-        return EventReplay(self, event_id, k, m_max, history).oracle(mode, constraints,
-                                                                     target)
+        return EventReplay(self, event_id, k, m_max, history, target).oracle(
+            mode, constraints, target)
 
 
 class EventReplay:
@@ -278,11 +259,14 @@ class EventReplay:
             events before ``h``, and every replay of ``[b0, i)`` has the events ``[h, i)``
             removed, which is the state after the completed batches (an empty final batch
             adds nothing to a batch evaluation loop's state; docs/design.md §2).
+        target: The rank target ``oracle`` will answer, if known: the exact plan recorded
+            at setup is then its pairs plan (``pairs_logits``; the probe's state too), and
+            the logit's is made only if an exact logit is asked for. None: the logit's.
     """
 
     def __init__(
         self, engine: ReplayEngine, event_id: int, k: int | None = None, m_max: int = M_MAX,
-        history: History | str = History.EVENT,
+        history: History | str = History.EVENT, target: RankTarget | None = None,
     ) -> None:
         self.engine = engine
         model = engine.model
@@ -320,9 +304,6 @@ class EventReplay:
                                                                  self.event_id))
         else:
             engine.snapshots.expect_plans(span)
-        with eval_mode(engine.model):
-            self._plan: ReplayPlan = engine.replay.plan(self.base, self.start, self.event_id,
-                                                        self._own, removable=self._cand)
         # the approximate plan is made on the first approximate call (``_plan_of``): an
         # explainer that only calls the exact backend (the factual ones, exact mode) never
         # pays for recording the approximate history
@@ -331,7 +312,16 @@ class EventReplay:
         self._pair_plans: dict[int, ReplayPlan] = {}
         # the plans of D pairs at once, by (approximate, destinations) (``pairs_logits``)
         self._pairs_plans: dict[tuple[bool, bytes], ReplayPlan] = {}
-        engine.snapshots.plans_built(span, snapshot_nbytes(self._plan))
+        self._plan: ReplayPlan | None = None  # the logit's; a rank target's: on use (_plan_of)
+        with eval_mode(engine.model):
+            if target is None:
+                self._plan = engine.replay.plan(self.base, self.start, self.event_id,
+                                                self._own, removable=self._cand)
+                recorded = self._plan
+            else:  # the rank target's exact plan in its place (one recording, not two)
+                dsts = np.unique(self.target_destinations(target))
+                recorded = self._record_pairs(dsts, approximate=False)
+        engine.snapshots.plans_built(span, snapshot_nbytes(recorded))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
 
@@ -339,6 +329,16 @@ class EventReplay:
         """The exact plan, or the approximate one (made on first use, and accounted for in
         the engine's memory budget with the exact one)."""
         if not approximate:
+            if self._plan is None:  # a rank target's replay asked for an exact logit
+                engine, start = self.engine, time.perf_counter()
+                if isinstance(engine.replay, BudgetedReplay):  # room before recording
+                    self._account_plans(engine.replay.plan_nbytes(self.base, self.start,
+                                                                  self.event_id))
+                with eval_mode(engine.model):
+                    self._plan = engine.replay.plan(self.base, self.start, self.event_id,
+                                                    self._own, removable=self._cand)
+                self._account_plans()
+                engine.counters.setup_s += time.perf_counter() - start
             return self._plan
         if self._approx_plan is None:
             engine = self.engine
@@ -386,20 +386,27 @@ class EventReplay:
         ``pairs_plan`` (``PairsReplay``), else ``GenericReplay``'s."""
         key = (approximate, dsts.tobytes())
         if key not in self._pairs_plans:
-            engine = self.engine
-            replay = engine.replay
-            if not isinstance(replay, PairsReplay):
-                replay = GenericReplay(engine.model)
-            if isinstance(replay, BudgetedReplay):  # room before recording, as for _plan
-                self._account_plans(replay.plan_nbytes(self.base, self.start, self.event_id))
-            mask = self._mask(frozenset(), approximate=True) if approximate else self._own
             start = time.perf_counter()
-            with eval_mode(engine.model):
-                self._pairs_plans[key] = replay.pairs_plan(
-                    self.base, self.start, self.event_id, dsts, mask, removable=self._cand)
-            self._account_plans()
-            engine.counters.setup_s += time.perf_counter() - start
+            self._record_pairs(dsts, approximate)
+            self.engine.counters.setup_s += time.perf_counter() - start
         return self._pairs_plans[key]
+
+    def _record_pairs(self, dsts: npt.NDArray[np.int64], approximate: bool) -> ReplayPlan:
+        """Record the pairs plan of ``dsts`` (``_pairs_plan``'s, not timed), kept and
+        accounted for in the memory budget."""
+        engine = self.engine
+        replay = engine.replay
+        if not isinstance(replay, PairsReplay):
+            replay = GenericReplay(engine.model)
+        if isinstance(replay, BudgetedReplay):  # room before recording, as for _plan
+            self._account_plans(replay.plan_nbytes(self.base, self.start, self.event_id))
+        mask = self._mask(frozenset(), approximate=True) if approximate else self._own
+        with eval_mode(engine.model):
+            plan = replay.pairs_plan(self.base, self.start, self.event_id, dsts, mask,
+                                     removable=self._cand)
+        self._pairs_plans[(approximate, dsts.tobytes())] = plan
+        self._account_plans()
+        return plan
 
     def pairs_logits(self, sets: Sequence[frozenset[int]], dsts: npt.ArrayLike,
                      approximate: bool = False) -> npt.NDArray[np.float64]:
@@ -528,11 +535,28 @@ class EventReplay:
                                            self._cand, self.engine.batch_size)
         return self._reach.consequence(sets)
 
+    def target_destinations(self, target: RankTarget) -> npt.NDArray[np.int64]:
+        """The rank target's destinations, ``int64 [1 + N]``: the true one, then the
+        negatives (the columns of ``rank_scores``' pairs)."""
+        own = [int(self.engine.stream.dst[self.event_id])]
+        return np.concatenate([own, target.negatives]).astype(np.int64)
+
+    def _recorded_state(self) -> Any:
+        """The state at the event from the recorded exact plan (``RecordedPlan``): the
+        logit's, else a rank target's pairs plan (the same replay, other rows kept)."""
+        if self._own is not None:  # its batch removed: not the probe's state
+            return None
+        exact = ([self._plan] if self._plan is not None  # the logit's, where it is made
+                 else [p for (approx, _), p in self._pairs_plans.items() if not approx])
+        for plan in exact:
+            if isinstance(plan, RecordedPlan):
+                return plan.final_state()
+        return None
+
     def rank_scores(self, target: RankTarget) -> RankScores:
         """The rank target's backends (``cftgnn.oracle.target``): the true destination and
         the negatives in one ``pairs_logits`` call per batch, exact or approximate."""
-        dsts = np.concatenate([[int(self.engine.stream.dst[self.event_id])],
-                               target.negatives]).astype(np.int64)
+        dsts = self.target_destinations(target)
         return RankScores(target, lambda sets: self.pairs_logits(sets, dsts),
                           lambda sets: self.pairs_logits(sets, dsts, approximate=True))
 
@@ -558,10 +582,10 @@ class EventReplay:
         probe = None
         model = self.engine.model
         if isinstance(model, SoftRemovalModel):  # over R in the oracle's order
-            # the exact plan's recording ends in the probe's state when nothing of the
-            # history is removed (history=event): no second replay of [b0, i)
-            state = (self._plan.final_state() if self._own is None
-                     and isinstance(self._plan, RecordedPlan) else None)
+            # the exact plan's recording (the logit's, or the rank target's pairs plan)
+            # ends in the probe's state when nothing of the history is removed
+            # (history=event): no second replay of [b0, i)
+            state = self._recorded_state()
             probe = ModelProbe(model, self.base, self.start, self.event_id, removable,
                                self.history_end, state)
         oracle = Oracle(
@@ -574,27 +598,3 @@ class EventReplay:
             target=scores,
         )
         return oracle
-
-
-def naive_logit(
-    model: ReplayableModel, stream: EventStream, event_id: int, removed: Sequence[int] = (),
-    history: History | str = History.EVENT, dst: int | None = None,
-) -> float:
-    """Reference: a fresh replay of the whole stream without ``removed``, then the prediction.
-
-    This is the slow computation every oracle mode is tested (and benchmarked) against. It
-    works on a copy of ``model``, so an engine using ``model`` is left as it was. With
-    ``history=batch_start`` the replay stops at the start of the event's batch
-    (``cftgnn.oracle.history``). With ``dst``, the prediction is of the event's source and
-    time with that destination instead (a negative pair, ``EventReplay.pair_logits``).
-    """
-    sub, kept = stream.without(np.asarray(list(removed), dtype=np.int64))
-    model = copy.deepcopy(model)
-    with eval_mode(model):
-        model.attach(sub, event_ids=kept)
-        model.advance(0, history_end(event_id, model.batch_size, history))
-        sl = slice(event_id, event_id + 1)
-        target = (stream.dst[sl].copy() if dst is None
-                  else np.asarray([int(dst)], dtype=stream.dst.dtype))
-        logit = model.predict(stream.src[sl].copy(), target, stream.t[sl].copy())
-    return float(logit[0])

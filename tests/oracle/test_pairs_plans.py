@@ -13,9 +13,11 @@ import torch
 
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
+from cftgnn.oracle.target import RankTarget
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
 from cftgnn.replay.plans import PairsReplay
+from cftgnn.replay.tgn import TGNPlan
 from tests.oracle.test_pair_plans import KINDS, removal_sets, tiny
 from tests.oracle.test_pair_plans import stream as stream  # noqa: F401 (the fixture)
 
@@ -97,3 +99,63 @@ def test_the_dense_cone_replay_gives_the_same_pairs(stream):
     for j in (1, 4):
         ref = [naive_logit(model, stream, 260, sorted(s), dst=int(dsts[j])) for s in sets[:3]]
         np.testing.assert_allclose(got[:3, j], ref, atol=ATOL)
+
+
+class Counting:
+    """The engine's replay, counting the plans it records (by kind)."""
+
+    def __init__(self, replay) -> None:
+        self.replay, self.made = replay, {"plan": 0, "pairs_plan": 0}
+        for verb in self.made:
+            setattr(self, verb, self._counted(verb))
+
+    def _counted(self, verb):
+        def made(*args, **kw):
+            self.made[verb] += 1
+            return getattr(self.replay, verb)(*args, **kw)
+        return made
+
+    def __getattr__(self, name):
+        return getattr(self.replay, name)
+
+
+@pytest.mark.parametrize(("name", "history"), [("tgn1", "event"), ("tgn2", "event"),
+                                                ("tgn2", "batch_start"), ("tgat", "event")])
+def test_a_rank_oracle_records_its_exact_plan_once_and_answers_as_before(stream, name,
+                                                                         history):
+    """With its rank target given at construction, an event's replay records the pairs plan
+    in place of the logit's (one exact recording, not two), takes the probe's state from it,
+    and every margin, rank, logit and probe answer is bit for bit the replay's that recorded
+    both (the target given to ``oracle`` only)."""
+    model = tiny(name, stream)
+    i = 260
+    negatives = np.random.default_rng(2).integers(0, stream.num_nodes, size=40)
+    target = RankTarget(negatives.astype(np.int64), k=2)
+    answers = []
+    for given in (None, target):
+        engine = ReplayEngine(model, stream, checkpoint_every=2)
+        engine.replay = counting = Counting(engine.replay)
+        replay = EventReplay(engine, i, m_max=60, history=history, target=given)
+        oracle = replay.oracle("approximate", target=target)
+        sets = removal_sets(replay.candidates.ids, np.random.default_rng(0))
+        made = dict(counting.made)
+        got = [oracle.original_logit, oracle.target.exact(sets), oracle.target.approximate(sets),
+               [oracle.target.rank(s) for s in sets]]
+        probe = oracle.probe
+        if probe is not None:
+            got.append(probe.logit())
+        got.append(replay.exact(sets))  # an exact logit asked for: the logit's plan, made now
+        answers.append(got)
+        if given is None:
+            assert made == {"plan": 1, "pairs_plan": 1}
+        else:
+            assert made == {"plan": 0, "pairs_plan": 1}  # the pairs plan alone
+            assert counting.made == {"plan": 1, "pairs_plan": 2}  # + the approximate one
+            exact_pairs = next(p for (a, _), p in replay._pairs_plans.items() if not a)
+            if isinstance(exact_pairs, TGNPlan) and history == "event":
+                assert probe is not None and probe._state is exact_pairs.trajectory.final
+    before, after = answers
+    assert len(before) == len(after)
+    for old, new in zip(before, after, strict=True):
+        np.testing.assert_array_equal(np.asarray(new), np.asarray(old))
+    assert np.ptp(before[1]) > 0  # the removals move the margins
