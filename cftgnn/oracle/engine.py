@@ -313,17 +313,20 @@ class EventReplay:
         # the plans of D pairs at once, by (approximate, destinations) (``pairs_logits``)
         self._pairs_plans: dict[tuple[bool, bytes], ReplayPlan] = {}
         self._plan: ReplayPlan | None = None  # the logit's; a rank target's: on use (_plan_of)
-        with eval_mode(engine.model):
-            if target is None:
-                self._plan = engine.replay.plan(self.base, self.start, self.event_id,
-                                                self._own, removable=self._cand)
-                recorded = self._plan
-            else:  # the rank target's exact plan in its place (one recording, not two)
-                dsts = np.unique(self.target_destinations(target))
-                recorded = self._record_pairs(dsts, approximate=False)
+        if target is None:  # each records in eval mode
+            recorded = self._plan = self._record_exact()
+        else:  # the rank target's exact plan in its place (one recording, not two)
+            dsts = np.unique(self.target_destinations(target))
+            recorded = self._record_pairs(dsts, approximate=False)
         engine.snapshots.plans_built(span, snapshot_nbytes(recorded))
         engine.counters.setup_s += time.perf_counter() - start
         engine.counters.setup_events += self.event_id - self.base.position
+
+    def _record_exact(self) -> ReplayPlan:
+        """Record the logit's exact plan, in eval mode (the caller makes room for it)."""
+        with eval_mode(self.engine.model):
+            return self.engine.replay.plan(self.base, self.start, self.event_id, self._own,
+                                           removable=self._cand)
 
     def _plan_of(self, approximate: bool) -> ReplayPlan:
         """The exact plan, or the approximate one (made on first use, and accounted for in
@@ -334,9 +337,7 @@ class EventReplay:
                 if isinstance(engine.replay, BudgetedReplay):  # room before recording
                     self._account_plans(engine.replay.plan_nbytes(self.base, self.start,
                                                                   self.event_id))
-                with eval_mode(engine.model):
-                    self._plan = engine.replay.plan(self.base, self.start, self.event_id,
-                                                    self._own, removable=self._cand)
+                self._plan = self._record_exact()
                 self._account_plans()
                 engine.counters.setup_s += time.perf_counter() - start
             return self._plan
@@ -422,16 +423,12 @@ class EventReplay:
         if not sets:
             return np.zeros((0, len(ends)), dtype=np.float64)
         plan = self._pairs_plan(uniq, approximate)
-        engine = self.engine
         start = time.perf_counter()
-        with eval_mode(engine.model), torch.no_grad():
+        with eval_mode(self.engine.model), torch.no_grad():
             logits = plan.logits(RemovalSets.from_sets([frozenset(int(e) for e in s)
                                                         for s in sets]))
             out = logits.double().cpu().numpy().reshape(len(sets), len(uniq))[:, inv]
-        engine.counters.evaluations += len(sets)
-        engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
-            map(len, sets))
-        engine.counters.eval_s += time.perf_counter() - start
+        self._count(sets, approximate, start)
         return np.ascontiguousarray(out)
 
     def _mask(self, removed: frozenset[int], approximate: bool) -> npt.NDArray[np.bool_]:
@@ -454,8 +451,7 @@ class EventReplay:
         [``approximate``][cftgnn.oracle.EventReplay.approximate]."""
         if not sets:
             return np.zeros(0, dtype=np.float64)
-        engine = self.engine
-        model = engine.model
+        model = self.engine.model
         plan = None if reference else self._plan_of(approximate)  # setup, not evaluation
         start = time.perf_counter()
         with eval_mode(model):
@@ -466,11 +462,15 @@ class EventReplay:
             else:
                 logits = plan.logits(RemovalSets.from_sets(sets))
             out = logits.double().cpu().numpy()
-        engine.counters.evaluations += len(sets)
-        engine.counters.events_replayed += self._kept[approximate] * len(sets) - sum(
-            map(len, sets))
-        engine.counters.eval_s += time.perf_counter() - start
+        self._count(sets, approximate, start)
         return out
+
+    def _count(self, sets: Sequence[frozenset[int]], approximate: bool, start: float) -> None:
+        """Count P evaluated sets, their replayed events and the seconds since ``start``."""
+        counters = self.engine.counters
+        counters.evaluations += len(sets)
+        counters.events_replayed += self._kept[approximate] * len(sets) - sum(map(len, sets))
+        counters.eval_s += time.perf_counter() - start
 
     def exact(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
         """Exact logits ``f(G(t_i) \\ s, ε_i)`` of P removal sets, ``[P]``.
