@@ -6,6 +6,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from cftgnn.data.stream import EventStream
+from cftgnn.data.tgb_negatives import TGB_KEY
 from cftgnn.errors import ConfigError
 
 
@@ -24,7 +25,7 @@ def format_summary(stream: EventStream) -> str:
         caused = int((stream.causes.counts() > 0).sum())
         rows.append(("causes", f"{caused:,} events have planted causes "
                                f"({stream.causes.parents.size:,} cause links)"))
-    tgb = stream.meta.get("tgb")
+    tgb = stream.meta.get(TGB_KEY)
     if isinstance(tgb, dict) and {"val_start", "test_start"} <= set(tgb):
         v, t = int(tgb["val_start"]), int(tgb["test_start"])
         rows.append(("TGB split", f"train [0, {v}), val [{v}, {t}), test [{t}, "

@@ -35,7 +35,7 @@ from cftgnn.data.paths import resolve_cache_dir
 from cftgnn.data.safe_pickle import load_numpy_pickle
 from cftgnn.data.stream import EventStream
 from cftgnn.data.tgb_formats import PARSERS, TGBEdges
-from cftgnn.data.tgb_negatives import TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
 from cftgnn.errors import ConfigError, DataFormatError, DataNotFoundError
 
 #: Environment variable naming the folder of TGB's downloads.
@@ -198,7 +198,7 @@ def _stream_of(edges: TGBEdges, path: Path, name: str, version: int, layout: str
     val_start, test_start, val_time, test_time = tgb_split(t)
     meta: dict[str, Any] = {
         "sorted_on_load": order is not None,
-        "tgb": {"name": name, "val_start": val_start, "test_start": test_start,
+        TGB_KEY: {"name": name, "val_start": val_start, "test_start": test_start,
                 "folder": str(path.parent), "version": version, "layout": layout,
                 "val_time": val_time, "test_time": test_time, "edgelist": path.name},
     }
@@ -287,12 +287,11 @@ def tgb_negatives_path(name: str, folder: str | os.PathLike[str], split: str) ->
 
 
 def _split_events(stream: EventStream, split: str) -> tuple[int, int]:
-    info = stream.meta.get("tgb")
+    info = stream.meta.get(TGB_KEY)
     if not isinstance(info, dict) or not {"name", "val_start", "test_start"} <= set(info):
         raise ConfigError(f"stream {stream.name!r} was not loaded with load_tgb (dataset=tgb): "
                           "it has no TGB split, so TGB's negatives do not apply to it")
-    if split not in TGB_SPLITS:
-        raise ConfigError(f"TGB's negatives exist for the splits {TGB_SPLITS}, not {split!r}")
+    # (the split's name is checked by tgb_negatives_path, before any file is read)
     lo, hi = (int(info["val_start"]), int(info["test_start"])) if split == "val" else \
         (int(info["test_start"]), stream.num_events)
     return lo, hi
@@ -344,7 +343,7 @@ def load_tgb_negatives(
             stream.
     """
     lo, hi = _split_events(stream, split)
-    info = stream.meta["tgb"]
+    info = stream.meta[TGB_KEY]
     root = Path(data_dir).expanduser() if data_dir not in (None, "") else Path(info["folder"])
     path = tgb_negatives_path(str(info["name"]), root, split)
     keys, values = _key_arrays(load_numpy_pickle(path), path)

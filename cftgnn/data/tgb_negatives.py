@@ -21,6 +21,11 @@ IntArray = npt.NDArray[np.int64]
 #: The splits TGB draws negatives for.
 TGB_SPLITS = ("val", "test")
 
+#: The key of ``EventStream.meta`` under which ``cftgnn.data.tgb.load_tgb`` keeps TGB's
+#: split and files (``name``, ``val_start``, ``test_start``, ``folder``, ...): what marks a
+#: TGB stream for training, the rank target and ``dataset_info``.
+TGB_KEY = "tgb"
+
 
 def _readonly(a: npt.ArrayLike) -> IntArray:
     out = np.ascontiguousarray(np.asarray(a, dtype=np.int64).reshape(-1))
@@ -112,4 +117,4 @@ class TGBNegatives:
         return np.diff(self.indptr)
 
 
-__all__ = ["TGBNegatives", "TGB_SPLITS"]
+__all__ = ["TGBNegatives", "TGB_KEY", "TGB_SPLITS"]

@@ -49,6 +49,13 @@ class Target(str, Enum):
     RANK = "rank"
 
 
+def _check_k(k: int, num: int) -> None:
+    """Refuse a top k outside ``[1, num]`` (``num`` negatives) with ``OracleError``."""
+    if not 1 <= k <= num:
+        raise OracleError(f"the rank target's k must be in [1, {num}] (the number of "
+                          f"negatives), got {k}")
+
+
 def rank_margin(pos: npt.ArrayLike, neg: npt.ArrayLike, k: int) -> FloatArray:
     """The rank target's scalar: positive iff the positive is in TGB's top k.
 
@@ -73,9 +80,7 @@ def rank_margin(pos: npt.ArrayLike, neg: npt.ArrayLike, k: int) -> FloatArray:
     s = np.asarray(pos, dtype=np.float64).reshape(-1)
     n = np.asarray(neg, dtype=np.float64).reshape(len(s), -1)
     num = n.shape[1]
-    if not 1 <= k <= num:
-        raise OracleError(f"the rank target's k must be in [1, {num}] (the number of "
-                          f"negatives), got {k}")
+    _check_k(k, num)
     kth = np.partition(n, num - k, axis=1)[:, num - k]  # the k-th largest
     q = s - kth
     tie = q == 0
@@ -101,9 +106,7 @@ class RankTarget:
         neg = np.asarray(self.negatives, dtype=np.int64).reshape(-1)
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)):
             raise OracleError(f"the rank target's k must be an integer, got {self.k!r}")
-        if not 1 <= int(self.k) <= len(neg):
-            raise OracleError(f"the rank target's k must be in [1, {len(neg)}] (the number "
-                              f"of negatives), got {self.k}")
+        _check_k(int(self.k), len(neg))
         object.__setattr__(self, "negatives", neg)
         object.__setattr__(self, "k", int(self.k))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from cftgnn.data.negatives_io import load_negatives
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb_negatives import TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
 from cftgnn.errors import ConfigError, DataNotFoundError
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.options import choice, integer, text
@@ -67,7 +67,7 @@ def target_options(cfg: Any) -> TargetOptions:
 
 def _tgb_negatives(stream: EventStream) -> tuple[TGBNegatives, ...]:
     """TGB's negatives of every split of a ``dataset=tgb`` stream whose files are there."""
-    if "tgb" not in (getattr(stream, "meta", None) or {}):
+    if TGB_KEY not in (getattr(stream, "meta", None) or {}):
         raise ConfigError(f"target=rank needs TGB's negatives: stream {stream.name!r} is not a "
                           "TGB dataset (dataset=tgb dataset.name=tgbl-...); or give a table of "
                           "your own with target_negatives=<file.npz>")

@@ -40,13 +40,10 @@ import numpy as np
 from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb_negatives import TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
 from cftgnn.errors import ConfigError, DataFormatError
 from cftgnn.models.base import TemporalModel
 from cftgnn.training.metrics import hits_at, mrr, tgb_ranks
-
-#: The key of ``EventStream.meta`` that marks a TGB stream (``cftgnn.data.tgb``).
-TGB_KEY = "tgb"
 
 #: What the card says of how TGB's metric was computed (``rank_protocol``).
 RANK_PROTOCOL = (
@@ -234,5 +231,5 @@ def rank_walk_bounds(tables: Mapping[str, TGBNegatives], train_end: int,
     return train_end, max(ends, default=train_end)
 
 
-__all__ = ["NegativeRanker", "RANK_PROTOCOL", "TGBSplit", "TGB_KEY", "load_negatives",
+__all__ = ["NegativeRanker", "RANK_PROTOCOL", "TGBSplit", "load_negatives",
            "rank_walk_bounds"]
