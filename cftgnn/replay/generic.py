@@ -63,12 +63,11 @@ class GenericPlan:
         if self.dst is not None:
             dst = np.asarray(self.dst, dtype=stream.dst.dtype).reshape(-1)
             src, t = np.repeat(src, len(dst)), np.repeat(t, len(dst))
+        out = [model.predict(src, dst, t).reshape(-1).float().cpu()
+               for _ in self._replayed(sets)]
         if isinstance(self.dst, np.ndarray):  # [P, D]
-            rows = [model.predict(src, dst, t).reshape(1, -1).float().cpu()
-                    for _ in self._replayed(sets)]
-            return torch.cat(rows) if rows else torch.zeros(0, len(dst))
-        return torch.cat([model.predict(src, dst, t).reshape(-1).float().cpu()
-                          for _ in self._replayed(sets)] or [torch.zeros(0)])
+            return torch.stack(out) if out else torch.zeros(0, len(dst))
+        return torch.cat(out) if out else torch.zeros(0)
 
     def _replayed(self, sets: RemovalSets) -> Iterator[None]:
         """Restore and advance ``[start, end)`` with each set masked, in turn (the model
