@@ -165,7 +165,7 @@ def check_explain_options(cfg: Any) -> None:
     choice(cfg, "curves", CURVES_OPTIONS)
     if cfg.get("replay") is not None:
         choice(cfg, "replay.cone", CONE_OPTIONS)
-    protocol_option(cfg)
+    protocols = protocol_option(cfg)
     number(cfg, "auto_threshold", minimum=0, strict_minimum=True)
     boolean(cfg, "progress")
     boolean(cfg, "robustness")
@@ -179,7 +179,7 @@ def check_explain_options(cfg: Any) -> None:
     check_explainer_options(cfg.get("explainer"))  # explainer.*: its Params, without torch
     check_strategy_options(cfg.get("strategy"))  # strategy.*: likewise
     if target_options(cfg).target is Target.RANK and (
-            Protocol.TEMPME in protocol_option(cfg) or cfg.get("curves") == CurveSet.ALL.value):
+            Protocol.TEMPME in protocols or cfg.get("curves") == CurveSet.ALL.value):
         raise ConfigError("protocol=tempme scores negative pairs' logits against the explained "
                           "logit; it is not available with target=rank (use protocol=common or "
                           "tgnnexplainer)")
