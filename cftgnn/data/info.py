@@ -6,7 +6,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb_negatives import TGB_KEY
+from cftgnn.data.tgb_negatives import tgb_split_points
 from cftgnn.errors import ConfigError
 
 
@@ -25,9 +25,9 @@ def format_summary(stream: EventStream) -> str:
         caused = int((stream.causes.counts() > 0).sum())
         rows.append(("causes", f"{caused:,} events have planted causes "
                                f"({stream.causes.parents.size:,} cause links)"))
-    tgb = stream.meta.get(TGB_KEY)
-    if isinstance(tgb, dict) and {"val_start", "test_start"} <= set(tgb):
-        v, t = int(tgb["val_start"]), int(tgb["test_start"])
+    tgb = tgb_split_points(stream)
+    if tgb is not None:
+        v, t = tgb
         rows.append(("TGB split", f"train [0, {v}), val [{v}, {t}), test [{t}, "
                                   f"{stream.num_events}) by time"))
     if "sha256" in stream.meta:

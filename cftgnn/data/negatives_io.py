@@ -68,12 +68,7 @@ def load_negatives(path: str | os.PathLike[str], stream: EventStream | None = No
     table = TGBNegatives(split, arrays["event_ids"], arrays["indptr"], arrays["dst"],
                          source=file.name)
     if stream is not None:
-        if table.num_events and int(table.event_ids[-1]) >= stream.num_events:
-            raise DataFormatError(f"{file}: event {int(table.event_ids[-1])} is outside the "
-                                  f"stream {stream.name!r} ({stream.num_events} events)")
-        if table.dst.size and int(table.dst.max()) >= stream.num_nodes:
-            raise DataFormatError(f"{file}: node {int(table.dst.max())} is outside the stream "
-                                  f"{stream.name!r} ({stream.num_nodes} nodes)")
+        table.check_within(stream)
     return table
 
 

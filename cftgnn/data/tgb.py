@@ -35,7 +35,7 @@ from cftgnn.data.paths import resolve_cache_dir
 from cftgnn.data.safe_pickle import load_numpy_pickle
 from cftgnn.data.stream import EventStream
 from cftgnn.data.tgb_formats import PARSERS, TGBEdges
-from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives, tgb_split_points
 from cftgnn.errors import ConfigError, DataFormatError, DataNotFoundError
 
 #: Environment variable naming the folder of TGB's downloads.
@@ -287,14 +287,13 @@ def tgb_negatives_path(name: str, folder: str | os.PathLike[str], split: str) ->
 
 
 def _split_events(stream: EventStream, split: str) -> tuple[int, int]:
-    info = stream.meta.get(TGB_KEY)
-    if not isinstance(info, dict) or not {"name", "val_start", "test_start"} <= set(info):
+    points = tgb_split_points(stream)
+    if points is None or "name" not in stream.meta[TGB_KEY]:
         raise ConfigError(f"stream {stream.name!r} was not loaded with load_tgb (dataset=tgb): "
                           "it has no TGB split, so TGB's negatives do not apply to it")
     # (the split's name is checked by tgb_negatives_path, before any file is read)
-    lo, hi = (int(info["val_start"]), int(info["test_start"])) if split == "val" else \
-        (int(info["test_start"]), stream.num_events)
-    return lo, hi
+    val, test = points
+    return (val, test) if split == "val" else (test, stream.num_events)
 
 
 def _key_arrays(table: Any, path: Path) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -370,15 +369,43 @@ def load_tgb_negatives(
                               "version than the edge list?")
     counts = np.array([v.size for v in values], dtype=np.int64)
     flat = np.concatenate(values) if values else np.zeros(0, np.int64)
-    if flat.size and (flat.min() < 0 or flat.max() >= stream.num_nodes):
-        bad = int(flat[(flat < 0) | (flat >= stream.num_nodes)][0])
-        raise DataFormatError(f"{where}: negative destination {bad} is outside the stream's "
-                              f"nodes [0, {stream.num_nodes})")
     starts = np.concatenate([[0], np.cumsum(counts)])[row]
     n = counts[row]
     indptr = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
     gather = np.repeat(starts - indptr[:-1], n) + np.arange(indptr[-1])
-    return TGBNegatives(split, np.arange(lo, hi, dtype=np.int64), indptr, flat[gather], where)
+    table = TGBNegatives(split, np.arange(lo, hi, dtype=np.int64), indptr, flat[gather], where)
+    table.check_within(stream)
+    return table
+
+
+def load_all_tgb_negatives(stream: EventStream, data_dir: str | os.PathLike[str] | None = None,
+                           *, strict: bool = True) -> dict[str, TGBNegatives]:
+    """TGB's negatives of every split (``TGB_SPLITS``) of a stream ``load_tgb`` loaded
+    (``load_tgb_negatives`` for each).
+
+    Args:
+        stream: The stream.
+        data_dir: As for ``load_tgb_negatives``.
+        strict: Refuse a missing split's file (training ranks both splits); else keep the
+            splits whose files are there (the rank target explains events of either) and
+            refuse only when none is.
+
+    Raises:
+        DataNotFoundError: A split's file is missing (``strict``) or every one is.
+        DataFormatError, ConfigError: As ``load_tgb_negatives``.
+    """
+    tables: dict[str, TGBNegatives] = {}
+    missing: list[str] = []
+    for split in TGB_SPLITS:
+        try:
+            tables[split] = load_tgb_negatives(stream, split, data_dir)
+        except DataNotFoundError as exc:
+            if strict:
+                raise
+            missing.append(str(exc))
+    if not tables:
+        raise DataNotFoundError(f"no TGB negatives found ({'; '.join(missing)})")
+    return tables
 
 
 __all__ = [
@@ -387,6 +414,7 @@ __all__ = [
     "TGB_SPLIT_QUANTILES",
     "check_tgb_name",
     "find_tgb_folder",
+    "load_all_tgb_negatives",
     "load_tgb",
     "load_tgb_negatives",
     "pytgb_datasets_dir",

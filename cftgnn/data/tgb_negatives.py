@@ -9,11 +9,13 @@ rank target) read them the same way. Reading TGB's files is ``cftgnn.data.tgb``'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from cftgnn.data.stream import EventStream
 from cftgnn.errors import DataFormatError
 
 IntArray = npt.NDArray[np.int64]
@@ -25,6 +27,32 @@ TGB_SPLITS = ("val", "test")
 #: split and files (``name``, ``val_start``, ``test_start``, ``folder``, ...): what marks a
 #: TGB stream for training, the rank target and ``dataset_info``.
 TGB_KEY = "tgb"
+
+
+def tgb_split_points(stream: EventStream) -> tuple[int, int] | None:
+    """TGB's split points ``(val_start, test_start)`` of a stream ``load_tgb`` loaded, from
+    ``stream.meta[TGB_KEY]``; None for a stream that is not TGB's (no such key). The one
+    reader of those points (training's split, the negatives' splits, ``dataset_info``).
+
+    Raises:
+        DataFormatError: If the key holds no mapping with integer ``val_start`` and
+            ``test_start`` with ``0 <= val_start <= test_start <= num_events``.
+    """
+    info = (getattr(stream, "meta", None) or {}).get(TGB_KEY)
+    if info is None:
+        return None
+    if not isinstance(info, Mapping):
+        raise DataFormatError(f"stream {stream.name!r}: meta[{TGB_KEY!r}] is not a mapping")
+    try:
+        val, test = int(info["val_start"]), int(info["test_start"])
+    except (KeyError, TypeError, ValueError):
+        raise DataFormatError(f"stream {stream.name!r}: meta[{TGB_KEY!r}] lacks integer "
+                              "val_start and test_start (TGB's split)") from None
+    if not 0 <= val <= test <= stream.num_events:
+        raise DataFormatError(
+            f"stream {stream.name!r}: TGB's split (val_start {val}, test_start {test}) is "
+            f"not within its {stream.num_events} events in order")
+    return val, test
 
 
 def _readonly(a: npt.ArrayLike) -> IntArray:
@@ -116,5 +144,20 @@ class TGBNegatives:
         """Number of negatives of every event, ``int64 [Q]``."""
         return np.diff(self.indptr)
 
+    def check_within(self, stream: EventStream) -> None:
+        """Refuse a table whose event ids or destinations are not ids of ``stream``.
 
-__all__ = ["TGBNegatives", "TGB_KEY", "TGB_SPLITS"]
+        Raises:
+            DataFormatError: Naming the first id outside the stream.
+        """
+        if self.num_events and int(self.event_ids[-1]) >= stream.num_events:
+            raise DataFormatError(f"{self.source}: event {int(self.event_ids[-1])} is outside "
+                                  f"the stream {stream.name!r} ({stream.num_events} events)")
+        outside = self.dst >= stream.num_nodes  # (>= 0 is the table's own invariant)
+        if outside.any():
+            raise DataFormatError(
+                f"{self.source}: negative destination {int(self.dst[outside][0])} is outside "
+                f"the stream {stream.name!r}'s nodes [0, {stream.num_nodes})")
+
+
+__all__ = ["TGBNegatives", "TGB_KEY", "TGB_SPLITS", "tgb_split_points"]

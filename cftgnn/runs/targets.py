@@ -16,7 +16,7 @@ from typing import Any
 
 from cftgnn.data.negatives_io import load_negatives
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGBNegatives
 from cftgnn.errors import ConfigError, DataNotFoundError
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.options import choice, integer, text
@@ -73,17 +73,12 @@ def _tgb_negatives(stream: EventStream) -> tuple[TGBNegatives, ...]:
                           "your own with target_negatives=<file.npz>")
     # here, not at the top: the TGB reader needs pandas, which the option checks that import
     # this module must not load (tests/faults/test_option_faults.py)
-    from cftgnn.data.tgb import load_tgb_negatives
+    from cftgnn.data.tgb import load_all_tgb_negatives
 
-    tables, missing = [], []
-    for split in TGB_SPLITS:
-        try:
-            tables.append(load_tgb_negatives(stream, split))
-        except DataNotFoundError as exc:
-            missing.append(str(exc))
-    if not tables:
-        raise DataNotFoundError(f"target=rank: no TGB negatives found ({'; '.join(missing)})")
-    return tuple(tables)
+    try:
+        return tuple(load_all_tgb_negatives(stream, strict=False).values())
+    except DataNotFoundError as exc:
+        raise DataNotFoundError(f"target=rank: {exc}") from None
 
 
 def rank_targets_of(cfg: Any, stream: EventStream) -> RankTargets | None:

@@ -40,7 +40,7 @@ import numpy as np
 from tqdm import tqdm
 
 from cftgnn.data.stream import EventStream
-from cftgnn.data.tgb_negatives import TGB_KEY, TGB_SPLITS, TGBNegatives
+from cftgnn.data.tgb_negatives import TGB_KEY, TGBNegatives, tgb_split_points
 from cftgnn.errors import ConfigError, DataFormatError
 from cftgnn.models.base import TemporalModel
 from cftgnn.training.metrics import hits_at, mrr, tgb_ranks
@@ -82,21 +82,11 @@ class TGBSplit:
             DataFormatError: If the split points are missing or not ``0 <= val_start <=
                 test_start <= num_events``.
         """
-        info = stream.meta.get(TGB_KEY)
-        if info is None:
+        points = tgb_split_points(stream)
+        if points is None:
             return None
-        if not isinstance(info, Mapping):
-            raise DataFormatError(f"stream {stream.name!r}: meta['tgb'] is not a mapping")
-        try:
-            val, test = int(info["val_start"]), int(info["test_start"])
-        except (KeyError, TypeError, ValueError):
-            raise DataFormatError(f"stream {stream.name!r}: meta['tgb'] lacks integer "
-                                  "val_start and test_start (TGB's split)") from None
-        if not 0 <= val <= test <= stream.num_events:
-            raise DataFormatError(
-                f"stream {stream.name!r}: TGB's split (val_start {val}, test_start {test}) "
-                f"is not within its {stream.num_events} events in order")
-        return cls(str(info.get("name", stream.name)), val, test,
+        val, test = points
+        return cls(str(stream.meta[TGB_KEY].get("name", stream.name)), val, test,
                    val // batch_size * batch_size, test // batch_size * batch_size)
 
     def check_trainable(self, batch_size: int, num_events: int) -> None:
@@ -127,9 +117,9 @@ def load_negatives(stream: EventStream) -> dict[str, TGBNegatives]:
         DataNotFoundError: A negatives file is missing (one line naming it).
         DataFormatError: A negatives file does not read.
     """
-    from cftgnn.data.tgb import load_tgb_negatives  # the reader: only for TGB streams
+    from cftgnn.data.tgb import load_all_tgb_negatives  # the reader: only for TGB streams
 
-    return {split: load_tgb_negatives(stream, split) for split in TGB_SPLITS}
+    return load_all_tgb_negatives(stream)
 
 
 class NegativeRanker:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cftgnn.data.tgb_negatives import TGBNegatives
+from cftgnn.data import make_synthetic_stream
+from cftgnn.data.tgb_negatives import TGB_KEY, TGBNegatives, tgb_split_points
 from cftgnn.errors import DataFormatError
 
 
@@ -36,3 +37,25 @@ def test_malformed_tables_are_refused(kwargs, match):
     args.update(kwargs)
     with pytest.raises(DataFormatError, match=match):
         TGBNegatives(**args)
+
+
+def test_a_table_outside_the_stream_is_named():
+    stream = make_synthetic_stream(num_nodes=10, num_events=20, seed=0)
+    TGBNegatives.from_lists("test", {19: [9]}).check_within(stream)
+    with pytest.raises(DataFormatError, match="event 20 is outside the stream"):
+        TGBNegatives.from_lists("test", {20: [1]}).check_within(stream)
+    with pytest.raises(DataFormatError, match=r"destination 10 is outside .* nodes \[0, 10\)"):
+        TGBNegatives.from_lists("test", {3: [2, 10]}).check_within(stream)
+
+
+def test_the_split_points_are_read_once_and_checked():
+    stream = make_synthetic_stream(num_nodes=10, num_events=20, seed=0)
+    assert tgb_split_points(stream) is None
+    stream.meta[TGB_KEY] = {"name": "tgbl-x", "val_start": 14, "test_start": 17}
+    assert tgb_split_points(stream) == (14, 17)
+    for bad, match in (({"val_start": 14}, "lacks integer"), ([14, 17], "not a mapping"),
+                       ({"val_start": 18, "test_start": 17}, "not within"),
+                       ({"val_start": 14, "test_start": 21}, "not within")):
+        stream.meta[TGB_KEY] = bad
+        with pytest.raises(DataFormatError, match=match):
+            tgb_split_points(stream)
