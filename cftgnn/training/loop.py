@@ -339,9 +339,31 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+#: Where the validation AP that selects the kept epoch is scored from: the kept weights'
+#: own replay of the training part (``validate``), the state every explanation and the card's
+#: test metrics start from. Cards before 2026-12-02 lack the key; their validation AP was
+#: scored from the training pass's memory, written by weights that changed batch by batch,
+#: which the saved weights cannot reproduce (docs/models.md).
+VAL_SCORED_FROM = "replay"
+
+
+def validate(model: TemporalModel, split: Split, seed: int) -> dict[str, float]:
+    """Validation AP and AUC of the model's current weights, from a fresh replay: reset,
+    consume the training part ``[0, train_end)`` in eval mode, then score ``[train_end,
+    val_end)`` as ``score_range`` does; so a reload of the weights gives them again bit for bit
+    (``tests/training/test_training.py``).
+    """
+    model.reset()
+    with eval_mode(model):
+        model.advance(0, split.train_end)
+    pos, neg, _ = score_range(model, split.train_end, split.val_end, seed=seed)
+    return link_metrics(pos, neg)
+
+
 def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: int,
         split: Split, progress: bool = True) -> dict[str, Any]:
-    """Train with early stopping on validation AP and keep the best weights.
+    """Train with early stopping on validation AP and keep the best weights (the AP of each
+    epoch's weights replayed afresh, ``validate``).
 
     Returns:
         A history with per-epoch loss and validation metrics, the best epoch and its val AP;
@@ -358,8 +380,7 @@ def fit(model: TemporalModel, *, epochs: int, patience: int, lr: float, seed: in
         t0 = time.perf_counter()
         loss = train_epoch(model, optimizer, split.train_end, seed=seed * 1000 + epoch,
                            progress=progress)
-        pos, neg, _ = score_range(model, split.train_end, split.val_end, seed=seed + 1)
-        val = link_metrics(pos, neg)
+        val = validate(model, split, seed=seed + 1)
         history.append({"epoch": epoch + EPOCHS_FROM, "loss": loss, "val_ap": val["ap"],
                         "val_auc": val["auc"], "seconds": time.perf_counter() - t0})
         log.info("epoch %d loss %.4f val AP %.4f AUC %.4f (%.0f s)", epoch + EPOCHS_FROM, loss,
@@ -476,6 +497,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "epochs_run": len(fitted["history"]),
         "best_epoch": fitted["best_epoch"],
         "epochs_numbered_from": EPOCHS_FROM,
+        "val_scored_from": VAL_SCORED_FROM,
         "history": fitted["history"],
         "training_seconds": train_seconds,
         "torch_threads": torch.get_num_threads(),
