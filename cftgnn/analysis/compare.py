@@ -43,13 +43,13 @@ from cftgnn.runs.rundir import (
 )
 from cftgnn.scoring.benchmark_metrics import seed_stability
 
-#: Columns that name the run or time it, never compared. Besides these, every timing column
-#: (``time_s`` or a name ending in ``_time_s``, e.g. ``robustness_time_s``) is ignored:
-#: ``compared_columns``.
+#: Columns that name the run, time it or say where it ran (``device``), never compared.
+#: Besides these, every timing column (``time_s`` or a name ending in ``_time_s``, e.g.
+#: ``robustness_time_s``) is ignored: ``compared_columns``.
 IGNORED = frozenset({
     "schema_version", "wall_time_s", "oracle_time_s", "setup_time_s", "time_s", "shard",
     "auto_mode_ratio", "explainer", "strategy", "strategy_name", "dataset", "model",
-    "prune", "certify", "constraints", "oracle_mode",
+    "prune", "certify", "constraints", "oracle_mode", "device",
 })
 
 

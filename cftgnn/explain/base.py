@@ -130,6 +130,17 @@ class Explainer(ABC):
             CftgnnError: Naming what is missing or does not match (one line).
         """
 
+    def largest_call(self, removable: int) -> int:
+        """Sets in the largest oracle call the explainer makes on an event of ``removable``
+        removable events, its post-processing stage's included: ``device=auto`` places a
+        run by it (``cftgnn.runs.build.explain_device``). The default, one set, is a search
+        of single calls (CF-TGNN's, TemGX's); an explainer of batched calls says more.
+
+        Args:
+            removable: The most removable events of an event (the run's ``m_max``).
+        """
+        return max(1, self.post.largest_call(removable))
+
     def explain(self, oracle: Oracle) -> ExplanationResult:
         """Explain the event the oracle is bound to.
 

@@ -49,6 +49,11 @@ class BeamExplainer(Explainer):
     Params = BeamParams
     params: BeamParams
 
+    def largest_call(self, removable: int) -> int:
+        """A level's children: ``width`` sets, each with one more event
+        (``Explainer.largest_call``)."""
+        return max(self.params.width * removable, super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p0 = oracle.original_logit
         removable = np.asarray(oracle.removable, dtype=np.int64)

@@ -281,6 +281,13 @@ def _search_by_size(oracle: Oracle, events: list[int], max_size: int, chunk_size
     return SizeSearch(None, None, max(0, max_size), False, evaluated)
 
 
+def largest_chunk(removable: int, max_size: int, chunk_size: int = DEFAULT_CHUNK) -> int:
+    """Sets in the largest exact call ``search_by_size`` makes over ``removable`` events up to
+    ``max_size``: a size's sets, or a chunk of them when there are more (0: none)."""
+    most = max((math.comb(removable, s) for s in range(1, max_size + 1)), default=0)
+    return min(chunk_size, most)
+
+
 def prune(oracle: Oracle, explanation: Sequence[int]) -> tuple[tuple[int, ...], float]:
     """Shrink a counterfactual to a 1-minimal one with batched exact checks.
 
@@ -317,4 +324,4 @@ def prune(oracle: Oracle, explanation: Sequence[int]) -> tuple[tuple[int, ...], 
     return tuple(current), logit
 
 
-__all__ = ["DEFAULT_CHUNK", "SizeSearch", "prune", "search_by_size"]
+__all__ = ["DEFAULT_CHUNK", "SizeSearch", "largest_chunk", "prune", "search_by_size"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from cftgnn.explain.base import Explainer, SearchOutcome
 from cftgnn.explain.budget import BudgetMeter
-from cftgnn.explain.exact_search import DEFAULT_CHUNK, search_by_size
+from cftgnn.explain.exact_search import DEFAULT_CHUNK, largest_chunk, search_by_size
 from cftgnn.explain.params import BudgetParams, option
 from cftgnn.oracle.oracle import Oracle
 
@@ -56,6 +56,11 @@ class ExhaustiveExplainer(Explainer):
     Params = ExhaustiveParams
     params: ExhaustiveParams
     budget_counts_exact = True
+
+    def largest_call(self, removable: int) -> int:
+        """Its chunks (``largest_chunk``) (``Explainer.largest_call``)."""
+        own = largest_chunk(removable, self.params.max_size, self.params.chunk_size)
+        return max(own, super().largest_call(removable))
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params

@@ -79,6 +79,11 @@ class FactualExplainer(Explainer):
 
     budget_counts_exact = True
 
+    def largest_call(self, removable: int) -> int:
+        """The ranking's prefixes: one call of up to ``removable`` sets
+        (``Explainer.largest_call``)."""
+        return max(removable, super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         ranking, importance = self.rank(oracle, budget)
         j = self.flipping_prefix(oracle, ranking, budget)

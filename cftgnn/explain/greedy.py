@@ -58,6 +58,10 @@ class GreedyExplainer(Explainer):
     Params = GreedyParams
     params: GreedyParams
 
+    def largest_call(self, removable: int) -> int:
+        """The ``sample_size`` sets of a step (``Explainer.largest_call``)."""
+        return max(min(self.params.sample_size, removable), super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params
         p_start = oracle(frozenset()) if p.like_with_like else oracle.original_logit

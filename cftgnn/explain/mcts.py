@@ -98,6 +98,14 @@ class CFTGNNExplainer(Explainer):
     Params = CFTGNNParams
     params: CFTGNNParams
 
+    def largest_call(self, removable: int) -> int:
+        """One set a call; a node's children with ``batch_children``, a descent step's
+        ``deep_sample_size`` with ``deep_phase`` (``Explainer.largest_call``)."""
+        p = self.params
+        own = (removable if p.batch_children
+               else min(p.deep_sample_size, removable) if p.deep_phase else 1)
+        return max(own, super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         return _Run(self.params, self.strategy, oracle, budget).run()
 

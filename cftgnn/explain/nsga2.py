@@ -122,6 +122,10 @@ class NSGA2Explainer(Explainer):
     Params = NSGA2Params
     params: NSGA2Params
 
+    def largest_call(self, removable: int) -> int:
+        """A generation of ``pop_size`` sets (``Explainer.largest_call``)."""
+        return max(self.params.pop_size, super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params
         ranked = self.strategy.rank(oracle.removable)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cftgnn.errors import ExplainerError
-from cftgnn.explain.exact_search import DEFAULT_CHUNK, prune, search_by_size
+from cftgnn.explain.exact_search import DEFAULT_CHUNK, largest_chunk, prune, search_by_size
 from cftgnn.explain.params import Params, option
 from cftgnn.explain.strategies import SelectionStrategy
 from cftgnn.oracle.oracle import Oracle, is_flip
@@ -121,6 +121,12 @@ class PostProcessing(Params):
                                                                      for c in sets]))
         return Processed(answer, final, found, size_before_prune, replaced, cut_short, sets,
                          logits, consequences)
+
+    def largest_call(self, removable: int) -> int:
+        """Sets in the stage's largest exact call on an event of ``removable`` removable
+        events: ``certify``'s chunks (``largest_chunk``; 0 without ``certify``). The
+        ceiling's one set and prune's few (the answer's size) are left out."""
+        return largest_chunk(removable, self.certify) if self.certify else 0
 
     @staticmethod
     def _try_ceiling(oracle: Oracle, answer: tuple[int, ...],

@@ -90,6 +90,10 @@ class PSOExplainer(Explainer):
     Params = PSOParams
     params: PSOParams
 
+    def largest_call(self, removable: int) -> int:
+        """The swarm, ``n_particles`` sets (``Explainer.largest_call``)."""
+        return max(self.params.n_particles, super().largest_call(removable))
+
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         prm = self.params
         rng = np.random.default_rng(prm.seed)

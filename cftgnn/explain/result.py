@@ -48,7 +48,9 @@ from cftgnn.oracle.oracle import is_flip
 #: 10: what was explained (``target``: ``logit`` in older records) and, for the rank target,
 #: its ``target_k``, ``num_negatives`` and TGB's ranks before and after the answer
 #: (``rank_before``, ``rank_after``; null in older records and for the logit target).
-SCHEMA_VERSION = 10
+#: 11: where each event ran (``device``, the torch device of its model and oracle; null in
+#: older records: not recorded).
+SCHEMA_VERSION = 11
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ TABLE_COLUMNS: dict[str, str] = {
     "diversity": "diversity ↑",
     "hypervolume": "HV ↑",
     "time_p50": "median time (s)",
+    "gpu_share": "on GPU",
     "oracle_calls": "oracle calls",
 }
 

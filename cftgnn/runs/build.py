@@ -4,11 +4,14 @@ pipeline, the benchmarks and the explainer trainers alike."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
@@ -24,6 +27,7 @@ from cftgnn.explain.result import (
 )
 from cftgnn.files import sha256_if_file
 from cftgnn.models.base import TemporalModel
+from cftgnn.oracle import placement
 from cftgnn.oracle.constraints import Constraints
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.fingerprint import model_fingerprint
@@ -280,6 +284,58 @@ def apply_replay_options(cfg: DictConfig, engine: ReplayEngine) -> None:
     engine.replay.check_one_set()
 
 
+@dataclass(frozen=True)
+class RunDevice:
+    """Where a run's model and oracle run (``explain_device``).
+
+    Attributes:
+        device: The torch device's name (``cpu``, ``cuda``, or the explicit choice).
+        note: For ``device=auto``, one line saying what it chose and why; None otherwise.
+    """
+
+    device: str
+    note: str | None = None
+
+
+def explain_device(choice: str, largest_call: int, gpu: bool | None = None,
+                   num_workers: int = 1) -> RunDevice:
+    """The device of ``explain.py``'s run: an explicit ``device`` (``cpu``, ``cuda``,
+    ``cuda:N``) as it is; ``auto`` by ``cftgnn.oracle.placement``'s rule on the run's
+    largest oracle call (``Explainer.largest_call``): the GPU when there is one, the
+    CPU/GPU costs are measured (``placement.MEASURED_COSTS``, read at each call) and they
+    predict the GPU faster for that call size; else the CPU, which is never slower than
+    the CPU. While ``MEASURED_COSTS`` is None, ``auto`` is always the CPU.
+
+    Args:
+        choice: The ``device`` option.
+        largest_call: Sets in the run's largest oracle call.
+        gpu: Whether the machine has a GPU; None: ``torch.cuda.is_available()``.
+        num_workers: The run's worker processes (more than one run on the CPU only).
+
+    Returns:
+        The device, with the line that says why for ``auto``.
+    """
+    if choice != "auto":
+        return RunDevice(choice)
+    calls = f"largest oracle call {largest_call:,} set{'s' if largest_call != 1 else ''}"
+    costs = placement.MEASURED_COSTS
+    place = placement.Place.CPU
+    if not (torch.cuda.is_available() if gpu is None else gpu):
+        why = "no GPU on this machine"
+    elif num_workers > 1:
+        why = f"num_workers={num_workers} runs on the CPU"
+    elif costs is None:
+        why = ("the CPU and GPU costs are not measured yet: "
+               "cftgnn.oracle.placement.MEASURED_COSTS is None")
+    else:
+        place = placement.place_call(largest_call, costs, gpu=True)
+        crossover = costs.crossover_sets
+        why = ("the GPU is faster for no call size" if math.isinf(crossover)
+               else f"the GPU is faster from {int(crossover):,} sets")
+    device = "cuda" if place is placement.Place.GPU else "cpu"
+    return RunDevice(device, f"device=auto: {device} ({calls}; {why})")
+
+
 def second_model(cfg: DictConfig, stream: EventStream,
                  device: Any) -> tuple[TemporalModel | None, str]:
     """The second checkpoint of model noise (``robust.checkpoint``): ``auto`` =
@@ -342,8 +398,8 @@ class Robustness:
         return cols
 
 
-__all__ = ["Robustness", "apply_replay_options", "auto_ratios", "build_explainer", "cfg_name",
-           "constraints_of", "curves_of", "fingerprint", "fresh_fallback", "history_of",
-           "make_explainer", "model_fingerprint", "output_dir", "protocol_keys",
-           "protocols_of", "recorded_protocols", "robustness_options", "second_model",
-           "tracking_group"]
+__all__ = ["Robustness", "RunDevice", "apply_replay_options", "auto_ratios", "build_explainer",
+           "cfg_name", "constraints_of", "curves_of", "explain_device", "fingerprint",
+           "fresh_fallback", "history_of", "make_explainer", "model_fingerprint", "output_dir",
+           "protocol_keys", "protocols_of", "recorded_protocols", "robustness_options",
+           "second_model", "tracking_group"]

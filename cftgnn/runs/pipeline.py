@@ -70,6 +70,7 @@ from cftgnn.runs.build import (
     cfg_name,
     constraints_of,
     curves_of,
+    explain_device,
     fingerprint,
     fresh_fallback,
     history_of,
@@ -142,14 +143,19 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     check_explain_options(cfg)  # types, ranges and enum values, before anything loads
     check_writable_dir(output_dir(cfg), "out_dir" if cfg.get("out_dir") else "hydra.run.dir")
     shard, num_shards = shard_of(cfg)
-    device = resolve_device(cfg.device)  # before loading anything
     num_workers = int(cfg.get("num_workers", 1))
-    check_workers(num_workers, str(device), int(cfg.num_threads))
     constraints = constraints_of(cfg)
     # the run's one explainer: its, the strategy's, prune's and certify's options checked up
     # front, and the protocols it can be scored under
     explainer = build_explainer(cfg)
     check_served(explainer, protocol_option(cfg))
+    # device=auto: placed by the explainer's largest call (cftgnn.oracle.placement)
+    place = explain_device(str(cfg.device), explainer.largest_call(int(cfg.m_max)),
+                           num_workers=num_workers)
+    device = resolve_device(place.device)  # before loading anything
+    check_workers(num_workers, str(device), int(cfg.num_threads))
+    if place.note is not None:
+        print(place.note)
     robust = robustness_options(cfg)
     auto_ratios(cfg)
     budget = cfg.get("memory_budget_gb", DEFAULT_MEMORY_BUDGET_GB)
@@ -417,6 +423,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
             history=history.value,
             group_logit=group_logit,
             **rank_columns(oracle, result),
+            device=str(model.device),
             checks=checks,
         ))
         if robust is not None:

@@ -258,6 +258,9 @@ class EventContext:
             logit target).
         rank_after: Its rank with the answer removed (NaN when nothing was answered; None
             for the logit target).
+        device: Where the event's model and oracle ran, the torch device (``cpu``,
+            ``cuda:0``; ``device=auto`` chooses it, ``cftgnn.runs.build.explain_device``).
+            Schema 11; null in older records (not recorded).
         checks: The exact checks after the search (``cftgnn.scoring.checks.Checks``): the
             logit with only the explanation kept (``keep_logit``, fidelity−), each protocol's
             curve logits and their seconds; each of its fields is a record column, in
@@ -281,6 +284,7 @@ class EventContext:
     num_negatives: int | None = field(default=None, metadata={"since": 10, "old": None})
     rank_before: float | None = field(default=None, metadata={"since": 10, "old": None})
     rank_after: float | None = field(default=None, metadata={"since": 10, "old": None})
+    device: str | None = field(default=None, metadata={"since": 11, "old": None})
     checks: Checks = Checks()
 
 
@@ -451,7 +455,7 @@ def read_records(path: str | os.PathLike[str], unreadable: str = "warn") -> pd.D
 
 
 def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
-    """Fill the columns added by schema versions 2 to 8 into rows written without them.
+    """Fill the columns added by schema versions 2 to 11 into rows written without them.
 
     No certificate is claimed for old rows (``min_size_lower_bound = 0``), nothing was pruned
     or certified, every candidate was removable and ``size_before_prune`` is ``size``; their
@@ -462,7 +466,8 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     their checks after the search were not measured (``keep_time_s``, ``curve_time_s`` NaN);
     their curves, when they have some, are the ``common`` protocol's (``curve_protocols``),
     and no other protocol's curve was computed (empty, ``tempme_neg_logit`` NaN); how far an
-    enumeration cut short got was not recorded (``next_size_share`` NaN: unknown).
+    enumeration cut short got was not recorded (``next_size_share`` NaN: unknown), nor where
+    an event ran (``device`` null).
     """
     if df.empty:
         return df
@@ -523,6 +528,9 @@ def upgrade_records(df: pd.DataFrame) -> pd.DataFrame:
     for name in (c.name for c in RESULT_COLUMNS if c.since == 8):
         if name not in df.columns:
             df[name] = np.nan
+    # schema 11: where an event ran; not recorded in older rows (null)
+    if "device" not in df.columns:
+        df["device"] = pd.Series(None, index=df.index, dtype=object)
     return df
 
 

@@ -89,6 +89,7 @@ MEANINGS: dict[str, str] = {
     "time_p90": "90th percentile of seconds per event ↓",
     "time_mean": "mean seconds per event ↓",
     "curve_time_p50": "median seconds of the curve logits, apart from time ↓",
+    "gpu_share": "share of events whose oracle ran on a GPU",
 }
 """Each metric column of ``summarize``, in order, with its meaning in one line (↑ / ↓: higher
 / lower is better; the definitions: docs/metrics.md), printed next to the values by
@@ -296,6 +297,16 @@ def _ground_truth(ok: pd.DataFrame) -> dict[str, float]:
             **{name: _share(ok, name) for name in GROUND_TRUTH_MEANINGS if name != "cause_found"}}
 
 
+def gpu_share(records: pd.DataFrame) -> float:
+    """Share of the records whose event ran on a device other than the CPU (a GPU: their
+    ``device`` is not ``cpu``), over those that say where (NaN for none: records older than
+    schema 11)."""
+    if "device" not in records.columns:
+        return _NAN
+    where = records["device"].dropna().astype(str)
+    return float((where.str.split(":").str[0] != "cpu").mean()) if len(where) else _NAN
+
+
 def _summarize_group(g: pd.DataFrame, causes: bool = False) -> dict[str, float]:
     """The metric columns for one group of records."""
     ok = g[explained(g["status"])] if len(g) else g
@@ -342,6 +353,7 @@ def _summarize_group(g: pd.DataFrame, causes: bool = False) -> dict[str, float]:
         "time_p90": times["p90"],
         "time_mean": times["mean"],
         "curve_time_p50": runtime_percentiles(_column(ok, "curve_time_s"), q=(50,))["p50"],
+        "gpu_share": gpu_share(g),
         **(_ground_truth(ok) if causes else {}),
     }
 
@@ -392,6 +404,8 @@ def summarize(
     * ``curve_time_p50``: median seconds of the curve logits' exact call (``curve_time_s``,
       not part of ``time_s``) over the explained events that made it (NaN for none: records
       of ``curves=none`` or older than schema 6).
+    * ``gpu_share``: share of the rows that ran on a GPU (``device`` not ``cpu``), over all
+      rows that say where (``gpu_share``; NaN for records older than schema 11).
     * Only for records of a stream with planted causes (``has_causes``), after those:
       ``GROUND_TRUTH_MEANINGS``'s columns over the explained events (``cause_found``: share
       of the events with a cause whose whole cause was a candidate; ``cause_auc``,
@@ -551,5 +565,5 @@ def summary_metrics_flat(table: pd.DataFrame) -> dict[str, float]:
     return out
 
 __all__ = ["GROUND_TRUTH_MEANINGS", "MEANINGS", "METRICS_PAGE", "SUMMARY_COLUMNS",
-           "format_summary", "group_note", "has_causes", "sort_groups", "summarize",
+           "format_summary", "gpu_share", "group_note", "has_causes", "sort_groups", "summarize",
            "summary_metrics"]
