@@ -18,6 +18,10 @@ timed calls (``scripts/benchmark_gpu.py`` times single exact calls and a batch o
 sides of every event and records each event's history batches, and reports the fit).
 ``MEASURED_COSTS`` holds them once a device session has measured them; until then it is
 None and ``place_call`` keeps every call on the CPU, which is never slower than the CPU.
+
+``explain.py``'s ``device=auto`` asks the rule once per run, for the explainer's largest
+oracle call (``Explainer.largest_call``; ``cftgnn.runs.build.explain_device``), and each
+record says where its event ran (``device``).
 """
 
 from __future__ import annotations
@@ -80,7 +84,8 @@ class DeviceCosts:
 #: The four constants as a GPU machine measured them (``fit_costs`` of
 #: ``scripts/benchmark_gpu.py``'s ``placement`` figures), or None. They wait for the device
 #: measurement (``scripts/gpu/check.sh``'s benchmark): until then ``place_call`` keeps
-#: every call on the CPU (``explain.py``'s ``device=auto`` does not consult it yet).
+#: every call on the CPU, and so does ``explain.py``'s ``device=auto``, which reads it when a
+#: run starts (``cftgnn.runs.build.explain_device``, on the explainer's ``largest_call``).
 MEASURED_COSTS: DeviceCosts | None = None
 
 

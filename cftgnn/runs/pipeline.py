@@ -399,6 +399,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
     bar = tqdm(total=len(todo) + already, initial=already, desc="explaining", unit="event",
                disable=not cfg.progress, dynamic_ncols=True)
     mode = str(cfg.mode) if auto is None else auto.mode
+    where = model_device(model)
     rows = zip(todo["group"].tolist(), todo["screen_logit"].tolist(), strict=True)
     explained = explain_events(engine, explainer, todo["event_id"].tolist(), cfg.k,
                                int(cfg.m_max), mode, constraints, history, targets)
@@ -423,7 +424,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
             history=history.value,
             group_logit=group_logit,
             **rank_columns(oracle, result),
-            device=str(model.device),
+            device=where,
             checks=checks,
         ))
         if robust is not None:
@@ -441,6 +442,16 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
     bar.close()
 
 
+def model_device(model: Any) -> str | None:
+    """The torch device a model's parameters are on, as a record's ``device`` says it
+    (``cpu``, ``cuda:0``): its ``device``, else its first parameter's; None for a model that
+    says neither."""
+    device = getattr(model, "device", None)
+    if device is None and isinstance(model, torch.nn.Module):
+        device = next((p.device for p in model.parameters()), None)
+    return None if device is None else str(device)
+
+
 def write_summary(table: pd.DataFrame, out: Path) -> None:
     """``summary.csv`` and ``summary.json`` next to the records (each complete or absent)."""
     atomic_write(out / "summary.csv", table.to_csv(index=False).encode())
@@ -448,5 +459,5 @@ def write_summary(table: pd.DataFrame, out: Path) -> None:
                                                   default=float).encode())
 
 
-__all__ = ["choose_auto_mode", "log_curves", "prediction_lines", "run", "show_prediction",
-           "write_summary", "Draw"]
+__all__ = ["choose_auto_mode", "log_curves", "model_device", "prediction_lines", "run",
+           "show_prediction", "write_summary", "Draw"]

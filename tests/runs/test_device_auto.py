@@ -192,3 +192,15 @@ def test_the_report_has_an_on_gpu_column(tmp_path):
     table = comparison_table(records)
     assert table["gpu_share"].tolist() == [0.25]
     assert "on GPU" in markdown_table(table).splitlines()[0]
+
+
+def test_a_records_device_is_the_models_own_else_its_parameters():
+    class Plain(torch.nn.Module):  # a model of one's own without a device property
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(2))
+
+    assert pipeline.model_device(Plain()) == "cpu"
+    assert pipeline.model_device(object()) is None
+    with fake_device():
+        assert pipeline.model_device(Plain().to(DEVICE)) == str(DEVICE)
