@@ -25,7 +25,7 @@ from cftgnn.reporting.tables import comparison_table, markdown_table
 from cftgnn.runs import build, pipeline
 from cftgnn.runs.build import explain_device, make_explainer
 from cftgnn.runs.records import RECORD_SCHEMA, read_records, upgrade_records
-from cftgnn.scoring.summaries import gpu_share, summarize
+from cftgnn.scoring.summaries import gpu_share, summarize, summary_metrics_flat
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -134,6 +134,8 @@ def test_a_run_under_device_auto_records_the_cpu_while_unmeasured(tmp_path, caps
     assert table["gpu_share"].iloc[-1] == 0.0
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert summary["gpu_share"].iloc[-1] == 0.0
+    # what logger=wandb logs of the summary
+    assert summary_metrics_flat(table)[f"summary/{table['group'].iloc[-1]}/gpu_share"] == 0.0
 
 
 @pytest.mark.usefixtures("measured")
