@@ -39,12 +39,12 @@ from tqdm.auto import tqdm
 
 from cftgnn.analysis.rules.checking import RunOracles
 from cftgnn.cli import ArgumentParser
-from cftgnn.errors import ConfigError
+from cftgnn.errors import CftgnnError, ConfigError
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.oracle.oracle import Oracle
-from cftgnn.runs.build import protocol_keys, recorded_protocols
-from cftgnn.runs.options import check_served, protocols_choice
+from cftgnn.runs.build import make_explainer, protocol_keys, recorded_protocols
+from cftgnn.runs.options import protocols_choice
 from cftgnn.runs.pipeline import write_summary
 from cftgnn.runs.records import RECORD_SCHEMA, RecordStore, upgrade_records
 from cftgnn.runs.rundir import (
@@ -96,8 +96,9 @@ def plan(path: Path, protocols: Sequence[Protocol],
          checkpoint_dir: str | None = None) -> Rescore:
     """What adding ``protocols`` to the run at ``path`` takes, with every check that can fail
     made first: a run directory of explanations, an explainer that serves the protocols
-    (``check_served``) and, for ``tgnnexplainer``, one not scored by its coalitions, a
-    writable directory, and the run's checkpoint with run.json's checksum.
+    (built as the run built it, asked once by ``Explainer.supports``) and, for
+    ``tgnnexplainer``, one not scored by its coalitions, a writable directory, and the run's
+    checkpoint with run.json's checksum.
 
     Raises:
         ConfigError: Naming the run and the problem (one line).
@@ -106,13 +107,16 @@ def plan(path: Path, protocols: Sequence[Protocol],
     fp = run.fingerprint
     target = str((fp.get("explainer") or {}).get("_target_", ""))
     try:
-        cls = get_class(target)
+        get_class(target)
     except Exception:  # hydra wraps the import's error in its own
         raise ConfigError(f"{path}/{FINGERPRINT} names an explainer that does not load "
                           f"({target or 'none'})") from None
-    name = str(getattr(cls, "name", cls.__name__))
     try:
-        check_served(cls, tuple(protocols))
+        explainer = make_explainer(fp["explainer"], fp.get("strategy"))
+    except CftgnnError as exc:
+        raise ConfigError(f"{path}/{FINGERPRINT}: its explainer does not build ({exc})") from None
+    try:
+        explainer.supports(None, protocols)  # the model is the run's: it explained with it
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     held = list(run.records.get("curve_protocols", []))
@@ -120,10 +124,10 @@ def plan(path: Path, protocols: Sequence[Protocol],
                                                    strict=True) if _lacking(have, protocols)))
     lacked = {p for have in held for p in _lacking(have, protocols)}
     add = tuple(p for p in protocols if p not in recorded_protocols(fp) or p in lacked)
-    coalitions = bool(getattr(cls, "scored_by_coalitions", False))
+    coalitions = explainer.scored_by_coalitions
     if Protocol.TGNNEXPLAINER in lacked and coalitions:
         raise ConfigError(
-            f"{path}: the tgnnexplainer protocol of explainer {name} cannot be added "
+            f"{path}: the tgnnexplainer protocol of explainer {explainer.name} cannot be added "
             "afterwards: it scores the search's coalitions, which records do not keep; rerun "
             "explain.py with protocol=[...,tgnnexplainer] (every other protocol can be added)")
     if not add:

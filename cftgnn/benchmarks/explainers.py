@@ -162,7 +162,7 @@ def run(cfg: DictConfig) -> pd.DataFrame:
                                        require=True)
         fingerprint = model_fingerprint(run_cfg, stream, model, weights)
         for explainer in explainers.values():
-            explainer.check_run(fingerprint)
+            explainer.supports(fingerprint)
         sample = cfg.sample
         plan = plan_events(model, stream, int(cfg.n_events), sample.range, sample.prediction,
                            float(sample.min_abs_logit), sample.max_abs_logit, int(cfg.seed))

@@ -12,11 +12,12 @@ spent on scoring; the answer is the shortest flipping prefix
 It needs a model the oracle gives a probe (a ``SoftRemovalModel``: TGN and TGAT, whose
 scores are attention weights, GraphMixer and DyGFormer, whose are pooling shares); with any
 other model (PyG's TGN) the oracle has no probe, and the explainer refuses the run before any
-event (``check_run``) and any event whose oracle lacks one.
+event (``supports``) and any event whose oracle lacks one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,8 +57,10 @@ class AttentionExplainer(FactualExplainer):
     Params = AttentionParams
     params: AttentionParams
 
-    def check_run(self, fingerprint: ModelFingerprint) -> None:
-        if not fingerprint.probe:
+    def supports(self, fingerprint: ModelFingerprint | None = None,
+                 protocols: Iterable[str] = ()) -> None:
+        super().supports(fingerprint, protocols)
+        if fingerprint is not None and not fingerprint.probe:
             raise needs_probe(self.name, fingerprint.model)
 
     def _score(self, oracle: Oracle, budget: BudgetMeter) -> FloatArray:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from cftgnn.errors import ConfigError
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams
 from cftgnn.explain.post import PostProcessing, Processed, check_answer
@@ -103,7 +105,8 @@ class Explainer(ABC):
     #: explainer's results can be scored under: every one for every explainer of the project
     #: (each hands back a ranking; a search that also hands back its scored ``coalitions`` is
     #: scored by them under ``tgnnexplainer``). An explainer that cannot serve one names the
-    #: others here; ``explain.py`` then refuses that protocol before any work.
+    #: others here; [``supports``][cftgnn.explain.Explainer.supports] then refuses that protocol
+    #: before the first event.
     protocols: ClassVar[frozenset[str]] = frozenset({"common", "tgnnexplainer", "tempme",
                                                      "temgx"})
     #: The explainer's results carry the search's scored ``coalitions``, by which the
@@ -118,17 +121,30 @@ class Explainer(ABC):
         self.post = post if post is not None else PostProcessing()
         self.params = self.Params.from_options(options)
 
-    def check_run(self, fingerprint: ModelFingerprint) -> None:  # noqa: B027 (a hook)
-        """Refuse, before any event is explained, a run this explainer cannot do (a model
-        without the attention it reads, a trained explainer of another model or stream);
-        ``explain.py`` calls it once per run. The default accepts every run.
+    def supports(self, fingerprint: ModelFingerprint | None = None,
+                 protocols: Iterable[str] = ()) -> None:
+        """Refuse, before any event is explained, a run this explainer cannot serve: a curve
+        protocol its results cannot be scored under (its ``protocols``), or a model or stream
+        it cannot read (a model without the attention it reads, a trained explainer of
+        another model or stream). ``explain.py`` calls it once per run, before the first
+        event, and ``scripts/rescore.py`` once per run it adds protocols to (without a
+        fingerprint: it explains nothing). The default serves every model; a subclass that
+        needs more checks the fingerprint after ``super().supports(...)``.
 
         Args:
-            fingerprint: The run's model and stream.
+            fingerprint: The run's model and stream; None: the model is not checked.
+            protocols: The run's curve protocols (``Protocol`` members or their values).
 
         Raises:
-            CftgnnError: Naming what is missing or does not match (one line).
+            ConfigError: Naming the explainer and a protocol it cannot be scored under.
+            CftgnnError: Naming what the model lacks or what does not match (one line).
         """
+        for protocol in protocols:
+            value = str(getattr(protocol, "value", protocol))
+            if value not in self.protocols:
+                raise ConfigError(f"explainer {self.name} cannot be scored under protocol="
+                                  f"{value} (it serves {', '.join(sorted(self.protocols))}); "
+                                  "choose another protocol or curves=none")
 
     def largest_call(self, removable: int) -> int:
         """Sets in the largest oracle call the explainer makes on an event of ``removable``

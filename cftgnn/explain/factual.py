@@ -85,7 +85,13 @@ class FactualExplainer(Explainer):
         return max(removable, super().largest_call(removable))
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
-        ranking, importance = self.rank(oracle, budget)
+        return self.ranked_outcome(oracle, *self.rank(oracle, budget), budget)
+
+    def ranked_outcome(self, oracle: Oracle, ranking: tuple[int, ...],
+                       importance: tuple[float, ...], budget: BudgetMeter) -> SearchOutcome:
+        """The search's outcome from a ranking: its shortest flipping prefix
+        ([``flipping_prefix``][cftgnn.explain.FactualExplainer.flipping_prefix]) as the
+        answer, the ranking and importance kept."""
         j = self.flipping_prefix(oracle, ranking, budget)
         if j is None:
             return SearchOutcome(explanation=(), iterations=0, found=False, ranking=ranking,

@@ -43,7 +43,7 @@ version ``FORMAT`` and a card; ``.pt`` loaded with ``weights_only=True``, the ca
 and input) is refused in one line that says how to retrain it. The card names the model kind,
 the dataset, the stream's checksum and the model checkpoint's SHA-256; a run of another model,
 stream or model checkpoint is refused (``check_card``), by ``explain.py`` before any event
-([``PGExplainer.check_run``][cftgnn.explain.PGExplainer.check_run]).
+([``PGExplainer.supports``][cftgnn.explain.PGExplainer.supports]).
 """
 
 from __future__ import annotations

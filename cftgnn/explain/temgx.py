@@ -41,7 +41,7 @@ the code (``influence_order``) and say so in the page.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -378,9 +378,12 @@ class TemGXExplainer(Explainer):
     params: TemGXParams
     budget_counts_exact = True
 
-    def check_run(self, fingerprint: ModelFingerprint) -> None:
-        """Say once where the node embeddings come from (never refuses a run)."""
-        print(f"note: explainer=temgx {embeddings_note(self.params, fingerprint.probe)}")
+    def supports(self, fingerprint: ModelFingerprint | None = None,
+                 protocols: Iterable[str] = ()) -> None:
+        """Say once where the node embeddings come from (refuses no model)."""
+        super().supports(fingerprint, protocols)
+        if fingerprint is not None:
+            print(f"note: explainer=temgx {embeddings_note(self.params, fingerprint.probe)}")
 
     def _search(self, oracle: Oracle, budget: BudgetMeter) -> SearchOutcome:
         p = self.params

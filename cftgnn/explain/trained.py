@@ -1,11 +1,11 @@
 """What the trained explainers (the PGExplainer, TempME) share: the card check against the
 run's model and stream, loading a checkpoint once per file, and their base class
-(``TrainedExplainer``: the constructor, ``check_run`` and the guard before scoring)."""
+(``TrainedExplainer``: the constructor, ``supports`` and the guard before scoring)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -89,7 +89,11 @@ class TrainedExplainer(FactualExplainer, Generic[T]):
     def scores(self, oracle: Oracle) -> FloatArray:
         """Each removable event's importance, aligned with ``oracle.removable``."""
 
-    def check_run(self, fingerprint: ModelFingerprint) -> None:
+    def supports(self, fingerprint: ModelFingerprint | None = None,
+                 protocols: Iterable[str] = ()) -> None:
+        super().supports(fingerprint, protocols)
+        if fingerprint is None:
+            return
         if not fingerprint.probe:
             raise needs_probe(self.name, fingerprint.model)
         if self.trained is None:

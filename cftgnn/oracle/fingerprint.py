@@ -4,7 +4,7 @@ Explainers see only the oracle (docs/design.md §4), yet a trained explainer (PG
 MLP, docs/design.md §8) belongs to one model checkpoint on one stream and must refuse any
 other. ``ModelFingerprint`` carries what that check needs, and no model: ``explain.py``
 builds it once per run (``model_fingerprint``), gives it to
-each explainer's [``check_run``][cftgnn.explain.Explainer.check_run] before any event is
+each explainer's [``supports``][cftgnn.explain.Explainer.supports] before any event is
 explained, and the replay engine hands it to every oracle (``oracle.fingerprint``; None when
 nobody set one, e.g. toy oracles of tests).
 """
@@ -50,7 +50,7 @@ class ModelFingerprint:
 def model_fingerprint(cfg: DictConfig, stream: EventStream, model: TemporalModel,
                       weights: str) -> ModelFingerprint:
     """The run's model and stream as explainers may see them (through
-    [``check_run``][cftgnn.explain.Explainer.check_run] and ``oracle.fingerprint``)."""
+    [``supports``][cftgnn.explain.Explainer.supports] and ``oracle.fingerprint``)."""
     # torch and the models: only when a run builds one (the module stays light)
     from cftgnn.files import sha256_if_file
     from cftgnn.models.protocol import SoftRemovalModel

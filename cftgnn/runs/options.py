@@ -79,22 +79,6 @@ def protocol_option(cfg: Any) -> tuple[Protocol, ...]:
     return protocols_choice(value)
 
 
-def check_served(explainer: Any, protocols: tuple[Protocol, ...]) -> None:
-    """Refuse a protocol the explainer cannot be scored under (its ``protocols``; every
-    explainer of the project serves every protocol).
-
-    Raises:
-        ConfigError: Naming the explainer and the protocol.
-    """
-    served = getattr(explainer, "protocols", frozenset(p.value for p in Protocol))
-    for protocol in protocols:
-        if protocol.value not in served:
-            name = getattr(explainer, "name", type(explainer).__name__)
-            raise ConfigError(f"explainer {name} cannot be scored under protocol="
-                              f"{protocol.value} (it serves {', '.join(sorted(served))}); "
-                              "choose another protocol or curves=none")
-
-
 def check_candidate_options(cfg: Any) -> None:
     """``m_max >= 1`` and ``k`` null or ``>= 1`` (``explain.py`` and the quality benchmark).
 
@@ -188,5 +172,5 @@ def check_explain_options(cfg: Any) -> None:
 
 
 __all__ = ["AUTO_CURVES_MAX_EVENTS", "CONE_OPTIONS", "CURVES_OPTIONS", "PROTOCOL_OPTIONS",
-           "PredictionGroup", "check_served", "curves_choice", "protocol_option",
+           "PredictionGroup", "curves_choice", "protocol_option",
            "protocols_choice", "check_candidate_options", "check_explain_options", "shard_of"]

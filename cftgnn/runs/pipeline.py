@@ -9,11 +9,11 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 1. loads the stream and the model (the committed checkpoint by default);
 2. samples the events to explain (``cftgnn.runs.sampling``) and keeps this shard's
    share of them (``shard=i num_shards=n`` takes every n-th event from the i-th);
-3. builds the explainer once (its options and the protocols checked before anything loads,
-   ``check_run`` against the model before the first event) and explains each event not yet
-   recorded in the output directory, in stream order (``cftgnn.explain.run.explain_events``;
-   every search depends only on its event's oracle, so a resumed run gives the same records
-   as an uninterrupted one);
+3. builds the explainer once (its options checked before anything loads; what it serves, the
+   protocols and the model, asked once by ``Explainer.supports`` before the first event) and
+   explains each event not yet recorded in the output directory, in stream order
+   (``cftgnn.explain.run.explain_events``; every search depends only on its event's oracle,
+   so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
    ranking (``cftgnn.scoring.curves``, one batched call; ``curves=none`` skips it), each
@@ -85,7 +85,6 @@ from cftgnn.runs.build import (
 from cftgnn.runs.options import (
     AUTO_CURVES_MAX_EVENTS,
     check_explain_options,
-    check_served,
     protocol_option,
     shard_of,
 )
@@ -146,9 +145,9 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     num_workers = int(cfg.get("num_workers", 1))
     constraints = constraints_of(cfg)
     # the run's one explainer: its, the strategy's, prune's and certify's options checked up
-    # front, and the protocols it can be scored under
+    # front (what it can serve, once the model is known: ``supports`` below)
     explainer = build_explainer(cfg)
-    check_served(explainer, protocol_option(cfg))
+    protocols = protocol_option(cfg)
     # device=auto: placed by the explainer's largest call (cftgnn.oracle.placement)
     place = explain_device(str(cfg.device), explainer.largest_call(int(cfg.m_max)),
                            num_workers=num_workers)
@@ -173,7 +172,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
         warn(fallback)
     history = check_history(history_of(cfg), bool(model.has_memory), model_name(cfg.model))
     run_fp = model_fingerprint(cfg, stream, model, weights)
-    explainer.check_run(run_fp)  # e.g. a trained explainer of another model
+    explainer.supports(run_fp, protocols)  # e.g. a trained explainer of another model
     second = None
     if robust is not None:
         second, second_weights = second_model(cfg, stream, device)

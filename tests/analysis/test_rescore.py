@@ -177,7 +177,7 @@ def _error(argv: list[str], capsys) -> str:
     return refused(capsys, main, argv)
 
 
-def test_bad_input_ends_in_one_line_and_status_2(runs, tmp_path, capsys):
+def test_bad_input_ends_in_one_line_and_status_2(runs, tmp_path, capsys, monkeypatch):
     run = copy(runs("perturb_one", "protocol=common"), tmp_path / "run")
     (tmp_path / "plain").mkdir()
     assert "is not a run directory and holds none" in _error(
@@ -197,6 +197,15 @@ def test_bad_input_ends_in_one_line_and_status_2(runs, tmp_path, capsys):
     line = _error([str(run), str(search), "--protocol", "tgnnexplainer"], capsys)
     assert f"{search}: the tgnnexplainer protocol of explainer tgnnexplainer cannot be " \
            "added afterwards" in line
+    assert untouched == {f: f.read_bytes() for f in run.rglob("*") if f.is_file()}
+
+    # an explainer that cannot be scored under the protocol: its ``supports`` refuses it
+    from cftgnn.explain.ranking import PerturbOneExplainer
+    with monkeypatch.context() as patched:
+        patched.setattr(PerturbOneExplainer, "protocols", frozenset({"common"}))
+        line = _error([str(run), "--protocol", "tempme"], capsys)
+    assert line == (f"error: {run}: explainer perturb_one cannot be scored under "
+                    "protocol=tempme (it serves common); choose another protocol or curves=none")
     assert untouched == {f: f.read_bytes() for f in run.rglob("*") if f.is_file()}
 
     # a checkpoint whose checksum is not the run's: refused before any record is rewritten

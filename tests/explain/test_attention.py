@@ -76,8 +76,8 @@ def test_importance_is_the_models_own_attention_on_each_event(factory) -> None:
 
 def test_a_model_without_attention_is_refused_naming_it() -> None:
     with pytest.raises(ExplainerError, match="needs a model with a probe.*pyg_tgn"):
-        AttentionExplainer().check_run(fingerprint(probe=False))
-    AttentionExplainer().check_run(fingerprint(probe=True, model="tgn"))  # accepted
+        AttentionExplainer().supports(fingerprint(probe=False))
+    AttentionExplainer().supports(fingerprint(probe=True, model="tgn"))  # accepted
     ids = [1, 2]
     oracle = Oracle(make_candidates(ids), 1.0, exact=AdditiveBackend(1.0, {1: 0.4, 2: 0.4}),
                     mode="exact")

@@ -227,3 +227,28 @@ def test_an_unset_budget_changes_nothing(name: str) -> None:
     keep = ("explanation", "final_logit", "iterations", "search_calls", "exact_calls",
             "cache_hits", "counterfactuals", "cut_short")
     assert {k: getattr(plain, k) for k in keep} == {k: getattr(loose, k) for k in keep}
+
+
+def _other_oracle() -> Any:
+    # another event: more candidates, other weights (only the last three flip together)
+    ids = list(range(1, 11))
+    oracle = make_oracle(make_candidates(ids), AdditiveBackend(
+        1.0, {e: (0.4 if e >= 8 else 0.02 * e) for e in ids}))
+    oracle.probe = _Probe(oracle.removable)
+    return oracle
+
+
+@pytest.mark.parametrize("name", sorted(EXPLAINERS))
+def test_an_explainer_keeps_no_state_between_events(name: str) -> None:
+    """Per-event state lives in the search: one instance explaining event A then B answers B
+    as a fresh instance does, and explaining adds no attribute to the instance."""
+    used = EXPLAINERS[name](RecentStrategy(), **SMALL.get(name, {}))
+    before = set(vars(used))
+    used.explain(_other_oracle())
+    again = used.explain(_oracle())
+    fresh = EXPLAINERS[name](RecentStrategy(), **SMALL.get(name, {})).explain(_oracle())
+    assert set(vars(used)) == before
+    keep = ("explanation", "final_logit", "is_counterfactual", "iterations", "search_calls",
+            "exact_calls", "cache_hits", "ranking", "importance", "coalitions",
+            "counterfactuals")
+    assert {k: getattr(again, k) for k in keep} == {k: getattr(fresh, k) for k in keep}

@@ -248,13 +248,13 @@ def test_another_dataset_stream_model_or_model_checkpoint_is_refused(tmp_path) -
     # a named file: that file and the training command, no folder guessed from it
     for named in (tmp_path / "none.pt", Path("/none.pt")):
         with pytest.raises(ConfigError, match="no trained PGExplainer") as err:
-            PGExplainer(checkpoint=str(named)).check_run(ok)
+            PGExplainer(checkpoint=str(named)).supports(ok)
         said = str(err.value)
         assert f"at {named} " in said and "\n" not in said
         assert "`python scripts/train_explainer.py model=tgn dataset=planted`" in said
         assert "out_dir=/" not in said and f"out_dir={named.parent}" not in said
     with pytest.raises(ExplainerError, match="needs a model with a probe"):
-        PGExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
+        PGExplainer(checkpoint=str(pt)).supports(fingerprint(probe=False))
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match=f"^PGExplainer checkpoint {bad} is not a torch "

@@ -199,7 +199,7 @@ def test_the_fallback_is_said_once_per_run(capsys):
     from cftgnn.oracle.fingerprint import ModelFingerprint
 
     fp = ModelFingerprint("uci", "x", "pyg_tgn", "w", None, "checkpoints", probe=False)
-    TemGXExplainer().check_run(fp)
+    TemGXExplainer().supports(fp)
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "fallback constants" in out[0] and "no node embeddings" in out[0]
     assert "from the model" in embeddings_note(TemGXParams(), probe=True)

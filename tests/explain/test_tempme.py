@@ -251,7 +251,7 @@ def test_a_trained_tempme_round_trips_through_its_checkpoint(planted, tmp_path) 
                        "checkpoint: it is neither a torch archive nor a pickle; "):
         load_tempme(bad)
     with pytest.raises(ExplainerError, match="needs a model with a probe"):
-        TempMEExplainer(checkpoint=str(pt)).check_run(fingerprint(probe=False))
+        TempMEExplainer(checkpoint=str(pt)).supports(fingerprint(probe=False))
 
 
 # ------------------------------------------------------------------ end to end, tiny stream

@@ -466,17 +466,17 @@ def _fingerprint(probe: bool) -> ModelFingerprint:
                             probe=probe)
 
 
-def test_check_run_refuses_what_the_navigator_cannot_read(tmp_path: Path) -> None:
+def test_supports_refuses_what_the_navigator_cannot_read(tmp_path: Path) -> None:
     for navigator in ("attention", "pgexplainer", "mlp"):
         with pytest.raises(ExplainerError, match="needs a model with a probe"):
             TGNNExplainer(navigator=navigator,
-                          checkpoint=str(tmp_path / "x.pt")).check_run(_fingerprint(False))
+                          checkpoint=str(tmp_path / "x.pt")).supports(_fingerprint(False))
     for navigator in ("pgexplainer", "mlp"):
         with pytest.raises(ConfigError, match="no trained PGExplainer"):
             TGNNExplainer(navigator=navigator,
-                          checkpoint=str(tmp_path / "x.pt")).check_run(_fingerprint(True))
-    TGNNExplainer(navigator="attention").check_run(_fingerprint(True))
-    TGNNExplainer(navigator="none").check_run(_fingerprint(False))
+                          checkpoint=str(tmp_path / "x.pt")).supports(_fingerprint(True))
+    TGNNExplainer(navigator="attention").supports(_fingerprint(True))
+    TGNNExplainer(navigator="none").supports(_fingerprint(False))
 
 
 class _Probe:

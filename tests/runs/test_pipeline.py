@@ -22,6 +22,7 @@ from cftgnn.oracle.engine import naive_logit
 from cftgnn.runs import build, pipeline
 from cftgnn.runs.merge import find_runs, merge_runs
 from cftgnn.runs.records import RecordStore, RunDirectoryError, read_records
+from cftgnn.scoring.protocols import Protocol
 from cftgnn.training.resolve import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -451,12 +452,17 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
 
 
 def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
-    """One explainer for the whole run (its options and protocols checked, ``check_run``
-    asked, then every event explained by it), not one per event."""
+    """One explainer for the whole run (its options checked, ``supports`` asked once, then
+    every event explained by it), not one per event."""
     from cftgnn.explain.mcts import CFTGNNExplainer
 
-    built, explained = [], []
+    built, explained, asked = [], [], []
     init, explain = CFTGNNExplainer.__init__, CFTGNNExplainer.explain
+    supports = CFTGNNExplainer.supports
+
+    def counting_supports(self, fingerprint=None, protocols=()):
+        asked.append((fingerprint, tuple(protocols)))
+        supports(self, fingerprint, protocols)
 
     def counting_init(self, *args, **kwargs):
         built.append(self)
@@ -468,22 +474,39 @@ def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(CFTGNNExplainer, "__init__", counting_init)
     monkeypatch.setattr(CFTGNNExplainer, "explain", counting_explain)
+    monkeypatch.setattr(CFTGNNExplainer, "supports", counting_supports)
     pipeline.run(cfg_for(tmp_path))
     assert len(read_records(tmp_path)) == 6 and len(explained) == 6
     assert len(built) == 1 and all(e is built[0] for e in explained)
+    # its capability asked once, with the run's model and protocols
+    assert len(asked) == 1 and asked[0][0] is not None and asked[0][1] == (Protocol.COMMON,)
 
 
 def test_an_explainer_that_cannot_serve_the_run_is_refused_before_the_first_event(
         tmp_path, monkeypatch):
     from cftgnn.explain.mcts import CFTGNNExplainer
 
-    def refuse(self, fingerprint):
+    def refuse(self, fingerprint=None, protocols=()):
         raise ConfigError(f"cftgnn cannot explain {fingerprint.model} here")
 
     searched = []
-    monkeypatch.setattr(CFTGNNExplainer, "check_run", refuse)
+    monkeypatch.setattr(CFTGNNExplainer, "supports", refuse)
     monkeypatch.setattr(CFTGNNExplainer, "_search", lambda *a: searched.append(a))
     with pytest.raises(ConfigError) as refused:
         pipeline.run(cfg_for(tmp_path / "run"))
     assert "\n" not in str(refused.value) and "cannot explain" in str(refused.value)
+    assert searched == [] and not (tmp_path / "run" / "records").exists()
+
+
+def test_a_protocol_the_explainer_cannot_serve_ends_the_run_before_the_first_event(
+        tmp_path, monkeypatch):
+    from cftgnn.explain.mcts import CFTGNNExplainer
+
+    searched = []
+    monkeypatch.setattr(CFTGNNExplainer, "protocols", frozenset({"common"}))
+    monkeypatch.setattr(CFTGNNExplainer, "_search", lambda *a: searched.append(a))
+    with pytest.raises(ConfigError) as refused:
+        pipeline.run(cfg_for(tmp_path / "run", "protocol=[common,tempme]"))
+    assert str(refused.value) == ("explainer cftgnn cannot be scored under protocol=tempme (it "
+                                  "serves common); choose another protocol or curves=none")
     assert searched == [] and not (tmp_path / "run" / "records").exists()

@@ -20,7 +20,7 @@ from cftgnn.errors import ConfigError
 from cftgnn.explain.result import ExplanationResult
 from cftgnn.oracle.oracle import Oracle
 from cftgnn.runs import pipeline
-from cftgnn.runs.options import check_served, protocols_choice
+from cftgnn.runs.options import protocols_choice
 from cftgnn.runs.records import read_records, upgrade_records
 from cftgnn.scoring import checks
 from cftgnn.scoring.curves import FID_SHARES, aufsc_keep, best_fid
@@ -294,11 +294,12 @@ def test_a_protocol_an_explainer_cannot_serve_is_refused():
         name = "common_only"
         protocols = frozenset({"common"})
 
-    check_served(CommonOnly(), (Protocol.COMMON,))
+    CommonOnly().supports(None, (Protocol.COMMON,))
     with pytest.raises(ConfigError, match="common_only cannot be scored under "
-                                          "protocol=tempme"):
-        check_served(CommonOnly(), (Protocol.COMMON, Protocol.TEMPME))
-    check_served(GreedyExplainer(), tuple(Protocol))  # every explainer serves every one
+                                          "protocol=tempme") as refused:
+        CommonOnly().supports(None, (Protocol.COMMON, Protocol.TEMPME))
+    assert "\n" not in str(refused.value)
+    GreedyExplainer().supports(None, tuple(Protocol))  # every explainer serves every one
 
 
 # --------------------------------------------------------------------------- a run

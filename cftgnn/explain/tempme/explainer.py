@@ -15,7 +15,7 @@ A trained encoder lives in a checkpoint (``save_tempme``), by default
 ``<checkpoint_dir>/tempme_<model>_<dataset>.pt`` (``tempme_path``), with a card naming the
 model kind, dataset, the stream's checksum and the model checkpoint's SHA-256; another model,
 stream or model checkpoint is refused (``check_tempme_card``) by ``explain.py`` before any event
-([``TempMEExplainer.check_run``][cftgnn.explain.TempMEExplainer.check_run]).
+([``TempMEExplainer.supports``][cftgnn.explain.TempMEExplainer.supports]).
 """
 
 from __future__ import annotations
