@@ -199,6 +199,15 @@ def test_bad_input_ends_in_one_line_and_status_2(runs, tmp_path, capsys, monkeyp
            "added afterwards" in line
     assert untouched == {f: f.read_bytes() for f in run.rglob("*") if f.is_file()}
 
+    # an explainer its run.json's options no longer build: one line, before any work
+    stale = copy(run, tmp_path / "stale")
+    fp = json.loads((stale / "run.json").read_text())
+    fp["explainer"]["it_maxx"] = 3
+    (stale / "run.json").write_text(json.dumps(fp))
+    line = _error([str(stale), "--protocol", "tempme"], capsys)
+    assert line.startswith(f"error: {stale}/run.json: its explainer does not build (")
+    assert "unknown option it_maxx" in line
+
     # an explainer that cannot be scored under the protocol: its ``supports`` refuses it
     from cftgnn.explain.ranking import PerturbOneExplainer
     with monkeypatch.context() as patched:
