@@ -179,7 +179,7 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
 def test_the_walk_is_the_documented_one(walk: Walk) -> None:
     assert walk.files() == list(WALK)
     assert walk.passed_on() == list(PASSED_ON)
-    assert len(WALK) <= 15  # the target is 14 (docs/design.md: why not yet)
+    assert len(WALK) <= 15  # the aim is 14 (docs/design.md says why not yet)
 
 
 def test_the_set_takes_four_forms(walk: Walk) -> None:
