@@ -126,10 +126,11 @@ class Explainer(ABC):
         """Refuse, before any event is explained, a run this explainer cannot serve: a curve
         protocol its results cannot be scored under (its ``protocols``), or a model or stream
         it cannot read (a model without the attention it reads, a trained explainer of
-        another model or stream). ``explain.py`` calls it once per run, before the first
-        event, and ``scripts/rescore.py`` once per run it adds protocols to (without a
-        fingerprint: it explains nothing). The default serves every model; a subclass that
-        needs more checks the fingerprint after ``super().supports(...)``.
+        another model or stream). ``explain.py`` asks it before the first event: the
+        protocols as soon as the explainer is built (before anything loads), the fingerprint
+        once the model is loaded; ``scripts/rescore.py`` once per run it adds protocols to
+        (without a fingerprint: it explains nothing). The default serves every model; a
+        subclass that needs more checks the fingerprint after ``super().supports(...)``.
 
         Args:
             fingerprint: The run's model and stream; None: the model is not checked.

@@ -10,7 +10,8 @@ One run = one dataset, one model, one explainer with one selection strategy. It
 2. samples the events to explain (``cftgnn.runs.sampling``) and keeps this shard's
    share of them (``shard=i num_shards=n`` takes every n-th event from the i-th);
 3. builds the explainer once (its options checked before anything loads; what it serves, the
-   protocols and the model, asked once by ``Explainer.supports`` before the first event) and
+   protocols before anything loads and the model once loaded, asked by
+   ``Explainer.supports`` before the first event) and
    explains each event not yet recorded in the output directory, in stream order
    (``cftgnn.explain.run.explain_events``; every search depends only on its event's oracle,
    so a resumed run gives the same records as an uninterrupted one);
@@ -145,9 +146,11 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
     num_workers = int(cfg.get("num_workers", 1))
     constraints = constraints_of(cfg)
     # the run's one explainer: its, the strategy's, prune's and certify's options checked up
-    # front (what it can serve, once the model is known: ``supports`` below)
+    # front, and what it can be scored under before anything loads; the model it can explain
+    # once the model is known (``supports`` again below, with the fingerprint)
     explainer = build_explainer(cfg)
     protocols = protocol_option(cfg)
+    explainer.supports(protocols=protocols)
     # device=auto: placed by the explainer's largest call (cftgnn.oracle.placement)
     place = explain_device(str(cfg.device), explainer.largest_call(int(cfg.m_max)),
                            num_workers=num_workers)
@@ -172,7 +175,7 @@ def run(cfg: DictConfig, draw: Draw | None = None) -> pd.DataFrame:
         warn(fallback)
     history = check_history(history_of(cfg), bool(model.has_memory), model_name(cfg.model))
     run_fp = model_fingerprint(cfg, stream, model, weights)
-    explainer.supports(run_fp, protocols)  # e.g. a trained explainer of another model
+    explainer.supports(run_fp)  # e.g. a trained explainer of another model
     second = None
     if robust is not None:
         second, second_weights = second_model(cfg, stream, device)

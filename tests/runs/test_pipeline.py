@@ -452,8 +452,9 @@ def test_an_exact_search_of_tgn_starts_the_compiled_loops_first(monkeypatch, kin
 
 
 def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
-    """One explainer for the whole run (its options checked, ``supports`` asked once, then
-    every event explained by it), not one per event."""
+    """One explainer for the whole run (its options checked, ``supports`` asked for the
+    protocols before anything loads and for the model once it is loaded, then every event
+    explained by it), not one per event."""
     from cftgnn.explain.mcts import CFTGNNExplainer
 
     built, explained, asked = [], [], []
@@ -478,8 +479,9 @@ def test_a_run_builds_its_explainer_once(tmp_path, monkeypatch):
     pipeline.run(cfg_for(tmp_path))
     assert len(read_records(tmp_path)) == 6 and len(explained) == 6
     assert len(built) == 1 and all(e is built[0] for e in explained)
-    # its capability asked once, with the run's model and protocols
-    assert len(asked) == 1 and asked[0][0] is not None and asked[0][1] == (Protocol.COMMON,)
+    # its capability asked before the first event: the run's protocols, then its model
+    assert len(asked) == 2 and asked[0] == (None, (Protocol.COMMON,))
+    assert asked[1][0] is not None and asked[1][1] == ()
 
 
 def test_an_explainer_that_cannot_serve_the_run_is_refused_before_the_first_event(
@@ -487,7 +489,8 @@ def test_an_explainer_that_cannot_serve_the_run_is_refused_before_the_first_even
     from cftgnn.explain.mcts import CFTGNNExplainer
 
     def refuse(self, fingerprint=None, protocols=()):
-        raise ConfigError(f"cftgnn cannot explain {fingerprint.model} here")
+        if fingerprint is not None:
+            raise ConfigError(f"cftgnn cannot explain {fingerprint.model} here")
 
     searched = []
     monkeypatch.setattr(CFTGNNExplainer, "supports", refuse)
@@ -502,11 +505,13 @@ def test_a_protocol_the_explainer_cannot_serve_ends_the_run_before_the_first_eve
         tmp_path, monkeypatch):
     from cftgnn.explain.mcts import CFTGNNExplainer
 
-    searched = []
+    searched, loaded = [], []
     monkeypatch.setattr(CFTGNNExplainer, "protocols", frozenset({"common"}))
     monkeypatch.setattr(CFTGNNExplainer, "_search", lambda *a: searched.append(a))
+    monkeypatch.setattr(pipeline, "resolve_model", lambda *a, **k: loaded.append(a))
     with pytest.raises(ConfigError) as refused:
         pipeline.run(cfg_for(tmp_path / "run", "protocol=[common,tempme]"))
     assert str(refused.value) == ("explainer cftgnn cannot be scored under protocol=tempme (it "
                                   "serves common); choose another protocol or curves=none")
     assert searched == [] and not (tmp_path / "run" / "records").exists()
+    assert loaded == []  # refused before the model loads
