@@ -382,9 +382,9 @@ class TGNReplay:
             base: The base state (any state of the model's shapes: the cursor serves).
             start: Its position, a batch boundary.
             end: The explained event.
-            kept: History events the plan keeps (the approximate history's: those before
-                the oldest candidate in its batch and the candidates); None: all of
-                ``[start, end)``.
+            kept: History events the plan keeps, the approximate history's: those before
+                the oldest candidate in its batch and the candidates, in at most
+                ``1 + removable`` batches; None: all of ``[start, end)``.
             removable: The removable events (the candidates, at most ``m_max``): the width
                 of a dependency mask.
         """
@@ -393,7 +393,9 @@ class TGNReplay:
         span = max(0, int(end) - int(start))
         kept = span if kept is None else min(span, max(0, int(kept)))
         batch, nodes, events = model.batch_size, model.num_nodes, model.stream.num_events
-        batches = min(-(-span // batch) + 1, 2 * kept + 2)
+        batches = -(-span // batch) + 1
+        if kept < span:  # kept batches and an empty one after each (``history_steps``)
+            batches = min(batches, 2 * min(kept, 1 + int(removable)) + 1)
         slots = PLAN_SLOTS_PER_EVENT * kept + 2 * batch
         index = ((PLAN_BYTES_PER_EVENT + PLAN_BYTES_PER_WORD * mask_words(removable)) * kept
                  + PLAN_BYTES_PER_SLOT * slots + PLAN_BYTES_PER_BATCH * batches)
@@ -401,13 +403,18 @@ class TGNReplay:
         rows = (PLAN_ROWS_PER_EVENT * kept + 2 * batch) * row
         if self.record_bytes is not None:
             rows = min(rows, self.record_bytes)
-        held = sum(t.untyped_storage().nbytes() for t in (
-            state.memory, state.last_update, state.pending, state.removed))
-        fixed = 2 * held + state.memory.untyped_storage().nbytes() + 16 * nodes + 3 * events
+        # the final state (memory, last updates, pending nodes, removals) and its input,
+        # the dependency sets' two [N] arrays, and the removal mask the plan is given
+        memory = state.memory.untyped_storage().nbytes()
+        fixed = 2 * memory + (8 + 8 + 16) * nodes + 16 * batch + 2 * events
         local = 0
-        if kept < span and kept <= self.options.local_max_events:
+        if kept < span and kept <= self.options.local_max_events:  # the local replay's
+            # plan: its base (held with it), a removal mask, the nodes' local index and a
+            # local state of the touched nodes before each step
+            held = sum(t.untyped_storage().nbytes() for t in (
+                state.memory, state.last_update, state.pending, state.removed))
             touched = min(nodes, 2 * kept + 2 * batch)
-            local = batches * touched * (row + 16) + 8 * nodes + events
+            local = held + events + 8 * nodes + batches * touched * (row + 16)
         return fixed + index + rows + local
 
     def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
