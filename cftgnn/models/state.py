@@ -20,6 +20,9 @@ Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
 * ``pending``: ``int64 [N]``, the stream position of each node's pending (not yet applied)
   last message, ``-1`` for none. Messages are kept as event ids because the raw message is the
   event itself; the message vector is computed from memory when it is applied.
+* ``pending_nodes``: ``int64 [M]``, the nodes with ``pending >= 0``, ascending, kept beside
+  ``pending`` so that a batch's work follows its own nodes instead of scanning ``N``; None
+  when not known (found from ``pending`` on first use, ``State.pending_at``).
 
 Batched masked replay can later add a leading perturbation dimension ``P`` to ``removed``,
 ``memory``, ``last_update`` and ``pending`` (``[P, E]``, ``[P, N, d]``, ...): every update in

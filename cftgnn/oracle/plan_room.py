@@ -7,16 +7,19 @@ history's span, the events from the base state (the batch boundary at or before 
 candidate) to the explained event: TGN's recorded trajectory holds about 0.4 KB per history
 event, of which only the memory rows are capped (``TGNReplay.record_bytes``), so on a long
 stream whose candidates reach far back (tgbl-coin's size: spans of up to 19M events) one
-event's plans alone can pass any budget, and nothing but the machine stops them.
+event's plans alone can pass any budget (before this check nothing but the machine stopped
+them).
 
 So, before anything is replayed, each event's plans are bounded from above
 (``BudgetedReplay.plan_nbytes``: the exact plan over the whole span and the approximate one
-over the events it keeps) and compared with what the budget leaves them once every snapshot
-is dropped: the budget less the cursor, or ``MIN_PLANS_BUDGET_GB`` where that is more (a
-budget below one snapshot still explains short histories, as before). An event that cannot
-fit refuses the run in one ``ConfigError`` naming the event, its span, the bytes and the
-budget, and what to change. ``ReplayEngine.expect`` checks every announced event (so
-``explain.py`` refuses before its first event), ``EventReplay`` the one it is built for.
+over the events it keeps; with the rank target, its pairs plans in their place, and the
+logit's plan, made only if an exact logit is asked for, not counted) and compared with what
+the budget leaves them once every snapshot is dropped: the budget less the cursor, or
+``MIN_PLANS_BUDGET_GB`` where that is more (a budget below one snapshot still explains short
+histories, as before). An event that cannot fit refuses the run in one ``ConfigError``
+naming the event, its span, the bytes and the budget, and what to change.
+``ReplayEngine.expect`` checks every announced event (so ``explain.py`` refuses before its
+first event), ``EventReplay`` the one it is built for.
 Replays without ``plan_nbytes`` (TGAT's, GraphMixer's, DyGFormer's windows, whose plans do
 not grow with the span) are not checked.
 """
