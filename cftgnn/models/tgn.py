@@ -332,11 +332,8 @@ class TGN(TemporalModel):
         new = self._pending_rows(state, nodes)[0]  # [M, d]
         top = len(nodes) - 1
 
-        def rows(v: Tensor) -> Tensor:
-            out = mem[v]  # [..., d], a copy
+        def rows(v: Tensor) -> Tensor:  # [..., d]; a selection, no mask indexing (no sync)
             at = torch.searchsorted(nodes, v).clamp_(max=top)
-            hit = nodes[at] == v
-            out[hit] = new[at[hit]]
-            return out
+            return torch.where((nodes[at] == v).unsqueeze(-1), new[at], mem[v])
 
         return rows
