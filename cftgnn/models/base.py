@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -318,10 +318,12 @@ class TemporalModel(nn.Module, ABC):
     def node_input(self, state: State) -> Tensor:
         """Layer-0 node input for every node, ``[N, in_dim]``, for the current history."""
 
-    def _embed_input(self, state: State) -> Tensor:
-        """``node_input`` as ``embed`` reads it: only during the call (its rows are
-        gathered, never kept), so a model may hand out a buffer it reuses (TGN)."""
-        return self.node_input(state)
+    def _input_rows(self, state: State) -> Callable[[Tensor], Tensor]:
+        """``node_input``'s rows as ``embed`` reads them: ``rows(v)`` is
+        ``node_input(state)[v]`` (``v``: node ids of any shape, ``[..., in_dim]`` out), read
+        only during the call, so that a model may compute fewer rows than ``N`` (TGN)."""
+        node_input = self.node_input(state)  # [N, in_dim]
+        return lambda v: node_input[v]
 
     # --------------------------------------------------------------- prediction
     def _neighbor_fn(self, state: State, position: int) -> NeighborFn:
@@ -356,13 +358,13 @@ class TemporalModel(nn.Module, ABC):
         """
         st = self.state
         position = self._local(st.position)
-        node_input = self._embed_input(st)  # [N, in_dim]
+        node_input = self._input_rows(st)  # rows of [N, in_dim]
         if before is None:
             before = torch.full_like(nodes, position)
         elif len(before) and int(before.min()) < position:
             raise ValueError(f"neighbour bounds must be >= the state position {position}")
         bound = int(before.max()) if len(before) else position
-        return self.embedding(lambda v: node_input[v], self._neighbor_fn(st, bound), self._t,
+        return self.embedding(node_input, self._neighbor_fn(st, bound), self._t,
                               self._feat, nodes, before, t, weights, log)
 
     def predict(self, src: npt.ArrayLike | Tensor, dst: npt.ArrayLike | Tensor,

@@ -20,6 +20,9 @@ Layout (``N`` nodes, ``d`` memory size, ``E`` events of the attached stream):
 * ``pending``: ``int64 [N]``, the stream position of each node's pending (not yet applied)
   last message, ``-1`` for none. Messages are kept as event ids because the raw message is the
   event itself; the message vector is computed from memory when it is applied.
+* ``pending_nodes``: ``int64 [M]``, the nodes with ``pending >= 0``, ascending, kept beside
+  ``pending`` so that a batch's work follows its own nodes instead of scanning ``N``; None
+  when not known (found from ``pending`` on first use, ``State.pending_at``).
 
 Batched masked replay can later add a leading perturbation dimension ``P`` to ``removed``,
 ``memory``, ``last_update`` and ``pending`` (``[P, E]``, ``[P, N, d]``, ...): every update in
@@ -29,7 +32,7 @@ operations that extend to a flattened ``[P * N, d]`` view.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -50,6 +53,10 @@ class State:
         memory: Node memory, ``float32 [N, d]``.
         last_update: Time of each node's last applied message, ``float64 [N]``.
         pending: Stream position of each node's pending message or ``-1``, ``int64 [N]``.
+        pending_nodes: The nodes with a pending message (``pending >= 0``), ascending,
+            ``int64 [M]``, kept beside ``pending`` by whoever writes it (TGN's
+            ``apply_batch``, the only writer) so that a batch's work does not scan all
+            ``N`` nodes; None when not known (then it is found from ``pending``).
     """
 
     position: int
@@ -57,6 +64,14 @@ class State:
     memory: Tensor
     last_update: Tensor
     pending: Tensor
+    pending_nodes: Tensor | None = field(default=None, compare=False, repr=False)
+
+    def pending_at(self) -> Tensor:
+        """``pending_nodes``, found from ``pending`` (and kept) when not known,
+        ``int64 [M]``."""
+        if self.pending_nodes is None:
+            self.pending_nodes = (self.pending >= 0).nonzero(as_tuple=True)[0]
+        return self.pending_nodes
 
     @classmethod
     def empty(cls, num_events: int, num_nodes: int, memory_dim: int,
@@ -68,6 +83,7 @@ class State:
             memory=torch.zeros(num_nodes, memory_dim, device=device),
             last_update=torch.zeros(num_nodes, dtype=torch.float64, device=device),
             pending=torch.full((num_nodes,), -1, dtype=torch.long, device=device),
+            pending_nodes=torch.zeros(0, dtype=torch.long, device=device),
         )
 
     def clone(self, compact: bool = False) -> State:
@@ -89,6 +105,7 @@ class State:
             memory=self.memory.detach().clone(),
             last_update=self.last_update.clone(),
             pending=self.pending.clone(),
+            pending_nodes=None if self.pending_nodes is None else self.pending_nodes.clone(),
         )
 
     def equals(self, other: State, atol: float = 0.0) -> bool:

@@ -46,6 +46,7 @@ from cftgnn.oracle.counters import ReplayCounters
 from cftgnn.oracle.fingerprint import ModelFingerprint
 from cftgnn.oracle.history import History, check_history, history_end
 from cftgnn.oracle.oracle import Oracle, OracleMode
+from cftgnn.oracle.plan_room import announced_bases, check_plans_fit
 from cftgnn.oracle.probe import ModelProbe
 from cftgnn.oracle.reference import naive_logit as naive_logit  # noqa: F401 (re-exported)
 from cftgnn.oracle.snapshots import (
@@ -205,16 +206,14 @@ class ReplayEngine:
         """Announce the events about to be explained, in the order they will be (the same
         ``k``, ``m_max`` and ``history`` as their [``oracle``][cftgnn.oracle.ReplayEngine.oracle]
         calls): the walk forward keeps a snapshot at each one's base state, within the budget
-        (``SnapshotStore.want``). Optional; it only saves replay, never changes an answer."""
+        (``SnapshotStore.want``); it saves replay, never changes an answer. An event whose
+        plans cannot fit the budget refuses the run here (``cftgnn.oracle.plan_room``).
+
+        Raises:
+            ConfigError: From ``announced_bases``, before any replay."""
         hist = check_history(history, bool(self.model.has_memory), type(self.model).__name__)
         k = candidate_hops(k, self.model.num_layers)
-        bases = []
-        for event_id in event_ids:
-            end = history_end(int(event_id), self.batch_size, hist)
-            until = None if hist is History.EVENT else end
-            oldest = self.index.candidates(int(event_id), k, m_max, until).oldest
-            bases.append(self.boundary(end if oldest is None else oldest))
-        self.snapshots.want(bases)
+        self.snapshots.want(announced_bases(self, self._cursor, event_ids, k, m_max, hist))
 
     # ------------------------------------------------------------------ evaluation
     def oracle(
@@ -281,6 +280,8 @@ class EventReplay:
         oldest = self.candidates.oldest
         self.eps_min = self.history_end if oldest is None else oldest
         self.start = engine.boundary(self.eps_min)
+        check_plans_fit(engine, engine._cursor, self.event_id, self.start, self.eps_min,
+                        len(self.candidates.ids), self.history_end)  # before any replay
         self.base = engine.base_state(self.start)
         engine.snapshots.used(self.start)  # one announced use of it, if any (expect)
         self._cand = self.candidates.ids
@@ -491,8 +492,7 @@ class EventReplay:
         return self._logits(sets, approximate=True)
 
     def exact_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
-        """Exact logits by one full masked replay per set (the simple path ``exact`` must
-        equal; kept for tests)."""
+        """Exact logits by one full masked replay per set (reference path of ``exact``)."""
         return self._logits(sets, approximate=False, reference=True)
 
     def approximate_replay(self, sets: Sequence[frozenset[int]]) -> npt.NDArray[np.float64]:
@@ -592,8 +592,7 @@ class EventReplay:
             self.candidates, p_orig, exact=exact, approximate=approximate, mode=mode,
             removable=removable, max_size=constraints.max_size, consequence=self.consequence,
             probe=probe, num_workers=self.engine.num_workers, progress=self.engine.progress,
-            fingerprint=self.engine.fingerprint, pair=self.pair_logits,
-            stream=self.engine.stream,
+            fingerprint=self.engine.fingerprint, pair=self.pair_logits, stream=self.engine.stream,
             tallies=[self.engine.counters],  # worker processes' replays counted too
             target=scores,
         )

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from cftgnn.data.index import M_MAX
 from cftgnn.data.stream import IntArray
 from cftgnn.models.protocol import BoolArray, ReplayableModel
 from cftgnn.models.state import State
@@ -112,10 +113,14 @@ class BudgetedReplay(Protocol):
         """Keep each pass of a batched call within ``memory_budget_gb`` GiB (None: no
         bound)."""
 
-    def plan_nbytes(self, base: Any, start: int, end: int) -> int:
-        """An upper estimate of the bytes of ``ModelReplay.plan`` of ``[start, end)``
-        from ``base``, before it is made: the engine's snapshots make room for it first, so
-        that recording it does not take the process past the budget."""
+    def plan_nbytes(self, base: Any, start: int, end: int, kept: int | None = None,
+                    removable: int = M_MAX) -> int:
+        """An upper bound of the bytes of ``ModelReplay.plan`` of ``[start, end)``
+        from ``base``, before it is made (of a history keeping ``kept`` of those events,
+        None: all, with ``removable`` removable events): the engine's snapshots make room
+        for it first, so that recording it does not take the process past the budget, and
+        an event whose plans cannot fit is refused before any work
+        (``cftgnn.oracle.plan_room``)."""
 
 
 @runtime_checkable

@@ -59,6 +59,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import mask_words
+from cftgnn.data.index import M_MAX
 from cftgnn.data.stream import IntArray
 from cftgnn.models.protocol import BoolArray
 from cftgnn.models.state import State
@@ -84,11 +86,29 @@ from cftgnn.replay.tgn.trajectory import Trajectory
 #: passes, or it would change records.
 MIN_PASS_BUDGET_GB = 1.0
 
-#: Bytes per history event of a recorded plan's per-batch structure (events, nodes, their
-#: last-update times, incidences and row pointers), beyond its memory rows: 197 measured on
-#: synthetic streams of 200k events at batch size 200 (about two nodes per event), rounded
-#: up, so that the engine makes enough room before recording (``TGNReplay.plan_nbytes``).
-PLAN_BYTES_PER_EVENT = 256
+# An upper bound of a recorded plan's bytes (``TGNReplay.plan_nbytes``), by what it holds.
+# A batch's record holds its ``V`` nodes (``BatchRecord``): those with a pending message
+# before it (the endpoints of the previous batch's events) and its own endpoints, so at
+# most ``PLAN_SLOTS_PER_EVENT`` per history event (and the base's pending ones, at most
+# two per event of a batch); 3.0-3.7 measured on synthetic streams of 3k-20k events.
+#: Node slots of the per-batch records per history event, at most.
+PLAN_SLOTS_PER_EVENT = 4
+#: Bytes per node slot: ``nodes``, ``lu_post``, ``inc_start``, ``inc_end`` and the two row
+#: pointers of ``mem_pre`` / ``mem_post``, eight bytes each.
+PLAN_BYTES_PER_SLOT = 48
+#: Bytes per history event beyond its slots: its position (8), its two incidences (16),
+#: the dependency sets' nodes (two per event, 16) and the receivers' pairs the cone replay
+#: caches during the search (``Dependencies.receivers``: two per event, 32).
+PLAN_BYTES_PER_EVENT = 72
+#: Bytes per history event and 64-bit word of a dependency mask (two masks per event).
+PLAN_BYTES_PER_WORD = 16
+#: Bytes per recorded batch beyond its arrays' data: the record, its arrays', tensors' and
+#: row views' objects, its dependency and receiver entries (about 2.5 KB by
+#: ``sys.getsizeof``, torch's tensor objects estimated), and its first and last event.
+PLAN_BYTES_PER_BATCH = 4096
+#: Memory rows per history event, at most: a row per applied pending message (two per
+#: event) and a row per node read for the first time (at most two per event).
+PLAN_ROWS_PER_EVENT = 4
 
 
 class Cone(str, Enum):
@@ -348,20 +368,54 @@ class TGNReplay:
                                    memory)
         check_one_set(self.model, budget, self.options.dense_on(device), where)
 
-    def plan_nbytes(self, base: Any, start: int, end: int) -> int:
-        """An upper estimate of the bytes of the plan of ``[start, end)`` from ``base``,
-        before it is recorded: two states (the final one and its node input), the per-batch
-        structure (``PLAN_BYTES_PER_EVENT`` per history event), the removal mask, and
-        the memory rows, which a budget caps at ``record_bytes`` (else up to four per
-        history event)."""
+    def plan_nbytes(self, base: Any, start: int, end: int, kept: int | None = None,
+                    removable: int = M_MAX) -> int:
+        """An upper bound of the bytes of the plan of ``[start, end)`` from ``base``, before it
+        is recorded (``BudgetedReplay``), by what a plan holds (the ``PLAN_*`` constants):
+        its final state and node input, the dependency sets' per-node arrays, three removal
+        masks, per history event its slots, incidences, dependency and receiver entries,
+        per batch its objects, and the memory rows, which a budget caps at
+        ``record_bytes``; a masked history of at most ``local_max_events`` kept events adds
+        the local replay's per-step states.
+
+        Args:
+            base: The base state (any state of the model's shapes: the cursor serves).
+            start: Its position, a batch boundary.
+            end: The explained event.
+            kept: History events the plan keeps, the approximate history's: those before
+                the oldest candidate in its batch and the candidates, in at most
+                ``1 + removable`` batches; None: all of ``[start, end)``.
+            removable: The removable events (the candidates, at most ``m_max``): the width
+                of a dependency mask.
+        """
         state: State = base
+        model = self.model
         span = max(0, int(end) - int(start))
-        row = self.model.memory_dim * state.memory.element_size()
-        rows = 4 * row * span
+        kept = span if kept is None else min(span, max(0, int(kept)))
+        batch, nodes, events = model.batch_size, model.num_nodes, model.stream.num_events
+        batches = -(-span // batch) + 1
+        if kept < span:  # kept batches and an empty one after each (``history_steps``)
+            batches = min(batches, 2 * min(kept, 1 + int(removable)) + 1)
+        slots = PLAN_SLOTS_PER_EVENT * kept + 2 * batch
+        index = ((PLAN_BYTES_PER_EVENT + PLAN_BYTES_PER_WORD * mask_words(removable)) * kept
+                 + PLAN_BYTES_PER_SLOT * slots + PLAN_BYTES_PER_BATCH * batches)
+        row = model.memory_dim * state.memory.element_size()
+        rows = (PLAN_ROWS_PER_EVENT * kept + 2 * batch) * row
         if self.record_bytes is not None:
             rows = min(rows, self.record_bytes)
-        return (2 * state.memory.numel() * state.memory.element_size()
-                + PLAN_BYTES_PER_EVENT * span + self.model.stream.num_events + rows)
+        # the final state (memory, last updates, pending nodes, removals) and its input,
+        # the dependency sets' two [N] arrays, and the removal mask the plan is given
+        memory = state.memory.untyped_storage().nbytes()
+        fixed = 2 * memory + (8 + 8 + 16) * nodes + 16 * batch + 2 * events
+        local = 0
+        if kept < span and kept <= self.options.local_max_events:  # the local replay's
+            # plan: its base (held with it), a removal mask, the nodes' local index and a
+            # local state of the touched nodes before each step
+            held = sum(t.untyped_storage().nbytes() for t in (
+                state.memory, state.last_update, state.pending, state.removed))
+            touched = min(nodes, 2 * kept + 2 * batch)
+            local = held + events + 8 * nodes + batches * touched * (row + 16)
+        return fixed + index + rows + local
 
     def plan(self, base: Any, start: int, end: int, removed_mask: BoolArray | None = None,
              removable: IntArray | None = None) -> TGNPlan:
@@ -405,5 +459,7 @@ class TGNReplay:
         return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
-__all__ = ["Cone", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_EVENT", "TGNPlan", "TGNReplay",
+__all__ = ["Cone", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_BATCH", "PLAN_BYTES_PER_EVENT",
+           "PLAN_BYTES_PER_SLOT", "PLAN_BYTES_PER_WORD", "PLAN_ROWS_PER_EVENT",
+           "PLAN_SLOTS_PER_EVENT", "TGNPlan", "TGNReplay",
            "TGNReplayOptions"]
