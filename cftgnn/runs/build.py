@@ -303,8 +303,8 @@ def explain_device(choice: str, largest_call: int, gpu: bool | None = None,
     ``cuda:N``) as it is; ``auto`` by ``cftgnn.oracle.placement``'s rule on the run's
     largest oracle call (``Explainer.largest_call``): the GPU when there is one, the
     CPU/GPU costs are measured (``placement.MEASURED_COSTS``, read at each call) and they
-    predict the GPU faster for that call size; else the CPU, which is never slower than
-    the CPU. While ``MEASURED_COSTS`` is None, ``auto`` is always the CPU.
+    predict the GPU faster for that call size; else the CPU (so ``auto`` is never slower
+    than ``device=cpu``). While ``MEASURED_COSTS`` is None, ``auto`` is always the CPU.
 
     Args:
         choice: The ``device`` option.
