@@ -53,8 +53,7 @@ from cftgnn.benchmarks.gpu_searches import sync_device as _sync
 from cftgnn.benchmarks.options import check_gpu_options, pair_of, pairs
 from cftgnn.benchmarks.oracle import draw_set
 from cftgnn.data.stream import EventStream
-from cftgnn.explain.base import Explainer
-from cftgnn.explain.run import explain_event
+from cftgnn.explain.base import Explainer, explain_event
 from cftgnn.files import atomic_write, check_writable_dir
 from cftgnn.models.base import TemporalModel
 from cftgnn.oracle.auto_mode import pick_mode

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from cftgnn.data.negatives_io import random_negatives
 from cftgnn.data.stream import EventStream
-from cftgnn.explain.run import explain_event
+from cftgnn.explain.base import explain_event
 from cftgnn.files import atomic_write
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.target import RankTargets

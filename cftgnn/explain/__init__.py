@@ -17,7 +17,13 @@ from cftgnn.lazy import lazy_attribute
 
 if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
     from cftgnn.explain.attention import AttentionExplainer, AttentionParams
-    from cftgnn.explain.base import Explainer, SearchOutcome
+    from cftgnn.explain.base import (
+        Explained,
+        Explainer,
+        SearchOutcome,
+        explain_event,
+        explain_events,
+    )
     from cftgnn.explain.beam import BeamExplainer, BeamParams
     from cftgnn.explain.budget import BudgetMeter
     from cftgnn.explain.exact_search import SizeSearch, prune, search_by_size
@@ -38,7 +44,6 @@ if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
         RandomParams,
     )
     from cftgnn.explain.result import SCHEMA_VERSION, ExplanationResult, ExplanationStatus
-    from cftgnn.explain.run import Explained, explain_event, explain_events
     from cftgnn.explain.strategies import (
         ClosestStrategy,
         OneBestStrategy,
@@ -55,7 +60,8 @@ if TYPE_CHECKING:  # loaded on first use (cftgnn.lazy)
 
 _EXPORTS = {
     "cftgnn.explain.attention": ("AttentionExplainer", "AttentionParams"),
-    "cftgnn.explain.base": ("Explainer", "SearchOutcome"),
+    "cftgnn.explain.base": ("Explained", "Explainer", "SearchOutcome", "explain_event",
+                            "explain_events"),
     "cftgnn.explain.beam": ("BeamExplainer", "BeamParams"),
     "cftgnn.explain.budget": ("BudgetMeter",),
     "cftgnn.explain.exact_search": ("SizeSearch", "prune", "search_by_size"),
@@ -72,7 +78,6 @@ _EXPORTS = {
     "cftgnn.explain.ranking": ("PerturbOneExplainer", "PerturbOneParams", "RandomExplainer",
                                "RandomParams"),
     "cftgnn.explain.result": ("SCHEMA_VERSION", "ExplanationResult", "ExplanationStatus"),
-    "cftgnn.explain.run": ("Explained", "explain_event", "explain_events"),
     "cftgnn.explain.strategies": ("ClosestStrategy", "OneBestStrategy", "RandomStrategy",
                                   "RecentStrategy", "SelectionStrategy"),
     "cftgnn.explain.temgx": ("TemGXExplainer", "TemGXParams"),

@@ -19,24 +19,39 @@ the status check, the search, the exact confirmation of its answer, the post-pro
 packaging as an [``ExplanationResult``][cftgnn.explain.ExplanationResult] with the counters and the
 certificate (``min_size_lower_bound`` from every exact evaluation made for this event,
 [``Oracle.certificate``][cftgnn.oracle.Oracle.certificate], and ``certified_minimal``).
+
+Running an explainer over a replay engine's events is here too: ``explain_event`` builds one
+event's oracle with the engine (``cftgnn.oracle.engine``, which only builds oracles) and runs
+the explainer on it, ``explain_events`` many with one explainer (built once: the search's
+per-event state lives in the search, the strategy is prepared per oracle); ``explain.py``'s
+pipeline wraps the latter with its checks and records. The engine is a lower stage and never
+calls up into this one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from cftgnn.data.index import M_MAX
 from cftgnn.errors import ConfigError
 from cftgnn.explain.budget import BudgetMeter
 from cftgnn.explain.params import BudgetParams
 from cftgnn.explain.post import PostProcessing, Processed, check_answer
 from cftgnn.explain.result import ExplanationResult, ExplanationStatus
 from cftgnn.explain.strategies import RecentStrategy, SelectionStrategy
+from cftgnn.oracle.constraints import NO_CONSTRAINTS, Constraints
 from cftgnn.oracle.fingerprint import ModelFingerprint
-from cftgnn.oracle.oracle import Oracle, is_flip
+from cftgnn.oracle.history import History
+from cftgnn.oracle.oracle import Oracle, OracleMode, is_flip
+from cftgnn.oracle.target import RankTarget, RankTargets
+
+if TYPE_CHECKING:  # the engine (torch, the models) loads only where a run builds one
+    from cftgnn.oracle.engine import ReplayEngine
 
 
 @dataclass(frozen=True)
@@ -286,4 +301,113 @@ class Explainer(ABC):
         """
 
 
-__all__ = ["Explainer", "SearchOutcome"]
+@dataclass(frozen=True)
+class Explained:
+    """One event explained by ``explain_events``.
+
+    Attributes:
+        oracle: The event's oracle, for the checks after the search (drop it before the
+            next event: its plans count against the engine's memory budget).
+        result: The explanation; ``setup_time_s`` holds the oracle's construction time.
+    """
+
+    oracle: Oracle
+    result: ExplanationResult
+
+
+def _explain_one(engine: ReplayEngine, explainer: Explainer, event_id: int, k: int | None,
+                 m_max: int, mode: OracleMode | str, constraints: Constraints,
+                 history: History | str, target: RankTarget | None = None) -> Explained:
+    """The event's oracle, built and timed, and the explainer's answer on it."""
+    start = time.perf_counter()
+    oracle = engine.oracle(event_id, k, m_max, mode, constraints, history, target)
+    setup = time.perf_counter() - start
+    return Explained(oracle, dataclasses.replace(explainer.explain(oracle), setup_time_s=setup))
+
+
+def explain_event(
+    engine: ReplayEngine,
+    explainer: Explainer,
+    event_id: int,
+    k: int | None = None,
+    m_max: int = M_MAX,
+    mode: OracleMode | str = OracleMode.APPROXIMATE,
+    constraints: Constraints = NO_CONSTRAINTS,
+    history: History | str = History.EVENT,
+    target: RankTarget | None = None,
+) -> ExplanationResult:
+    """Explain one event: build its oracle with ``engine`` and run ``explainer`` on it.
+
+    ``setup_time_s`` of the result holds the oracle's construction time and
+    ``wall_time_s`` the search's, so their sum is the cost of the explanation.
+
+    Args:
+        engine: The replay engine of the explained stream.
+        explainer: The search to run.
+        event_id: The explained event ``i``.
+        k: Hop radius of the candidate set (default: the model's number of layers).
+        m_max: Maximum number of candidates.
+        mode: Search mode of the oracle; confirmation is exact.
+        constraints: User constraints (removable events, maximum size).
+        history: The explained prediction's history, ``event`` or ``batch_start``
+            (``cftgnn.oracle.history``).
+        target: None to explain the logit; a ``RankTarget`` (the event's negatives and k)
+            to explain the true destination's TGB rank (``cftgnn.oracle.target``).
+
+    Example:
+        >>> engine = ReplayEngine.from_checkpoint("checkpoints/tgn_uci.pt", load_uci())
+        >>> explainer = CFTGNNExplainer(strategy=ClosestStrategy())
+        >>> result = explain_event(engine, explainer, event_id=50_000)
+    """
+    return _explain_one(engine, explainer, event_id, k, m_max, mode, constraints,
+                        history, target).result
+
+
+def explain_events(
+    engine: ReplayEngine,
+    explainer: Explainer,
+    events: Iterable[int],
+    k: int | None = None,
+    m_max: int = M_MAX,
+    mode: OracleMode | str = OracleMode.APPROXIMATE,
+    constraints: Constraints = NO_CONSTRAINTS,
+    history: History | str = History.EVENT,
+    targets: RankTargets | None = None,
+) -> Iterator[Explained]:
+    """Explain ``events`` in the given order with one explainer, one event at a time.
+
+    The engine is told the events first (``ReplayEngine.expect``: it keeps their base
+    states as its cursor passes them), so events in stream order replay the stream once.
+    Each event's result equals ``explain_event``'s for it.
+
+    Args:
+        engine: The replay engine of the explained stream.
+        explainer: The search to run on every event.
+        events: The explained event ids.
+        k: Hop radius of the candidate sets (default: the model's number of layers).
+        m_max: Maximum number of candidates.
+        mode: Search mode of the oracles; confirmation is exact.
+        constraints: User constraints (removable events, maximum size).
+        history: The explained predictions' history, ``event`` or ``batch_start``.
+        targets: None for the logit target; the rank target's negatives and k
+            (``RankTargets``), checked for every event before the first is explained.
+
+    Yields:
+        Each event's oracle and explanation, in the order of ``events``.
+
+    Example:
+        >>> for done in explain_events(engine, GreedyExplainer(), [50_000, 50_010]):
+        ...     print(done.result.event_id, done.result.explanation)
+    """
+    ids = [int(e) for e in events]
+    if targets is not None:
+        targets.check(ids)
+    engine.expect(ids, k, m_max, history)
+    for event_id in ids:
+        done = _explain_one(engine, explainer, event_id, k, m_max, mode, constraints, history,
+                            None if targets is None else targets.of(event_id))
+        yield done
+        del done  # its oracle's plans go before the next event's are recorded (memory budget)
+
+
+__all__ = ["Explained", "Explainer", "SearchOutcome", "explain_event", "explain_events"]

@@ -13,7 +13,7 @@ One run = one dataset, one model, one explainer with one selection strategy. It
    protocols before anything loads and the model once loaded, asked by
    ``Explainer.supports`` before the first event) and
    explains each event not yet recorded in the output directory, in stream order
-   (``cftgnn.explain.run.explain_events``; every search depends only on its event's oracle,
+   (``cftgnn.explain.base.explain_events``; every search depends only on its event's oracle,
    so a resumed run gives the same records as an uninterrupted one);
 4. adds to each result the exact logit with only the explanation kept inside the candidate
    window (for fidelity−) and the exact logits of the curve metrics' kept top shares of its
@@ -48,11 +48,10 @@ from cftgnn import jit
 from cftgnn.data.index import candidate_hops
 from cftgnn.data.stream import EventStream
 from cftgnn.errors import print_block, warn
-from cftgnn.explain.base import Explainer
+from cftgnn.explain.base import Explainer, explain_events
 from cftgnn.explain.result import (
     explained,
 )
-from cftgnn.explain.run import explain_events
 from cftgnn.files import atomic_write, check_writable_dir, sha256_if_file
 from cftgnn.oracle.auto_mode import ModeChoice, measure_mode, pick_mode
 from cftgnn.oracle.constraints import Constraints
@@ -388,7 +387,7 @@ def _explain(cfg: DictConfig, engine: ReplayEngine, explainer: Explainer, todo: 
              already: int, constraints: Constraints, auto: ModeChoice | None = None,
              robust: Robustness | None = None, targets: RankTargets | None = None) -> None:
     """Explain ``todo`` in stream order with the run's one explainer
-    (``cftgnn.explain.run.explain_events``), writing a record after each event (with its
+    (``cftgnn.explain.base.explain_events``), writing a record after each event (with its
     robustness columns when ``robust`` is given, its ranks under ``targets``)."""
     flips = 0
     history = history_of(cfg)

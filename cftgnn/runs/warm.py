@@ -23,8 +23,8 @@ import torch
 from cftgnn import jit
 from cftgnn.cli import ArgumentParser
 from cftgnn.data.synthetic import make_synthetic_stream
+from cftgnn.explain.base import explain_event
 from cftgnn.explain.exhaustive import ExhaustiveExplainer
-from cftgnn.explain.run import explain_event
 from cftgnn.models.tgn import TGN
 from cftgnn.oracle.engine import ReplayEngine
 from cftgnn.oracle.oracle import OracleMode

@@ -18,7 +18,7 @@ import torch
 from cftgnn.data import EventStream, make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.explain import GreedyExplainer
-from cftgnn.explain.run import explain_event
+from cftgnn.explain.base import explain_event
 from cftgnn.models import TGAT, TGN, TemporalModel
 from cftgnn.models.base import eval_mode
 from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit

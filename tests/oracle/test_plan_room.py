@@ -17,7 +17,7 @@ import cftgnn.oracle.plan_room as plan_room
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.explain import GreedyExplainer
-from cftgnn.explain.run import explain_event, explain_events
+from cftgnn.explain.base import explain_event, explain_events
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import snapshot_nbytes

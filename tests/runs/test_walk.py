@@ -41,8 +41,7 @@ WALK = (
     "scripts/explain.py",  # the command: main_guard runs hydra's main
     "cftgnn/cli/guard.py",  # friendly errors around the run
     "cftgnn/runs/pipeline.py",  # run(cfg): the explainer once, then explain_events
-    "cftgnn/explain/run.py",  # explain_events: one oracle per event
-    "cftgnn/explain/base.py",  # Explainer.explain: the five steps
+    "cftgnn/explain/base.py",  # explain_events: one oracle per event; Explainer.explain
     "cftgnn/explain/mcts.py",  # the search makes the set (frozenset), asks a batch
     "cftgnn/oracle/oracle.py",  # _evaluate: cache, misses (missing)
     "cftgnn/oracle/engine.py",  # EventReplay.exact -> _logits -> the plan
@@ -179,7 +178,7 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
 def test_the_walk_is_the_documented_one(walk: Walk) -> None:
     assert walk.files() == list(WALK)
     assert walk.passed_on() == list(PASSED_ON)
-    assert len(WALK) <= 15  # the aim is 14 (docs/design.md says why not yet)
+    assert len(WALK) <= 14  # the target (docs/design.md §5)
 
 
 def test_the_set_takes_four_forms(walk: Walk) -> None:
