@@ -10,6 +10,14 @@ input of no node in it. ``tree_reads`` records those trees once for the queries 
 ``TreeReads.changed`` says, per set and query, whether the set can change it — the rank
 target's D destinations are mostly far from the removals, and their unperturbed embeddings
 are then computed once for all P sets (``cftgnn.replay.batched.batched_logits``).
+
+The same holds of every query below the top layer: a query ``(v, τ)`` of layer ``l`` whose
+*unperturbed* window (its ``k`` most recent events before ``τ`` with only the shared removals)
+holds none of a set's removed events has that window under the set too (the set's kept events
+are a subset of the unperturbed ones that still contains those ``k``), so its neighbours and
+their events are the same; where in addition its own and its neighbours' layer ``l - 1``
+embeddings are unperturbed, so is its own. ``LayerWindows`` keeps the unperturbed windows and
+embeddings of one layer's queries, recorded once per plan, for ``batched_logits`` to reuse.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import torch
+from torch import Tensor
 
 from cftgnn.data.index import TemporalIndex
 from cftgnn.models.neighbors import recent_kept_neighbors_where
@@ -84,6 +94,60 @@ class TreeReads:
         return out
 
 
+@dataclass(frozen=True)
+class LayerWindows:
+    """The unperturbed queries of one layer below the top, their windows and embeddings
+    (``record_windows``), ordered by key.
+
+    Attributes:
+        stride: Keys are ``node * stride + before``.
+        keys: ``int64 [C]``, ascending and distinct.
+        tq: Query times, ``float64 [C]``.
+        nbr, eid, valid: The unperturbed windows, ``[C, k]`` each (as the sampler gives them).
+        rows: The unperturbed embeddings, ``[C, d]``.
+    """
+
+    stride: int
+    keys: IntArray
+    tq: npt.NDArray[np.float64]
+    nbr: IntArray
+    eid: IntArray
+    valid: npt.NDArray[np.bool_]
+    rows: Tensor
+
+    def find(self, n: IntArray, before: IntArray, tq: npt.NDArray[np.float64]) -> IntArray:
+        """The recorded query of each ``(n, before, tq)``, ``-1`` where none, ``int64 [M]``."""
+        key = n * self.stride + before
+        at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+        hit = (self.keys[at] == key) & (self.tq[at] == tq) if len(self.keys) else key < 0
+        return np.where(hit, at, -1).astype(np.int64)
+
+    def unremoved(self, c: IntArray, p: IntArray, sets: object) -> npt.NDArray[np.bool_]:
+        """Whether query ``c[m]`` (``-1``: none) is recorded and set ``p[m]`` (``-1``: none)
+        removes no event of its window, which is then its window under that set too,
+        ``bool [M]``."""
+        out = c >= 0
+        some = np.flatnonzero(out & (p >= 0))
+        if len(some):
+            cs = c[some]
+            valid = self.valid[cs]
+            removed = sets.lookup(p[some], np.where(valid, self.eid[cs], 0))  # type: ignore[attr-defined]
+            out[some] = ~(removed & valid).any(axis=1)
+        return out
+
+
+def record_windows(stride: int, n: IntArray, before: IntArray, tq: npt.NDArray[np.float64],
+                   window: tuple[IntArray, IntArray, npt.NDArray[np.bool_]],
+                   rows: Tensor) -> LayerWindows:
+    """``LayerWindows`` of distinct unperturbed queries ``(n, before, tq)`` with their
+    windows ``(nbr, eid, valid)`` and embeddings ``rows``."""
+    key = n * stride + before
+    _, order = np.unique(key, return_index=True)  # sorted; one per key (find checks tq)
+    nbr, eid, valid = window
+    return LayerWindows(stride, key[order], tq[order], nbr[order], eid[order], valid[order],
+                        rows[torch.as_tensor(order, device=rows.device)])
+
+
 def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes: IntArray,
                position: int, shared: npt.NDArray[np.bool_] | None) -> TreeReads:
     """The unperturbed trees of ``nodes`` queried at ``position`` (``shared``'s events
@@ -120,4 +184,4 @@ def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes:
     return TreeReads(width, *by_event, *_by_key(np.concatenate(nd_q), np.concatenate(nd)))
 
 
-__all__ = ["TreeReads", "tree_reads"]
+__all__ = ["LayerWindows", "TreeReads", "record_windows", "tree_reads"]
