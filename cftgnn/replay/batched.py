@@ -14,8 +14,9 @@ arithmetic grows with the number of distinct embeddings instead of with P.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -125,9 +126,11 @@ def _distinct_small(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
 class _Pass:
     """One ``batched_logits`` call's embeddings: P sets, their shared removals and inputs.
 
-    ``below`` maps a layer under the top to its recorded unperturbed queries
-    (``LayerWindows``), reused where a set cannot change them; ``recording`` fills it (the
-    unperturbed pass of the rank target's destinations, every perturbation ``-1``).
+    ``below`` maps a layer to its recorded unperturbed queries (``LayerWindows``), reused
+    where a set cannot change them. ``recording`` (the unperturbed pass of the rank target's
+    destinations, every perturbation ``-1``) fills ``recorded``, every layer's; it reads
+    ``below`` (then another plan's, recorded with fewer shared removals) with ``extra``, the
+    events this pass removes on top of those.
     """
 
     model: TemporalModel
@@ -137,6 +140,8 @@ class _Pass:
     max_removed: int
     below: dict[int, LayerWindows] = field(default_factory=dict)
     recording: bool = False
+    recorded: dict[int, LayerWindows] = field(default_factory=dict)
+    extra: npt.NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         self.times = np.asarray(self.model.stream.t, dtype=np.float64)  # host copy: keys, Δt
@@ -169,7 +174,7 @@ class _Pass:
             return (*self.neighbors(p, n, before), np.full(len(n), -1, dtype=np.int64),
                     np.zeros(len(n), dtype=bool))
         c = rec.find(n, before, tq)
-        reuse = rec.unremoved(c, p, self.sets)
+        reuse = rec.unremoved(c, p, self.sets, self.extra)
         k = self.model.num_neighbors
         nbr = np.full((len(n), k), -1, dtype=np.int64)
         eid = np.full((len(n), k), -1, dtype=np.int64)
@@ -227,9 +232,9 @@ class _Pass:
             ident[todo] = t_ident + (len(parts[0]) if parts else 0)
             parts.append(table)
         out = parts[0] if len(parts) == 1 else torch.cat(parts)
-        if self.recording and layer not in self.below and layer < self.model.embedding.num_layers:
-            self.below[layer] = record_windows(len(times) + 1, n, before, tq, (nbr, eid, valid),
-                                               out[_on(ident, dev)])
+        if self.recording and layer not in self.recorded:
+            self.recorded[layer] = record_windows(len(times) + 1, n, before, tq,
+                                                  (nbr, eid, valid), out[_on(ident, dev)])
         return ident, out, clean
 
     def attend(self, layer: int, todo: IntArray, tq: npt.NDArray[np.float64], eid: IntArray,
@@ -267,10 +272,37 @@ class _Pass:
         return table[_on(ident, self.dev)]
 
 
+def _record(run: _Pass, got: dict[str, Any], link: IntArray, position: int,
+            like: tuple[npt.NDArray[np.bool_] | None, dict[str, Any]] | None) -> None:
+    """Record the unperturbed trees and embeddings of ``link``'s queries into ``got``
+    (``batched_logits``), reading ``like``'s recorded queries where they hold (see there):
+    a query whose recorded window holds none of the removals this plan adds on top of
+    ``like``'s has that window here too (this plan's kept events are a subset of ``like``'s
+    that still contains it), and its embedding, where those one layer down are ``like``'s
+    too, is ``like``'s."""
+    model, shared = run.model, run.shared
+    got["reads"] = tree_reads(model.index, model.num_neighbors, model.embedding.num_layers,
+                              link, position, shared)
+    if like is not None and "below" in like[1]:
+        num = len(run.times)
+        mine = np.zeros(num, dtype=bool) if shared is None else shared[:num] & True
+        mine[position:] = False
+        theirs = np.zeros(num, dtype=bool) if like[0] is None else like[0][:num] & True
+        theirs[position:] = False
+        if not (theirs & ~mine).any():
+            run.below, run.extra = like[1]["below"], mine & ~theirs
+    run.recording = True
+    got["z"] = run.top(np.full(len(link), -1), link, position)  # [W, d]
+    run.recording, run.extra = False, None
+    got["below"] = run.recorded
+
+
 def batched_logits(model: TemporalModel, sets: RemovalSets,
                    shared: npt.NDArray[np.bool_] | None, position: int,
                    inputs: NodeInputs, dst: int | IntArray | None = None,
-                   unperturbed: dict[str, Any] | None = None) -> Tensor:
+                   unperturbed: dict[str, Any] | None = None,
+                   like: tuple[npt.NDArray[np.bool_] | None, dict[str, Any]] | None = None
+                   ) -> Tensor:
     """Logits of the attached stream's event at ``position`` under P removal masks, ``[P]``
     (with ``dst`` a node, of the pair of its source and time with that destination instead;
     with ``dst`` an array of D nodes, of the D pairs at once, ``[P, D]``: the source's
@@ -294,6 +326,10 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
             queries' unperturbed trees and embeddings, and those of the queries below
             their top layer (``LayerWindows``), are stored there on the first call and read
             by the next ones (None: computed in every call).
+        like: With ``unperturbed``, the ``shared`` and the store of another plan of the
+            same model, event, destinations and inputs (``WindowPlan``): where its shared
+            removals are a subset of these, the first call reads its recorded queries whose
+            windows hold none of the removals this plan adds (``_record``).
     """
     num_p = sets.num_sets
     dev = model.edge_features.device
@@ -318,13 +354,8 @@ def batched_logits(model: TemporalModel, sets: RemovalSets,
     link = np.concatenate([[stream.src[position]], np.asarray(dst, dtype=np.int64)])
     width = len(link)
     got = {} if unperturbed is None else unperturbed
-    if not got:
-        got["reads"] = tree_reads(model.index, model.num_neighbors, model.embedding.num_layers,
-                                  link, position, shared)
-        run.recording = True
-        got["z"] = run.top(np.full(width, -1), link, position)  # [W, d]
-        run.recording = False
-        got["below"] = run.below
+    if "z" not in got:
+        _record(run, got, link, position, like)
     run.below = got["below"]
     reads, z_base = got["reads"], got["z"]
     changed = reads.changed(sets, *inputs.perturbed())  # [P, W]
@@ -366,6 +397,11 @@ class WindowPlan:
     dst: int | IntArray | None = None
     #: The D destinations' unperturbed embeddings, kept between calls (``batched_logits``).
     unperturbed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: The latest recorded plan of D destinations per (model, event, destinations), held
+    #: weakly: the next one's first call reads its recorded queries (``batched_logits``'s
+    #: ``like``; the rank target's approximate plan after its exact one).
+    _recent: ClassVar[weakref.WeakValueDictionary[tuple[int, int, bytes], WindowPlan]] = (
+        weakref.WeakValueDictionary())
 
     def node_width(self) -> int:
         """Width of the zero node inputs (none by default)."""
@@ -376,5 +412,17 @@ class WindowPlan:
         model = self.model
         zeros = torch.zeros(1, self.node_width(), device=model.device).expand(
             model.num_nodes, -1)
-        return batched_logits(model, sets, self.removed_mask, self.end,
-                              NodeInputs(zeros, zeros[:0]), self.dst, self.unperturbed)
+        if not isinstance(self.dst, np.ndarray):
+            return batched_logits(model, sets, self.removed_mask, self.end,
+                                  NodeInputs(zeros, zeros[:0]), self.dst, self.unperturbed)
+        key = (id(model), int(self.end), np.asarray(self.dst, dtype=np.int64).tobytes())
+        like = None
+        other = self._recent.get(key)
+        if (other is not None and other is not self and type(other) is type(self)
+                and other.model is model and "z" in other.unperturbed
+                and "z" not in self.unperturbed):  # the same zero inputs: its rows hold
+            like = (other.removed_mask, other.unperturbed)
+        out = batched_logits(model, sets, self.removed_mask, self.end,
+                             NodeInputs(zeros, zeros[:0]), self.dst, self.unperturbed, like)
+        self._recent[key] = self
+        return out

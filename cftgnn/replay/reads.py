@@ -122,11 +122,18 @@ class LayerWindows:
         hit = (self.keys[at] == key) & (self.tq[at] == tq) if len(self.keys) else key < 0
         return np.where(hit, at, -1).astype(np.int64)
 
-    def unremoved(self, c: IntArray, p: IntArray, sets: object) -> npt.NDArray[np.bool_]:
+    def unremoved(self, c: IntArray, p: IntArray, sets: object,
+                  extra: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.bool_]:
         """Whether query ``c[m]`` (``-1``: none) is recorded and set ``p[m]`` (``-1``: none)
         removes no event of its window, which is then its window under that set too,
-        ``bool [M]``."""
+        ``bool [M]``; with ``extra`` (events removed on top of the recorded windows' shared
+        ones, ``bool [E]``), none of those either."""
         out = c >= 0
+        if extra is not None:
+            hit = np.flatnonzero(out)
+            ch = c[hit]
+            out[hit] = ~(extra[np.where(self.valid[ch], self.eid[ch], 0)]
+                         & self.valid[ch]).any(axis=1)
         some = np.flatnonzero(out & (p >= 0))
         if len(some):
             cs = c[some]
