@@ -27,7 +27,7 @@ from cftgnn.arrays import distinct_rows
 from cftgnn.models.base import TemporalModel
 from cftgnn.models.neighbors import recent_kept_neighbors_where
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.reads import LayerWindows, record_windows, tree_reads
+from cftgnn.replay.reads import LayerWindows, record_windows, recorded_windows, tree_reads
 
 IntArray = npt.NDArray[np.int64]
 
@@ -281,8 +281,6 @@ def _record(run: _Pass, got: dict[str, Any], link: IntArray, position: int,
     that still contains it), and its embedding, where those one layer down are ``like``'s
     too, is ``like``'s."""
     model, shared = run.model, run.shared
-    got["reads"] = tree_reads(model.index, model.num_neighbors, model.embedding.num_layers,
-                              link, position, shared)
     if like is not None and "below" in like[1]:
         num = len(run.times)
         mine = np.zeros(num, dtype=bool) if shared is None else shared[:num] & True
@@ -295,6 +293,11 @@ def _record(run: _Pass, got: dict[str, Any], link: IntArray, position: int,
     got["z"] = run.top(np.full(len(link), -1), link, position)  # [W, d]
     run.recording, run.extra = False, None
     got["below"] = run.recorded
+    # the trees, from the windows just recorded (sampled again only where one is missing)
+    args = (model.index, model.num_neighbors, model.embedding.num_layers, link, position,
+            shared)
+    got["reads"] = (tree_reads(*args, windows=recorded_windows(run.recorded, run.times))
+                    or tree_reads(*args))
 
 
 def batched_logits(model: TemporalModel, sets: RemovalSets,

@@ -22,6 +22,7 @@ embeddings of one layer's queries, recorded once per plan, for ``batched_logits`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import TemporalIndex
 from cftgnn.models.neighbors import recent_kept_neighbors_where
 
@@ -155,10 +157,17 @@ def record_windows(stride: int, n: IntArray, before: IntArray, tq: npt.NDArray[n
                         rows[torch.as_tensor(order, device=rows.device)])
 
 
+WindowFn = Callable[[int, IntArray, IntArray],
+                    tuple[IntArray, IntArray, npt.NDArray[np.bool_]] | None]
+
+
 def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes: IntArray,
-               position: int, shared: npt.NDArray[np.bool_] | None) -> TreeReads:
+               position: int, shared: npt.NDArray[np.bool_] | None,
+               windows: WindowFn | None = None) -> TreeReads | None:
     """The unperturbed trees of ``nodes`` queried at ``position`` (``shared``'s events
-    removed, as for every set), ``num_layers`` layers of ``num_neighbors`` slots."""
+    removed, as for every set), ``num_layers`` layers of ``num_neighbors`` slots; with
+    ``windows`` (``(layer, nodes, bounds) -> (nbr, eid, valid)``, the unperturbed windows
+    already sampled: ``recorded_windows``), read from there, None where it has none."""
     width = len(nodes)
     q = np.arange(width, dtype=np.int64)
     n = np.asarray(nodes, dtype=np.int64)
@@ -169,11 +178,18 @@ def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes:
         return np.zeros(eid.shape, dtype=bool) if shared is None else shared[eid]
 
     ev_q, ev, nd_q, nd = [], [], [q], [n]
-    for _ in range(num_layers):
+    for layer in range(num_layers, 0, -1):
         if len(q) == 0:
             break
-        nbr, eid, valid = recent_kept_neighbors_where(index, n, before, num_neighbors,
-                                                      is_removed, removed)
+        if windows is None:
+            window = recent_kept_neighbors_where(index, n, before, num_neighbors, is_removed,
+                                                 removed)
+        else:
+            got = windows(layer, n, before)
+            if got is None:
+                return None
+            window = got
+        nbr, eid, valid = window
         rows, cols = np.nonzero(valid)
         q, n, before = q[rows], nbr[rows, cols], eid[rows, cols]
         ev_q.append(q)
@@ -181,9 +197,8 @@ def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes:
         nd_q.append(q)
         nd.append(n)
         # the next layer's queries: each distinct (query, node, bound) once
-        key = np.stack([q, n, before], axis=1)
-        if len(key):
-            _, first = np.unique(key, axis=0, return_index=True)
+        if len(q):
+            first, _ = distinct_rows(np.stack([q, n, before], axis=1))
             q, n, before = q[first], n[first], before[first]
     empty = np.zeros(0, dtype=np.int64)
     by_event = _by_key(np.concatenate(ev_q) if ev_q else empty,
@@ -191,4 +206,23 @@ def tree_reads(index: TemporalIndex, num_neighbors: int, num_layers: int, nodes:
     return TreeReads(width, *by_event, *_by_key(np.concatenate(nd_q), np.concatenate(nd)))
 
 
-__all__ = ["LayerWindows", "TreeReads", "record_windows", "tree_reads"]
+def recorded_windows(recorded: dict[int, LayerWindows], times: npt.NDArray[np.float64]
+                     ) -> WindowFn:
+    """``tree_reads``'s ``windows`` from the unperturbed queries of a recorded pass (every
+    layer's, queried at their bounds' times), None where one was not recorded."""
+
+    def windows(layer: int, n: IntArray, before: IntArray
+                ) -> tuple[IntArray, IntArray, npt.NDArray[np.bool_]] | None:
+        rec = recorded.get(layer)
+        if rec is None:
+            return None
+        c = rec.find(n, before, times[before])
+        if (c < 0).any():
+            return None
+        return rec.nbr[c], rec.eid[c], rec.valid[c]
+
+    return windows
+
+
+__all__ = ["LayerWindows", "TreeReads", "WindowFn", "record_windows", "recorded_windows",
+           "tree_reads"]

@@ -19,7 +19,7 @@ from cftgnn.oracle.engine import EventReplay, ReplayEngine, naive_logit
 from cftgnn.oracle.target import RankTarget
 from cftgnn.replay.generic import GenericReplay
 from cftgnn.replay.masks import RemovalSets
-from cftgnn.replay.reads import LayerWindows
+from cftgnn.replay.reads import LayerWindows, tree_reads
 from cftgnn.replay.tgat import TGATPlan
 from tests.oracle.test_pair_plans import removal_sets, tiny
 from tests.oracle.test_pair_plans import stream as stream  # noqa: F401 (the fixture)
@@ -157,3 +157,25 @@ def test_a_plan_reads_no_recorded_plan_with_removals_it_keeps(stream):
     j = int(np.flatnonzero(dsts == dst)[0])
     ref = naive_logit(model, stream, EVENT, [], dst=dst)
     np.testing.assert_allclose(got[0, j].item(), ref, atol=ATOL)
+
+
+
+def as_pairs(reads) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+    """A ``TreeReads``'s (query, event) and (query, node) pairs."""
+    return ({(int(q), int(e)) for q, e in zip(reads.event_query, reads.event, strict=True)},
+            {(int(q), int(n)) for q, n in zip(reads.node_query, reads.node, strict=True)})
+
+
+def test_the_trees_read_from_the_recorded_windows_are_the_sampled_ones(stream):
+    model = tiny("tgat", stream)
+    ReplayEngine(model, stream, checkpoint_every=2)
+    dsts = np.unique(some_destinations(stream, EVENT))
+    link = np.concatenate([[stream.src[EVENT]], dsts])
+    some = np.zeros(stream.num_events, dtype=bool)
+    some[EVENT - 40:EVENT:3] = True
+    for shared in (np.zeros(stream.num_events, dtype=bool), some):
+        plan = TGATPlan(model, EVENT, shared, dsts)
+        with eval_mode(model), torch.no_grad():
+            plan.logits(RemovalSets.from_sets([frozenset()]))
+        want = tree_reads(model.index, model.num_neighbors, 2, link, EVENT, shared)
+        assert as_pairs(plan.unperturbed["reads"]) == as_pairs(want)
