@@ -283,9 +283,10 @@ def _record(run: _Pass, got: dict[str, Any], link: IntArray, position: int,
     model, shared = run.model, run.shared
     if like is not None and "below" in like[1]:
         num = len(run.times)
-        mine = np.zeros(num, dtype=bool) if shared is None else shared[:num] & True
+        # only the history before the explained event is read
+        mine = np.zeros(num, dtype=bool) if shared is None else shared[:num].copy()
         mine[position:] = False
-        theirs = np.zeros(num, dtype=bool) if like[0] is None else like[0][:num] & True
+        theirs = np.zeros(num, dtype=bool) if like[0] is None else like[0][:num].copy()
         theirs[position:] = False
         if not (theirs & ~mine).any():
             run.below, run.extra = like[1]["below"], mine & ~theirs
