@@ -215,46 +215,56 @@ class _Pass:
         self_id, nb_id = below[:len(n)], below[len(n):]
         slot_id = np.full(eid.shape, -1, dtype=np.int64)
         slot_id[rows, cols] = nb_id
-        # a recorded window under which every embedding one layer down is unperturbed: the
-        # recorded row; the others are computed
-        dirty = np.ones(eid.shape, dtype=bool)
-        dirty[rows, cols] = ~below_clean[len(n):]
-        clean = reuse & below_clean[:len(n)] & ~(dirty & valid).any(axis=1)
-        todo = np.flatnonzero(~clean)
-        ident = np.empty(len(n), dtype=np.int64)
-        parts = []
-        if len(todo) < len(n):
-            rec = self.below[layer]
-            c_first, ident[clean] = _distinct_small(c[clean], len(rec.keys))
-            parts.append(rec.rows[_on(c[clean][c_first], dev)])
-        if len(todo):
-            t_ident, table = self.attend(layer, todo, tq, eid, valid, self_id, slot_id, tab)
-            ident[todo] = t_ident + (len(parts[0]) if parts else 0)
-            parts.append(table)
-        out = parts[0] if len(parts) == 1 else torch.cat(parts)
+        slots = (rows, nb_eid, nb_id, eid, valid, self_id, slot_id)
+        if layer not in self.below:  # nothing recorded: every query is computed
+            clean = np.zeros(len(n), dtype=bool)
+            ident, out = self.attend(layer, None, tq, slots, tab)
+        else:  # a recorded window under which every embedding one layer down is
+            # unperturbed: the recorded row; the others are computed
+            dirty = np.ones(eid.shape, dtype=bool)
+            dirty[rows, cols] = ~below_clean[len(n):]
+            clean = reuse & below_clean[:len(n)] & ~(dirty & valid).any(axis=1)
+            todo = np.flatnonzero(~clean)
+            ident = np.empty(len(n), dtype=np.int64)
+            parts = []
+            if len(todo) < len(n):
+                rec = self.below[layer]
+                c_first, ident[clean] = _distinct_small(c[clean], len(rec.keys))
+                parts.append(rec.rows[_on(c[clean][c_first], dev)])
+            if len(todo):
+                t_ident, table = self.attend(layer, todo, tq, slots, tab)
+                ident[todo] = t_ident + (len(parts[0]) if parts else 0)
+                parts.append(table)
+            out = parts[0] if len(parts) == 1 else torch.cat(parts)
         if self.recording and layer not in self.recorded:
             self.recorded[layer] = record_windows(len(times) + 1, n, before, tq,
                                                   (nbr, eid, valid), out[_on(ident, dev)])
         return ident, out, clean
 
-    def attend(self, layer: int, todo: IntArray, tq: npt.NDArray[np.float64], eid: IntArray,
-               valid: npt.NDArray[np.bool_], self_id: IntArray, slot_id: IntArray,
-               tab: Tensor) -> tuple[IntArray, Tensor]:
-        """``(ident [T], table)``: the layer-``layer`` embeddings of queries ``todo``, one row
-        per distinct value (windows ``eid``/``valid``, identities one layer down)."""
+    def attend(self, layer: int, todo: IntArray | None, tq: npt.NDArray[np.float64],
+               slots: tuple[IntArray, IntArray, IntArray, IntArray, npt.NDArray[np.bool_],
+                            IntArray, IntArray], tab: Tensor) -> tuple[IntArray, Tensor]:
+        """``(ident [T], table)``: the layer-``layer`` embeddings of queries ``todo`` (None:
+        all), one row per distinct value; ``slots``: the valid slots' query rows, events and
+        identities one layer down, then the windows (``eid``, ``valid``) and the own and slot
+        identities one layer down per query."""
         dev, times = self.dev, self.times
+        rows, nb_eid, nb_id, eid, valid, self_id, slot_id = slots
         # the embedding is a function of exactly these: time, own and slot identities
-        key = np.column_stack([tq[todo].view(np.int64), self_id[todo],
-                               np.where(valid[todo], eid[todo], -1), slot_id[todo]])
-        first_t, ident = distinct_rows(key)
-        first = todo[first_t]
+        if todo is None:
+            key = np.column_stack([tq.view(np.int64), self_id, np.where(valid, eid, -1),
+                                   slot_id])
+            first, ident = distinct_rows(key)
+        else:
+            key = np.column_stack([tq[todo].view(np.int64), self_id[todo],
+                                   np.where(valid[todo], eid[todo], -1), slot_id[todo]])
+            first_t, ident = distinct_rows(key)
+            first = todo[first_t]
         # compute the distinct queries only, and only the slots of those
         new = np.full(len(tq), -1, dtype=np.int64)
         new[first] = np.arange(len(first))
-        rows, cols = np.nonzero(valid)
         keep = new[rows] >= 0
-        kr, k_eid = rows[keep], eid[rows[keep], cols[keep]]
-        k_nb = slot_id[rows[keep], cols[keep]]
+        kr, k_eid, k_nb = rows[keep], nb_eid[keep], nb_id[keep]
         # edge attributes are a function of (query time, event): project each once
         e_first, edge = distinct_rows(np.stack([tq[kr].view(np.int64), k_eid], axis=1))
         kf = kr[e_first]
