@@ -15,6 +15,7 @@ import numpy.typing as npt
 from torch import Tensor
 
 from cftgnn import jit
+from cftgnn.arrays import as_int64
 from cftgnn.replay.tgn.compare import bits, memory_equal, same_row
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord
@@ -143,7 +144,7 @@ def _bitwise_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray,
     """``prune_candidates`` bit for bit: one compiled pass, the rows read in place."""
     recorded = rec.mem_post
     if isinstance(recorded, SharedRows):
-        table, ptr = recorded.table, recorded.ptr.numpy()
+        table, ptr = recorded.table, as_int64(recorded.ptr.numpy())
     else:
         table, ptr = recorded, np.arange(len(recorded), dtype=np.int64)
     return Candidates(*_candidates(
