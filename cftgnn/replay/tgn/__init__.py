@@ -93,13 +93,14 @@ MIN_PASS_BUDGET_GB = 1.0
 # two per event of a batch); 3.0-3.7 measured on synthetic streams of 3k-20k events.
 #: Node slots of the per-batch records per history event, at most.
 PLAN_SLOTS_PER_EVENT = 4
-#: Bytes per node slot: ``nodes``, ``lu_post``, ``inc_start``, ``inc_end`` and the two row
-#: pointers of ``mem_pre`` / ``mem_post``, eight bytes each.
-PLAN_BYTES_PER_SLOT = 48
+#: Bytes per node slot: ``nodes`` and ``lu_post`` (eight bytes each), the incidences'
+#: offsets ``inc_off`` (eight, one more per batch: counted in ``PLAN_BYTES_PER_BATCH``) and
+#: the two ``int32`` row pointers of ``mem_pre`` / ``mem_post`` (four each).
+PLAN_BYTES_PER_SLOT = 32
 #: Bytes per history event beyond its slots: its position (8), its two incidences (16),
 #: the dependency sets' nodes (two per event, 16) and the receivers' pairs the cone replay
-#: caches during the search (``Dependencies.receivers``: two per event, 32).
-PLAN_BYTES_PER_EVENT = 72
+#: caches during the search (``Dependencies.receivers``: two per event, ``int32``, 16).
+PLAN_BYTES_PER_EVENT = 56
 #: Bytes per history event and 64-bit word of a dependency mask (two masks per event).
 PLAN_BYTES_PER_WORD = 16
 #: Bytes per recorded batch beyond its arrays' data: the record, its arrays', tensors' and
