@@ -149,9 +149,11 @@ def _structure(model: TGN, pending: npt.NDArray[np.int64],
     src, dst = model.stream.src, model.stream.dst
     no_rows = cast(Tensor, None)
     records = []
+    # node ids as int32 where they fit (half the bytes; see ``BatchRecord.nodes``)
+    small = np.int32 if model.num_nodes <= np.iinfo(np.int32).max else np.int64
     for events in steps:
         ends = np.concatenate([src[events], dst[events]])
-        nodes = np.unique(np.concatenate([pending, ends]))
+        nodes = np.unique(np.concatenate([pending, ends])).astype(small)
         records.append(batch_record(events, nodes, no_rows, no_rows,
                                     np.empty(len(nodes)), src, dst))
         pending = np.unique(ends)
