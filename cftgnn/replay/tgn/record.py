@@ -150,7 +150,8 @@ def _structure(model: TGN, pending: npt.NDArray[np.int64],
     no_rows = cast(Tensor, None)
     records = []
     # node ids as int32 where they fit (half the bytes; see ``BatchRecord.nodes``)
-    small = np.int32 if model.num_nodes <= np.iinfo(np.int32).max else np.int64
+    small: type[np.signedinteger] = (np.int32 if model.num_nodes <= np.iinfo(np.int32).max
+                                     else np.int64)
     for events in steps:
         ends = np.concatenate([src[events], dst[events]])
         nodes = np.unique(np.concatenate([pending, ends])).astype(small)

@@ -422,7 +422,7 @@ def _revive_receivers_numpy(differs: npt.NDArray[np.bool_], row_n: IntArray, num
     if not (hi > lo).any():
         return none, none, none, none, none
     v = np.sort(at[concat_ranges(lo, hi)])
-    n = rec.nodes[v]
+    n = as_int64(rec.nodes[v])
     pend = rec.pending_at(v)
     senders, of = unique(other_endpoint(src, dst, pend, n), return_inverse=True)
     return v, n, pend, senders, of.reshape(-1)

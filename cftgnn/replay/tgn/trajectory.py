@@ -96,7 +96,7 @@ def _index_type(bound: int) -> type[np.signedinteger]:
     return np.int32 if int(bound) <= np.iinfo(np.int32).max else np.int64
 
 
-def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
+def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.integer],
                   mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
     """A ``BatchRecord`` with the index arrays every replay of the batch needs."""
