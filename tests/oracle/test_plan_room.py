@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import cftgnn.oracle.plan_room as plan_room
+from cftgnn.arrays import mask_words
 from cftgnn.data import make_synthetic_stream
 from cftgnn.errors import ConfigError
 from cftgnn.explain import GreedyExplainer
@@ -21,7 +22,13 @@ from cftgnn.explain.base import explain_event, explain_events
 from cftgnn.models import TGN
 from cftgnn.oracle.engine import EventReplay, ReplayEngine
 from cftgnn.oracle.snapshots import snapshot_nbytes
-from cftgnn.replay.tgn import PLAN_BYTES_PER_BATCH
+from cftgnn.replay.tgn import (
+    PLAN_BYTES_PER_BATCH,
+    PLAN_BYTES_PER_EVENT,
+    PLAN_BYTES_PER_SLOT,
+    PLAN_BYTES_PER_WORD,
+    PLAN_SLOTS_PER_EVENT,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = dict(time_dim=8, embedding_dim=16, num_heads=2, num_neighbors=5, batch_size=20)
@@ -68,6 +75,48 @@ def test_the_plan_bound_holds_the_plans_measured_after_a_search(num_nodes, num_e
                                             event_id, kept, cand) == bound + approx
         for rec in replay._plan.trajectory.batches:  # objects: within the per-batch bytes
             assert _objects_nbytes(rec) < PLAN_BYTES_PER_BATCH
+
+
+def _nb(a) -> int:  # noqa: ANN001
+    return int(a.untyped_storage().nbytes() if isinstance(a, torch.Tensor) else a.nbytes)
+
+
+@pytest.mark.parametrize("budget", [None, 1e-3])
+def test_each_part_of_a_long_sparse_plan_is_within_its_constant(budget):
+    # a sparse stream (about four node slots per history event, as on tgbl-coin's size),
+    # the event whose candidates reach furthest back, the receivers' cache filled for every
+    # batch (its worst case): each part of the exact plan within the constant that bounds it,
+    # so that the bound fails here if a part outgrows it
+    s = make_synthetic_stream(4000, 12000, seed=3, feat_dim=2)
+    engine = ReplayEngine(make_tgn(s), s, memory_budget_gb=budget)
+    event_id = min(range(11800, 12000), key=lambda i: (
+        engine.index.candidates(i, 2, 30).oldest or i))
+    replay = EventReplay(engine, event_id, m_max=30)
+    sets = [frozenset([int(c)]) for c in replay.candidates.ids[:6]]
+    replay.exact([*sets, frozenset(replay.candidates.ids[:3].tolist())])
+    traj = replay._plan.trajectory
+    deps = traj.deps
+    for x, rec in enumerate(traj.batches):
+        deps.receivers(rec, x, s.src, s.dst)
+    span, batch = event_id - replay.start, engine.model.batch_size
+    assert span > 0.9 * event_id  # far back
+    slots = sum(len(rec.nodes) for rec in traj.batches)
+    assert 3.0 * span < slots <= PLAN_SLOTS_PER_EVENT * span + 2 * batch
+    for rec in traj.batches:
+        assert rec.nodes.dtype == rec.inc_k.dtype == rec.inc_off.dtype == np.int32
+        assert rec.mem_pre.ptr.dtype == rec.mem_post.ptr.dtype == torch.int32
+    per_slot = sum(_nb(rec.nodes) + _nb(rec.lu_post) + _nb(rec.inc_off) - rec.inc_off.itemsize
+                   + _nb(rec.mem_pre.ptr) + _nb(rec.mem_post.ptr) for rec in traj.batches)
+    assert per_slot <= PLAN_BYTES_PER_SLOT * slots
+    per_event = (sum(_nb(rec.events) + _nb(rec.inc_k) for rec in traj.batches)
+                 + sum(_nb(n) for n in deps.nodes)
+                 + sum(_nb(r[1]) + _nb(r[2]) for r in deps._receivers.values()))
+    assert per_event <= PLAN_BYTES_PER_EVENT * span
+    words = mask_words(len(replay.candidates.ids))
+    assert sum(_nb(m) for m in deps.masks) <= PLAN_BYTES_PER_WORD * words * span
+    bound = engine.replay.plan_nbytes(replay.base, replay.start, event_id,
+                                      removable=len(replay.candidates.ids))
+    assert bound >= snapshot_nbytes(replay._plan)
 
 
 def test_the_room_is_the_budget_less_the_cursor_at_least_the_floor():

@@ -289,8 +289,7 @@ def test_revive_receivers_are_the_receivers_of_the_senders_holding_a_differing_r
     inc_end = np.cumsum([len(i) for i in inc]).astype(np.int64)
     empty = torch.zeros(len(nodes), 2)
     rec = BatchRecord(events, nodes, empty, empty, np.zeros(len(nodes)),
-                      np.concatenate(inc).astype(np.int64), inc_end - [len(i) for i in inc],
-                      inc_end)
+                      np.concatenate(inc).astype(np.int64), np.concatenate([[0], inc_end]))
     need = np.full(num_nodes, 10)
     receivers = trajectory_receivers(rec, 0, need, np.arange(num_nodes), src, dst)
     row_n = rng.integers(0, num_nodes, size + 5)  # a longer buffer than the rows in use
@@ -511,7 +510,8 @@ def test_prune_candidates_are_the_rows_compared_with_the_recording(seed, shared)
         mem_post = SharedRows(table, ptr)
     else:
         mem_post = recorded
-    rec = BatchRecord(events, nodes, recorded, mem_post, lu_post, inc_k, inc_start, inc_end)
+    rec = BatchRecord(events, nodes, recorded, mem_post, lu_post, inc_k,
+                      np.concatenate([inc_start[:1], inc_end]))
     got = prune_candidates(mem, alive, row_n, lu, pend, size, rec, loc, need, x, 0.0)
     stale, r = [], []
     for q in range(size):

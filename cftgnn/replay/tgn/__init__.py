@@ -93,13 +93,23 @@ MIN_PASS_BUDGET_GB = 1.0
 # two per event of a batch); 3.0-3.7 measured on synthetic streams of 3k-20k events.
 #: Node slots of the per-batch records per history event, at most.
 PLAN_SLOTS_PER_EVENT = 4
-#: Bytes per node slot: ``nodes``, ``lu_post``, ``inc_start``, ``inc_end`` and the two row
-#: pointers of ``mem_pre`` / ``mem_post``, eight bytes each.
-PLAN_BYTES_PER_SLOT = 48
-#: Bytes per history event beyond its slots: its position (8), its two incidences (16),
-#: the dependency sets' nodes (two per event, 16) and the receivers' pairs the cone replay
-#: caches during the search (``Dependencies.receivers``: two per event, 32).
-PLAN_BYTES_PER_EVENT = 72
+#: Bytes per node slot: ``nodes`` (``int32``, 4), ``lu_post`` (``float64``, 8), the
+#: incidences' offsets ``inc_off`` (``int32``, 4; one more per batch, counted in
+#: ``PLAN_BYTES_PER_BATCH``) and the two ``int32`` row pointers of ``mem_pre`` /
+#: ``mem_post`` (4 each). Before 2026-12-03: 48 (every array eight bytes a node, and a
+#: start and an end per node instead of one offsets array).
+PLAN_BYTES_PER_SLOT = 24
+#: Bytes per history event beyond its slots: its position (``int64``, 8), its two
+#: incidences (``int32``, 8), the dependency sets' nodes (two per event, ``int32``, 8) and
+#: the receivers' pairs the cone replay caches during the search
+#: (``Dependencies.receivers``: two per event, ``int32`` sender and position, 16). Before
+#: 2026-12-03: 72.
+PLAN_BYTES_PER_EVENT = 40
+#: Bytes per node slot and per history event more than the two above where the ``int32``
+#: arrays would not hold their values (``BatchRecord``: a stream of more than ``2**31 - 1``
+#: nodes, a segment of more rows): every such array eight bytes an entry.
+PLAN_WIDE_BYTES_PER_SLOT = 24
+PLAN_WIDE_BYTES_PER_EVENT = 16
 #: Bytes per history event and 64-bit word of a dependency mask (two masks per event).
 PLAN_BYTES_PER_WORD = 16
 #: Bytes per recorded batch beyond its arrays' data: the record, its arrays', tensors' and
@@ -397,8 +407,12 @@ class TGNReplay:
         if kept < span:  # kept batches and an empty one after each (``history_steps``)
             batches = min(batches, 2 * min(kept, 1 + int(removable)) + 1)
         slots = PLAN_SLOTS_PER_EVENT * kept + 2 * batch
-        index = ((PLAN_BYTES_PER_EVENT + PLAN_BYTES_PER_WORD * mask_words(removable)) * kept
-                 + PLAN_BYTES_PER_SLOT * slots + PLAN_BYTES_PER_BATCH * batches)
+        per_slot, per_event = PLAN_BYTES_PER_SLOT, PLAN_BYTES_PER_EVENT
+        if max(nodes, PLAN_ROWS_PER_EVENT * kept + 2 * batch) > np.iinfo(np.int32).max:
+            per_slot += PLAN_WIDE_BYTES_PER_SLOT  # int64 node ids or row pointers
+            per_event += PLAN_WIDE_BYTES_PER_EVENT
+        index = ((per_event + PLAN_BYTES_PER_WORD * mask_words(removable)) * kept
+                 + per_slot * slots + PLAN_BYTES_PER_BATCH * batches)
         row = model.memory_dim * state.memory.element_size()
         rows = (PLAN_ROWS_PER_EVENT * kept + 2 * batch) * row
         if self.record_bytes is not None:
@@ -461,5 +475,6 @@ class TGNReplay:
 
 __all__ = ["Cone", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_BATCH", "PLAN_BYTES_PER_EVENT",
            "PLAN_BYTES_PER_SLOT", "PLAN_BYTES_PER_WORD", "PLAN_ROWS_PER_EVENT",
-           "PLAN_SLOTS_PER_EVENT", "TGNPlan", "TGNReplay",
+           "PLAN_SLOTS_PER_EVENT", "PLAN_WIDE_BYTES_PER_EVENT", "PLAN_WIDE_BYTES_PER_SLOT",
+           "TGNPlan", "TGNReplay",
            "TGNReplayOptions"]

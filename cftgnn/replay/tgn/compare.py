@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from cftgnn import jit
+from cftgnn.arrays import as_int64
 from cftgnn.replay.tgn.record import SharedRows
 
 #: Up to this many rows, ``memory_equal`` compares whole rows at once: the two-step
@@ -70,7 +71,7 @@ def _host_rows(rt: Tensor | npt.NDArray[np.int64], recorded: Tensor,
     rows with each one's row in it (``SharedRows`` read through their pointers)."""
     r_np, l_np = (i.numpy() if isinstance(i, Tensor) else np.asarray(i) for i in (rt, lt))
     if isinstance(recorded, SharedRows):
-        return r_np, recorded.table, recorded.ptr.numpy()[l_np]
+        return r_np, recorded.table, as_int64(recorded.ptr.numpy()[l_np])
     return r_np, recorded, l_np
 
 

@@ -342,7 +342,7 @@ class _Settled:
         self.need = need[self.nodes]
 
 
-def _quiet(settled: _Settled, nodes: npt.NDArray[np.int64]) -> bool:
+def _quiet(settled: _Settled, nodes: npt.NDArray[np.integer]) -> bool:
     """Whether a batch none of whose events a set removes leaves every row as it is but
     for retiring the rows never read again (with pruning): no row holds a pending message
     and no live row's node is among the batch's nodes (``nodes``, ascending; the rows of

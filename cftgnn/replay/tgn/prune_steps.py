@@ -15,6 +15,7 @@ import numpy.typing as npt
 from torch import Tensor
 
 from cftgnn import jit
+from cftgnn.arrays import as_int64
 from cftgnn.replay.tgn.compare import bits, memory_equal, same_row
 from cftgnn.replay.tgn.record import SharedRows
 from cftgnn.replay.tgn.trajectory import BatchRecord
@@ -143,12 +144,13 @@ def _bitwise_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray,
     """``prune_candidates`` bit for bit: one compiled pass, the rows read in place."""
     recorded = rec.mem_post
     if isinstance(recorded, SharedRows):
-        table, ptr = recorded.table, recorded.ptr.numpy()
+        table, ptr = recorded.table, as_int64(recorded.ptr.numpy())
     else:
         table, ptr = recorded, np.arange(len(recorded), dtype=np.int64)
     return Candidates(*_candidates(
         alive, row_n, size, need, x, loc, bits(mem).numpy(), bits(table).numpy(), ptr, lu,
-        rec.lu_post, pend, rec.events, rec.inc_k, rec.inc_start, rec.inc_end))
+        rec.lu_post, pend, rec.events, as_int64(rec.inc_k), as_int64(rec.inc_start),
+        as_int64(rec.inc_end)))
 
 
 __all__ = ["Candidates", "prune_candidates"]

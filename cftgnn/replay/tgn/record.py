@@ -95,7 +95,8 @@ class SharedRows:
 
     Args:
         table: The shared rows, ``[R, d]``.
-        ptr: Row of ``table`` of each of the ``V`` rows, ``int64 [V]`` (same device).
+        ptr: Row of ``table`` of each of the ``V`` rows, ``int32 [V]`` (``int64`` for a
+            table of more than ``2**31 - 1`` rows; same device).
     """
 
     def __init__(self, table: Tensor, ptr: Tensor) -> None:
@@ -148,9 +149,12 @@ def _structure(model: TGN, pending: npt.NDArray[np.int64],
     src, dst = model.stream.src, model.stream.dst
     no_rows = cast(Tensor, None)
     records = []
+    # node ids as int32 where they fit (half the bytes; see ``BatchRecord.nodes``)
+    small: type[np.signedinteger] = (np.int32 if model.num_nodes <= np.iinfo(np.int32).max
+                                     else np.int64)
     for events in steps:
         ends = np.concatenate([src[events], dst[events]])
-        nodes = np.unique(np.concatenate([pending, ends]))
+        nodes = np.unique(np.concatenate([pending, ends])).astype(small)
         records.append(batch_record(events, nodes, no_rows, no_rows,
                                     np.empty(len(nodes)), src, dst))
         pending = np.unique(ends)
@@ -427,7 +431,11 @@ def record_trajectory(model: TGN, base: State, end: int,
             rec.lu_post = st.last_update[nt].cpu().numpy()
             for ptr in (ptr_pre, ptr_post):  # a row not kept points past the table's end
                 ptr[ptr < 0] = bounds[j][2]
-            p_pre, p_post = (torch.as_tensor(ptr, device=dev) for ptr in (ptr_pre, ptr_post))
+            # int32 pointers where the segment's rows fit (half the bytes; torch reads the
+            # same rows through either)
+            small = np.int32 if bounds[j][2] <= np.iinfo(np.int32).max else np.int64
+            p_pre, p_post = (torch.as_tensor(ptr.astype(small), device=dev)
+                             for ptr in (ptr_pre, ptr_post))
             if len(bounds) == 1 and first_held == 0 and table is not None:  # held, not spilled
                 rec.mem_pre = cast(Tensor, SharedRows(table, p_pre))
                 rec.mem_post = cast(Tensor, SharedRows(table, p_post))

@@ -422,7 +422,7 @@ def _revive_receivers_numpy(differs: npt.NDArray[np.bool_], row_n: IntArray, num
     if not (hi > lo).any():
         return none, none, none, none, none
     v = np.sort(at[concat_ranges(lo, hi)])
-    n = rec.nodes[v]
+    n = as_int64(rec.nodes[v])
     pend = rec.pending_at(v)
     senders, of = unique(other_endpoint(src, dst, pend, n), return_inverse=True)
     return v, n, pend, senders, of.reshape(-1)
@@ -445,8 +445,8 @@ def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes:
     """
     # in one compiled call, the nodes marked rather than sorted
     return _revive_receivers(differs, row_n, num_nodes, receivers[0], receivers[1],
-                             as_int64(rec.nodes), rec.events, rec.inc_k, rec.inc_start,
-                             rec.inc_end, src, dst)
+                             as_int64(rec.nodes), rec.events, as_int64(rec.inc_k),
+                             as_int64(rec.inc_start), as_int64(rec.inc_end), src, dst)
 
 
 @jit.compiled

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.arrays import mask_words, unique
+from cftgnn.arrays import as_int64, mask_words, unique
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits
 from cftgnn.replay.tgn.merge_steps import merge_groups
@@ -339,7 +339,8 @@ class RowTable(RowStore):
         if touched is None:
             touched = np.asarray(rem.any(axis=0), dtype=bool)
         new_pending(self.n, self.alive, self.rep, self.pend, self.size, read, loc, rec.events,
-                    rec.inc_k, rec.inc_start, rec.inc_end, rem, touched)
+                    as_int64(rec.inc_k), as_int64(rec.inc_start), as_int64(rec.inc_end), rem,
+                    touched)
 
     @_timed
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -359,7 +360,8 @@ class RowTable(RowStore):
         """
         # the rows to split, each one's own sender row, and their columns
         is_m, mine, cols = mixed_rows(self.rowmap, self.columns, self.mixed, self.alive, self.n,
-                                      self.size, read, loc, rec.inc_start, rec.inc_end,
+                                      self.size, read, loc, as_int64(rec.inc_start),
+                                      as_int64(rec.inc_end),
                                       self.rep, self.pend, src, dst)
         if not len(cols):
             return 0
@@ -370,7 +372,8 @@ class RowTable(RowStore):
         # keeps) or its sender's row differs from that move to rows of their own
         pp, rr, pend, sender = mixed_pairs(
             self.rowmap, self.occupied, self.columns, cols, is_m, self.n, self.pend, mine, loc,
-            rec.events, rec.inc_k, rec.inc_start, rec.inc_end, rem, touched, src, dst)
+            rec.events, as_int64(rec.inc_k), as_int64(rec.inc_start), as_int64(rec.inc_end), rem,
+            touched, src, dst)
         if not len(pp):
             return 0
         heads, group = key_groups(np.column_stack([rr, pend, sender]))

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from torch import Tensor
 
-from cftgnn.arrays import mask_words
+from cftgnn.arrays import as_int64, mask_words
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN, other_endpoint
@@ -32,26 +32,39 @@ class BatchRecord:
     Attributes:
         events: Stream positions of the batch's events, ``int64 [K]`` (ascending).
         nodes: Nodes with a pending message before the batch or an event in it, sorted,
-            ``[V]``.
+            ``int32 [V]`` (``int64`` on a stream of more than ``2**31 - 1`` nodes; the
+            compiled loops take them as ``int64``).
         mem_pre: Their memory before the batch, ``[V, d]``.
         mem_post: Their memory after the pending messages were applied, ``[V, d]``.
         lu_post: Their last-update time after that, ``float64 [V]`` (on the host: rows are
             keyed by it).
         inc_k: Incidences of the batch's events (index into ``events``), grouped by node in
-            the order of ``nodes`` and ascending within a node, ``[I]``.
-        inc_start: Start of each node's group in ``inc_k``, ``[V]``.
-        inc_end: End of each node's group in ``inc_k``, ``[V]`` (equal to the start for
-            nodes without an event in the batch).
+            the order of ``nodes`` and ascending within a node, ``int32 [I]``.
+        inc_off: Offsets of each node's group in ``inc_k``, ``int32 [V + 1]``: node
+            ``nodes[v]``'s incidences are ``inc_k[inc_off[v]:inc_off[v + 1]]`` (every
+            incidence's node is in ``nodes``, so the groups tile ``inc_k``; one array
+            instead of a start and an end per node, 8 bytes a node less);
+            ``inc_start`` and ``inc_end`` are its two views.
     """
 
     events: npt.NDArray[np.int64]
-    nodes: npt.NDArray[np.int64]
+    nodes: npt.NDArray[np.integer]
     mem_pre: Tensor
     mem_post: Tensor
     lu_post: npt.NDArray[np.float64]
-    inc_k: npt.NDArray[np.int64]
-    inc_start: npt.NDArray[np.int64]
-    inc_end: npt.NDArray[np.int64]
+    inc_k: npt.NDArray[np.integer]
+    inc_off: npt.NDArray[np.integer]
+
+    @property
+    def inc_start(self) -> npt.NDArray[np.integer]:
+        """Start of each node's group in ``inc_k``, ``[V]`` (a view of ``inc_off``)."""
+        return self.inc_off[:-1]
+
+    @property
+    def inc_end(self) -> npt.NDArray[np.integer]:
+        """End of each node's group in ``inc_k``, ``[V]`` (a view of ``inc_off``; equal to
+        the start for nodes without an event in the batch)."""
+        return self.inc_off[1:]
 
     def recorded_pending(self) -> npt.NDArray[np.int64]:
         """Pending message of each node of ``nodes`` after the recorded batch (its last
@@ -74,10 +87,16 @@ class BatchRecord:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
         (``rem``: removals of the batch's events, ``bool [P, K]``), ``-1`` where it removes
         them all; every such node has an event in the batch. Returns ``int64 [M]``."""
-        return last_kept(self.events, self.inc_k, self.inc_start, self.inc_end, rem, p, pos)
+        return last_kept(self.events, as_int64(self.inc_k), as_int64(self.inc_start),
+                         as_int64(self.inc_end), rem, p, pos)
 
 
-def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
+def _index_type(bound: int) -> type[np.signedinteger]:
+    """``int32`` for indices below ``bound`` where they fit, else ``int64``."""
+    return np.int32 if int(bound) <= np.iinfo(np.int32).max else np.int64
+
+
+def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.integer],
                   mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
     """A ``BatchRecord`` with the index arrays every replay of the batch needs."""
@@ -87,10 +106,14 @@ def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64],
     inc_node = np.concatenate([s_, d_[~loop]])
     inc_k = np.concatenate([np.arange(k), np.arange(k)[~loop]])
     order = np.lexsort((inc_k, inc_node))
-    inc_node, inc_k = inc_node[order], inc_k[order]
-    return BatchRecord(events, nodes, mem_pre, mem_post, lu_post, inc_k,
-                       np.searchsorted(inc_node, nodes, side="left"),
-                       np.searchsorted(inc_node, nodes, side="right"))
+    # positions in the batch: int32 (half the bytes; the compiled loops take them as int64)
+    inc_node, inc_k = inc_node[order], inc_k[order].astype(_index_type(k))
+    off = np.empty(len(nodes) + 1, dtype=_index_type(2 * k))
+    off[:-1] = np.searchsorted(inc_node, nodes, side="left")
+    off[-1] = len(inc_node)
+    # every incidence's node is one of ``nodes`` (sorted), so a node's group ends where the
+    # next one's starts: the same ends as ``searchsorted(inc_node, nodes, side="right")``
+    return BatchRecord(events, nodes, mem_pre, mem_post, lu_post, inc_k, off)
 
 
 @dataclass
@@ -131,9 +154,12 @@ class Dependencies:
         made again for another)."""
         got = self._receivers.get(x)
         if got is None or got[0] is not rec:
-            got = self._receivers[x] = (rec, *receivers(rec, x, self.need, self.columns, src,
-                                                        dst))
-        return got[1], got[2]
+            # kept as int32 (node ids and positions in ``rec.nodes`` fit: half the bytes),
+            # handed out as the compiled loops' int64
+            sender, v = receivers(rec, x, self.need, self.columns, src, dst)
+            small = np.int32 if len(self.need) <= np.iinfo(np.int32).max else np.int64
+            got = self._receivers[x] = (rec, sender.astype(small), v.astype(small))
+        return as_int64(got[1]), as_int64(got[2])
 
     def covers(self, events: npt.NDArray[np.int64]) -> bool:
         """Whether every event of ``events`` is in the universe (ascending: a binary
