@@ -60,7 +60,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: numba: numba costs about 0.1 GiB of resident memory in a process (its start and the
 #: kernels, measured), which matters only where the memory is tight (the 1M-event stream of
 #: docs/benchmarks.md: 1.54 GiB peak with the compiled loops, 1.44 with CFTGNN_JIT=0; since
-#: ``for_sets`` its small replays start none); the twins give the same logits, slower.
+#: ``for_sets`` its small replays of short histories start none); the twins give the same
+#: logits, slower.
 #: Unset, empty, ``1``, ``true``, ``yes`` or ``on`` leave them on; any other value is an
 #: error (``ConfigError`` at the first compiled call; the scripts refuse it before they
 #: start, ``cftgnn.cli.friendly_errors``).
@@ -85,6 +86,11 @@ _AVAILABLE = ENABLED
 #: something: the exhaustive search's and ``certify``'s chunks (4,096 sets, 64 under a time
 #: cap) and the baselines' batches, not a greedy or CF-TGNN search's small batches.
 MIN_SETS = 64
+#: ... or of any number of sets through at least this many recorded history batches: on a
+#: long history the twins' per-batch NumPy calls add up (a synthetic 400,000-event,
+#: 50,000-node stream, one set through 2,000 batches: 2.5-3.8 s a call with the twins,
+#: 2.0-2.9 s compiled, numba's start 0.32 s once: docs/benchmarks.md, 2026-12-03).
+MIN_BATCHES = 2000
 
 _numba: Any = None  # the numba module, once started
 _lazy: list[_Lazy] = []
@@ -229,13 +235,15 @@ def _give_up(exc: BaseException) -> None:
 
 
 @contextmanager
-def for_sets(num_sets: int) -> Iterator[None]:
+def for_sets(num_sets: int, num_batches: int = 0) -> Iterator[None]:
     """Within it, the compiled loops run (``ENABLED`` as it is) when a replay of
-    ``num_sets`` sets pays for them (at least ``MIN_SETS``) or numba has started already
-    (nothing more to pay); otherwise ``ENABLED`` is false, and the twins run. Either way the
-    same integers, so the same logits."""
+    ``num_sets`` sets through ``num_batches`` recorded batches pays for them (at least
+    ``MIN_SETS`` sets, or ``MIN_BATCHES`` batches) or numba has started already (nothing
+    more to pay); otherwise ``ENABLED`` is false, and the twins run. Either way the same
+    integers, so the same logits."""
     global ENABLED
-    if not ENABLED or num_sets >= MIN_SETS or started():
+    if (not ENABLED or num_sets >= MIN_SETS or num_batches >= MIN_BATCHES
+            or started()):
         yield
         return
     ENABLED = False
@@ -301,5 +309,6 @@ def warm_up(notice: Callable[[str], None] | None = None) -> None:
     _first(np.zeros(1, dtype=np.int64))
 
 
-__all__ = ["COLD_NOTICE", "ENABLED", "ENV", "LOOPS", "MIN_SETS", "PAIRS", "Twins",
+__all__ = ["COLD_NOTICE", "ENABLED", "ENV", "LOOPS", "MIN_BATCHES", "MIN_SETS", "PAIRS",
+           "Twins",
            "cache_is_cold", "compiled", "for_sets", "start", "started", "twins", "warm_up"]

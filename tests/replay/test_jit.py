@@ -47,6 +47,10 @@ def test_few_sets_run_the_twins_until_numba_has_started(monkeypatch: pytest.Monk
     assert jit.ENABLED
     with jit.for_sets(jit.MIN_SETS):
         assert jit.ENABLED
+    with jit.for_sets(1, jit.MIN_BATCHES - 1):
+        assert not jit.ENABLED
+    with jit.for_sets(1, jit.MIN_BATCHES):  # one set through a long history pays too
+        assert jit.ENABLED
     monkeypatch.setattr(jit, "_numba", object())  # started: nothing more to pay
     with jit.for_sets(1):
         assert jit.ENABLED
@@ -72,6 +76,25 @@ compiled = EventReplay(engine, 399, m_max=16).exact(pairs)
 print('numba' in sys.modules, jit.started(), np.array_equal(twins, compiled))
 """
     assert _python(code) == ["False", "True", "True", "True", "True"]
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")
+def test_one_set_through_a_long_history_starts_numba_with_the_twins_logits():
+    """A far-back event's single exact calls (a search's, fidelity's) replay many batches:
+    from ``MIN_BATCHES`` of them on the compiled loops run (here lowered to the toy's
+    history), with the twins' logits."""
+    code = _TOY + """
+replay = EventReplay(engine, 399, m_max=16)
+one = [frozenset(replay.candidates.ids.tolist()[:3])]
+batches = len(replay._plan.trajectory.batches)
+jit.MIN_BATCHES = batches + 1
+short = replay.exact(one)
+print('numba' in sys.modules)
+jit.MIN_BATCHES = batches
+long = EventReplay(engine, 399, m_max=16).exact(one)
+print('numba' in sys.modules, jit.started(), np.array_equal(short, long))
+"""
+    assert _python(code) == ["False", "True", "True", "True"]
 
 
 @pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or CFTGNN_JIT=0) here")

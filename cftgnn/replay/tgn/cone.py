@@ -153,8 +153,9 @@ def cone_replay(model: TGN, traj: Trajectory, sets: RemovalSets, prune: bool = T
                 stats: ConeStats | None = None, max_bytes: int | None = None,
                 tolerance: float = 0.0, check: bool = False) -> NodeInputs:
     """``_cone_replay`` (below), with the compiled bookkeeping loops where the number of
-    sets pays for numba's start (``cftgnn.jit.for_sets``); the same logits either way."""
-    with jit.for_sets(sets.table.shape[0]):
+    sets or of recorded batches pays for numba's start (``cftgnn.jit.for_sets``); the same
+    logits either way."""
+    with jit.for_sets(sets.table.shape[0], len(traj.batches)):
         return _cone_replay(model, traj, sets, prune, stats, max_bytes, tolerance, check)
 
 
