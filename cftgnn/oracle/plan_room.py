@@ -87,11 +87,14 @@ def check_plans_fit(engine: Any, base: Any, event_id: int, start: int, eps_min: 
     if need <= room:
         return
     gib = 2**30
+    # the bound covers the span to the event; a history that ends earlier (``history=
+    # batch_start``) is named beside it
+    ends = "" if stop == int(event_id) else f"; its history ends at {stop:,}"
     over = math.ceil((need + store.cursor_nbytes) / gib * 100) / 100
     raise ConfigError(
         f"event {int(event_id)}'s replay plans need up to {need / gib:.3g} GiB (a history "
         f"of {int(event_id) - int(start):,} events, from {int(start):,}, where its oldest "
-        f"candidate's batch starts, to {stop:,}), more than the {room / gib:.3g} GiB that "
+        f"candidate's batch starts, to the event{ends}), more than the {room / gib:.3g} GiB that "
         f"memory_budget_gb={store.budget / gib:.4g} leaves them with every snapshot dropped "
         f"(the cursor holds {store.cursor_nbytes / gib:.3g} GiB): set memory_budget_gb to at "
         f"least {over:g}, or shorten how far back candidates reach (a smaller m_max "

@@ -151,6 +151,7 @@ def test_a_run_whose_plans_cannot_fit_is_refused_before_its_first_event(no_floor
     assert message.startswith("event 2999's replay plans need up to ")
     assert "memory_budget_gb=0.0015 leaves them" in message
     assert "set memory_budget_gb to at least" in message and "m_max" in message
+    assert "to the event)" in message  # the span the bound covers; no earlier history end
     assert _Counting.calls == 0  # nothing searched, nothing replayed
     assert engine.counters.setup_events == 0 and engine.counters.evaluations == 0
     # the bytes it names are the bound's; the budget it asks for fits them
@@ -161,6 +162,20 @@ def test_a_run_whose_plans_cannot_fit_is_refused_before_its_first_event(no_floor
     with pytest.raises(ConfigError, match="event 2999's replay plans"):
         engine.oracle(2999, m_max=30)
     assert engine.counters.setup_events == 0
+
+
+def test_a_refusal_names_a_history_that_ends_before_the_event(no_floor):
+    """Under ``history=batch_start`` the history ends at the event's batch; the bound covers
+    the span to the event, and the message says both."""
+    s = make_synthetic_stream(200, 3000, seed=5, feat_dim=2)
+    engine = ReplayEngine(make_tgn(s), s, memory_budget_gb=1.5e-3)
+    start = engine.boundary(0)
+    with pytest.raises(ConfigError) as err:
+        plan_room.check_plans_fit(engine, engine._cursor, 2999, start, 0, 30,
+                                  end=2990)
+    message = str(err.value)
+    assert f"a history of {2999 - start:,} events, from {start:,}," in message
+    assert "to the event; its history ends at 2,990)" in message
 
 
 def test_a_run_whose_plans_fit_is_explained_as_without_a_budget(no_floor):
