@@ -33,6 +33,12 @@ def as_int64(a: npt.NDArray[np.integer]) -> IntArray:
     return np.asarray(a, dtype=np.int64)
 
 
+def index_dtype(bound: int) -> type[np.signedinteger]:
+    """``int32`` for indices of at most ``bound`` where they fit (half the bytes of the
+    replay's held index arrays), else ``int64``."""
+    return np.int32 if int(bound) <= np.iinfo(np.int32).max else np.int64
+
+
 def distinct_rows(key: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
     """``(first, inverse)``: the first row of each distinct row of ``key [M, C]`` and the
     distinct row of every row (``key[first][inverse] == key``), the distinct rows in the
@@ -114,4 +120,4 @@ def check_fits_memory(nbytes: int, what: str) -> None:
 
 
 __all__ = ["SMALL", "as_int64", "check_fits_memory", "distinct_rows", "format_bytes",
-           "mask_words", "physical_memory", "unique"]
+           "index_dtype", "mask_words", "physical_memory", "unique"]

@@ -33,6 +33,7 @@ from torch import Tensor
 from cftgnn.arrays import distinct_rows
 from cftgnn.data.index import TemporalIndex
 from cftgnn.models.neighbors import recent_kept_neighbors_where
+from cftgnn.replay.masks import RemovalSets
 
 IntArray = npt.NDArray[np.int64]
 
@@ -124,7 +125,7 @@ class LayerWindows:
         hit = (self.keys[at] == key) & (self.tq[at] == tq) if len(self.keys) else key < 0
         return np.where(hit, at, -1).astype(np.int64)
 
-    def unremoved(self, c: IntArray, p: IntArray, sets: object,
+    def unremoved(self, c: IntArray, p: IntArray, sets: RemovalSets,
                   extra: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.bool_]:
         """Whether query ``c[m]`` (``-1``: none) is recorded and set ``p[m]`` (``-1``: none)
         removes no event of its window, which is then its window under that set too,
@@ -140,7 +141,7 @@ class LayerWindows:
         if len(some):
             cs = c[some]
             valid = self.valid[cs]
-            removed = sets.lookup(p[some], np.where(valid, self.eid[cs], 0))  # type: ignore[attr-defined]
+            removed = sets.lookup(p[some], np.where(valid, self.eid[cs], 0))
             out[some] = ~(removed & valid).any(axis=1)
         return out
 

@@ -45,6 +45,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from cftgnn.arrays import index_dtype
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN
 from cftgnn.replay.tgn.trajectory import (
@@ -150,8 +151,7 @@ def _structure(model: TGN, pending: npt.NDArray[np.int64],
     no_rows = cast(Tensor, None)
     records = []
     # node ids as int32 where they fit (half the bytes; see ``BatchRecord.nodes``)
-    small: type[np.signedinteger] = (np.int32 if model.num_nodes <= np.iinfo(np.int32).max
-                                     else np.int64)
+    small = index_dtype(model.num_nodes)
     for events in steps:
         ends = np.concatenate([src[events], dst[events]])
         nodes = np.unique(np.concatenate([pending, ends])).astype(small)
@@ -433,7 +433,7 @@ def record_trajectory(model: TGN, base: State, end: int,
                 ptr[ptr < 0] = bounds[j][2]
             # int32 pointers where the segment's rows fit (half the bytes; torch reads the
             # same rows through either)
-            small = np.int32 if bounds[j][2] <= np.iinfo(np.int32).max else np.int64
+            small = index_dtype(bounds[j][2])
             p_pre, p_post = (torch.as_tensor(ptr.astype(small), device=dev)
                              for ptr in (ptr_pre, ptr_post))
             if len(bounds) == 1 and first_held == 0 and table is not None:  # held, not spilled

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from torch import Tensor
 
-from cftgnn.arrays import as_int64, mask_words
+from cftgnn.arrays import as_int64, index_dtype, mask_words
 from cftgnn.models.neighbors import reachable_nodes
 from cftgnn.models.state import State
 from cftgnn.models.tgn import TGN, other_endpoint
@@ -91,11 +91,6 @@ class BatchRecord:
                          as_int64(self.inc_end), rem, p, pos)
 
 
-def _index_type(bound: int) -> type[np.signedinteger]:
-    """``int32`` for indices below ``bound`` where they fit, else ``int64``."""
-    return np.int32 if int(bound) <= np.iinfo(np.int32).max else np.int64
-
-
 def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.integer],
                   mem_pre: Tensor, mem_post: Tensor, lu_post: npt.NDArray[np.float64],
                   src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> BatchRecord:
@@ -107,8 +102,8 @@ def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.integer],
     inc_k = np.concatenate([np.arange(k), np.arange(k)[~loop]])
     order = np.lexsort((inc_k, inc_node))
     # positions in the batch: int32 (half the bytes; the compiled loops take them as int64)
-    inc_node, inc_k = inc_node[order], inc_k[order].astype(_index_type(k))
-    off = np.empty(len(nodes) + 1, dtype=_index_type(2 * k))
+    inc_node, inc_k = inc_node[order], inc_k[order].astype(index_dtype(k))
+    off = np.empty(len(nodes) + 1, dtype=index_dtype(2 * k))
     off[:-1] = np.searchsorted(inc_node, nodes, side="left")
     off[-1] = len(inc_node)
     # every incidence's node is one of ``nodes`` (sorted), so a node's group ends where the
@@ -157,7 +152,7 @@ class Dependencies:
             # kept as int32 (node ids and positions in ``rec.nodes`` fit: half the bytes),
             # handed out as the compiled loops' int64
             sender, v = receivers(rec, x, self.need, self.columns, src, dst)
-            small = np.int32 if len(self.need) <= np.iinfo(np.int32).max else np.int64
+            small = index_dtype(len(self.need))
             got = self._receivers[x] = (rec, sender.astype(small), v.astype(small))
         return as_int64(got[1]), as_int64(got[2])
 
