@@ -149,8 +149,7 @@ def _bitwise_candidates(mem: Tensor, alive: BoolArray, row_n: IntArray,
         table, ptr = recorded, np.arange(len(recorded), dtype=np.int64)
     return Candidates(*_candidates(
         alive, row_n, size, need, x, loc, bits(mem).numpy(), bits(table).numpy(), ptr, lu,
-        rec.lu_post, pend, rec.events, as_int64(rec.inc_k), as_int64(rec.inc_start),
-        as_int64(rec.inc_end)))
+        rec.lu_post, pend, rec.events, *rec.incidences()))
 
 
 __all__ = ["Candidates", "prune_candidates"]

@@ -445,8 +445,7 @@ def revive_receivers(differs: npt.NDArray[np.bool_], row_n: IntArray, num_nodes:
     """
     # in one compiled call, the nodes marked rather than sorted
     return _revive_receivers(differs, row_n, num_nodes, receivers[0], receivers[1],
-                             as_int64(rec.nodes), rec.events, as_int64(rec.inc_k),
-                             as_int64(rec.inc_start), as_int64(rec.inc_end), src, dst)
+                             as_int64(rec.nodes), rec.events, *rec.incidences(), src, dst)
 
 
 @jit.compiled

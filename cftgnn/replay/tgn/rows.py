@@ -18,7 +18,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from cftgnn.arrays import as_int64, mask_words, unique
+from cftgnn.arrays import mask_words, unique
 from cftgnn.models.tgn import TGN, other_endpoint
 from cftgnn.replay.tgn.compare import bits
 from cftgnn.replay.tgn.merge_steps import merge_groups
@@ -339,8 +339,7 @@ class RowTable(RowStore):
         if touched is None:
             touched = np.asarray(rem.any(axis=0), dtype=bool)
         new_pending(self.n, self.alive, self.rep, self.pend, self.size, read, loc, rec.events,
-                    as_int64(rec.inc_k), as_int64(rec.inc_start), as_int64(rec.inc_end), rem,
-                    touched)
+                    *rec.incidences(), rem, touched)
 
     @_timed
     def split_mixed(self, rec: BatchRecord, rem: npt.NDArray[np.bool_],
@@ -359,10 +358,10 @@ class RowTable(RowStore):
         last event at once where that is not touched.
         """
         # the rows to split, each one's own sender row, and their columns
+        _, start, end = incidences = rec.incidences()
         is_m, mine, cols = mixed_rows(self.rowmap, self.columns, self.mixed, self.alive, self.n,
-                                      self.size, read, loc, as_int64(rec.inc_start),
-                                      as_int64(rec.inc_end),
-                                      self.rep, self.pend, src, dst)
+                                      self.size, read, loc, start, end, self.rep, self.pend,
+                                      src, dst)
         if not len(cols):
             return 0
         if touched is None:
@@ -372,8 +371,7 @@ class RowTable(RowStore):
         # keeps) or its sender's row differs from that move to rows of their own
         pp, rr, pend, sender = mixed_pairs(
             self.rowmap, self.occupied, self.columns, cols, is_m, self.n, self.pend, mine, loc,
-            rec.events, as_int64(rec.inc_k), as_int64(rec.inc_start), as_int64(rec.inc_end), rem,
-            touched, src, dst)
+            rec.events, *incidences, rem, touched, src, dst)
         if not len(pp):
             return 0
         heads, group = key_groups(np.column_stack([rr, pend, sender]))

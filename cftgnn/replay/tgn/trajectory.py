@@ -66,6 +66,13 @@ class BatchRecord:
         the start for nodes without an event in the batch)."""
         return self.inc_off[1:]
 
+    def incidences(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                  npt.NDArray[np.int64]]:
+        """``(inc_k, inc_start, inc_end)`` as the compiled loops' ``int64`` (one copy of
+        the offsets where they are ``int32``, its two views)."""
+        off = as_int64(self.inc_off)
+        return as_int64(self.inc_k), off[:-1], off[1:]
+
     def recorded_pending(self) -> npt.NDArray[np.int64]:
         """Pending message of each node of ``nodes`` after the recorded batch (its last
         event there, the largest), ``-1`` for nodes without an event in it, ``int64 [V]``."""
@@ -87,8 +94,7 @@ class BatchRecord:
         """The last event of node ``nodes[pos[m]]`` in the batch that set ``p[m]`` keeps
         (``rem``: removals of the batch's events, ``bool [P, K]``), ``-1`` where it removes
         them all; every such node has an event in the batch. Returns ``int64 [M]``."""
-        return last_kept(self.events, as_int64(self.inc_k), as_int64(self.inc_start),
-                         as_int64(self.inc_end), rem, p, pos)
+        return last_kept(self.events, *self.incidences(), rem, p, pos)
 
 
 def batch_record(events: npt.NDArray[np.int64], nodes: npt.NDArray[np.integer],
