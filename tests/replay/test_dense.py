@@ -184,6 +184,59 @@ def test_the_option_and_its_default():
         TGNReplayOptions(cone="gpu")
 
 
+def test_auto_on_the_cpu_runs_one_set_through_a_long_history_densely(monkeypatch):
+    """``Cone.AUTO``'s CPU rule (``DENSE_MAX_SETS``, ``DENSE_MIN_BATCHES``, lowered here to
+    the toy's far-back history): one set replayed through at least that many batches runs
+    the dense replay, with its logit bit for bit, the row table's within 1e-6 and a fresh
+    replay's within 1e-5; two sets, a shorter replay, a budget the dense rows do not fit
+    and ``cone=rows`` keep the row table, bit for bit."""
+    import cftgnn.replay.tgn as tgn_replay
+
+    stream = make_synthetic_stream(400, 2000, seed=3, feat_dim=1, p_tie=0.3)
+    model = tgn(stream, 2)
+    ran: list[int] = []
+
+    def spy(model: TGN, traj: object, sets: RemovalSets, *args: object) -> object:
+        ran.append(sets.num_sets)
+        return dense_replay(model, traj, sets, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tgn_replay, "dense_replay", spy)
+    event = 1991  # a rare source: its oldest candidate is 65 batches back
+
+    def exact(cone: str, sets: list[frozenset[int]]) -> np.ndarray:
+        return EventReplay(engine(model, stream, cone), event, m_max=24).exact(sets)
+
+    replay = EventReplay(engine(model, stream, "auto"), event, m_max=24)
+    oldest = int(replay.candidates.ids.min())
+    one, two = [frozenset([oldest])], [frozenset([oldest]), frozenset([oldest + 1])]
+    traj = replay._plan.trajectory  # type: ignore[attr-defined]
+    _, last = traj.event_bounds()
+    replayed = len(traj.batches) - int(np.searchsorted(last, oldest))
+    assert replayed > 50  # a far-back removal
+    rows_one, rows_two, dense_one = exact("rows", one), exact("rows", two), exact("dense", one)
+    assert ran == [1]  # cone=dense alone
+    ran.clear()
+    monkeypatch.setattr(tgn_replay, "DENSE_MIN_BATCHES", replayed + 1)
+    assert np.array_equal(exact("auto", one), rows_one) and not ran
+    monkeypatch.setattr(tgn_replay, "DENSE_MIN_BATCHES", replayed)
+    got = exact("auto", one)
+    assert ran == [1] and np.array_equal(got, dense_one)
+    np.testing.assert_allclose(got, rows_one, atol=ROWS)
+    np.testing.assert_allclose(got, replay.exact_replay(one), atol=NAIVE)
+    ran.clear()
+    assert np.array_equal(exact("auto", two), rows_two) and not ran  # two sets share rows
+    recent = [frozenset([int(replay.candidates.ids.max())])]  # fewer batches from it on
+    assert np.array_equal(exact("auto", recent), exact("rows", recent)) and not ran
+    assert np.array_equal(exact("rows", one), rows_one) and not ran
+    sets = RemovalSets.from_sets(one)
+    opts = TGNReplayOptions()
+    columns = model.num_nodes
+    assert opts.dense_alone(traj, sets, columns, model.memory_dim, None)
+    assert not opts.dense_alone(traj, sets, columns, model.memory_dim, 1)  # does not fit
+    assert not TGNReplayOptions(cone="rows").dense_alone(traj, sets, columns,
+                                                         model.memory_dim, None)
+
+
 @pytest.mark.dataset
 def test_the_uci_tail_events_equal_the_row_tables_logits(real_data_dir, tmp_path):
     # the row table's logits of 300 sets of each tail event, stored bitwise

@@ -121,6 +121,23 @@ PLAN_BYTES_PER_BATCH = 4096
 PLAN_ROWS_PER_EVENT = 4
 
 
+#: On the CPU, ``Cone.AUTO`` replays a call of at most this many sets through at least
+#: ``DENSE_MIN_BATCHES`` history batches (counted from the batch of its oldest removal)
+#: with the dense replay rather than the row table. Such a call is a single exact check of
+#: a far-back set on a long stream (a confirmation, ``keep_logit``), whose cone spreads
+#: until nearly every node the prediction reads holds a perturbed row: the row table's
+#: per-batch bookkeeping then passes over its whole table (tens of thousands of rows), and
+#: sharing between sets saves nothing with one set. Measured 2026-12-06 on seeded synthetic
+#: streams, one thread, one exact call of the oldest candidate alone (docs/benchmarks.md,
+#: "One far-back set on a long stream"): the dense replay took about half the row table's
+#: time, logits within 3e-8. With more sets the row table shares rows between them and the
+#: dense replay computes every set's row, so the rule stops at one; the histories of UCI
+#: and Wikipedia (at most about 800 batches) never reach the count, so their calls are
+#: unchanged.
+DENSE_MAX_SETS = 1
+DENSE_MIN_BATCHES = 2000
+
+
 class Cone(str, Enum):
     """Which form of the exact cone replay runs (``TGNReplayOptions.cone``).
 
@@ -128,7 +145,10 @@ class Cone(str, Enum):
     bookkeeping on the host (compiled loops); the least work, the default on the CPU.
     ``DENSE``: a row per set and node in fixed buffers on the oracle's device
     (``cftgnn.replay.tgn.dense``); more arithmetic, no host steps between the kernels.
-    ``AUTO``: ``DENSE`` where the trajectory's device is not the CPU, else ``ROWS``.
+    ``AUTO``: ``DENSE`` where the trajectory's device is not the CPU; on the CPU ``ROWS``,
+    but ``DENSE`` for a call of at most ``DENSE_MAX_SETS`` sets that replays at least
+    ``DENSE_MIN_BATCHES`` history batches and whose dense rows fit its pass
+    (``TGNReplayOptions.dense_alone``).
     """
 
     AUTO = "auto"
@@ -207,9 +227,25 @@ class TGNReplayOptions:
                              f"got {self.cone!r}") from None
 
     def dense_on(self, device: torch.device) -> bool:
-        """Whether the dense replay runs for a trajectory on ``device``."""
+        """Whether the dense replay runs for every call of a trajectory on ``device``."""
         cone = Cone(self.cone)
         return cone is Cone.DENSE or (cone is Cone.AUTO and device.type != "cpu")
+
+    def dense_alone(self, traj: Trajectory, sets: RemovalSets, num_columns: int,
+                    dim: int, budget: int | None) -> bool:
+        """Whether ``Cone.AUTO`` runs this call of a trajectory on the CPU densely all the
+        same (elsewhere ``dense_on`` decides): at most
+        ``DENSE_MAX_SETS`` sets, at least ``DENSE_MIN_BATCHES`` batches replayed from the
+        batch of the oldest removal on, and the dense rows of ``num_columns`` columns of
+        ``dim`` floats within ``budget`` bytes (None: no bound)."""
+        if (Cone(self.cone) is not Cone.AUTO or traj.final_input.device.type != "cpu"
+                or sets.num_sets > DENSE_MAX_SETS
+                or not len(sets.events) or len(traj.batches) < DENSE_MIN_BATCHES):
+            return False
+        _, last = traj.event_bounds()
+        replayed = len(traj.batches) - int(np.searchsorted(last, int(sets.events[0])))
+        need = sets.num_sets * dense_nbytes_per_set(num_columns, dim)
+        return replayed >= DENSE_MIN_BATCHES and (budget is None or need <= budget)
 
 
 @dataclass(frozen=True)
@@ -319,7 +355,9 @@ class TGNPlan:
             budget = None if whole is None else whole // 2
             try:
                 stats = opts.stats if self.dst is None else None
-                if opts.dense_on(traj.final_input.device):
+                columns = traj.deps.num_columns if traj.deps is not None else model.num_nodes
+                if opts.dense_on(traj.final_input.device) or opts.dense_alone(
+                        traj, sets, columns, model.memory_dim, budget):
                     inputs = dense_replay(model, traj, sets, stats, budget)
                 else:
                     inputs = cone_replay(model, traj, sets, opts.prune_perturbations, stats,
@@ -473,8 +511,7 @@ class TGNReplay:
         return TGNPlan(model, trajectory, local, self.options, dst=dst)
 
 
-__all__ = ["Cone", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_BATCH", "PLAN_BYTES_PER_EVENT",
-           "PLAN_BYTES_PER_SLOT", "PLAN_BYTES_PER_WORD", "PLAN_ROWS_PER_EVENT",
-           "PLAN_SLOTS_PER_EVENT", "PLAN_WIDE_BYTES_PER_EVENT", "PLAN_WIDE_BYTES_PER_SLOT",
-           "TGNPlan", "TGNReplay",
-           "TGNReplayOptions"]
+__all__ = ["DENSE_MAX_SETS", "DENSE_MIN_BATCHES", "MIN_PASS_BUDGET_GB", "PLAN_BYTES_PER_BATCH",
+           "PLAN_BYTES_PER_EVENT", "PLAN_BYTES_PER_SLOT", "PLAN_BYTES_PER_WORD",
+           "PLAN_ROWS_PER_EVENT", "PLAN_SLOTS_PER_EVENT", "PLAN_WIDE_BYTES_PER_EVENT",
+           "PLAN_WIDE_BYTES_PER_SLOT", "Cone", "TGNPlan", "TGNReplay", "TGNReplayOptions"]
