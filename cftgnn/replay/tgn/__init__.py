@@ -205,7 +205,8 @@ class TGNReplayOptions:
             size (a pass can overshoot by the rows one history batch adds before it is
             stopped). One set is always evaluated (it holds at most one row per node).
         cone: Which form of the exact cone replay runs (``Cone``): ``"auto"`` (the
-            default: the device-resident dense replay on a GPU, the row table on the CPU),
+            default: the device-resident dense replay on a GPU, the row table on the CPU
+            but for one set through a long history, ``dense_alone``),
             ``"rows"`` or ``"dense"`` on any device. Both are exact; ``stats`` counts the
             dense replay's calls, sets and row updates (nothing is pruned or shared there).
     """
