@@ -129,8 +129,9 @@ PLAN_ROWS_PER_EVENT = 4
 #: per-batch bookkeeping then passes over its whole table (tens of thousands of rows), and
 #: sharing between sets saves nothing with one set. Measured 2026-12-06 on seeded synthetic
 #: streams, one thread, one exact call of the oldest candidate alone (docs/benchmarks.md,
-#: "One far-back set on a long stream"): the dense replay took about half the row table's
-#: time, logits within 3e-8. With more sets the row table shares rows between them and the
+#: "One far-back set on a long stream runs densely"): the dense replay took 0.33-0.83 of
+#: the row table's time (0.41-0.45 where the cone reached every node), logits within 1e-7.
+#: With more sets the row table shares rows between them and the
 #: dense replay computes every set's row, so the rule stops at one; the histories of UCI
 #: and Wikipedia (at most about 800 batches) never reach the count, so their calls are
 #: unchanged.
