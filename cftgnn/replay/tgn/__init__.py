@@ -131,9 +131,9 @@ PLAN_ROWS_PER_EVENT = 4
 #: streams, one thread, one exact call of the oldest candidate alone (docs/benchmarks.md,
 #: "One far-back set on a long stream runs densely"): the dense replay took 0.33-0.83 of
 #: the row table's time (0.41-0.45 where the cone reached every node), logits within 1e-7.
-#: With more sets the row table shares rows between them and the
-#: dense replay computes every set's row, so the rule stops at one; the histories of UCI
-#: and Wikipedia (at most about 800 batches) never reach the count, so their calls are
+#: With more sets the row table shares rows between them and the dense replay computes
+#: every set's row, so the rule stops at one. The histories of UCI and Wikipedia (at most
+#: about 800 batches of the models' 200 events) never reach the count: their calls are
 #: unchanged.
 DENSE_MAX_SETS = 1
 DENSE_MIN_BATCHES = 2000
