@@ -184,6 +184,32 @@ def test_the_option_and_its_default():
         TGNReplayOptions(cone="gpu")
 
 
+def test_windows_of_the_plan_give_the_same_logits_bit_for_bit(monkeypatch):
+    """``DensePlan`` builds its batches' arrays a window of ``WINDOW_EVENTS`` history events
+    at a time (memory follows a window, not the history): windows of one batch, of a few
+    and of the whole history give the same logits bit for bit and count the same rows."""
+    import cftgnn.replay.tgn.dense as dense
+
+    stream = make_synthetic_stream(400, 2000, seed=3, feat_dim=1, p_tie=0.3)
+    model = tgn(stream, 2)
+    replay = EventReplay(engine(model, stream, "dense"), 1991, m_max=24)  # 65 batches back
+    traj = replay._plan.trajectory  # type: ignore[attr-defined]
+    sets = small_sets(sorted(replay.candidates.ids.tolist())[:8], 2)
+    removal = RemovalSets.from_sets(sets)
+    deps = traj.dependencies_for(model, removal.events)
+    out, counts, windows = [], [], []
+    for size in (10**9, 40, 1):  # the toy's batches are 20 events
+        monkeypatch.setattr(dense, "WINDOW_EVENTS", size)
+        out.append(replay.exact(sets))
+        plan = DensePlan(model, traj, deps, removal)
+        windows.append(len(plan._bounds) - 1)
+        counts.append(plan.row_updates)
+        assert plan.batch(0) is plan.batch(0) and plan.batch(len(traj.batches) - 1) is not None
+        assert plan.batch(0) is not None  # a window left behind is built again
+    assert windows[0] == 1 < windows[1] < windows[2] == len(traj.batches)
+    assert all(np.array_equal(out[0], o) for o in out[1:]) and len(set(counts)) == 1
+
+
 def test_auto_on_the_cpu_runs_one_set_through_a_long_history_densely(monkeypatch):
     """``Cone.AUTO``'s CPU rule (``DENSE_MAX_SETS``, ``DENSE_MIN_BATCHES``, lowered here to
     the toy's far-back history): one set replayed through at least that many batches runs

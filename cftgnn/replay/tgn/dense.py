@@ -119,45 +119,90 @@ class _Uploads:
         return out
 
 
+#: History events whose batches' index arrays the dense replay builds and sends to the
+#: device at once (a window of its plan; a window holds one batch at least). A whole
+#: history's arrays at once were about 30 KB a batch at tgbl-coin's size: 3 GiB more
+#: resident for one far-back set through its 97,600 batches (measured 2026-12-06,
+#: docs/benchmarks.md); a window of a million events holds about 150 MB, and the
+#: histories of UCI and Wikipedia fit one (one upload per call, as before).
+WINDOW_EVENTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What the dense replay does in one batch (``DensePlan.batch``): its nodes on the
+    device, the pending messages it applies, the columns born in it (their columns and
+    positions in the batch's nodes, and their recorded last-update times) and the next
+    pending messages it gives; each None where the batch has none."""
+
+    nodes: Tensor
+    apply: _Apply | None
+    new: tuple[Tensor, Tensor] | None
+    lu_post: Tensor | None
+    pending: _Pending | None
+
+
 class DensePlan:
     """The structure of a trajectory's batches that the dense replay needs, for the removable
-    events of one call, on the device of the trajectory: every index array of every batch in
-    one upload (the sets' values are not in it).
+    events of one call, on the device of the trajectory: the index arrays of the batches of
+    a window of at most ``window_events`` history events in one upload each (the first
+    window's with the tables below; the sets' values are not in them), built as the replay
+    reaches them, so that memory follows a window rather than the history.
 
     Attributes:
         born: The first batch each column's dependency set grows in, ``int64 [C]``.
-        apply: Per batch, the pending messages it applies (``_Apply``), or None.
-        new: Per batch, the columns born in it and their positions in the batch's nodes,
-            or None.
-        pending: Per batch, the next pending messages it gives (``_Pending``), or None.
-        nodes: Per batch, its nodes (``BatchRecord.nodes``) on the device, or None where
-            the batch has nothing to do.
-        lu_post: Per batch with columns born, their recorded last-update times, or None.
         removals: Which of the sets' removable events each set removes, ``bool [P, U]``.
         columns_t, born_t: ``Dependencies.columns`` and ``born`` on the device.
         final_nodes: The nodes whose final input the prediction reads and that hold a
             column, ``int64 [F]``; ``final_cols_t``, ``final_nodes_t``: their columns and
             them on the device.
-        row_updates: Rows the replay sends through the GRU per set, the final inputs' included
-            (the plan's, known before any value).
     """
 
     def __init__(self, model: TGN, traj: Trajectory, deps: Dependencies,
-                 sets: RemovalSets) -> None:
-        removable = sets.events
-        batches = traj.batches
-        dev = traj.final_input.device
+                 sets: RemovalSets, window_events: int | None = None) -> None:
+        window_events = WINDOW_EVENTS if window_events is None else window_events
+        self._batches = batches = traj.batches
+        self._deps, self._removable = deps, sets.events
+        self._dev = dev = traj.final_input.device
         num = len(batches)
         self.born = born = _columns_born(deps, num)
         cols, need = deps.columns, deps.need
+        # windows of whole batches, each of at most window_events events (one batch at least)
+        sizes = np.array([len(rec.events) for rec in batches], dtype=np.int64)
+        bounds, lo, held = [0], 0, 0
+        for x, size in enumerate(sizes.tolist()):
+            if x > lo and held + size > window_events:
+                bounds.append(x)
+                lo, held = x, 0
+            held += size
+        bounds.append(num)
+        self._bounds = bounds
+        self._counts: list[int | None] = [None] * (len(bounds) - 1)
+        self._window: tuple[int, list[_Batch | None]] = (-1, [])
+        # the tables every step reads, and the columns the prediction reads at the end, sent
+        # with the first window
+        self.final_nodes = np.flatnonzero((cols >= 0) & (need >= num))
         up = _Uploads()
-        apply: list[tuple[int, int, int] | None] = []
-        new: list[tuple[int, int] | None] = []
-        pending: list[tuple[int, int, int] | None] = []
-        nodes: list[int | None] = []
-        lu_post: list[npt.NDArray[np.float64] | None] = []
-        self.row_updates = 0
-        for x, rec in enumerate(batches):
+        tables = (up.add(cols), up.add(born), up.add(np.stack([cols[self.final_nodes],
+                                                                self.final_nodes])))
+        removals = up.add(sets.table)
+        sent = self._build(0, up) if num else up.send(dev)
+        self.removals = sent[removals].bool()  # [P, U]
+        self.columns_t, self.born_t, final = (sent[i] for i in tables)
+        self.final_cols_t, self.final_nodes_t = final.unbind(0)
+
+    def _build(self, k: int, up: _Uploads) -> list[Tensor]:
+        """Build window ``k`` (its batches' arrays added to ``up``, sent, and kept as the
+        current window in place of the one before); returns what ``up`` sent."""
+        batches, deps, removable = self._batches, self._deps, self._removable
+        cols, need, born = deps.columns, deps.need, self.born
+        lo, hi = self._bounds[k], self._bounds[k + 1]
+        plans: list[tuple[int, tuple[int, int, int] | None, tuple[int, int] | None,
+                          npt.NDArray[np.float64] | None, tuple[int, int, int] | None]
+                    | None] = []
+        updates = 0
+        for x in range(lo, hi):
+            rec = batches[x]
             # 1. messages of the previous batch, applied to the columns alive before this one
             app = None
             if x > 0:
@@ -170,15 +215,14 @@ class DensePlan:
                 if keep.any():
                     last = prev.events[prev.inc_k[prev.inc_end[at[keep]] - 1]]
                     app = (up.add(c[keep]), up.add(ends[keep]), up.add(last))
-                    self.row_updates += int(keep.sum())
-            apply.append(app)
+                    updates += int(keep.sum())
             # 2. columns born in this batch: the recorded state after its messages
             c_all = cols[rec.nodes]
             fresh = np.flatnonzero(c_all >= 0)
             fresh = fresh[born[c_all[fresh]] == x]
             fresh = fresh[need[rec.nodes[fresh]] >= x]
-            new.append(None if not len(fresh) else (up.add(c_all[fresh]), up.add(fresh)))
-            lu_post.append(None if not len(fresh) else rec.lu_post[fresh])
+            new = None if not len(fresh) else (up.add(c_all[fresh]), up.add(fresh))
+            lu_post = None if not len(fresh) else rec.lu_post[fresh]
             # 3. the next pending messages of the columns alive after it
             at = _with_events(rec)
             c = cols[rec.nodes[at]]
@@ -194,32 +238,46 @@ class DensePlan:
                 j = np.searchsorted(removable, ev)
                 hit = valid & (removable[np.minimum(j, len(removable) - 1)] == ev)
                 pen = (up.add(c[keep]), up.add(ev), up.add(np.where(hit, j, -1)))
-            pending.append(pen)
-            busy = app is not None or new[-1] is not None or pen is not None
-            nodes.append(up.add(rec.nodes) if busy else None)
-        # the tables every step reads, and the columns the prediction reads at the end
-        self.final_nodes = np.flatnonzero((cols >= 0) & (need >= num))
-        self.row_updates += len(self.final_nodes)  # the final inputs' messages, every column
-        tables = (up.add(cols), up.add(born), up.add(np.stack([cols[self.final_nodes],
-                                                                self.final_nodes])))
-        removals = up.add(sets.table)
-        sent = up.send(dev)
-        self.removals = sent[removals].bool()  # [P, U]
-        self.columns_t, self.born_t, final = (sent[i] for i in tables)
-        self.final_cols_t, self.final_nodes_t = final.unbind(0)
-        self.apply = [None if a is None else _Apply(*(sent[i] for i in a)) for a in apply]
-        self.new = [None if a is None else (sent[a[0]], sent[a[1]]) for a in new]
-        self.pending = [None if a is None else _Pending(*(sent[i] for i in a))
-                        for a in pending]
-        self.nodes = [None if i is None else sent[i] for i in nodes]
-        fresh_lu = [a for a in lu_post if a is not None]
-        pool = (torch.as_tensor(np.concatenate(fresh_lu), device=dev) if fresh_lu
-                else torch.zeros(0, dtype=torch.float64, device=dev))
-        self.lu_post: list[Tensor | None] = []
+            busy = app is not None or new is not None or pen is not None
+            plans.append((up.add(rec.nodes), app, new, lu_post, pen) if busy else None)
+        self._counts[k] = updates
+        sent = up.send(self._dev)
+        fresh_lu = [b[3] for b in plans if b is not None and b[3] is not None]
+        pool = (torch.as_tensor(np.concatenate(fresh_lu), device=self._dev) if fresh_lu
+                else torch.zeros(0, dtype=torch.float64, device=self._dev))
+        out: list[_Batch | None] = []
         at_ = 0
-        for a in lu_post:
-            self.lu_post.append(None if a is None else pool[at_:at_ + len(a)])
-            at_ += 0 if a is None else len(a)
+        for b in plans:
+            if b is None:
+                out.append(None)
+                continue
+            nodes, app, new, lu_post, pen = b
+            lu_t = None
+            if lu_post is not None:
+                lu_t, at_ = pool[at_:at_ + len(lu_post)], at_ + len(lu_post)
+            out.append(_Batch(sent[nodes], None if app is None else _Apply(*(sent[i] for i in app)),
+                              None if new is None else (sent[new[0]], sent[new[1]]), lu_t,
+                              None if pen is None else _Pending(*(sent[i] for i in pen))))
+        self._window = (k, out)
+        return sent
+
+    def batch(self, x: int) -> _Batch | None:
+        """What batch ``x`` does (None: nothing), its window built when ``x`` is past the
+        current one (the replay asks in order; a window already left is built again)."""
+        k = int(np.searchsorted(self._bounds, x, side="right")) - 1
+        if self._window[0] != k:
+            self._build(k, _Uploads())
+        return self._window[1][x - self._bounds[k]]
+
+    @property
+    def row_updates(self) -> int:
+        """Rows the replay sends through the GRU per set, the final inputs' included
+        (the plan's, known before any value: the windows not built yet are built to count
+        them)."""
+        for k, count in enumerate(self._counts):
+            if count is None:
+                self._build(k, _Uploads())
+        return sum(c for c in self._counts if c is not None) + len(self.final_nodes)
 
 
 def dense_nbytes_per_set(num_columns: int, dim: int, itemsize: int = 4) -> int:
@@ -271,19 +329,18 @@ def dense_replay(model: TGN, traj: Trajectory, sets: RemovalSets,
     loc = torch.full((model.num_nodes,), -1, dtype=torch.int64, device=dev)
     with torch.no_grad():
         for x, rec in enumerate(traj.batches):
-            nodes = plan.nodes[x]
-            if nodes is None:
+            step = plan.batch(x)
+            if step is None:
                 continue
+            nodes, app, new, pen = step.nodes, step.apply, step.new, step.pending
             loc[nodes] = torch.arange(len(nodes), device=dev)
-            app, new, pen = plan.apply[x], plan.new[x], plan.pending[x]
             if app is not None:
                 _apply(model, rec, app, state, loc, x)
             if new is not None:
                 cols, at = new
-                lu_post = plan.lu_post[x]
-                assert lu_post is not None
+                assert step.lu_post is not None
                 mem[:, cols] = rec.mem_post[at].to(dtype)[None]
-                lu[:, cols] = lu_post[None]
+                lu[:, cols] = step.lu_post[None]
                 pend[:, cols] = -1
             if pen is not None:
                 removed = table[:, pen.removable]  # [P, V, I] (-1: the column of none)
