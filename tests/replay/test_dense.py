@@ -256,11 +256,9 @@ def test_auto_on_the_cpu_runs_one_set_through_a_long_history_densely(monkeypatch
     assert np.array_equal(exact("rows", one), rows_one) and not ran
     sets = RemovalSets.from_sets(one)
     opts = TGNReplayOptions()
-    columns = model.num_nodes
-    assert opts.dense_alone(traj, sets, columns, model.memory_dim, None)
-    assert not opts.dense_alone(traj, sets, columns, model.memory_dim, 1)  # does not fit
-    assert not TGNReplayOptions(cone="rows").dense_alone(traj, sets, columns,
-                                                         model.memory_dim, None)
+    assert opts.dense_alone(model, traj, sets, None)
+    assert not opts.dense_alone(model, traj, sets, 1)  # does not fit
+    assert not TGNReplayOptions(cone="rows").dense_alone(model, traj, sets, None)
 
 
 @pytest.mark.dataset

@@ -233,21 +233,25 @@ class TGNReplayOptions:
         cone = Cone(self.cone)
         return cone is Cone.DENSE or (cone is Cone.AUTO and device.type != "cpu")
 
-    def dense_alone(self, traj: Trajectory, sets: RemovalSets, num_columns: int,
-                    dim: int, budget: int | None) -> bool:
+    def dense_alone(self, model: TGN, traj: Trajectory, sets: RemovalSets,
+                    budget: int | None) -> bool:
         """Whether ``Cone.AUTO`` runs this call of a trajectory on the CPU densely all the
         same (elsewhere ``dense_on`` decides): at most
         ``DENSE_MAX_SETS`` sets, at least ``DENSE_MIN_BATCHES`` batches replayed from the
-        batch of the oldest removal on, and the dense rows of ``num_columns`` columns of
-        ``dim`` floats within ``budget`` bytes (None: no bound)."""
+        batch of the oldest removal on, and the dense rows of the call's columns (its
+        dependency sets', which either replay reads next) within ``budget`` bytes (None: no
+        bound)."""
         if (Cone(self.cone) is not Cone.AUTO or traj.final_input.device.type != "cpu"
                 or sets.num_sets > DENSE_MAX_SETS
                 or not len(sets.events) or len(traj.batches) < DENSE_MIN_BATCHES):
             return False
         _, last = traj.event_bounds()
         replayed = len(traj.batches) - int(np.searchsorted(last, int(sets.events[0])))
-        need = sets.num_sets * dense_nbytes_per_set(num_columns, dim)
-        return replayed >= DENSE_MIN_BATCHES and (budget is None or need <= budget)
+        if replayed < DENSE_MIN_BATCHES:
+            return False
+        columns = traj.dependencies_for(model, sets.events).num_columns
+        need = sets.num_sets * dense_nbytes_per_set(columns, model.memory_dim)
+        return budget is None or need <= budget
 
 
 @dataclass(frozen=True)
@@ -357,9 +361,8 @@ class TGNPlan:
             budget = None if whole is None else whole // 2
             try:
                 stats = opts.stats if self.dst is None else None
-                columns = traj.deps.num_columns if traj.deps is not None else model.num_nodes
                 if opts.dense_on(traj.final_input.device) or opts.dense_alone(
-                        traj, sets, columns, model.memory_dim, budget):
+                        model, traj, sets, budget):
                     inputs = dense_replay(model, traj, sets, stats, budget)
                 else:
                     inputs = cone_replay(model, traj, sets, opts.prune_perturbations, stats,

@@ -168,13 +168,12 @@ class DensePlan:
         self.born = born = _columns_born(deps, num)
         cols, need = deps.columns, deps.need
         # windows of whole batches, each of at most window_events events (one batch at least)
-        sizes = np.array([len(rec.events) for rec in batches], dtype=np.int64)
-        bounds, lo, held = [0], 0, 0
-        for x, size in enumerate(sizes.tolist()):
-            if x > lo and held + size > window_events:
+        bounds, held = [0], 0
+        for x, rec in enumerate(batches):
+            if x > bounds[-1] and held + len(rec.events) > window_events:
                 bounds.append(x)
-                lo, held = x, 0
-            held += size
+                held = 0
+            held += len(rec.events)
         bounds.append(num)
         self._bounds = bounds
         self._counts: list[int | None] = [None] * (len(bounds) - 1)
